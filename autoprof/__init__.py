@@ -1,0 +1,55 @@
+"""autoprof: decorate a PyTorch function, get a profile that says why it is slow.
+
+``import autoprof`` never imports torch: the decorator imports it on first use, and the
+analysis layer (``autoprof.load`` and friends) never does, so the viewer and the CLI start
+fast and work where torch is absent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from autoprof._version import __version__
+
+if TYPE_CHECKING:
+    from autoprof._check import check
+    from autoprof._decorator import autoprof, region
+    from autoprof._options import Schedule
+    from autoprof.analysis import Run, TraceError, load
+
+__all__ = [
+    "__version__",
+    "autoprof",
+    "region",
+    "check",
+    "Schedule",
+    "load",
+    "Run",
+    "TraceError",
+]
+
+# name -> module that defines it; resolved on first attribute access (PEP 562).
+_LAZY: dict[str, str] = {
+    "autoprof": "autoprof._decorator",
+    "region": "autoprof._decorator",
+    "check": "autoprof._check",
+    "Schedule": "autoprof._options",
+    "load": "autoprof.analysis",
+    "Run": "autoprof.analysis",
+    "TraceError": "autoprof.analysis",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'autoprof' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,48 @@
+"""Suite-wide guards. Area-specific fixtures live in tests/<area>/conftest.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _no_profiler_left_running(monkeypatch, tmp_path):
+    """Every test runs with its own traces folder, and no torch profiler may outlive it."""
+    monkeypatch.setenv("AUTOPROF_DIR", str(tmp_path / "traces"))
+    yield
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    enabled = torch.autograd._profiler_enabled()
+    if enabled:  # stop it so one leak does not fail every later test
+        try:
+            torch.autograd._disable_profiler()
+        except Exception:
+            pass
+    assert not enabled, "a torch profiler was left running after this test"
+
+
+def has_cuda() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return False
+    return bool(sys.modules["torch"].cuda.is_available())
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("AUTOPROF_GPU_TESTS") == "1" or has_cuda():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (CI has none; see docs/gpu-validation.md)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
