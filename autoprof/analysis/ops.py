@@ -1,0 +1,293 @@
+"""Self vs total per op: torch's ``key_averages()`` numbers, computed from the events table.
+
+One row per op name and lane. CPU rows (``lane == "cpu"``: ``cpu_op``, ``user_annotation``,
+runtime/driver calls, ``python_function`` when ``with_stack`` was on) carry CPU time and the
+device time of the kernels they launched; GPU rows (kernels, memcpy, memset) carry their own
+device time. ``gpu_user_annotation`` spans are never rows and never add device time.
+
+Example (a ``matmul_add`` record_function around ``aten::mm``, which launches one kernel)::
+
+    events (before)
+    name        lane  dur_us  parent  op_row
+    matmul_add  cpu     10.0      -1      -1
+    aten::mm    cpu      4.0       0      -1
+    gemm        gpu      2.0      -1       1
+
+    self_vs_total (after; every time column is in microseconds)
+    name        lane  calls  self_cpu_us  cpu_total_us  self_device_us  device_total_us
+    matmul_add  cpu       1          6.0          10.0             0.0              2.0
+    aten::mm    cpu       1          4.0           4.0             2.0              2.0
+    gemm        gpu       1          0.0           0.0             2.0              2.0
+
+Rules, each matching torch's ``FunctionEvent`` / ``FunctionEventAvg``:
+
+- ``calls``: number of events with that name; ``cpu_total_us``: the sum of their durations.
+  An op nested in itself (recursion) is counted once per event, so its CPU total can exceed
+  the wall time it covers (torch does the same).
+- ``self_cpu_us``: duration minus the durations of direct CPU children, where children are
+  taken among the rows that are ops (the ``Trace`` event and torch's filtered utility names
+  are skipped, and their children move up to the nearest op).
+- A kernel's time is Self device of the kernel row and of the op that launched it
+  (``op_row``; else the nearest op enclosing its launch call), and device total of that op
+  and every op above it. Recursion double counts here too, as in torch.
+- ``ProfilerStep#N`` rows are merged into ``ProfilerStep*``, as torch prints them.
+- ``flops``: the sum over the events of ``flops``; where a trace has no ``args.flops`` (torch
+  2.x exports none, even with ``with_flops=True``), torch's own formulas estimate it from
+  ``input_dims`` for ``aten::mm``, ``addmm``, ``bmm``, ``baddbmm``, ``mul`` and ``add``
+  (``aten::conv2d`` needs stride and padding, which the trace lacks). NaN if neither.
+- ``input_shapes``: the most common non-empty ``input_dims`` of that name (first seen wins
+  a tie); torch keeps shapes only when grouping by them, we keep one row per name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Lane = Literal["cpu", "gpu"]
+
+OPS_COLUMNS = [
+    "name",
+    "lane",
+    "calls",
+    "self_cpu_us",
+    "cpu_total_us",
+    "self_device_us",
+    "device_total_us",
+    "flops",
+    "input_shapes",
+]
+
+_REQUIRED = (
+    "name",
+    "cat",
+    "lane",
+    "is_gpu_work",
+    "ts_us",
+    "dur_us",
+    "parent",
+    "launch_row",
+    "op_row",
+    "flops",
+    "input_dims",
+    "rank",
+)
+
+# Categories on the CPU lane that torch's key_averages never lists.
+_NOT_OP_CATS = frozenset({"Trace"})
+# torch.autograd.profiler_util._filter_name: utility ops torch drops from its tables.
+_TORCH_FILTERED_NAMES = frozenset(
+    {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    }
+)
+
+
+def self_vs_total(
+    events: pd.DataFrame, lane: Lane | None = None, rank: int | None = None
+) -> pd.DataFrame:
+    """Per-op Self and total CPU and device time (columns: ``OPS_COLUMNS``).
+
+    ``lane`` keeps only CPU rows or only GPU rows; ``rank`` keeps one rank (default: all
+    ranks summed). Rows come in order of first appearance, so a stable sort on any column
+    reproduces torch's order among ties.
+    """
+    _check_columns(events)
+    if lane not in (None, "cpu", "gpu"):
+        raise ValueError(f"lane must be 'cpu', 'gpu' or None, got {lane!r}")
+    per_event = event_times(events)
+    keep = per_event["is_op"] | per_event["is_work"]
+    if rank is not None:
+        keep &= events["rank"].to_numpy() == rank
+    if lane is not None:
+        keep &= events["lane"].to_numpy() == lane
+    return _aggregate(events, per_event, keep)
+
+
+def event_times(events: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per-event arrays (positions as in ``events``): ``is_op``, ``is_work``, ``self_cpu_us``,
+    ``cpu_total_us``, ``self_device_us``, ``device_total_us``."""
+    _check_columns(events)
+    n = len(events)
+    lane = events["lane"].to_numpy()
+    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
+    is_op = (
+        (lane == "cpu")
+        & ~is_work
+        & ~events["cat"].isin(_NOT_OP_CATS).to_numpy()
+        & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy()
+    )
+    dur = events["dur_us"].to_numpy(dtype=np.float64)
+    up = _nearest_op_above(_positions(events, "parent"), is_op)
+
+    cpu_total = np.where(is_op, dur, 0.0)
+    child = is_op & (up >= 0)
+    children_us = np.bincount(up[child], weights=dur[child], minlength=n)
+    self_cpu = np.where(is_op, dur - children_us, 0.0)
+
+    self_device = np.where(is_work, dur, 0.0)
+    device_total = self_device.copy()
+    owner = _launching_op(events, is_op, up)
+    work = is_work & (owner >= 0)
+    np.add.at(self_device, owner[work], dur[work])
+    kernel_us, cur = dur[work], owner[work]
+    for _ in range(n + 1):  # walk every kernel up through all its ops
+        if len(cur) == 0:
+            break
+        np.add.at(device_total, cur, kernel_us)
+        cur = up[cur]
+        alive = cur >= 0
+        cur, kernel_us = cur[alive], kernel_us[alive]
+    return {
+        "is_op": is_op,
+        "is_work": is_work,
+        "self_cpu_us": self_cpu,
+        "cpu_total_us": cpu_total,
+        "self_device_us": self_device,
+        "device_total_us": device_total,
+    }
+
+
+def _check_columns(events: pd.DataFrame) -> None:
+    missing = [c for c in _REQUIRED if c not in events.columns]
+    if missing:
+        raise ValueError(
+            f"events table lacks column(s) {missing} needed for self vs total "
+            f"(has: {list(events.columns)})"
+        )
+
+
+def _positions(events: pd.DataFrame, column: str) -> np.ndarray:
+    """Row references (index labels or -1) as positions into ``events`` (-1 if absent)."""
+    refs = events[column].to_numpy(dtype=np.int64)
+    if isinstance(events.index, pd.RangeIndex) and events.index.start == 0 and (
+        events.index.step == 1
+    ):
+        return np.where((refs >= 0) & (refs < len(events)), refs, -1)
+    pos = events.index.get_indexer(refs)
+    return np.where(refs >= 0, pos, -1).astype(np.int64)
+
+
+def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
+    """For every row, the position of the nearest ancestor that is an op (-1 if none)."""
+    up = parent.copy()
+    for _ in range(len(up) + 1):
+        skip = (up >= 0) & ~is_op[np.maximum(up, 0)]
+        if not skip.any():
+            return up
+        up[skip] = parent[up[skip]]
+    raise ValueError("events table: the parent column has a cycle")
+
+
+def _launching_op(events: pd.DataFrame, is_op: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Per row, the op a GPU row is charged to: ``op_row``, else the op around its launch."""
+    op = _positions(events, "op_row")
+    op = np.where((op >= 0) & ~is_op[np.maximum(op, 0)], up[np.maximum(op, 0)], op)
+    launch = _positions(events, "launch_row")
+    by_launch = np.where(launch >= 0, up[np.maximum(launch, 0)], -1)
+    return np.where(op >= 0, op, by_launch)
+
+
+def _aggregate(
+    events: pd.DataFrame, per_event: dict[str, np.ndarray], keep: np.ndarray
+) -> pd.DataFrame:
+    rows = pd.DataFrame(
+        {
+            "name": _torch_key(events["name"].to_numpy()[keep]),
+            "lane": events["lane"].to_numpy()[keep],
+            "ts_us": events["ts_us"].to_numpy(dtype=np.float64)[keep],
+            "flops": event_flops(events)[keep],
+            "input_dims": events["input_dims"].to_numpy()[keep],
+        }
+    )
+    for column in ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"):
+        rows[column] = per_event[column][keep]
+    if rows.empty:
+        return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS})
+    grouped = rows.groupby(["name", "lane"], sort=False)
+    out = grouped.agg(
+        calls=("ts_us", "size"),
+        first_ts_us=("ts_us", "min"),
+        self_cpu_us=("self_cpu_us", "sum"),
+        cpu_total_us=("cpu_total_us", "sum"),
+        self_device_us=("self_device_us", "sum"),
+        device_total_us=("device_total_us", "sum"),
+        flops=("flops", lambda s: s.sum(min_count=1)),
+    ).reset_index()
+    out["input_shapes"] = _common_shapes(rows, out)
+    out = out.sort_values(["first_ts_us", "lane"], kind="stable").reset_index(drop=True)
+    return out[OPS_COLUMNS].astype({"calls": np.int64, "flops": np.float64})
+
+
+def _torch_key(names: np.ndarray) -> np.ndarray:
+    series = pd.Series(names, dtype=object)
+    step = series.str.startswith("ProfilerStep#").fillna(False).astype(bool)
+    return series.mask(step, "ProfilerStep*").to_numpy(dtype=object)
+
+
+def _common_shapes(rows: pd.DataFrame, out: pd.DataFrame) -> list[str]:
+    shaped = rows[rows["input_dims"].astype(bool)]
+    if shaped.empty:
+        return [""] * len(out)
+    counts = (
+        shaped.groupby(["name", "lane", "input_dims"], sort=False)
+        .agg(n=("ts_us", "size"), first=("ts_us", "min"))
+        .reset_index()
+        .sort_values(["n", "first"], ascending=[False, True], kind="stable")
+        .drop_duplicates(["name", "lane"])
+    )
+    best = {(r.name, r.lane): r.input_dims for r in counts.itertuples(index=False)}
+    return [best.get((n, lane), "") for n, lane in zip(out["name"], out["lane"], strict=True)]
+
+
+def _dtype(column: str) -> str:
+    if column in ("name", "lane", "input_shapes"):
+        return "object"
+    return "int64" if column == "calls" else "float64"
+
+
+def event_flops(events: pd.DataFrame) -> np.ndarray:
+    """``flops`` per event, estimated from ``input_dims`` where the trace recorded none."""
+    flops = events["flops"].to_numpy(dtype=np.float64).copy()
+    todo = np.isnan(flops) & events["name"].isin(_FLOPS_INPUTS).to_numpy()
+    for pos in np.flatnonzero(todo):
+        flops[pos] = _torch_flops(events["name"].iat[pos], events["input_dims"].iat[pos])
+    return flops
+
+
+# torch/csrc/profiler/util.cpp saveExtraArgs: which inputs each formula reads.
+_FLOPS_INPUTS = {
+    "aten::mm": (0, 1),
+    "aten::addmm": (1, 2),
+    "aten::bmm": (0, 1),
+    "aten::baddbmm": (1, 2),
+    "aten::mul": (0,),
+    "aten::add": (0,),
+}
+
+
+def _torch_flops(name: str, input_dims: str) -> float:
+    """torch's computeFlops for one event, from its recorded input dims (NaN if unreadable)."""
+    try:
+        dims = json.loads(input_dims)
+        shapes = [[int(d) for d in dims[i]] for i in _FLOPS_INPUTS[name]]
+    except (ValueError, TypeError, IndexError):
+        return math.nan
+    if len(shapes) == 1:  # elementwise: one op per element of the first input
+        return float(math.prod(shapes[0]))
+    mat1, mat2 = shapes
+    if not mat1 or mat1[-1] == 0 or (name.endswith("bmm") and mat1[0] == 0):
+        return 0.0
+    batch = mat1[0] if name.endswith("bmm") else 1
+    return float(2 * math.prod(mat1) // mat1[-1] // batch * math.prod(mat2))
