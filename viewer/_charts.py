@@ -1,0 +1,203 @@
+"""Altair chart builders: DataFrame (contract column names) in, chart out. No statistics.
+
+Field names given to Vega-Lite are our own plain column names; user text (op names) only
+ever appears as data values, which Vega draws as SVG text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+SELF = "Self"
+TOTAL = "Total"
+_LANE_COLORS = {"cpu": "#4c78a8", "gpu": "#f58518"}
+
+
+def _short(names: pd.Series, width: int = 60) -> pd.Series:
+    return names.astype(str).map(lambda s: s if len(s) <= width else s[: width - 1] + "…")
+
+
+def self_vs_total(
+    ops: pd.DataFrame, self_col: str, total_col: str, title: str, top_n: int = 15
+) -> alt.Chart:
+    """Grouped horizontal bars: Self and total time per op (µs), largest total first.
+
+    `ops` holds `name`, `calls`, `self_col`, `total_col`; the caller picks the rows.
+    """
+    top = ops.nlargest(top_n, total_col)[["name", "calls", self_col, total_col]].copy()
+    top["op"] = _short(top["name"])
+    long = top.melt(
+        id_vars=["op", "name", "calls"],
+        value_vars=[self_col, total_col],
+        var_name="measure",
+        value_name="time_us",
+    )
+    long["measure"] = long["measure"].map({self_col: SELF, total_col: TOTAL})
+    order = top.sort_values(total_col, ascending=False)["op"].tolist()
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("op:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)),
+            x=alt.X("time_us:Q", title="time (µs)"),
+            color=alt.Color(
+                "measure:N",
+                scale=alt.Scale(domain=[SELF, TOTAL], range=["#e45756", "#9ecae9"]),
+                title=None,
+            ),
+            yOffset=alt.YOffset("measure:N", sort=[SELF, TOTAL]),
+            tooltip=[
+                alt.Tooltip("name:N", title="op"),
+                alt.Tooltip("measure:N"),
+                alt.Tooltip("time_us:Q", title="time (µs)", format=",.2f"),
+                alt.Tooltip("calls:Q", format=","),
+            ],
+        )
+        .properties(title=title, height=alt.Step(9))
+    )
+
+
+def bars(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    title: str,
+    y_title: str,
+    color: str | None = None,
+    x_title: str | None = None,
+    tooltip: Sequence[str] = (),
+) -> alt.Chart:
+    """Vertical bars of `y` per `x` (x is ordinal), optionally colored by a column."""
+    enc: dict[str, object] = {
+        "x": alt.X(f"{x}:O", title=x_title or x),
+        "y": alt.Y(f"{y}:Q", title=y_title),
+        "tooltip": [alt.Tooltip(f"{x}:O")] + [alt.Tooltip(c) for c in (y, *tooltip)],
+    }
+    if color:
+        enc["color"] = alt.Color(f"{color}:N", title=None)
+    return alt.Chart(df).mark_bar().encode(**enc).properties(title=title, height=260)
+
+
+def grouped_bars(
+    df: pd.DataFrame, x: str, value_cols: Sequence[str], labels: Sequence[str], title: str,
+    y_title: str,
+) -> alt.Chart:
+    """Bars of several measures side by side per `x` (e.g. self CPU vs self GPU per run)."""
+    long = df[[x, *value_cols]].melt(id_vars=[x], var_name="measure", value_name="value")
+    long["measure"] = long["measure"].map(dict(zip(value_cols, labels, strict=True)))
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{x}:N", title=None, sort=None, axis=alt.Axis(labelLimit=200)),
+            xOffset=alt.XOffset("measure:N"),
+            y=alt.Y("value:Q", title=y_title),
+            color=alt.Color("measure:N", title=None),
+            tooltip=[alt.Tooltip(f"{x}:N"), "measure:N", alt.Tooltip("value:Q", format=",.2f")],
+        )
+        .properties(title=title, height=280)
+    )
+
+
+def sweep(df: pd.DataFrame, size_col: str, value_cols: Sequence[str], labels: Sequence[str],
+          title: str, y_title: str) -> alt.Chart:
+    """Lines of several measures against a problem size, both axes logarithmic."""
+    long = df[[size_col, *value_cols]].melt(
+        id_vars=[size_col], var_name="measure", value_name="value"
+    )
+    long["measure"] = long["measure"].map(dict(zip(value_cols, labels, strict=True)))
+    long = long[long["value"] > 0]
+    return (
+        alt.Chart(long)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{size_col}:Q", scale=alt.Scale(type="log", base=2), title="size"),
+            y=alt.Y("value:Q", scale=alt.Scale(type="log"), title=y_title),
+            color=alt.Color("measure:N", title=None),
+            tooltip=[alt.Tooltip(f"{size_col}:Q", title="size"), "measure:N",
+                     alt.Tooltip("value:Q", format=",.2f")],
+        )
+        .properties(title=title, height=320)
+    )
+
+
+def _js_str(text: str) -> str:
+    """A Vega expression string literal holding `text` (lane labels are ours, but be strict)."""
+    kept = "".join(c for c in text if c.isalnum() or c in " .:/#-_()")
+    return "'" + kept + "'"
+
+
+def timeline(
+    spans: pd.DataFrame,
+    lanes: Sequence[str],
+    links: pd.DataFrame | None = None,
+    gaps: pd.DataFrame | None = None,
+    title: str = "Timeline",
+) -> alt.LayerChart:
+    """Lanes of spans against time.
+
+    `spans`: `row` (lane index into `lanes`), `start_us`, `end_us` (relative), `name`, `cat`,
+    `dur_us`, `lane`. `links`: `x_us`, `x2_us`, `row`, `row2` (launch call -> GPU work).
+    `gaps`: `start_us`, `end_us`, `row` (idle GPU time to mark).
+    """
+    n = max(len(lanes), 1)
+    safe = [_js_str(lane) for lane in lanes]
+    mapping = "{" + ",".join(f"'{i}':{safe[i]}" for i in range(len(lanes))) + "}"
+    y_axis = alt.Axis(
+        values=list(range(n)), labelExpr=f"{mapping}[''+datum.value]", title=None, grid=False,
+        labelLimit=220,
+    )
+    y_scale = alt.Scale(domain=[-0.6, n - 0.4], reverse=True, nice=False, zero=False)
+    base = spans.assign(y0=spans["row"] - 0.42, y1=spans["row"] + 0.42)
+    layers: list[alt.Chart] = []
+    if gaps is not None and len(gaps):
+        g = gaps.assign(y0=gaps["row"] - 0.5, y1=gaps["row"] + 0.5)
+        layers.append(
+            alt.Chart(g)
+            .mark_rect(color="#d62728", opacity=0.12)
+            .encode(
+                x="start_us:Q", x2="end_us:Q",
+                y=alt.Y("y0:Q", scale=y_scale, axis=y_axis), y2="y1:Q",
+                tooltip=[alt.Tooltip("start_us:Q", title="idle from (µs)", format=",.1f"),
+                         alt.Tooltip("end_us:Q", title="to (µs)", format=",.1f"),
+                         ],
+            )
+        )
+    layers.append(
+        alt.Chart(base)
+        .mark_rect(stroke="white", strokeWidth=0.3)
+        .encode(
+            x=alt.X("start_us:Q", title="time since first drawn event (µs)"),
+            x2="end_us:Q",
+            y=alt.Y("y0:Q", scale=y_scale, axis=y_axis),
+            y2="y1:Q",
+            color=alt.Color("cat:N", title="category"),
+            tooltip=[
+                alt.Tooltip("name:N", title="name"),
+                alt.Tooltip("cat:N", title="category"),
+                alt.Tooltip("lane:N"),
+                alt.Tooltip("start_us:Q", title="start (µs)", format=",.2f"),
+                alt.Tooltip("dur_us:Q", title="duration (µs)", format=",.2f"),
+            ],
+        )
+    )
+    if links is not None and len(links):
+        lk = links.assign(y0=links["row"] + 0.42, y1=links["row2"] - 0.42)
+        layers.append(
+            alt.Chart(lk)
+            .mark_rule(color="#555", strokeDash=[2, 2], opacity=0.6)
+            .encode(
+                x="x_us:Q", x2="x2_us:Q",
+                y=alt.Y("y0:Q", scale=y_scale, axis=y_axis), y2="y1:Q",
+                tooltip=[alt.Tooltip("name:N", title="launch of")],
+            )
+        )
+    height = max(120, 26 * n + 40)
+    return (
+        alt.layer(*layers)
+        .properties(title=title, height=height)
+        .interactive(bind_y=False)
+    )

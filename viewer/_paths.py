@@ -1,0 +1,62 @@
+"""Where the viewer may read: the chosen traces folder and nothing outside it.
+
+Every path the viewer opens is resolved (symlinks followed) and must lie inside the resolved
+traces folder; a path that escapes it, directly or through a link, is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+class OutsideFolderError(ValueError):
+    """A path that resolves outside the traces folder."""
+
+
+def default_root() -> Path:
+    """AUTOPROF_DIR if set, else ./traces (relative to the current directory)."""
+    env = os.environ.get("AUTOPROF_DIR", "").strip()
+    return Path(env) if env else Path("traces")
+
+
+def resolve_root(text: str | os.PathLike[str]) -> Path:
+    """The traces folder as an absolute, link-free path (it may not exist yet)."""
+    return Path(text).expanduser().resolve(strict=False)
+
+
+def inside(root: Path, candidate: str | os.PathLike[str]) -> Path:
+    """`candidate` (relative paths are taken from `root`) resolved; refused if outside `root`.
+
+    Raises FileNotFoundError if it does not exist, OutsideFolderError if it (or a link on the
+    way) leads outside the traces folder.
+    """
+    root_real = root.resolve(strict=True)
+    path = Path(candidate).expanduser()
+    if not path.is_absolute():
+        path = root_real / path
+    real = path.resolve(strict=True)
+    if real != root_real and root_real not in real.parents:
+        raise OutsideFolderError(f"{candidate}: outside the traces folder {root_real}")
+    return real
+
+
+def check_tree(root: Path, folder: Path, max_files: int = 2000) -> None:
+    """Refuse a run folder holding any file or link that resolves outside `root`."""
+    inside(root, folder)
+    if not folder.is_dir():
+        return
+    for n, entry in enumerate(folder.rglob("*")):
+        if n >= max_files:
+            break
+        if entry.is_symlink() or entry.is_file():
+            try:
+                inside(root, entry)
+            except FileNotFoundError as e:  # dangling link
+                raise OutsideFolderError(f"{entry}: broken link") from e
+
+
+def is_trace_name(name: str) -> bool:
+    return name.endswith(TRACE_SUFFIXES)

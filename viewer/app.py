@@ -1,0 +1,105 @@
+"""autoprof viewer: `streamlit run viewer/app.py [-- traces_dir]`.
+
+The entry script owns navigation, shared state and loading; the pages in viewer/views/ only
+display what `autoprof.analysis` computed. Reads only inside the chosen traces folder.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+if str(_REPO) not in sys.path:  # `streamlit run viewer/app.py` puts only viewer/ on the path
+    sys.path.insert(0, str(_REPO))
+
+import streamlit as st  # noqa: E402
+
+from viewer._context import Context, publish  # noqa: E402
+from viewer._loading import find_runs, load_run, load_upload  # noqa: E402
+from viewer._paths import default_root, resolve_root  # noqa: E402
+from viewer._runlist import run_label, run_paths  # noqa: E402
+from viewer.views import PAGES, VIEWS  # noqa: E402
+
+SOURCES = ("Run in folder", "Trace by path", "Upload")
+
+
+def _root_from_args() -> str:
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    return args[0] if args else str(default_root())
+
+
+def _sidebar_root() -> Context:
+    text = st.sidebar.text_input(
+        "Traces folder", value=_root_from_args(), key="root",
+        help="Default: $AUTOPROF_DIR, else ./traces. The viewer reads nothing outside it.",
+    )
+    root = resolve_root(text or ".")
+    ctx = Context(root=root, root_exists=root.is_dir())
+    if ctx.root_exists:
+        ctx.runs, ctx.runs_error = find_runs(str(root))
+    if st.sidebar.button("Refresh", help="Rescan the folder for new runs"):
+        find_runs.clear()
+    return ctx
+
+
+def _sidebar_selection(ctx: Context) -> None:
+    source = st.sidebar.radio("Show", SOURCES, key="source", horizontal=True)
+    if source == "Trace by path":
+        rel = st.sidebar.text_input(
+            "Trace or run folder (inside the traces folder)", key="open_path",
+            help="A .json / .json.gz torch.profiler trace, or a run folder.",
+        )
+        if rel.strip() and ctx.root_exists:
+            ctx.current = load_run(ctx.root, Path(rel.strip()))
+        return
+    if source == "Upload":
+        up = st.sidebar.file_uploader(
+            "torch.profiler trace", type=["json", "gz"], key="upload",
+            help="Written to a private temporary folder, then loaded.",
+        )
+        if up is not None:
+            ctx.current = load_upload(up.name, up.getvalue())
+        return
+    paths = run_paths(ctx.runs)
+    if not paths:
+        return
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    chosen = st.sidebar.selectbox(
+        "Run", paths, key="run", format_func=lambda p: labels.get(p, p),
+    )
+    if chosen:
+        ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
+
+
+def _sidebar_compare(ctx: Context) -> None:
+    paths = run_paths(ctx.runs)
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    chosen = st.sidebar.multiselect(
+        "Runs to compare", paths, default=paths[:12], key="compare",
+        format_func=lambda p: labels.get(p, p),
+    )
+    ctx.compared = [load_run(ctx.root, Path(p), labels.get(p)) for p in chosen]
+    if ctx.current is not None and ctx.current.path not in {c.path for c in ctx.compared}:
+        if not chosen:
+            ctx.compared = [ctx.current]
+
+
+def main() -> None:
+    st.set_page_config(page_title="autoprof viewer", page_icon=":material/speed:", layout="wide")
+    ctx = _sidebar_root()
+    _sidebar_selection(ctx)
+    pages = [
+        st.Page(VIEWS / file, title=title, url_path=slug, default=(i == 0))
+        for i, (file, title, slug) in enumerate(PAGES)
+    ]
+    page = st.navigation(pages, position="top")
+    if page.url_path == "compare":
+        _sidebar_compare(ctx)
+    st.sidebar.caption("autoprof: everything is computed by autoprof.analysis; nothing leaves "
+                       "this machine.")
+    publish(ctx)
+    page.run()
+
+
+main()

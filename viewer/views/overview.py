@@ -1,0 +1,94 @@
+"""Overview: the verdict and its evidence, diagnostics with hints, the manifest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from viewer._context import Context, context
+from viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
+from viewer.views._common import call, current_run
+
+_VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
+_SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
+
+
+def render(ctx: Context) -> None:
+    run = current_run(ctx, "Overview")
+    if run is None:
+        return
+    verdict = call("Verdict", run.verdict)
+    if verdict is not None:
+        box = _VERDICT_BOX.get(str(verdict.kind), st.info)
+        box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
+    _evidence(run, verdict)
+    _diagnostics(run)
+    manifest = getattr(run, "manifest", None)
+    with st.expander("Manifest", expanded=False):
+        if manifest:
+            st.json(manifest)
+        else:
+            st.write("No manifest: this is a plain torch.profiler trace, not an autoprof run.")
+
+
+def _device(run: Any) -> str:
+    manifest = getattr(run, "manifest", None) or {}
+    dev = manifest.get("device")
+    if isinstance(dev, dict) and dev.get("name"):
+        return str(dev["name"])
+    summary = call("Summary", run.summary) or {}
+    dev = summary.get("device") if isinstance(summary, dict) else None
+    if isinstance(dev, dict):
+        dev = dev.get("name")
+    if dev:
+        return str(dev)
+    return "CUDA GPU" if getattr(run, "is_cuda", False) else "CPU"
+
+
+def _evidence(run: Any, verdict: Any) -> None:
+    over = call("Overhead", run.overhead)
+    steps = call("Steps", run.steps)
+    cols = st.columns(5)
+    if over is not None:
+        cols[0].metric("Self CPU total", fmt_us(getattr(over, "self_cpu_us", None)))
+        cols[1].metric("Self GPU total", fmt_us(getattr(over, "self_gpu_us", None)))
+        cols[2].metric("GPU busy", fmt_pct(getattr(over, "gpu_busy_pct", None)))
+    cols[3].metric("Profiled steps", "n/a" if steps is None else f"{len(steps)}")
+    cols[4].text("Device")
+    cols[4].text(_device(run))
+    evidence = dict(getattr(verdict, "evidence", None) or {})
+    if evidence:
+        rows = [(str(k), fmt_value(str(k), v)) for k, v in evidence.items()]
+        with st.expander("Evidence behind the verdict", expanded=True):
+            st.dataframe(pd.DataFrame(rows, columns=["measure", "value"]), hide_index=True)
+
+
+def _diagnostics(run: Any) -> None:
+    st.subheader("Diagnostics")
+    diags = call("Diagnostics", run.diagnostics)
+    if diags is None:
+        return
+    if not diags:
+        st.write("No findings.")
+        return
+    for d in diags:
+        severity = str(getattr(d, "severity", "info"))
+        box = _SEVERITY_BOX.get(severity, st.info)
+        box(f"**{md_escape(getattr(d, 'id', ''))}** ({md_escape(severity)}): "
+            f"{md_escape(getattr(d, 'message', ''))}")
+        hint = getattr(d, "hint", "")
+        if hint:
+            st.caption(f"Hint: {md_escape(hint)}")
+        evidence = getattr(d, "evidence", None)
+        if evidence:
+            st.dataframe(
+                pd.DataFrame([(str(k), fmt_value(str(k), v)) for k, v in dict(evidence).items()],
+                             columns=["measure", "value"]),
+                hide_index=True,
+            )
+
+
+if __name__ == "__main__":
+    render(context())

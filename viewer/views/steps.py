@@ -1,0 +1,80 @@
+"""Steps and warm-up: per-step times, the untraced warm-up calls, the cold first step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from viewer import _charts
+from viewer._context import Context, context
+from viewer._text import fmt_us
+from viewer.views._common import call, current_run
+
+FIRST = "first profiled step"
+LATER = "later steps"
+
+
+def render(ctx: Context) -> None:
+    run = current_run(ctx, "Steps and warm-up")
+    if run is None:
+        return
+    steps: pd.DataFrame | None = call("Steps", run.steps)
+    if steps is not None:
+        _steps(steps)
+    _warmup(run)
+
+
+def _steps(steps: pd.DataFrame) -> None:
+    st.subheader("Profiled steps")
+    if not len(steps) or "step" not in steps.columns:
+        st.info("No ProfilerStep markers in this trace: per-step times are not available.")
+        return
+    df = steps.sort_values("step").reset_index(drop=True)
+    df["which"] = [FIRST if i == 0 else LATER for i in range(len(df))]
+    if "cpu_span_us" in df.columns:
+        first = float(df["cpu_span_us"].iloc[0])
+        st.altair_chart(
+            _charts.bars(df, "step", "cpu_span_us", "CPU time per step (first step is cold)",
+                         "CPU span (µs)", color="which", x_title="profiled step"),
+            width="stretch",
+        )
+        later = df["cpu_span_us"].iloc[1:]
+        if len(later):
+            st.caption(f"First profiled step: {fmt_us(first)} of CPU time; the later steps: "
+                       f"{fmt_us(float(later.min()))} to {fmt_us(float(later.max()))}.")
+    gpu_cols = [c for c in ("gpu_work_us", "gpu_busy_us") if c in df.columns]
+    if gpu_cols and float(df[gpu_cols].to_numpy().sum()) > 0:
+        st.altair_chart(
+            _charts.grouped_bars(df.assign(step=df["step"].astype(str)), "step", gpu_cols,
+                                 [c.replace("_us", "").replace("_", " ") for c in gpu_cols],
+                                 "GPU time per step", "time (µs)"),
+            width="stretch",
+        )
+    st.dataframe(df.drop(columns=["which"]), hide_index=True, width="stretch")
+
+
+def _warmup(run: Any) -> None:
+    st.subheader("Warm-up calls (not traced)")
+    manifest = getattr(run, "manifest", None) or {}
+    calls = manifest.get("warmup_call_ms")
+    if not manifest:
+        st.info("No manifest: warm-up calls are only known for runs recorded by autoprof.")
+        return
+    if not calls:
+        st.write("This run made no untraced warm-up calls.")
+        return
+    df = pd.DataFrame({"call": range(1, len(calls) + 1), "time_ms": [float(c) for c in calls]})
+    df["which"] = ["first call" if i == 0 else "later calls" for i in range(len(df))]
+    st.altair_chart(
+        _charts.bars(df, "call", "time_ms", "Wall time of each warm-up call", "time (ms)",
+                     color="which", x_title="warm-up call"),
+        width="stretch",
+    )
+    st.caption("The first call usually pays for lazy initialisation (CUDA context, kernel "
+               "selection, allocator); that is why autoprof warms up before profiling.")
+
+
+if __name__ == "__main__":
+    render(context())

@@ -1,0 +1,175 @@
+"""Timeline: CPU and GPU lanes of the profiled steps, launch links, idle GPU gaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from viewer import _charts
+from viewer._context import Context, context
+from viewer._paths import inside
+from viewer._text import fmt_us, md_escape
+from viewer.views._common import call, current_run
+
+MAX_DRAWN = 2500
+MAX_DEPTH = 4
+_NEEDED = ("name", "cat", "lane", "ts_us", "dur_us", "end_us", "tid", "depth", "device",
+           "stream", "step", "launch_row", "rank")
+
+
+def render(ctx: Context) -> None:
+    run = current_run(ctx, "Timeline")
+    if run is None:
+        return
+    events: pd.DataFrame | None = call("Events table", lambda: run.events)
+    if events is not None:
+        missing = [c for c in _NEEDED if c not in events.columns]
+        if missing:
+            st.info(f"The events table lacks columns {md_escape(missing)}: timeline not drawn.")
+        elif not len(events):
+            st.info("This trace has no events to draw.")
+        else:
+            _draw(run, events)
+    _downloads(ctx, run)
+
+
+def _pick_rows(events: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    ranks = sorted(int(r) for r in events["rank"].unique())
+    rank = ranks[0]
+    if len(ranks) > 1:
+        rank = int(st.selectbox("Rank", ranks, key="tl_rank"))
+    ev = events[events["rank"] == rank]
+    steps = sorted(int(s) for s in ev["step"].unique() if s >= 0)
+    if steps:
+        lo, hi = steps[0], steps[-1]
+        if len(steps) > 1:
+            lo, hi = st.select_slider("Profiled steps to draw", steps, value=(lo, hi),
+                                      key="tl_steps")
+        ev = ev[(ev["step"] >= lo) & (ev["step"] <= hi)]
+        where = f"steps {lo}-{hi}" if lo != hi else f"step {lo}"
+    else:
+        where = "the whole trace (no ProfilerStep markers)"
+    return ev, where
+
+
+def _lane_keys(ev: pd.DataFrame) -> pd.Series:
+    depth = ev["depth"].clip(lower=0, upper=MAX_DEPTH)
+    cpu = "CPU thread " + ev["tid"].astype("int64").astype(str) + " L" + depth.astype(str)
+    gpu_annot = ev["cat"] == "gpu_user_annotation"
+    gpu = ("GPU " + ev["device"].astype("int64").astype(str) + " stream "
+           + ev["stream"].astype("int64").astype(str))
+    gpu = gpu.where(~gpu_annot, "GPU " + ev["device"].astype("int64").astype(str) + " annotations")
+    return cpu.where(ev["lane"] == "cpu", gpu)
+
+
+def _draw(run: Any, events: pd.DataFrame) -> None:
+    ev, where = _pick_rows(events)
+    total = len(ev)
+    ev = ev.sort_values("ts_us", kind="stable").head(MAX_DRAWN)
+    if total > MAX_DRAWN:
+        st.warning(f"Drawing the first {MAX_DRAWN:,} of {total:,} events of {where}, by start "
+                   "time. Narrow the step range, or open the trace in Perfetto for all of it.")
+    else:
+        st.caption(f"{total:,} events of {where}. Drag to pan, scroll to zoom; hover for names.")
+    lanes_of_rows = _lane_keys(ev)
+    lanes = sorted(lanes_of_rows.unique(), key=lambda s: (not s.startswith("CPU"), s))
+    index = {name: i for i, name in enumerate(lanes)}
+    t0 = float(ev["ts_us"].min())
+    spans = pd.DataFrame({
+        "row": lanes_of_rows.map(index).astype(int),
+        "start_us": ev["ts_us"] - t0,
+        "end_us": ev["end_us"] - t0,
+        "dur_us": ev["dur_us"],
+        "name": ev["name"].astype(str),
+        "cat": ev["cat"].astype(str),
+        "lane": lanes_of_rows,
+    })
+    links = _links(ev, lanes_of_rows, index, t0)
+    gaps = _gaps(run, ev, lanes, index, t0)
+    st.altair_chart(_charts.timeline(spans, lanes, links, gaps, title=f"Timeline of {where}"),
+                    width="stretch")
+    legend = "Dashed lines link each kernel to the CPU call that launched it."
+    if gaps is not None:
+        legend += " Red bands mark idle GPU gaps reported by the analysis."
+    st.caption(legend)
+    over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
+    if over is not None:
+        c = st.columns(3)
+        for col, (label, attr) in zip(c, [("Launch latency p50", "launch_latency_us_p50"),
+                                          ("p90", "launch_latency_us_p90"),
+                                          ("max", "launch_latency_us_max")], strict=True):
+            col.metric(label, fmt_us(getattr(over, attr, None)))
+
+
+def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
+           t0: float) -> pd.DataFrame | None:
+    gpu = ev[(ev["launch_row"] >= 0) & ev["launch_row"].isin(ev.index)]
+    if not len(gpu):
+        return None
+    launch = ev.loc[gpu["launch_row"].to_numpy()]
+    return pd.DataFrame({
+        "x_us": launch["ts_us"].to_numpy() - t0,
+        "x2_us": gpu["ts_us"].to_numpy() - t0,
+        "row": lanes_of_rows.loc[launch.index].map(index).to_numpy(),
+        "row2": lanes_of_rows.loc[gpu.index].map(index).to_numpy(),
+        "name": gpu["name"].astype(str).to_numpy(),
+    })
+
+
+def _gaps(run: Any, ev: pd.DataFrame, lanes: list[str], index: dict[str, int],
+          t0: float) -> pd.DataFrame | None:
+    """Idle GPU gaps as the analysis reports them (Overhead.idle_gaps), if it does."""
+    over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
+    table = getattr(over, "idle_gaps", None) if over is not None else None
+    if not isinstance(table, pd.DataFrame) or not {"start_us", "end_us"} <= set(table.columns):
+        st.caption("Idle gaps: not reported by the analysis for this run.")
+        return None
+    gpu_rows = [i for name, i in index.items() if name.startswith("GPU") and "annot" not in name]
+    if not gpu_rows or not len(table):
+        return None
+    lo, hi = float(ev["ts_us"].min()), float(ev["end_us"].max())
+    g = table[(table["end_us"] > lo) & (table["start_us"] < hi)]
+    out = [pd.DataFrame({"start_us": g["start_us"] - t0, "end_us": g["end_us"] - t0, "row": r})
+           for r in gpu_rows]
+    return pd.concat(out, ignore_index=True)
+
+
+def _downloads(ctx: Context, run: Any) -> None:
+    st.subheader("The full trace")
+    paths = [Path(p) for p in (getattr(run, "trace_paths", None) or [])]
+    if not paths:
+        st.write("No trace file recorded for this run.")
+    for i, p in enumerate(paths):
+        allowed = ctx.current is not None and p.resolve() == ctx.current.path.resolve()
+        if not allowed:
+            try:
+                inside(ctx.root, p)
+                allowed = True
+            except (OSError, ValueError):
+                allowed = False
+        if not allowed:
+            st.text(f"{p.name}: outside the traces folder, not offered for download")
+            continue
+        st.download_button(f"Download {p.name}", _reader(p), file_name=p.name,
+                           mime="application/octet-stream", key=f"dl_trace_{i}",
+                           on_click="ignore")
+    st.markdown(
+        "To see every event: open [ui.perfetto.dev](https://ui.perfetto.dev) and drag the "
+        "downloaded file onto it (Perfetto reads `.json` and `.json.gz` torch traces and keeps "
+        "the file in your browser). On a closed network the Perfetto page itself cannot load; "
+        "use a locally hosted Perfetto UI, or `chrome://tracing` in Chromium."
+    )
+
+
+def _reader(path: Path) -> Any:
+    def read() -> bytes:
+        return path.read_bytes()
+
+    return read
+
+
+if __name__ == "__main__":
+    render(context())
