@@ -1,0 +1,61 @@
+"""``autoprof.check(fn, *args, **kwargs)``: profile a suspected hotspot right now.
+
+Calls ``fn`` as many times as the warm-up plus one full schedule need (``repeat=0`` counts
+as one cycle), waits for every artifact, and returns the loaded run (``autoprof.load``), or
+the run folder's ``Path`` when the analysis layer cannot load it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autoprof._decorator import decorate
+from autoprof._options import make_options
+from autoprof._session import Session
+from autoprof._warn import warn
+
+
+def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``fn(*args, **kwargs)`` through one full profile and return the run.
+
+    ``fn`` may itself be ``@autoprof``-decorated: its options (name, warm-up, schedule, ...)
+    are used, on the undecorated function, in a fresh session.
+    """
+    session: Session | None = getattr(fn, "autoprof_session", None)
+    if session is not None:
+        options = session.options
+        target = fn.__wrapped__  # type: ignore[attr-defined]
+    else:
+        options, target = make_options(), fn
+    if options.schedule.repeat == 0:
+        from dataclasses import replace
+
+        options = replace(options, schedule=replace(options.schedule, repeat=1))
+    wrapped = decorate(target, options)
+    fresh: Session | None = getattr(wrapped, "autoprof_session", None)
+    total = options.warmup + (options.schedule.total_steps or 0)
+    try:
+        for _ in range(total):
+            wrapped(*args, **kwargs)
+    finally:
+        if fresh is not None:
+            fresh.flush(wait=True)  # the run's files are complete before check returns
+    if fresh is None:  # AUTOPROF=0
+        return None
+    if fresh.run_dir is None:
+        return None
+    return _load(fresh.run_dir)
+
+
+def _load(run_dir: Path) -> Any:
+    try:
+        from autoprof.analysis import load
+    except Exception:
+        return run_dir
+    try:
+        return load(run_dir)
+    except Exception as exc:
+        warn(f"autoprof.check: run written to {run_dir} but could not be loaded: {exc}")
+        return run_dir

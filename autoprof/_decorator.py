@@ -1,0 +1,208 @@
+"""The front door: ``@autoprof``, ``@autoprof(...)`` and ``autoprof.region(name)``.
+
+Both are thin shells over :class:`autoprof._session.Session`. Once a session is done the
+decorated function swaps to a minimal pass-through (one list lookup more than a plain
+``functools.wraps`` wrapper), and a finished region costs one dict lookup plus torch's
+"is a profiler on?" check.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from autoprof import _session
+from autoprof._options import Options, Schedule, env_enabled, make_options
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _source_of(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return None, None
+    return code.co_filename, code.co_firstlineno
+
+
+def decorate(fn: F, options: Options) -> F:
+    """Wrap ``fn`` in a session; with autoprof disabled, return ``fn`` itself."""
+    if not options.enabled or not env_enabled():
+        return fn
+    qualname = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    source_file, source_line = _source_of(fn)
+    name = options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn")
+    session = _session.Session(name, options, qualname, source_file, source_line)
+    call = session.call
+
+    def profiled(*args: Any, **kwargs: Any) -> Any:
+        return call(fn, args, kwargs)
+
+    impl: list[Callable[..., Any]] = [profiled]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return impl[0](*args, **kwargs)
+
+    def fast_path() -> None:
+        impl[0] = fn  # the schedule is over: straight to the function
+
+    session.on_done = fast_path
+    wrapper.autoprof_session = session  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+# -- regions ------------------------------------------------------------------------------
+
+
+class _NullRegion:
+    """What a region is when nothing is recording: enter and exit do nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Label:
+    """Only the ``record_function`` label (another profiler is recording)."""
+
+    __slots__ = ("_rf",)
+
+    def __init__(self, name: str) -> None:
+        self._rf = _session.torch_module().autograd.profiler.record_function(name)
+
+    def __enter__(self) -> None:
+        self._rf.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._rf.__exit__(None, None, None)
+
+
+class _RegionStep:
+    """One entry of a region whose session is not done: a warm-up call or a profiler step."""
+
+    __slots__ = ("_session", "_token")
+
+    def __init__(self, session: _session.Session) -> None:
+        self._session = session
+
+    def __enter__(self) -> None:
+        self._token = self._session.begin()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._session.end(self._token, exc)
+
+
+_NULL = _NullRegion()
+_OFF = object()  # registry marker: regions disabled by AUTOPROF=0 / enabled=False
+_regions: dict[str, Any] = {}
+_regions_lock = threading.Lock()
+_enabled_check: Callable[[], bool] | None = None
+
+
+def region(name: str, **options: Any) -> Any:
+    """``with autoprof.region("forward"):`` -- each entry is one profiler step of the session
+    called ``name`` (options as for ``@autoprof``, taken from the first entry); inside another
+    recording session it only adds its label."""
+    session = _regions.get(name)
+    if session is None:
+        session = _new_region(name, options)
+    if session is _OFF:
+        return _NULL
+    if session.done:
+        check = _enabled_check
+        if check is None:
+            check = _cache_enabled_check()
+        return _Label(name) if check() else _NULL
+    return _RegionStep(session)
+
+
+def _new_region(name: str, options: dict[str, Any]) -> Any:
+    opts = make_options(name=name, **options)
+    with _regions_lock:
+        existing = _regions.get(name)
+        if existing is not None:
+            return existing
+        if not opts.enabled or not env_enabled():
+            _regions[name] = _OFF
+            return _OFF
+        caller = sys._getframe(2)
+        session = _session.Session(
+            name, opts, f"region:{name}", caller.f_code.co_filename, caller.f_lineno
+        )
+        _regions[name] = session
+        return session
+
+
+def _cache_enabled_check() -> Callable[[], bool]:
+    global _enabled_check
+    _enabled_check = _session.torch_module().autograd._profiler_enabled
+    return _enabled_check
+
+
+# -- the object users import --------------------------------------------------------------
+
+
+class Autoprof:
+    """``@autoprof`` / ``@autoprof(name=..., warmup=..., schedule=...)``; also carries
+    ``region``, ``check``, ``flush``, ``Schedule`` and (lazily) ``load``."""
+
+    Schedule = Schedule
+
+    @overload
+    def __call__(self, fn: F, /) -> F: ...
+
+    @overload
+    def __call__(self, fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def __call__(self, fn: Any = None, /, **options: Any) -> Any:
+        if fn is not None:
+            if options or not callable(fn):
+                raise TypeError(
+                    "use @autoprof or @autoprof(name=..., ...): options are keywords only, "
+                    f"got a positional {type(fn).__name__}"
+                )
+            return decorate(fn, make_options())
+        opts = make_options(**options)
+        return lambda f: decorate(f, opts)
+
+    @staticmethod
+    def region(name: str, **options: Any) -> Any:
+        return region(name, **options)
+
+    @staticmethod
+    def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from autoprof._check import check
+
+        return check(fn, *args, **kwargs)
+
+    @staticmethod
+    def flush(wait: bool = True) -> None:
+        """End every run still recording (``partial``) and wait for all files."""
+        _session.flush_all(wait)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("load", "Run", "TraceError"):
+            import autoprof.analysis
+
+            return getattr(autoprof.analysis, name)
+        raise AttributeError(f"autoprof has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return "<autoprof decorator>"
+
+
+autoprof = Autoprof()

@@ -1,0 +1,463 @@
+"""One profiling session per decorated function or region name: the state machine.
+
+``warmup`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
+``done`` (pass-through). An error in the user's function, an export failure or a flush also
+end the session. Only one torch profiler runs at a time in a process: a session that finds
+another one recording only adds its ``record_function`` label.
+
+Threads: the profiler is driven (start, step, stop) only by the thread that started it (the
+owner; torch crashes when another thread steps it). Calls from other threads during the
+profiled window run unrecorded and are not steps.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from autoprof import _artifacts as artifacts
+from autoprof import _export as export
+from autoprof._distributed import DistInfo, dist_info, shared_run_id
+from autoprof._options import Options, Phase
+from autoprof._warn import warn, warn_once
+
+State = Literal["warmup", "profiling", "done"]
+Token = tuple[int, Any]
+_PASS, _LABEL, _WARMUP, _STEP = 0, 1, 2, 3
+_PASS_TOKEN: Token = (_PASS, None)
+
+_live_lock = threading.Lock()
+_live: Session | None = None  # the session whose torch profiler is running
+_sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+_atexit_registered = False
+_torch: Any = None
+
+
+def torch_module() -> Any:
+    """torch, imported on first use (``import autoprof`` never imports it)."""
+    global _torch
+    if _torch is None:
+        import torch
+
+        _torch = torch
+    return _torch
+
+
+def profiler_enabled() -> bool:
+    return bool(torch_module().autograd._profiler_enabled())
+
+
+def _sync_if_cuda_in_use() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _error(exc: BaseException, phase: Phase | str) -> dict[str, str]:
+    return {"type": type(exc).__name__, "message": str(exc), "phase": phase}
+
+
+@dataclass
+class RunState:
+    """What one run has produced so far (guarded by its session's lock)."""
+
+    run_dir: Path
+    run_id: str
+    dist: DistInfo
+    uses_cuda: bool
+    started_at: str = field(default_factory=artifacts.utc_now_iso)
+    ended_at: str | None = None
+    steps_done: int = 0
+    cycles: int = 0
+    traces: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    tables_error: str | None = None
+    error: dict[str, str] | None = None
+
+
+class Session:
+    """The profiling state of one decorated function or one region name."""
+
+    def __init__(
+        self,
+        name: str,
+        options: Options,
+        qualname: str,
+        source_file: str | None,
+        source_line: int | None,
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.qualname = qualname
+        self.source_file = source_file
+        self.source_line = source_line
+        self.state: State = "warmup"
+        self.done = False  # read without the lock on the fast paths
+        self.run_dir: Path | None = None
+        self.on_done: Callable[[], None] | None = None
+        self.warmup_call_ms: list[float] = []
+        self._warmup_begun = 0
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._prof: Any = None
+        self._owner: int | None = None
+        self._run: RunState | None = None
+        self._activities: tuple[str, ...] = ("cpu",)
+        self._writer = export.Writer()
+        self._warned = False
+        _sessions.add(self)
+        _register_atexit()
+
+    def __repr__(self) -> str:
+        return f"<autoprof Session {self.name!r} state={self.state} run_dir={self.run_dir}>"
+
+    # -- the two halves of one call (or one region entry) -------------------------------
+
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        token = self.begin()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self.end(token, exc)
+            raise
+        self.end(token, None)
+        return result
+
+    def begin(self) -> Token:
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        if depth == 0 and not self.done:
+            with self._lock:
+                if self.state == "warmup" and self._warmup_begun < self.options.warmup:
+                    self._warmup_begun += 1
+                    _sync_if_cuda_in_use()
+                    return (_WARMUP, time.perf_counter_ns())
+                if self.state == "warmup":
+                    self._try_start()
+                if (
+                    self.state == "profiling"
+                    and self._prof is not None
+                    and self._owner == threading.get_ident()
+                ):
+                    rf = torch_module().autograd.profiler.record_function(self.name)
+                    rf.__enter__()
+                    return (_STEP, rf)
+        return self._label()
+
+    def end(self, token: Token, exc: BaseException | None) -> None:
+        """Never raises: profiling must not break the user's program."""
+        kind, payload = token
+        try:
+            if kind == _STEP:
+                self._end_step(payload, exc)
+            elif kind == _LABEL:
+                payload.__exit__(None, None, None)
+            elif kind == _WARMUP:
+                self._end_warmup(payload, exc)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+        finally:
+            self._local.depth -= 1
+
+    def _label(self) -> Token:
+        if not profiler_enabled():
+            return _PASS_TOKEN
+        rf = torch_module().autograd.profiler.record_function(self.name)
+        rf.__enter__()
+        return (_LABEL, rf)
+
+    def _end_warmup(self, started_ns: int, exc: BaseException | None) -> None:
+        _sync_if_cuda_in_use()
+        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        with self._lock:
+            self.warmup_call_ms.append(elapsed_ms)
+            if exc is not None and self.state == "warmup":
+                if self._open_run() is not None:
+                    self._finish("failed", _error(exc, "warmup"))
+
+    def _end_step(self, rf: Any, exc: BaseException | None) -> None:
+        try:
+            if exc is None and self.options.sync and self._run and self._run.uses_cuda:
+                torch_module().cuda.synchronize()
+        finally:
+            rf.__exit__(None, None, None)
+        with self._lock:
+            prof, run = self._prof, self._run
+            if prof is None or run is None or self.state != "profiling":
+                return  # flushed meanwhile
+            schedule = self.options.schedule
+            if exc is not None:
+                self._finish("failed", _error(exc, schedule.phase_at(run.steps_done)))
+                return
+            if run.uses_cuda and schedule.phase_at(run.steps_done) == "last_active":
+                torch_module().cuda.synchronize()  # no kernel of this cycle may be lost
+            run.steps_done += 1
+            try:
+                prof.step()
+            except Exception as problem:
+                self._export_failed(problem, run.run_dir)
+                self._finish("failed")
+                return
+            total = schedule.total_steps
+            if total is not None and run.steps_done >= total:
+                self._finish("complete")
+
+    # -- starting ----------------------------------------------------------------------
+
+    def _try_start(self) -> None:
+        """Start the profiler if no other one is running (called with self._lock held)."""
+        global _live
+        torch = torch_module()
+        with _live_lock:
+            live = _live
+            if live is not None:
+                if live._owner == threading.get_ident():
+                    self._retire()  # nested in another session's run: its trace covers us
+                return
+            if torch.autograd._profiler_enabled():
+                warn_once(
+                    "user-profiler",
+                    f"autoprof: a torch.profiler is already running; {self.name!r} only adds "
+                    "its record_function label and starts no run of its own",
+                )
+                return
+            run = self._open_run()
+            if run is None:
+                return
+            try:
+                prof = self._make_profiler(run)
+                prof.start()
+            except Exception as exc:
+                self._warn(
+                    f"autoprof: could not start torch.profiler for {self.name!r} "
+                    f"({type(exc).__name__}: {exc}); the program goes on unprofiled"
+                )
+                self._finish("failed", _error(exc, "wait"))
+                return
+            self._prof = prof
+            self._owner = threading.get_ident()
+            self.state = "profiling"
+            _live = self
+
+    def _open_run(self) -> RunState | None:
+        """Create the run folder and its ``recording`` manifest; None (warned) on failure."""
+        torch = torch_module()
+        info = dist_info()
+        out_dir = self.options.resolved_out_dir()
+        run_id, problem = shared_run_id(self.name, artifacts.new_run_id(), info)
+        if problem:
+            warn_once("dist-run-id", f"autoprof: {problem}; each rank writes its own run folder")
+        shared = info.initialized and problem is None
+        try:
+            for _ in range(5):
+                try:
+                    run_dir = artifacts.create_run_dir(out_dir, self.name, run_id, exist_ok=shared)
+                    break
+                except FileExistsError:
+                    run_id = artifacts.new_run_id()
+            else:
+                raise FileExistsError(f"no free run id under {out_dir / self.name}")
+            activities = self.options.activities
+            if activities is None:
+                activities = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+            self._run = RunState(run_dir, run_id, info, uses_cuda="cuda" in activities)
+            self._activities = tuple(activities)
+            self.run_dir = run_dir
+            self._write_manifest("recording")
+            return self._run
+        except Exception as exc:
+            where = self.run_dir or out_dir / artifacts.safe_component(self.name)
+            self._warn(
+                f"autoprof: cannot write the run of {self.name!r} to {where}: "
+                f"{type(exc).__name__}: {exc}; profiling of {self.name!r} is off, "
+                "the program goes on"
+            )
+            self._run = None
+            self._retire()
+            return None
+
+    def _make_profiler(self, run: RunState) -> Any:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+        s = self.options.schedule
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
+            sched = schedule(
+                wait=s.wait,
+                warmup=s.warmup,
+                active=s.active,
+                repeat=s.repeat,
+                skip_first=s.skip_first,
+            )
+        o = self.options
+        return profile(
+            activities=[kinds[a] for a in self._activities],
+            schedule=sched,
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=o.record_shapes,
+            profile_memory=o.profile_memory,
+            with_stack=o.with_stack,
+            with_flops=o.with_flops,
+            with_modules=o.with_modules,
+        )
+
+    # -- exporting ---------------------------------------------------------------------
+
+    def _on_trace_ready(self, prof: Any) -> None:
+        """Called by torch.profiler at the end of each cycle; never raises."""
+        run = self._run
+        if run is None:
+            return
+        try:
+            raw, final = export.export_raw_trace(prof, run.run_dir, run.dist.worker)
+        except Exception as exc:
+            self._export_failed(exc, run.run_dir)
+            return
+        run.cycles += 1
+        self._writer.submit(partial(self._job_gzip, run, raw, final))
+
+    def _job_gzip(self, run: RunState, raw: Path, final: Path) -> None:
+        try:
+            export.gzip_into_place(raw, final)
+            with self._lock:
+                run.traces.append(final.name)
+                if self.state != "done":
+                    self._write_manifest("recording")
+        except Exception as exc:
+            self._export_failed(exc, final)
+
+    def _job_finalize(self, run: RunState, status: artifacts.Status) -> None:
+        if run.traces:
+            paths, problem = export.write_tables([run.run_dir / t for t in run.traces], run.run_dir)
+            run.tables = [p.name for p in paths]
+            run.tables_error = problem
+            if problem:
+                self._warn(f"autoprof: {run.run_dir}: table.txt and ops.csv not written: {problem}")
+        try:
+            self._write_manifest(status)
+        except Exception as exc:
+            self._export_failed(exc, run.run_dir / artifacts.MANIFEST)
+
+    def _export_failed(self, exc: BaseException, path: Path) -> None:
+        run = self._run
+        if run is not None and run.error is None:
+            run.error = _error(exc, "export")
+        self._warn(
+            f"autoprof: could not write the profile of {self.name!r} to {path}: "
+            f"{type(exc).__name__}: {exc}; the program goes on"
+        )
+
+    def _write_manifest(self, status: artifacts.Status) -> None:
+        run = self._run
+        if run is None:
+            return
+        dist = run.dist
+        identity = {
+            "name": self.name,
+            "qualname": self.qualname,
+            "source_file": self.source_file,
+            "source_line": self.source_line,
+            "run_id": run.run_id,
+            **artifacts.host_identity(),
+            "rank": dist.rank,
+            "world_size": dist.world_size,
+            "device": artifacts.device_info(run.uses_cuda),
+        }
+        manifest = artifacts.build_manifest(
+            status=status,
+            identity=identity,
+            options=self.options.as_manifest(),
+            started_at=run.started_at,
+            ended_at=run.ended_at,
+            warmup_call_ms=self.warmup_call_ms,
+            steps_recorded=self.options.schedule.recorded_steps(run.steps_done),
+            files=run.traces + run.tables,
+            error=run.error,
+            extra={"tables_error": run.tables_error},
+        )
+        if dist.initialized:
+            artifacts.atomic_write_json(run.run_dir / f"rank{dist.rank}.manifest.json", manifest)
+            if dist.rank != 0:
+                return
+            manifest["ranks"] = list(range(dist.world_size))
+        artifacts.atomic_write_json(run.run_dir / artifacts.MANIFEST, manifest)
+
+    # -- ending ------------------------------------------------------------------------
+
+    def _finish(self, status: artifacts.Status, error: dict[str, str] | None = None) -> None:
+        """Stop the profiler (exporting what it holds), then finalize in the background.
+        Called with self._lock held."""
+        global _live
+        run, prof = self._run, self._prof
+        self._prof = None
+        if run is not None and error is not None and run.error is None:
+            run.error = error
+        if prof is not None and run is not None:
+            try:
+                if run.uses_cuda:
+                    torch_module().cuda.synchronize()
+                prof.stop()
+            except Exception as exc:
+                self._export_failed(exc, run.run_dir)
+        with _live_lock:
+            if _live is self:
+                _live = None
+        if run is not None:
+            run.ended_at = artifacts.utc_now_iso()
+            if run.error is not None:
+                status = "failed"
+            elif status == "partial" and self.options.schedule.repeat == 0 and run.cycles:
+                status = "complete"  # repeat=0 runs until stopped: each saved cycle is whole
+            self._writer.submit(partial(self._job_finalize, run, status))
+        self._retire()
+
+    def _retire(self) -> None:
+        self.state = "done"
+        self.done = True
+        if self.on_done is not None:
+            self.on_done()
+
+    def flush(self, wait: bool = True) -> None:
+        """End a run still recording (status ``partial``) and wait for its files."""
+        with self._lock:
+            if self.state == "profiling":
+                self._finish("partial")
+        if wait:
+            self._writer.join()
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            warn(message)
+
+
+def flush_all(wait: bool = True) -> None:
+    """Flush every session of this process (runs still recording end as ``partial``)."""
+    for session in list(_sessions):
+        session.flush(wait=wait)
+
+
+def _at_exit() -> None:
+    export.mark_exiting()
+    try:
+        flush_all()
+    except Exception as exc:  # pragma: no cover - nothing may escape at exit
+        warn(f"autoprof: could not finish runs at exit: {exc!r}")
+
+
+def _register_atexit() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        _atexit_registered = True
+        atexit.register(_at_exit)
