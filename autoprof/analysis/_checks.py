@@ -1,0 +1,301 @@
+"""The diagnostic checks. Each: an id, a precondition, a finder that returns one record or None.
+
+Thresholds are module constants; docs/analysis.md explains each and the evidence for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autoprof.analysis._diagnostic import Check, Context, Diagnostic
+from autoprof.analysis._stats import fmt_us, median
+
+COLD_START_RATIO = 2.0  # first step (or first warm-up call) vs the median of the rest
+HOST_SYNC_CRITICAL_SHARE = 0.25  # sync time / step time above which host-sync is critical
+GPU_IDLE_SHARE = 0.30  # idle share of the step windows
+GPU_IDLE_MIN_GAP_US = 50.0  # ... and one gap at least this long
+DISPATCH_LATENCY_US = 20.0  # GPU free, kernel launched, still not started after this
+QUEUE_OFFSET_US = 100.0  # median launch-to-start offset worth explaining
+SHORT_KERNEL_SHARE = 0.5  # share of kernels shorter than their launch call
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)
+
+
+# --- overhead-bound ----------------------------------------------------------------------
+
+def _overhead_bound(ctx: Context) -> Diagnostic | None:
+    v, ov = ctx.verdict, ctx.overhead
+    if v.kind != "overhead-bound":
+        return None
+    ratio = f" ({ov.cpu_gpu_ratio:.0f}x)" if ov.cpu_gpu_ratio else ""
+    return Diagnostic(
+        id="overhead-bound",
+        severity="warning",
+        message=(f"Overhead-bound: the GPU is busy only {ov.gpu_busy_pct:.1f}% of the profiled "
+                 f"window; self CPU time {fmt_us(ov.self_cpu_us)} vs self GPU time "
+                 f"{fmt_us(ov.self_gpu_us)}{ratio}. The GPU waits for the host to launch work."),
+        evidence=dict(v.evidence),
+        hint=("Give the GPU more work per launch: batch inputs or use larger shapes, fuse small "
+              "ops (torch.compile), or capture the step in a CUDA graph "
+              "(torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host "
+              "launches once per step."),
+    )
+
+
+# --- cold-start ---------------------------------------------------------------------------
+
+def _first_rank_steps(ctx: Context) -> list[tuple[int, float]]:
+    steps = ctx.steps
+    if steps.empty:
+        return []
+    first = steps[steps["rank"] == steps["rank"].min()].sort_values("start_us")
+    return list(zip(first["step"].astype(int), first["cpu_span_us"].astype(float), strict=True))
+
+
+def _warmup_calls(ctx: Context) -> list[float]:
+    calls = ctx.manifest.get("warmup_call_ms")
+    if not isinstance(calls, list):
+        return []
+    return [float(c) for c in calls if isinstance(c, int | float)]
+
+
+def _cold_start_applies(ctx: Context) -> bool:
+    return len(_first_rank_steps(ctx)) >= 2 or len(_warmup_calls(ctx)) >= 2
+
+
+def _cold_start(ctx: Context) -> Diagnostic | None:
+    evidence: dict[str, Any] = {"ratio_threshold": COLD_START_RATIO}
+    parts = []
+    steps = _first_rank_steps(ctx)
+    step_slow = False
+    if len(steps) >= 2:
+        first_no, first_us = steps[0]
+        rest_us = median(s for _, s in steps[1:])
+        ratio = first_us / rest_us if rest_us > 0 else float("inf")
+        evidence.update(first_step=first_no, first_step_us=_r(first_us),
+                        other_steps_median_us=_r(rest_us), step_ratio=_r(ratio))
+        if ratio >= COLD_START_RATIO:
+            step_slow = True
+            parts.append(f"the first profiled step (ProfilerStep#{first_no}) took "
+                         f"{fmt_us(first_us)}, {ratio:.1f}x the median of the later steps "
+                         f"({fmt_us(rest_us)})")
+    calls = _warmup_calls(ctx)
+    if len(calls) >= 2:
+        rest_ms = median(calls[1:])
+        ratio = calls[0] / rest_ms if rest_ms > 0 else float("inf")
+        evidence.update(first_warmup_call_ms=_r(calls[0], 3), other_warmup_calls_median_ms=_r(
+            rest_ms, 3), warmup_ratio=_r(ratio), warmup_calls=len(calls))
+        if ratio >= COLD_START_RATIO:
+            parts.append(f"the first warm-up call took {calls[0]:.3f} ms, {ratio:.1f}x the "
+                         f"median of the other warm-up calls ({rest_ms:.3f} ms)")
+    if not parts:
+        return None
+    message = "Cold start: " + "; ".join(parts) + "."
+    if step_slow:
+        hint = ("Warm up more before recording: more untraced warm-up calls and a profiler "
+                "schedule warmup of at least 1, so one-time costs (cuBLAS heuristics, lazy "
+                "module loading, allocator growth) land before the active steps; or leave the "
+                "first step out when reading per-step numbers.")
+    else:
+        hint = ("Warm-up already kept this one-time cost out of the profile; expect it again "
+                "at the start of every new process (pre-load or compile ahead if it matters).")
+    return Diagnostic("cold-start", "warning" if step_slow else "info", message, evidence, hint)
+
+
+# --- host-sync ----------------------------------------------------------------------------
+
+def _host_sync(ctx: Context) -> Diagnostic | None:
+    ov = ctx.overhead
+    if ov.host_syncs_in_steps == 0:
+        return None
+    step_total = float(ctx.steps["cpu_span_us"].sum()) if not ctx.steps.empty else 0.0
+    share = ov.host_sync_in_steps_us / step_total if step_total > 0 else 0.0
+    per_step = ov.host_syncs_in_steps / max(ov.steps, 1)
+    names = ", ".join(f"{n} x{c}" for n, c in ov.sync_names.items())
+    return Diagnostic(
+        id="host-sync",
+        severity="critical" if share >= HOST_SYNC_CRITICAL_SHARE else "warning",
+        message=(f"{ov.host_syncs_in_steps} host sync(s) inside profiler steps ({per_step:.1f} "
+                 f"per step) take {fmt_us(ov.host_sync_in_steps_us)}, {100 * share:.1f}% of "
+                 f"step time ({names}). Each one stalls the CPU until the GPU drains."),
+        evidence={"host_syncs_in_steps": ov.host_syncs_in_steps,
+                  "host_sync_in_steps_us": _r(ov.host_sync_in_steps_us),
+                  "share_of_step_time_pct": _r(100 * share), "per_step": _r(per_step),
+                  "host_syncs_total": ov.host_syncs, "by_name": dict(ov.sync_names)},
+        hint=("Remove .item(), .cpu(), .tolist(), print(tensor) and explicit "
+              "torch.cuda.synchronize() from the loop; keep values on the GPU and read "
+              "metrics once every N steps; copy to pinned memory with non_blocking=True."),
+    )
+
+
+# --- gpu-idle -----------------------------------------------------------------------------
+
+def _gpu_idle(ctx: Context) -> Diagnostic | None:
+    ov = ctx.overhead
+    if ov.step_window_us <= 0:
+        return None
+    share = ov.idle_gap_total_us / ov.step_window_us
+    if share < GPU_IDLE_SHARE or ov.idle_gap_max_us < GPU_IDLE_MIN_GAP_US:
+        return None
+    where = ""
+    at = ov.idle_gap_max_at_us
+    steps = ctx.steps
+    if at is not None and not steps.empty:
+        hit = steps[(steps["start_us"] <= at) & (steps["start_us"] + steps["gpu_window_us"] > at)]
+        if not hit.empty:
+            row = hit.iloc[0]
+            where = (f", in ProfilerStep#{int(row['step'])} at "
+                     f"+{fmt_us(at - float(row['start_us']))}")
+    return Diagnostic(
+        id="gpu-idle",
+        severity="warning",
+        message=(f"The GPU is idle {100 * share:.1f}% of the time inside steps: {ov.idle_gaps} "
+                 f"gap(s) totalling {fmt_us(ov.idle_gap_total_us)}; the largest is "
+                 f"{fmt_us(ov.idle_gap_max_us)}{where}."),
+        evidence={"idle_share_pct": _r(100 * share), "idle_gaps": ov.idle_gaps,
+                  "idle_gap_total_us": _r(ov.idle_gap_total_us),
+                  "idle_gap_max_us": _r(ov.idle_gap_max_us),
+                  "step_window_us": _r(ov.step_window_us)},
+        hint=("Look at the CPU lane during the largest gap: data loading, Python work, host "
+              "syncs or CPU-side ops keep the GPU waiting. Overlap them with GPU work "
+              "(DataLoader workers, pin_memory, non_blocking copies, a side stream) or move "
+              "them out of the step."),
+    )
+
+
+def _gpu_idle_applies(ctx: Context) -> bool:
+    return ctx.has_gpu and not ctx.steps.empty and ctx.verdict.kind != "overhead-bound"
+
+
+# --- launch-latency -----------------------------------------------------------------------
+
+def _launch_latency(ctx: Context) -> Diagnostic | None:
+    ov = ctx.overhead
+    p50, disp = ov.launch_latency_us_p50, ov.dispatch_latency_us_p50
+    if p50 is None or disp is None:
+        return None
+    evidence = {"launch_latency_us_p50": _r(p50), "launch_latency_us_p90":
+                _r(ov.launch_latency_us_p90), "launch_latency_us_max":
+                _r(ov.launch_latency_us_max), "launch_queued_pct": _r(ov.launch_queued_pct),
+                "dispatch_latency_us_p50": _r(disp)}
+    if disp >= DISPATCH_LATENCY_US:
+        return Diagnostic(
+            "launch-latency", "warning",
+            (f"Kernels start {fmt_us(disp)} (median) after their launch returns although the "
+             f"GPU has nothing queued before them (launch-to-start median {fmt_us(p50)})."),
+            evidence,
+            ("The launch path itself is slow: check for CPU contention, other processes on "
+             "the GPU (MPS, time slicing) or profiler overhead; CUDA graphs replace many "
+             "launches with one."),
+        )
+    if p50 >= QUEUE_OFFSET_US:
+        return Diagnostic(
+            "launch-latency", "info",
+            (f"Kernels start {fmt_us(p50)} (median, p90 {fmt_us(ov.launch_latency_us_p90)}) "
+             f"after the CPU launched them; {ov.launch_queued_pct or 0:.0f}% waited behind "
+             f"earlier GPU work. The CPU runs ahead of the GPU, so launch cost is hidden."),
+            evidence,
+            ("Nothing to fix on the host: the launch queue is full. Speed now comes from "
+             "the kernels (lower precision, better shapes, fused ops)."),
+        )
+    return None
+
+
+# --- short-kernels ------------------------------------------------------------------------
+
+def _short_kernels(ctx: Context) -> Diagnostic | None:
+    ov = ctx.overhead
+    ev = ctx.events
+    linked = ev[ev["is_gpu_work"].to_numpy(dtype=bool) & (ev["launch_row"].to_numpy() >= 0)]
+    if linked.empty:
+        return None
+    share = ov.short_kernels / len(linked)
+    if share < SHORT_KERNEL_SHARE or ov.short_kernels < 2:
+        return None
+    launch_us = ev.reindex(linked["launch_row"].to_numpy())["dur_us"]
+    kernel_med, launch_med = median(linked["dur_us"]), median(launch_us.dropna())
+    return Diagnostic(
+        id="short-kernels",
+        severity="warning",
+        message=(f"{ov.short_kernels} of {len(linked)} GPU work items ({100 * share:.0f}%) run "
+                 f"shorter than the CPU call that launched them (median kernel "
+                 f"{fmt_us(kernel_med)} vs launch call {fmt_us(launch_med)})."),
+        evidence={"short_kernels": ov.short_kernels, "linked_kernels": len(linked),
+                  "share_pct": _r(100 * share), "kernel_us_median": _r(kernel_med),
+                  "launch_call_us_median": _r(launch_med)},
+        hint=("Each launch costs more host time than the GPU work it starts: fuse ops "
+              "(torch.compile), batch several small inputs into one call, or replay the "
+              "step as a CUDA graph."),
+    )
+
+
+# --- no-profiler-warmup -------------------------------------------------------------------
+
+def _schedule(ctx: Context) -> dict[str, Any] | None:
+    options = ctx.manifest.get("options")
+    schedule = options.get("schedule") if isinstance(options, dict) else None
+    return schedule if isinstance(schedule, dict) and "warmup" in schedule else None
+
+
+def _no_profiler_warmup(ctx: Context) -> Diagnostic | None:
+    schedule = _schedule(ctx)
+    if schedule is None or schedule.get("warmup") != 0:
+        return None
+    return Diagnostic(
+        id="no-profiler-warmup",
+        severity="warning",
+        message=("The profiler schedule has warmup=0: the first active step also pays the "
+                 "profiler's own start-up cost, so it reads slower than it is."),
+        evidence={"schedule": dict(schedule)},
+        hint="Use a schedule warmup of at least 1 (e.g. wait=1, warmup=1, active=3).",
+    )
+
+
+# --- straggler ----------------------------------------------------------------------------
+
+def _straggler(ctx: Context) -> Diagnostic | None:
+    rank = ctx.straggler
+    if rank is None:
+        return None
+    table = ctx.ranks
+    slow = table[table["rank"] == rank].iloc[0]
+    others = table[table["rank"] != rank]
+    other_compute = float(others["compute_us_median"].median())
+    other_wait = float(others["collective_us_median"].median())
+    return Diagnostic(
+        id="straggler",
+        severity="warning",
+        message=(f"Rank {rank} is the straggler: it computes {fmt_us(slow['compute_us_median'])}"
+                 f" per step, {fmt_us(slow['compute_us_median'] - other_compute)} more than the"
+                 f" other ranks (median {fmt_us(other_compute)}), which wait "
+                 f"{fmt_us(other_wait)} per step in collectives."),
+        evidence={"straggler_rank": rank, "compute_us_median": _r(slow["compute_us_median"]),
+                  "others_compute_us_median": _r(other_compute),
+                  "others_collective_us_median": _r(other_wait),
+                  "straggler_collective_us_median": _r(slow["collective_us_median"]),
+                  "ranks": len(table)},
+        hint=(f"Find what rank {rank} does that the others do not: uneven batches or sequence "
+              "lengths, data loading, logging or checkpointing on one rank, a slower GPU or "
+              "host. Balance the work or move rank-specific work out of the step."),
+    )
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("overhead-bound", "needs GPU work", lambda c: c.has_gpu, _overhead_bound),
+    Check("host-sync", "needs profiler steps", lambda c: not c.steps.empty, _host_sync),
+    Check("straggler", "needs two or more ranks", lambda c: len(c.ranks) >= 2, _straggler),
+    Check("cold-start", "needs two profiler steps or two warm-up calls in the manifest",
+          _cold_start_applies, _cold_start),
+    Check("gpu-idle", "needs GPU work in profiler steps, and a verdict other than "
+          "overhead-bound (that finding covers an idle GPU)", _gpu_idle_applies, _gpu_idle),
+    Check("launch-latency", "needs kernels linked to their launch calls",
+          lambda c: c.has_gpu, _launch_latency),
+    Check("short-kernels", "needs kernels linked to their launch calls",
+          lambda c: c.has_gpu, _short_kernels),
+    Check("no-profiler-warmup", "needs a manifest with options.schedule",
+          lambda c: _schedule(c) is not None, _no_profiler_warmup),
+)

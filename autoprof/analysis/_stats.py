@@ -1,0 +1,145 @@
+"""Small helpers shared by the diagnostics analyses: column checks, interval unions, steps.
+
+Every function here is pure and works on numpy arrays or the events table
+(docs/architecture.md); nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+# Categories of CPU rows that are not work of the profiled program: the profiler's own span.
+NOT_CPU_WORK_CATS = frozenset({"Trace"})
+
+
+class MissingColumnsError(ValueError):
+    """The events table lacks columns an analysis needs (the message names them)."""
+
+
+def require_columns(events: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    """Raise MissingColumnsError naming every column of `columns` absent from `events`."""
+    missing = [c for c in columns if c not in events.columns]
+    if missing:
+        raise MissingColumnsError(
+            f"{what}: the events table lacks column(s) {missing} "
+            f"(has: {sorted(map(str, events.columns))})"
+        )
+
+
+def for_rank(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
+    """Rows of one rank, or all rows when `rank` is None."""
+    if rank is None:
+        return events
+    return events[events["rank"].to_numpy() == rank]
+
+
+def ranks_of(events: pd.DataFrame) -> list[int]:
+    """The distinct ranks present, ascending."""
+    if events.empty:
+        return []
+    return sorted(int(r) for r in pd.unique(events["rank"]))
+
+
+def gpu_work(events: pd.DataFrame) -> pd.DataFrame:
+    """Kernel / memcpy / memset rows (never GPU annotation spans)."""
+    return events[events["is_gpu_work"].to_numpy(dtype=bool)]
+
+
+def cpu_rows(events: pd.DataFrame) -> pd.DataFrame:
+    """CPU-lane rows that are the program's work (the profiler's own span excluded)."""
+    mask = (events["lane"].to_numpy() == "cpu") & ~events["cat"].isin(NOT_CPU_WORK_CATS).to_numpy()
+    return events[mask]
+
+
+def step_rows(events: pd.DataFrame) -> pd.DataFrame:
+    """The `ProfilerStep#N` spans on the CPU lane, sorted by (rank, ts_us), with `step_no`."""
+    cpu = events[events["lane"].to_numpy() == "cpu"]
+    numbers = cpu["name"].str.extract(STEP_NAME, expand=False)
+    steps = cpu[numbers.notna().to_numpy()].copy()
+    steps["step_no"] = numbers.dropna().astype("int64").to_numpy()
+    return steps.sort_values(["rank", "ts_us"], kind="stable")
+
+
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of [start, end) intervals as disjoint sorted intervals (overlaps merged).
+
+    | starts | ends |  ->  | starts | ends |
+    | 0, 5, 20 | 10, 12, 30 |  ->  | 0, 20 | 12, 30 |
+    """
+    if len(starts) == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(starts, kind="stable")
+    s = np.asarray(starts, dtype=float)[order]
+    e = np.asarray(ends, dtype=float)[order]
+    running_end = np.maximum.accumulate(e)
+    # a new block starts where the interval begins after everything before it ended
+    new_block = np.empty(len(s), dtype=bool)
+    new_block[0] = True
+    new_block[1:] = s[1:] > running_end[:-1]
+    block_id = np.cumsum(new_block) - 1
+    out_s = s[new_block]
+    out_e = np.zeros(len(out_s))
+    np.maximum.at(out_e, block_id, e)
+    return out_s, out_e
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray, lo: float = -math.inf,
+                 hi: float = math.inf) -> float:
+    """Length of the union of intervals, clipped to [lo, hi]."""
+    s, e = merge_intervals(np.asarray(starts, float), np.asarray(ends, float))
+    s = np.clip(s, lo, hi)
+    e = np.clip(e, lo, hi)
+    return float(np.sum(np.maximum(e - s, 0.0)))
+
+
+def gaps(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of the parts of [lo, hi] that no interval covers (leading gap included).
+
+    | intervals | lo, hi |  ->  | gap starts | gap lengths |
+    | [2, 4), [6, 7) | 0, 10 |  ->  | 0, 4, 7 | 2, 2, 3 |
+    """
+    s, e = merge_intervals(np.asarray(starts, float), np.asarray(ends, float))
+    keep = (e > lo) & (s < hi)
+    s = np.clip(s[keep], lo, hi)
+    e = np.clip(e[keep], lo, hi)
+    gap_start = np.concatenate([[lo], e])
+    lengths = np.concatenate([s, [hi]]) - gap_start
+    positive = lengths > 0
+    return gap_start[positive], lengths[positive]
+
+
+def quantile(values: np.ndarray, q: float) -> float:
+    """The q-quantile (linear), NaN for no values."""
+    if len(values) == 0:
+        return math.nan
+    return float(np.quantile(np.asarray(values, float), q))
+
+
+def median(values: Iterable[float]) -> float:
+    arr = np.asarray(list(values), float)
+    return float(np.median(arr)) if len(arr) else math.nan
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """`value` unless it is None, NaN or infinite (JSON has no NaN)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def fmt_us(value: float | None) -> str:
+    """A duration for people: `8.3 us`, `1.25 ms`, `2.10 s` (`n/a` for None/NaN)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.2f} s"
+    if abs(value) >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.1f} us"

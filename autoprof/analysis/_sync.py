@@ -1,0 +1,54 @@
+"""Host-synchronising calls: the CPU waits for the GPU.
+
+A row is a sync when its name is one of `SYNC_NAMES`, or when it is the op that launched a
+blocking device-to-host copy (`Memcpy DtoH` into pageable memory: `aten::to`, `.cpu()`,
+`copy_`). Nested syncs count once: `aten::item` -> `aten::_local_scalar_dense` ->
+`cudaStreamSynchronize` is one sync, timed by its outermost row.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+SYNC_NAMES = frozenset({
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "aten::item",
+    "aten::_local_scalar_dense",
+})
+
+
+def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
+    """Row labels of ops that launched a device-to-host copy into pageable memory."""
+    copies = events[(events["cat"].to_numpy() == "gpu_memcpy")]
+    names = copies["name"]
+    dtoh = names.str.contains("DtoH|Device -> Host", regex=True) & ~names.str.contains("Pinned")
+    ops = copies.loc[dtoh.to_numpy(dtype=bool), "op_row"]
+    return {int(r) for r in ops if r >= 0}
+
+
+def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
+    """The outermost synchronising rows of `events` (CPU lane), in time order."""
+    cpu = events[events["lane"].to_numpy() == "cpu"]
+    marked = set(cpu.index[cpu["name"].isin(SYNC_NAMES).to_numpy()])
+    marked |= blocking_copy_ops(events) & set(cpu.index)
+    if not marked:
+        return cpu.iloc[0:0]
+    parent_of = events["parent"]
+    outermost = []
+    for label in sorted(marked):
+        p = int(parent_of.get(label, -1))
+        nested = False
+        while p >= 0:
+            if p in marked:
+                nested = True
+                break
+            p = int(parent_of.get(p, -1))
+        if not nested:
+            outermost.append(label)
+    return events.loc[outermost].sort_values("ts_us", kind="stable")

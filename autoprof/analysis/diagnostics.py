@@ -1,0 +1,39 @@
+"""Findings as data: each check is a small function with an id and a precondition.
+
+`diagnose(run)` computes the shared numbers once (a `Context`), runs every check whose
+precondition holds, and returns the findings sorted by severity. The CLI and the viewer both
+render these records; nothing else decides what is wrong with a run. The checks themselves
+live in `_checks.py`; docs/analysis.md describes each id.
+"""
+
+from __future__ import annotations
+
+from autoprof.analysis._checks import CHECKS
+from autoprof.analysis._diagnostic import (
+    SEVERITY_ORDER,
+    Check,
+    Context,
+    Diagnostic,
+    RunLike,
+    Severity,
+)
+
+__all__ = ["Check", "Context", "Diagnostic", "RunLike", "Severity", "checks", "diagnose"]
+
+
+def checks() -> list[Check]:
+    """Every registered check, in report order."""
+    return list(CHECKS)
+
+
+def diagnose(run: RunLike) -> list[Diagnostic]:
+    """Run every check whose precondition holds; findings sorted by severity, then id order."""
+    ctx = Context(run)
+    found = []
+    for position, check in enumerate(CHECKS):
+        if not check.applies(ctx):
+            continue
+        result = check.find(ctx)
+        if result is not None:
+            found.append((SEVERITY_ORDER[result.severity], position, result))
+    return [d for _, _, d in sorted(found, key=lambda t: (t[0], t[1]))]

@@ -1,0 +1,243 @@
+"""The overhead picture: CPU time vs GPU time, how busy the GPU was, and why it waited."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis._stats import (
+    cpu_rows,
+    finite_or_none,
+    for_rank,
+    gaps,
+    gpu_work,
+    median,
+    merge_intervals,
+    quantile,
+    ranks_of,
+    require_columns,
+    step_rows,
+    union_length,
+)
+from autoprof.analysis._sync import host_syncs
+from autoprof.analysis.steps import gpu_known_from, per_step
+
+# Idle stretches shorter than this are the normal gap between back-to-back kernels.
+MIN_IDLE_GAP_US = 1.0
+
+_NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "self_us",
+          "step", "rank", "parent", "launch_row", "op_row", "device", "stream"]
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """Where the time went, for one rank (or all ranks pooled when `rank` is None).
+
+    - `self_cpu_us`: self time of every CPU row (the profiler's own span excluded).
+    - `self_gpu_us`: summed durations of GPU work (kernels, memcpy, memset); GPU-lane
+      annotation spans are not work and never count.
+    - `cpu_gpu_ratio`: self_cpu_us / self_gpu_us (None without GPU work).
+    - `window_us`: the profiled window: from the first profiler step's start (the first CPU
+      row's when there are no steps) to the end of the last GPU work (the last CPU row's end
+      without GPU work). `gpu_busy_pct` = 100 * union of GPU work inside the window /
+      window_us; with several ranks, busy and window times are summed over ranks.
+    - launch latency: kernel start minus the end of the runtime call that launched it (the
+      CPU-to-GPU offset), p50/p90/max over kernels with a known launch. `launch_queued_pct`:
+      share of those kernels that could not start earlier because earlier work on their stream
+      was still running; `dispatch_latency_us_p50`: start minus max(launch end, end of the
+      previous work on the stream), the delay not explained by the queue.
+    - idle gaps: stretches of at least MIN_IDLE_GAP_US inside step windows (step start to the
+      end of the step's last GPU work, merged over steps; `step_window_us` is their length)
+      where no GPU work runs; `idle_gap_max_at_us` is where the largest one starts.
+    - `short_kernels`: GPU work items shorter than the CPU call that launched them.
+    - host syncs (see _sync.py): every one, and those inside profiler steps.
+    """
+
+    rank: int | None
+    ranks: int
+    steps: int
+    window_us: float
+    self_cpu_us: float
+    self_gpu_us: float
+    cpu_gpu_ratio: float | None
+    gpu_busy_us: float
+    gpu_busy_pct: float | None
+    kernels: int
+    launches: int
+    launch_latency_us_p50: float | None
+    launch_latency_us_p90: float | None
+    launch_latency_us_max: float | None
+    launch_queued_pct: float | None
+    dispatch_latency_us_p50: float | None
+    idle_gaps: int
+    idle_gap_total_us: float
+    idle_gap_max_us: float
+    idle_gap_max_at_us: float | None
+    step_window_us: float
+    short_kernels: int
+    host_syncs: int
+    host_sync_us: float
+    host_syncs_in_steps: int
+    host_sync_in_steps_us: float
+    step_cpu_span_us_median: float | None
+    step_gpu_work_us_median: float | None
+    sync_names: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.kernels > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able (NaN and infinities become None)."""
+        out = asdict(self)
+        return {k: finite_or_none(v) if isinstance(v, float) else v for k, v in out.items()}
+
+
+@dataclass
+class _Parts:
+    """Per-rank pieces that pool across ranks."""
+
+    window_us: float = 0.0
+    busy_us: float = 0.0
+    latencies: list[np.ndarray] = field(default_factory=list)
+    dispatch: list[np.ndarray] = field(default_factory=list)
+    queued: list[np.ndarray] = field(default_factory=list)
+    gaps: list[np.ndarray] = field(default_factory=list)
+    gap_starts: list[np.ndarray] = field(default_factory=list)
+    step_window_us: float = 0.0
+    short_kernels: int = 0
+
+
+def _window(events: pd.DataFrame, work: pd.DataFrame) -> tuple[float, float]:
+    steps = step_rows(events)
+    cpu = cpu_rows(events)
+    if not steps.empty:
+        start = float(steps["ts_us"].min())
+    elif not cpu.empty:
+        start = float(cpu["ts_us"].min())
+    elif not work.empty:
+        start = float(work["ts_us"].min())
+    else:
+        return 0.0, 0.0
+    if not work.empty:
+        end = float(work["end_us"].max())
+    elif not steps.empty:
+        end = float(steps["end_us"].max())
+    else:
+        end = float(cpu["end_us"].max())
+    return start, max(end, start)
+
+
+def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> None:
+    ordered = work.sort_values("ts_us", kind="stable")
+    prev_end = (
+        ordered.groupby(["device", "stream"])["end_us"]
+        .transform(lambda s: s.cummax().shift(1))
+        .to_numpy(dtype=float)
+    )
+    linked = ordered["launch_row"].to_numpy() >= 0
+    if not linked.any():
+        return
+    launch_rows = ordered["launch_row"].to_numpy()[linked]
+    launches = events.reindex(launch_rows)
+    launch_end = launches["end_us"].to_numpy(dtype=float)
+    launch_dur = launches["dur_us"].to_numpy(dtype=float)
+    start = ordered["ts_us"].to_numpy(dtype=float)[linked]
+    prev = np.nan_to_num(prev_end[linked], nan=-math.inf)
+    ok = ~np.isnan(launch_end)
+    parts.latencies.append((start - launch_end)[ok])
+    parts.queued.append((prev > launch_end)[ok])
+    parts.dispatch.append((start - np.maximum(launch_end, prev))[ok])
+    dur = ordered["dur_us"].to_numpy(dtype=float)[linked]
+    parts.short_kernels += int(np.sum((dur < launch_dur)[ok]))
+
+
+def _idle_gaps(events: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts) -> None:
+    steps = per_step(events, rank)
+    steps = steps[steps["kernels"] > 0]
+    if steps.empty or work.empty:
+        return
+    lo_known = gpu_known_from(work).get(rank, -math.inf)
+    lo = np.maximum(steps["start_us"].to_numpy(float), lo_known)
+    hi = steps["start_us"].to_numpy(float) + steps["gpu_window_us"].to_numpy(float)
+    keep = hi > lo
+    win_s, win_e = merge_intervals(lo[keep], hi[keep])
+    parts.step_window_us += float(np.sum(win_e - win_s))
+    s, e = work["ts_us"].to_numpy(float), work["end_us"].to_numpy(float)
+    for a, b in zip(win_s, win_e, strict=True):
+        starts, lengths = gaps(s, e, a, b)
+        big = lengths >= MIN_IDLE_GAP_US
+        parts.gaps.append(lengths[big])
+        parts.gap_starts.append(starts[big])
+
+
+def overhead(events: pd.DataFrame, rank: int | None = None) -> Overhead:
+    """The overhead picture of one rank, or of all ranks pooled (`rank=None`)."""
+    require_columns(events, _NEEDS, "overhead")
+    events = for_rank(events, rank)
+    parts = _Parts()
+    for r in ranks_of(events):
+        ev = for_rank(events, r)
+        work = gpu_work(ev)
+        start, end = _window(ev, work)
+        parts.window_us += end - start
+        if work.empty:
+            continue
+        parts.busy_us += union_length(work["ts_us"].to_numpy(), work["end_us"].to_numpy(),
+                                      start, end)
+        _launch_parts(ev, work, parts)
+        _idle_gaps(ev, work, r, parts)
+    return _assemble(events, rank, parts)
+
+
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0)
+
+
+def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts) -> Overhead:
+    work = gpu_work(events)
+    self_cpu = float(cpu_rows(events)["self_us"].sum())
+    self_gpu = float(work["dur_us"].sum())
+    steps = per_step(events)
+    syncs = host_syncs(events)
+    in_steps = syncs[syncs["step"].to_numpy() >= 0]
+    lat, disp, queued, gap = (_cat(parts.latencies), _cat(parts.dispatch), _cat(parts.queued),
+                              _cat(parts.gaps))
+    gap_at = _cat(parts.gap_starts)
+    has_gpu = not work.empty
+    return Overhead(
+        rank=rank,
+        ranks=len(ranks_of(events)),
+        steps=len(steps),
+        window_us=parts.window_us,
+        self_cpu_us=self_cpu,
+        self_gpu_us=self_gpu,
+        cpu_gpu_ratio=self_cpu / self_gpu if self_gpu > 0 else None,
+        gpu_busy_us=parts.busy_us,
+        gpu_busy_pct=(100.0 * parts.busy_us / parts.window_us
+                      if has_gpu and parts.window_us > 0 else None),
+        kernels=len(work),
+        launches=int(steps["launches"].sum()) if not steps.empty else 0,
+        launch_latency_us_p50=finite_or_none(quantile(lat, 0.5)),
+        launch_latency_us_p90=finite_or_none(quantile(lat, 0.9)),
+        launch_latency_us_max=finite_or_none(float(np.max(lat)) if len(lat) else math.nan),
+        launch_queued_pct=100.0 * float(np.mean(queued)) if len(queued) else None,
+        dispatch_latency_us_p50=finite_or_none(quantile(disp, 0.5)),
+        idle_gaps=len(gap),
+        idle_gap_total_us=float(np.sum(gap)),
+        idle_gap_max_us=float(np.max(gap)) if len(gap) else 0.0,
+        idle_gap_max_at_us=float(gap_at[np.argmax(gap)]) if len(gap) else None,
+        step_window_us=parts.step_window_us,
+        short_kernels=parts.short_kernels,
+        host_syncs=len(syncs),
+        host_sync_us=float(syncs["dur_us"].sum()),
+        host_syncs_in_steps=len(in_steps),
+        host_sync_in_steps_us=float(in_steps["dur_us"].sum()),
+        step_cpu_span_us_median=finite_or_none(median(steps["cpu_span_us"])),
+        step_gpu_work_us_median=finite_or_none(median(steps["gpu_work_us"])),
+        sync_names={str(k): int(v) for k, v in syncs["name"].value_counts().items()},
+    )

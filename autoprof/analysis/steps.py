@@ -1,0 +1,135 @@
+"""Per profiler step: how long the CPU side took, and what the GPU did with the work it got.
+
+A step is a `ProfilerStep#N` span on the CPU lane. GPU rows carry the step of the call that
+launched them (the events table's `step` column), so a kernel that runs after its step's CPU
+span has ended still counts for that step.
+
+| step | cpu_span_us | gpu_work_us | gpu_busy_us | gpu_window_us | gpu_idle_us | kernels |
+| --- | --- | --- | --- | --- | --- | --- |
+| 2 | 215.4 | 2.75 | 2.75 | 196.6 | 193.8 | 2 |
+| 3 | 104.4 | 2.75 | 2.75 | 87.3 | 84.5 | 2 |
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis._stats import (
+    cpu_rows,
+    for_rank,
+    gpu_work,
+    require_columns,
+    step_rows,
+    union_length,
+)
+
+# Runtime / driver calls that put work on a GPU queue.
+LAUNCH_NAME = re.compile(r"launch|memcpy|memset", re.IGNORECASE)
+LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+
+STEP_COLUMNS = [
+    "rank",
+    "step",
+    "start_us",
+    "end_us",
+    "cpu_span_us",
+    "self_cpu_us",
+    "gpu_work_us",
+    "gpu_busy_us",
+    "gpu_window_us",
+    "gpu_idle_us",
+    "kernels",
+    "launches",
+]
+_NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "self_us",
+          "step", "rank", "launch_row"]
+
+
+def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
+    """Runtime/driver rows that launch GPU work (kernel launches, async copies and sets)."""
+    runtime = events[events["cat"].isin(LAUNCH_CATS).to_numpy()]
+    return runtime[runtime["name"].str.contains(LAUNCH_NAME).to_numpy(dtype=bool)]
+
+
+def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
+    """Per rank: the time from which the GPU lane is fully known.
+
+    -inf normally; the start of the earliest GPU work when that work has no launch in the
+    trace (it was queued before the profiler started, behind other unrecorded work).
+    """
+    out: dict[int, float] = {}
+    for r, g in work.groupby("rank"):
+        first = g.loc[g["ts_us"].idxmin()]
+        out[int(r)] = float(first["ts_us"]) if int(first["launch_row"]) < 0 else -math.inf
+    return out
+
+
+def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
+    """One row per (rank, profiler step), sorted by rank then start.
+
+    - `cpu_span_us`: duration of the `ProfilerStep#N` span; `self_cpu_us`: self time of every
+      CPU row inside it (the profiler's own span excluded).
+    - `gpu_work_us`: summed durations of kernels / memcpys / memsets launched in the step;
+      `gpu_busy_us`: the union of their intervals (overlaps between streams merged).
+    - `gpu_window_us`: from the step's start to the end of its last GPU work;
+      `gpu_idle_us` = window minus the time any GPU work of the rank (an earlier step's
+      included) covers inside it (0 when the step launched nothing). When the earliest GPU
+      work of the trace was launched before tracing began (its launch is not in the trace),
+      the GPU was busy with unseen work before it, so idle time is only counted from there.
+    - `kernels`: GPU work items launched in the step; `launches`: launch calls on the CPU.
+
+    Empty (with these columns) when the trace has no `ProfilerStep#N` spans.
+    """
+    require_columns(events, _NEEDS, "per_step")
+    events = for_rank(events, rank)
+    steps = step_rows(events)
+    if steps.empty:
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in STEP_COLUMNS}).astype(
+            {"rank": "int64", "step": "int64", "kernels": "int64", "launches": "int64"}
+        )
+    keys = ["rank", "step"]
+    self_cpu = cpu_rows(events).groupby(keys)["self_us"].sum()
+    work = gpu_work(events)
+    work_groups = {k: g for k, g in work.groupby(keys)}
+    rank_work = {int(r): (g["ts_us"].to_numpy(), g["end_us"].to_numpy())
+                 for r, g in work.groupby("rank")}
+    known_from = gpu_known_from(work)
+    launches = launch_calls(events).groupby(keys).size()
+
+    rows = []
+    for step in steps.itertuples(index=False):
+        key = (int(step.rank), int(step.step_no))
+        start, end = float(step.ts_us), float(step.end_us)
+        g = work_groups.get(key)
+        if g is None or g.empty:
+            gpu_work_us = busy = window = idle = 0.0
+            kernels = 0
+        else:
+            s, e = g["ts_us"].to_numpy(), g["end_us"].to_numpy()
+            gpu_work_us = float(g["dur_us"].sum())
+            busy = union_length(s, e)
+            last_end = float(np.max(e))
+            window = max(last_end - start, 0.0)
+            all_s, all_e = rank_work[key[0]]  # busy with any work, earlier steps' included
+            lo = max(start, known_from.get(key[0], -math.inf))
+            idle = max(last_end - lo - union_length(all_s, all_e, lo, last_end), 0.0)
+            kernels = len(g)
+        rows.append({
+            "rank": key[0],
+            "step": key[1],
+            "start_us": start,
+            "end_us": end,
+            "cpu_span_us": end - start,
+            "self_cpu_us": float(self_cpu.get(key, 0.0)),
+            "gpu_work_us": gpu_work_us,
+            "gpu_busy_us": busy,
+            "gpu_window_us": window,
+            "gpu_idle_us": idle,
+            "kernels": kernels,
+            "launches": int(launches.get(key, 0)),
+        })
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
