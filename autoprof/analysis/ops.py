@@ -23,7 +23,11 @@ Rules, each matching torch's ``FunctionEvent`` / ``FunctionEventAvg``:
 
 - ``calls``: number of events with that name; ``cpu_total_us``: the sum of their durations.
   An op nested in itself (recursion) is counted once per event, so its CPU total can exceed
-  the wall time it covers (torch does the same).
+  the wall time it covers (torch does the same). Except: an op that is the *only* child of an
+  op with the same name (``aten::sum`` calling the ``aten::sum`` overload that does the work)
+  is folded into its parent, as torch's ``_remove_dup_nodes`` does: not counted, its children
+  and kernels become the parent's. (torch then drops kernels the parent launched itself; we
+  keep them, a case we have not seen in a real trace.)
 - ``self_cpu_us``: duration minus the durations of direct CPU children, where children are
   taken among the rows that are ops (the ``Trace`` event and torch's filtered utility names
   are skipped, and their children move up to the nearest op).
@@ -129,7 +133,9 @@ def event_times(events: pd.DataFrame) -> dict[str, np.ndarray]:
         & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy()
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
-    up = _nearest_op_above(_positions(events, "parent"), is_op)
+    parent = _positions(events, "parent")
+    is_op &= ~_merged_into_parent(events, parent, is_op)
+    up = _nearest_op_above(parent, is_op)
 
     cpu_total = np.where(is_op, dur, 0.0)
     child = is_op & (up >= 0)
@@ -188,6 +194,18 @@ def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
             return up
         up[skip] = parent[up[skip]]
     raise ValueError("events table: the parent column has a cycle")
+
+
+def _merged_into_parent(events: pd.DataFrame, parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
+    """torch's EventList._remove_dup_nodes: an op that is the only child of a same-name op
+    is folded into it (its children and kernels move up, it is not counted)."""
+    up = _nearest_op_above(parent, is_op)
+    has_up = is_op & (up >= 0)
+    children = np.bincount(up[has_up], minlength=len(up))
+    key = _torch_key(events["name"].to_numpy())
+    merged = np.zeros(len(up), dtype=bool)
+    merged[has_up] = (key[up[has_up]] == key[has_up]) & (children[up[has_up]] == 1)
+    return merged
 
 
 def _launching_op(events: pd.DataFrame, is_op: np.ndarray, up: np.ndarray) -> np.ndarray:
