@@ -60,6 +60,22 @@ def self_vs_total(
     )
 
 
+def balance(df: pd.DataFrame) -> alt.Chart:
+    """One horizontal bar per side (`side`, `time_us`): where the profiled time went."""
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            y=alt.Y("side:N", title=None, sort=None),
+            x=alt.X("time_us:Q", title="time (µs)"),
+            color=alt.Color("side:N", legend=None,
+                            scale=alt.Scale(range=[_LANE_COLORS["cpu"], _LANE_COLORS["gpu"]])),
+            tooltip=["side:N", alt.Tooltip("time_us:Q", title="time (µs)", format=",.2f")],
+        )
+        .properties(title="Self CPU vs self GPU time in the profiled steps", height=110)
+    )
+
+
 def bars(
     df: pd.DataFrame,
     x: str,

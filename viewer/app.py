@@ -65,11 +65,23 @@ def _sidebar_selection(ctx: Context) -> None:
     if not paths:
         return
     labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    rel = {p: _relative(p, ctx.root) for p in paths}
+    wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
+    if "run" not in st.session_state and wanted in rel.values():
+        st.session_state["run"] = next(p for p in paths if rel[p] == wanted)
     chosen = st.sidebar.selectbox(
         "Run", paths, key="run", format_func=lambda p: labels.get(p, p),
     )
     if chosen:
+        st.query_params["run"] = rel[chosen]
         ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
 
 
 def _sidebar_compare(ctx: Context) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from viewer import _charts
 from viewer._context import Context, context
 from viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
 from viewer.views._common import call, current_run
@@ -58,11 +59,21 @@ def _evidence(run: Any, verdict: Any) -> None:
     cols[3].metric("Profiled steps", "n/a" if steps is None else f"{len(steps)}")
     cols[4].text("Device")
     cols[4].text(_device(run))
+    if over is not None:
+        _balance_chart(over)
     evidence = dict(getattr(verdict, "evidence", None) or {})
     if evidence:
         rows = [(str(k), fmt_value(str(k), v)) for k, v in evidence.items()]
         with st.expander("Evidence behind the verdict", expanded=True):
             st.dataframe(pd.DataFrame(rows, columns=["measure", "value"]), hide_index=True)
+
+
+def _balance_chart(over: Any) -> None:
+    cpu, gpu = getattr(over, "self_cpu_us", None), getattr(over, "self_gpu_us", None)
+    if cpu is None or gpu is None:
+        return
+    df = pd.DataFrame({"side": ["Self CPU", "Self GPU"], "time_us": [float(cpu), float(gpu)]})
+    st.altair_chart(_charts.balance(df), width="stretch")
 
 
 def _diagnostics(run: Any) -> None:

@@ -10,11 +10,9 @@ from viewer._context import Context, context
 from viewer.views._common import call, current_run
 
 _CHARTS = (
-    ("step_time_us", "Step time per rank", "time (µs)"),
-    ("mean_step_us", "Mean step time per rank", "time (µs)"),
+    ("step_time_us_median", "Median step time per rank", "time (µs)"),
     ("gpu_busy_pct", "GPU busy per rank", "busy (%)"),
-    ("collective_us", "Time in collectives per rank", "time (µs)"),
-    ("collectives_us", "Time in collectives per rank", "time (µs)"),
+    ("collective_us_median", "Median time in collectives per step, per rank", "time (µs)"),
 )
 
 
@@ -36,10 +34,11 @@ def render(ctx: Context) -> None:
     if "rank" in table.columns:
         df = table.assign(is_straggler=(table["rank"] == straggler).map(
             {True: "straggler", False: "other ranks"}))
-        for col, title, unit in _CHARTS:
-            if col in df.columns:
-                st.altair_chart(_charts.bars(df, "rank", col, title, unit, color="is_straggler"),
-                                width="stretch")
+        present = [c for c in _CHARTS if c[0] in df.columns]
+        for slot, (col, title, unit) in zip(st.columns(max(len(present), 1)), present,
+                                            strict=False):
+            slot.altair_chart(_charts.bars(df, "rank", col, title, unit, color="is_straggler"),
+                              width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")
 
 

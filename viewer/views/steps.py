@@ -20,7 +20,10 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Steps and warm-up")
     if run is None:
         return
-    steps: pd.DataFrame | None = call("Steps", run.steps)
+    rank = None
+    if int(getattr(run, "world_size", 1) or 1) > 1:
+        rank = int(st.selectbox("Rank", list(range(int(run.world_size))), key="steps_rank"))
+    steps: pd.DataFrame | None = call("Steps", lambda: run.steps(rank=rank))
     if steps is not None:
         _steps(steps)
     _warmup(run)

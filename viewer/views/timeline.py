@@ -88,13 +88,10 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         "lane": lanes_of_rows,
     })
     links = _links(ev, lanes_of_rows, index, t0)
-    gaps = _gaps(run, ev, lanes, index, t0)
+    gaps, gap_note = _gaps(run, ev, index, t0)
     st.altair_chart(_charts.timeline(spans, lanes, links, gaps, title=f"Timeline of {where}"),
                     width="stretch")
-    legend = "Dashed lines link each kernel to the CPU call that launched it."
-    if gaps is not None:
-        legend += " Red bands mark idle GPU gaps reported by the analysis."
-    st.caption(legend)
+    st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
     over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
     if over is not None:
         c = st.columns(3)
@@ -119,22 +116,40 @@ def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
     })
 
 
-def _gaps(run: Any, ev: pd.DataFrame, lanes: list[str], index: dict[str, int],
-          t0: float) -> pd.DataFrame | None:
-    """Idle GPU gaps as the analysis reports them (Overhead.idle_gaps), if it does."""
-    over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
-    table = getattr(over, "idle_gaps", None) if over is not None else None
-    if not isinstance(table, pd.DataFrame) or not {"start_us", "end_us"} <= set(table.columns):
-        st.caption("Idle gaps: not reported by the analysis for this run.")
-        return None
+def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
+    """Idle GPU gaps from the analysis: every gap if it lists them, else the largest one."""
+    import autoprof.analysis as analysis
+
+    lister = getattr(analysis, "idle_gaps", None)
+    if callable(lister):
+        table = call("Idle gaps", lambda: lister(run.events, rank=rank))
+        if isinstance(table, pd.DataFrame) and {"start_us", "end_us"} <= set(table.columns):
+            return table, "Red bands mark the idle GPU gaps inside the steps."
+    over = call("Overhead", lambda: run.overhead(rank=rank))
+    at = getattr(over, "idle_gap_max_at_us", None)
+    length = getattr(over, "idle_gap_max_us", None)
+    if at is None or not length:
+        return None, "No idle GPU gap inside the steps was reported."
+    n = int(getattr(over, "idle_gaps", 1) or 1)
+    total = getattr(over, "idle_gap_total_us", None)
+    note = (f"The red band marks the largest idle GPU gap ({fmt_us(length)}); the analysis "
+            f"counts {n:,} idle gaps of {fmt_us(total)} in total inside the steps.")
+    return pd.DataFrame({"start_us": [float(at)], "end_us": [float(at) + float(length)]}), note
+
+
+def _gaps(run: Any, ev: pd.DataFrame, index: dict[str, int],
+          t0: float) -> tuple[pd.DataFrame | None, str]:
+    table, note = _gap_table(run, int(ev["rank"].iloc[0]))
     gpu_rows = [i for name, i in index.items() if name.startswith("GPU") and "annot" not in name]
-    if not gpu_rows or not len(table):
-        return None
+    if table is None or not gpu_rows or not len(table):
+        return None, note
     lo, hi = float(ev["ts_us"].min()), float(ev["end_us"].max())
     g = table[(table["end_us"] > lo) & (table["start_us"] < hi)]
+    if not len(g):
+        return None, note + " (outside the drawn events)"
     out = [pd.DataFrame({"start_us": g["start_us"] - t0, "end_us": g["end_us"] - t0, "row": r})
            for r in gpu_rows]
-    return pd.concat(out, ignore_index=True)
+    return pd.concat(out, ignore_index=True), note
 
 
 def _downloads(ctx: Context, run: Any) -> None:

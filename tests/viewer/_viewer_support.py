@@ -1,0 +1,119 @@
+"""Builders for viewer test traces folders: real H200 traces in run folders, bad and odd runs."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+H200 = REPO / "tests" / "data" / "h200"
+APP = str(REPO / "viewer" / "app.py")
+EVIL = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
+EVIL_RUN_NAME = "<script>alert(2)</script>"
+ALL_PAGES = ("overview", "ops", "timeline", "steps", "compare", "ranks")
+
+
+def _h200(case: str) -> dict[str, Any]:
+    return json.loads((H200 / "matmul_add" / case / "trace.json").read_text())
+
+
+def manifest(name: str, files: list[str], **over: Any) -> dict[str, Any]:
+    m: dict[str, Any] = {
+        "schema_version": 1, "status": "complete", "name": name, "qualname": name,
+        "source_file": "bench.py", "source_line": 1, "options": {},
+        "versions": {"autoprof": "0.1.0", "torch": "2.11.0", "python": "3.12"},
+        "host": "h200", "pid": 457, "rank": 0, "world_size": 1,
+        "device": {"name": "NVIDIA H200", "properties": {"numSms": 132}},
+        "started_at": "2026-11-30T07:00:00Z", "ended_at": "2026-11-30T07:00:02Z",
+        "warmup_call_ms": [912.5, 0.31, 0.05, 0.04], "steps_recorded": 3, "files": files,
+        "error": None,
+    }
+    m.update(over)
+    return m
+
+
+def write_run(root: Path, name: str, run_id: str, traces: dict[str, dict[str, Any]],
+              **manifest_over: Any) -> Path:
+    """<root>/<name>/<run_id>/ with gzipped traces (worker -> trace dict) and manifest.json."""
+    folder = root / name / run_id
+    folder.mkdir(parents=True)
+    files = []
+    for i, (worker, trace) in enumerate(traces.items()):
+        fname = f"{worker}.{1790857026000000000 + i}.pt.trace.json.gz"
+        with gzip.open(folder / fname, "wt") as f:
+            json.dump(trace, f)
+        files.append(fname)
+    m = manifest(manifest_over.pop("manifest_name", name), files, **manifest_over)
+    (folder / "manifest.json").write_text(json.dumps(m))
+    return folder
+
+
+def evil_trace() -> dict[str, Any]:
+    """The 64x64 H200 trace with op, annotation and kernel names that are HTML/Markdown."""
+    t = _h200("n64_cold")
+    rename = {"aten::mm": EVIL[0], "aten::add": EVIL[1], "matmul_add": "**bold** :red[x] $x$"}
+    for ev in t["traceEvents"]:
+        if ev.get("name") in rename:
+            ev["name"] = rename[ev["name"]]
+        elif ev.get("cat") == "kernel" and "nvjet" in str(ev.get("name")):
+            ev["name"] = EVIL[0] + " kernel"
+    return t
+
+
+def rank_trace(case: str, rank: int, world: int) -> dict[str, Any]:
+    t = copy.deepcopy(_h200(case))
+    t["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
+    return t
+
+
+def add_h200(root: Path) -> None:
+    write_run(root, "matmul_add_n64", "20261130-070000-000064", {"h200_457": _h200("n64_cold")})
+    write_run(root, "matmul_add_n4096", "20261130-070100-004096",
+              {"h200_458": _h200("n4096_cold")})
+
+
+def add_evil(root: Path) -> None:
+    write_run(root, "evil", "20261130-070200-0000e1", {"h200_459": evil_trace()},
+              manifest_name=EVIL_RUN_NAME)
+
+
+def add_failed(root: Path) -> None:
+    write_run(root, "boom", "20261130-070300-0000f1", {}, status="failed", steps_recorded=0,
+              error={"type": "RuntimeError", "message": "CUDA out of memory", "phase": "active"})
+
+
+def add_multirank(root: Path) -> None:
+    folder = write_run(root, "ddp_step", "20261130-070400-0000d2",
+                       {"rank0": rank_trace("n64_cold", 0, 2),
+                        "rank1": rank_trace("n4096_cold", 1, 2)},
+                       world_size=2, ranks=[0, 1])
+    m = json.loads((folder / "manifest.json").read_text())
+    r1 = dict(m, rank=1, pid=460, files=[m["files"][1]])
+    r1.pop("ranks")
+    (folder / "rank1.manifest.json").write_text(json.dumps(r1))
+
+
+def add_cpu(root: Path) -> None:
+    """A real CPU run: plain torch.profiler with a schedule, exported like a run folder."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    folder = root / "cpu_matmul" / "20261130-070500-0000c0"
+    folder.mkdir(parents=True)
+    x = torch.randn(128, 128)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=3)) as prof:
+        for _ in range(5):
+            with record_function("matmul_add"):
+                (x @ x + x).sum()
+            prof.step()
+    name = "cpu_1.1790857026000000000.pt.trace.json"
+    prof.export_chrome_trace(str(folder / name))
+    m = manifest("cpu_matmul", [name], device=None, steps_recorded=3, host="cpu", pid=1)
+    (folder / "manifest.json").write_text(json.dumps(m))

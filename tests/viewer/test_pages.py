@@ -1,0 +1,184 @@
+"""AppTest (no browser): every page on every kind of traces folder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _viewer_support import ALL_PAGES, APP, EVIL, EVIL_RUN_NAME
+from streamlit.testing.v1 import AppTest
+
+MARKDOWN_KINDS = ("markdown", "caption", "title", "header", "subheader", "info", "warning",
+                  "error", "success")
+NOT_WIRED = "not available from autoprof.analysis"
+
+
+def open_app(root: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("AUTOPROF_DIR", str(root))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def visit(at: AppTest, page: str) -> AppTest:
+    at.switch_page(f"views/{page}.py").run()
+    assert not at.exception, (page, [e.value for e in at.exception])
+    return at
+
+
+def markdown_texts(at: AppTest) -> Iterator[str]:
+    """Every string Streamlit will interpret as Markdown, main area and sidebar."""
+    for kind in MARKDOWN_KINDS:
+        for el in getattr(at, kind):
+            yield str(el.value)
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def select_run(at: AppTest, contains: str) -> AppTest:
+    box = at.selectbox(key="run")
+    match = [p for p in box.options if contains in p]
+    assert match, (contains, box.options)
+    box.select(match[0]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def assert_wired(at: AppTest, page: str) -> None:
+    missing = [t for t in markdown_texts(at) if NOT_WIRED in t]
+    assert not missing, (page, missing)
+
+
+def test_empty_folder_every_page(roots, monkeypatch):
+    at = open_app(roots["empty"], monkeypatch)
+    assert at.title[0].value == "Runs"
+    assert any("No runs in this folder yet" in t for t in markdown_texts(at))
+    for page in ALL_PAGES:
+        visit(at, page)
+        if page == "compare":
+            assert any("Choose two or more runs" in t for t in markdown_texts(at))
+        else:
+            assert any("No run selected" in t for t in markdown_texts(at)), page
+
+
+def test_missing_folder_is_explained(tmp_path, monkeypatch):
+    at = open_app(tmp_path / "nowhere", monkeypatch)
+    assert any("does not exist" in t for t in markdown_texts(at))
+    visit(at, "overview")
+    assert any("does not exist" in t for t in markdown_texts(at))
+
+
+def test_runs_list_shows_status_and_verdict(roots, monkeypatch):
+    at = open_app(roots["failed"], monkeypatch)
+    table = at.dataframe[0].value
+    assert len(table) == 3
+    assert "failed" in set(table["status"].astype(str))
+    labels = [at.selectbox(key="run").format_func(p) for p in at.selectbox(key="run").options]
+    assert any(lbl.startswith("✗ ") and "boom" in lbl for lbl in labels), labels
+
+
+@pytest.mark.parametrize("size,kind", [("n64", "overhead-bound"), ("n4096", "compute-bound")])
+def test_h200_every_page(roots, monkeypatch, size, kind):
+    at = select_run(open_app(roots["h200"], monkeypatch), f"matmul_add_{size}")
+    visit(at, "overview")
+    assert_wired(at, "overview")
+    assert any(kind in t for t in markdown_texts(at)), list(markdown_texts(at))
+    labels = {m.label: m.value for m in at.metric}
+    assert {"Self CPU total", "Self GPU total", "GPU busy", "Profiled steps"} <= set(labels)
+    assert labels["Profiled steps"] == "3"
+    assert labels["Self GPU total"].endswith("µs")
+    assert any("NVIDIA H200" in t.value for t in at.text)
+
+    visit(at, "ops")
+    assert_wired(at, "ops")
+    specs = charts(at)
+    assert [s["title"].split(":")[0] for s in specs] == ["CPU", "GPU"]
+    ops = at.dataframe[0].value
+    assert "aten::mm" in set(ops["name"])
+    at.text_input(key="ops_filter").input("add").run()
+    assert set(at.dataframe[0].value["name"]) <= {n for n in ops["name"] if "add" in n.lower()}
+
+    visit(at, "timeline")
+    assert_wired(at, "timeline")
+    (spec,) = charts(at)
+    assert spec["layer"], spec
+    assert at.download_button, "the trace must be downloadable"
+
+    visit(at, "steps")
+    assert_wired(at, "steps")
+    titles = [s["title"] for s in charts(at)]
+    assert any("per step" in t for t in titles) and any("warm-up" in t for t in titles), titles
+
+    visit(at, "compare")
+    assert_wired(at, "compare")
+    assert len(at.dataframe[0].value) == 2
+    assert charts(at)
+
+    visit(at, "ranks")
+    assert_wired(at, "ranks")
+    assert any("single-process" in t for t in markdown_texts(at))
+
+
+def test_cpu_run_every_page(roots, monkeypatch):
+    at = open_app(roots["cpu"], monkeypatch)
+    for page in ALL_PAGES:
+        visit(at, page)
+        assert_wired(at, page)
+    visit(at, "overview")
+    assert any("cpu-only" in t for t in markdown_texts(at))
+    visit(at, "ops")
+    assert [s["title"].split(":")[0] for s in charts(at)] == ["CPU"]
+    visit(at, "timeline")
+    assert len(charts(at)) == 1
+
+
+def test_failed_run_shows_error_and_others_work(roots, monkeypatch):
+    at = select_run(open_app(roots["failed"], monkeypatch), "boom")
+    for page in ("overview", "ops", "timeline", "steps", "ranks"):
+        visit(at, page)
+        shown = " ".join(str(e.value) for e in at.error) + " ".join(c.value for c in at.code)
+        assert "boom" in shown or "CUDA out of memory" in shown, (page, shown)
+    select_run(at, "matmul_add_n64")
+    visit(at, "ops")
+    assert len(charts(at)) == 2 and not at.error
+    visit(at, "compare")
+    assert len(at.dataframe[-1].value) >= 2
+
+
+def test_multirank_run(roots, monkeypatch):
+    at = open_app(roots["multirank"], monkeypatch)
+    label = at.selectbox(key="run").format_func(at.selectbox(key="run").options[0])
+    assert "2 ranks" in label, label
+    visit(at, "ranks")
+    assert_wired(at, "ranks")
+    table = at.dataframe[-1].value
+    assert sorted(table["rank"].tolist()) == [0, 1]
+    assert any("Straggler" in t for t in markdown_texts(at)) or any(
+        "No straggler" in t for t in markdown_texts(at))
+    visit(at, "timeline")
+    assert at.selectbox(key="tl_rank").options == ["0", "1"]
+    for page in ALL_PAGES:
+        visit(at, page)
+
+
+def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
+    at = open_app(roots["evil"], monkeypatch)
+    seen_in_data = False
+    for page in ("runs", *ALL_PAGES):
+        visit(at, page)
+        for text in markdown_texts(at):
+            assert "<script" not in text and "<img" not in text, (page, text)
+            assert "**bold**" not in text, (page, text)
+        for df in (d.value for d in at.dataframe):
+            cells = set(df.astype(str).to_numpy().ravel())
+            seen_in_data |= EVIL[0] in cells or EVIL[1] in cells
+    assert seen_in_data, "the names must still be shown (as text), not dropped"
+    visit(at, "ops")
+    values = {str(v) for s in charts(at) for v in s.get("datasets", {}).values()}
+    assert any(EVIL[1] in v for v in values)
+    label = at.selectbox(key="run").format_func(at.selectbox(key="run").options[0])
+    assert "evil" in label or EVIL_RUN_NAME in label
