@@ -207,9 +207,11 @@ def self_vs_total_empty() -> pd.DataFrame:
 
 
 def _trace_rank(trace: object) -> int:
-    info = getattr(trace, "distributed_info", None) or {}
+    """The trace's ``distributedInfo.rank`` (0 when absent or unreadable)."""
+    metadata = getattr(trace, "metadata", None)
+    info = metadata.get("distributedInfo") if isinstance(metadata, dict) else None
     rank = info.get("rank", 0) if isinstance(info, dict) else 0
-    return int(rank) if isinstance(rank, int) else 0
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else 0
 
 
 def _write_atomic(path: Path, text: str) -> Path:
