@@ -35,7 +35,7 @@ def _overhead_bound(ctx: Context) -> Diagnostic | None:
     return Diagnostic(
         id="overhead-bound",
         severity="warning",
-        message=(f"Overhead-bound: the GPU is busy only {ov.gpu_busy_pct:.1f}% of the profiled "
+        message=(f"The GPU is busy only {ov.gpu_busy_pct:.1f}% of the profiled "
                  f"window; self CPU time {fmt_us(ov.self_cpu_us)} vs self GPU time "
                  f"{fmt_us(ov.self_gpu_us)}{ratio}. The GPU waits for the host to launch work."),
         evidence=dict(v.evidence),
@@ -94,7 +94,8 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
                          f"median of the other warm-up calls ({rest_ms:.3f} ms)")
     if not parts:
         return None
-    message = "Cold start: " + "; ".join(parts) + "."
+    text = "; ".join(parts)
+    message = text[0].upper() + text[1:] + "."
     if step_slow:
         hint = ("Warm up more before recording: more untraced warm-up calls and a profiler "
                 "schedule warmup of at least 1, so one-time costs (cuBLAS heuristics, lazy "

@@ -18,7 +18,9 @@ from autoprof.analysis._diagnostic import (
     Severity,
 )
 
-__all__ = ["Check", "Context", "Diagnostic", "RunLike", "Severity", "checks", "diagnose"]
+__all__ = [
+    "Check", "Context", "Diagnostic", "RunLike", "Severity", "checks", "diagnose", "run_checks",
+]
 
 
 def checks() -> list[Check]:
@@ -28,7 +30,11 @@ def checks() -> list[Check]:
 
 def diagnose(run: RunLike) -> list[Diagnostic]:
     """Run every check whose precondition holds; findings sorted by severity, then id order."""
-    ctx = Context(run)
+    return run_checks(Context(run))
+
+
+def run_checks(ctx: Context) -> list[Diagnostic]:
+    """diagnose() on an existing Context (so a caller can reuse its numbers)."""
     found = []
     for position, check in enumerate(CHECKS):
         if not check.applies(ctx):

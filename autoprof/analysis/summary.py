@@ -1,0 +1,104 @@
+"""Everything `autoprof summary --json` prints, as one JSON-able dict.
+
+Keys (times in microseconds unless the name says otherwise):
+`path`, `name`, `run_id`, `status`, `world_size`, `is_cuda`, `device`, `trace_paths`,
+`events`, `verdict` (the kind), `verdict_reason`, `verdict_evidence`, `gpu_busy_pct`,
+`self_cpu_us`, `self_gpu_us`, `cpu_gpu_ratio`, `overhead` (every Overhead field), `steps`
+(per_step rows), `warmup_call_ms`, `diagnostics` (`{id, severity, message, evidence,
+hint}`), `top_ops` (`by_self_cpu` and `by_self_device`: self_vs_total rows), `ranks`
+(rank_table rows), `straggler_rank` (int or null).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis._diagnostic import Context, RunLike
+from autoprof.analysis.diagnostics import run_checks
+
+TOP_OPS = 10
+_OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
+              "device_total_us"]
+
+
+def jsonable(value: Any) -> Any:
+    """`value` with numpy scalars made Python, NaN/inf made None, tuples made lists."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    return str(value)
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [jsonable(r) for r in df.to_dict(orient="records")]
+
+
+def top_ops(events: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, Any]]]:
+    """The n ops with the most self CPU time and the n GPU rows with the most self device time
+    (from ops.self_vs_total; empty lists if that module is not available)."""
+    try:
+        from autoprof.analysis.ops import self_vs_total
+    except ImportError:
+        return {"by_self_cpu": [], "by_self_device": []}
+    ops = self_vs_total(events)
+    fields = [f for f in _OP_FIELDS if f in ops.columns]
+    cpu = ops[ops["self_cpu_us"] > 0].sort_values("self_cpu_us", ascending=False, kind="stable")
+    dev = ops[ops["self_device_us"] > 0].sort_values("self_device_us", ascending=False,
+                                                     kind="stable")
+    if "lane" in dev.columns:
+        dev = dev[dev["lane"] == "gpu"]
+    return {"by_self_cpu": _records(cpu[fields].head(n)),
+            "by_self_device": _records(dev[fields].head(n))}
+
+
+def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
+    device = manifest.get("device")
+    if device:
+        return device
+    return "cuda" if getattr(run, "is_cuda", False) else None
+
+
+def summarize(run: RunLike) -> dict[str, Any]:
+    """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
+    ctx = Context(run)
+    manifest = ctx.manifest
+    ov, verdict = ctx.overhead, ctx.verdict
+    run_path = getattr(run, "path", "")
+    out: dict[str, Any] = {
+        "path": str(run_path),
+        "name": getattr(run, "name", None),
+        "run_id": manifest.get("run_id") or (Path(str(run_path)).name if manifest else None),
+        "status": manifest.get("status"),
+        "world_size": getattr(run, "world_size", None) or ov.ranks,
+        "is_cuda": bool(getattr(run, "is_cuda", ov.kernels > 0)),
+        "device": _device(run, manifest),
+        "trace_paths": [str(p) for p in getattr(run, "trace_paths", []) or []],
+        "events": len(ctx.events),
+        "verdict": verdict.kind,
+        "verdict_reason": verdict.reason,
+        "verdict_evidence": verdict.evidence,
+        "gpu_busy_pct": ov.gpu_busy_pct,
+        "self_cpu_us": ov.self_cpu_us,
+        "self_gpu_us": ov.self_gpu_us,
+        "cpu_gpu_ratio": ov.cpu_gpu_ratio,
+        "overhead": ov.to_dict(),
+        "steps": _records(ctx.steps),
+        "warmup_call_ms": manifest.get("warmup_call_ms") or [],
+        "diagnostics": [d.to_dict() for d in run_checks(ctx)],
+        "top_ops": top_ops(ctx.events),
+        "ranks": _records(ctx.ranks),
+        "straggler_rank": ctx.straggler,
+    }
+    return jsonable(out)  # type: ignore[no-any-return]

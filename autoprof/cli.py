@@ -1,0 +1,297 @@
+"""The `autoprof` command: `autoprof summary PATH [--json]` and `autoprof view [DIR]`.
+
+The report is rendered from the same dict `--json` prints (autoprof.analysis.summary); this
+module formats and launches, it computes no statistic. Bad input gives one line on stderr,
+`autoprof: error: <path>: <problem>`, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from autoprof.analysis._stats import fmt_us
+
+WIDTH = 100
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.1f}%"
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+
+
+def _evidence(s: dict[str, Any]) -> list[str]:
+    ov = s.get("overhead") or {}
+    ratio = s.get("cpu_gpu_ratio")
+    lines = [
+        f"  self CPU time         {fmt_us(s.get('self_cpu_us'))}",
+        f"  self GPU time         {fmt_us(s.get('self_gpu_us'))}"
+        + (f"  (CPU/GPU {ratio:.1f}x)" if ratio is not None else ""),
+        f"  GPU busy              {_pct(s.get('gpu_busy_pct'))} of a {fmt_us(ov.get('window_us'))}"
+        " window (first step start to last GPU work end)",
+        f"  steps                 {ov.get('steps', 0)}  (CPU span median "
+        f"{fmt_us(ov.get('step_cpu_span_us_median'))}, GPU work median "
+        f"{fmt_us(ov.get('step_gpu_work_us_median'))})",
+        f"  GPU work items        {ov.get('kernels', 0)}  (launch calls in steps: "
+        f"{ov.get('launches', 0)}; shorter than their launch call: {ov.get('short_kernels', 0)})",
+    ]
+    if ov.get("launch_latency_us_p50") is not None:
+        lines.append(
+            f"  launch -> start       p50 {fmt_us(ov.get('launch_latency_us_p50'))}, p90 "
+            f"{fmt_us(ov.get('launch_latency_us_p90'))}, max "
+            f"{fmt_us(ov.get('launch_latency_us_max'))} ({_pct(ov.get('launch_queued_pct'))} "
+            "queued behind earlier GPU work)")
+    if ov.get("kernels"):
+        lines.append(
+            f"  GPU idle in steps     {ov.get('idle_gaps', 0)} gap(s), "
+            f"{fmt_us(ov.get('idle_gap_total_us'))} total, largest "
+            f"{fmt_us(ov.get('idle_gap_max_us'))}")
+    lines.append(
+        f"  host syncs            {ov.get('host_syncs', 0)} ({fmt_us(ov.get('host_sync_us'))}); "
+        f"inside steps: {ov.get('host_syncs_in_steps', 0)} "
+        f"({fmt_us(ov.get('host_sync_in_steps_us'))})")
+    return lines
+
+
+def _steps(steps: list[dict[str, Any]]) -> list[str]:
+    if not steps:
+        return ["  no ProfilerStep#N spans in this trace"]
+    head = (f"  {'rank':>4} {'step':>5} {'CPU span':>11} {'self CPU':>11} {'GPU work':>11} "
+            f"{'GPU busy':>11} {'GPU idle':>11} {'kernels':>8} {'launches':>9}")
+    lines = [head]
+    for st in steps:
+        lines.append(
+            f"  {st['rank']:>4} {st['step']:>5} {fmt_us(st['cpu_span_us']):>11} "
+            f"{fmt_us(st['self_cpu_us']):>11} {fmt_us(st['gpu_work_us']):>11} "
+            f"{fmt_us(st['gpu_busy_us']):>11} {fmt_us(st['gpu_idle_us']):>11} "
+            f"{st['kernels']:>8} {st['launches']:>9}")
+    return lines
+
+
+def _diagnostics(diags: list[dict[str, Any]]) -> list[str]:
+    if not diags:
+        return ["  no findings"]
+    lines: list[str] = []
+    for d in diags:
+        lines += _wrap(f"[{d['severity']}] {d['id']}: {d['message']}", "  ")
+        if d.get("hint"):
+            lines += _wrap(f"hint: {d['hint']}", "      ")
+    return lines
+
+
+def _short(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def _ops(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return ["  none"]
+    head = (f"  {'name':<52} {'calls':>6} {'self CPU':>11} {'CPU total':>11} "
+            f"{'self GPU':>11} {'GPU total':>11}")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"  {_short(str(r['name']), 52):<52} {r['calls']:>6} {fmt_us(r['self_cpu_us']):>11} "
+            f"{fmt_us(r['cpu_total_us']):>11} {fmt_us(r['self_device_us']):>11} "
+            f"{fmt_us(r['device_total_us']):>11}")
+    return lines
+
+
+def _ranks(s: dict[str, Any]) -> list[str]:
+    lines = [f"  {'rank':>4} {'step median':>12} {'collectives':>12} {'compute':>11} "
+             f"{'GPU busy':>9}"]
+    for r in s["ranks"]:
+        mark = "  <- straggler" if r["rank"] == s.get("straggler_rank") else ""
+        lines.append(
+            f"  {r['rank']:>4} {fmt_us(r['step_time_us_median']):>12} "
+            f"{fmt_us(r['collective_us_median']):>12} {fmt_us(r['compute_us_median']):>11} "
+            f"{_pct(r['gpu_busy_pct']):>9}{mark}")
+    return lines
+
+
+def render_summary(s: dict[str, Any]) -> str:
+    """The text report for a summary dict."""
+    device = s.get("device")
+    if isinstance(device, dict):
+        device = device.get("name")
+    ranks = s.get("world_size") or 1
+    lines = [
+        f"autoprof summary: {s.get('path')}",
+        f"run: {s.get('name')} | {ranks} rank(s) | {device or 'CPU'} | {s.get('events')} events"
+        + (f" | status {s['status']}" if s.get("status") else ""),
+        "",
+        f"VERDICT: {s['verdict']}",
+        *_wrap(str(s.get("verdict_reason", "")), "  "),
+        "",
+        "EVIDENCE",
+        *_evidence(s),
+        "",
+        "STEPS (times per profiler step)",
+        *_steps(s.get("steps") or []),
+        "",
+        f"DIAGNOSTICS ({len(s.get('diagnostics') or [])})",
+        *_diagnostics(s.get("diagnostics") or []),
+    ]
+    if len(s.get("ranks") or []) > 1:
+        lines += ["", "RANKS (medians per step)", *_ranks(s)]
+    top = s.get("top_ops") or {}
+    lines += ["", "TOP OPS BY SELF CPU TIME", *_ops(top.get("by_self_cpu") or [])]
+    if top.get("by_self_device"):
+        lines += ["", "TOP GPU WORK BY SELF GPU TIME", *_ops(top["by_self_device"])]
+    return "\n".join(lines) + "\n"
+
+
+# --- summary -------------------------------------------------------------------------------
+
+EXIT_BAD_INPUT = 2
+PROGRESS_AFTER_S = 0.5  # say nothing for traces that load faster than this
+
+
+class Progress:
+    """A `load(progress=...)` callback that reports on stderr, for big traces only.
+
+    Accepts `(done, total)` (bytes or events), a fraction in [0, 1], or a message string.
+    """
+
+    def __init__(self, path: str, stream: Any = None) -> None:
+        self.path = path
+        self.stream = stream if stream is not None else sys.stderr
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        now = time.monotonic()
+        if now - self.started < PROGRESS_AFTER_S or now - self.last < 0.25:
+            return
+        self.last = now
+        numbers = [a for a in args if isinstance(a, int | float) and not isinstance(a, bool)]
+        texts = [str(a) for a in args if isinstance(a, str)]
+        if len(numbers) >= 2 and numbers[1]:
+            what = f"{100.0 * numbers[0] / numbers[1]:.0f}%"
+        elif len(numbers) == 1 and 0 <= numbers[0] <= 1:
+            what = f"{100.0 * numbers[0]:.0f}%"
+        else:
+            what = " ".join(texts) or "working"
+        self.stream.write(f"\rautoprof: loading {self.path}: {what} ")
+        self.stream.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            elapsed = time.monotonic() - self.started
+            self.stream.write(f"\rautoprof: loaded {self.path} in {elapsed:.1f} s\n")
+            self.stream.flush()
+
+
+def _error(path: object, problem: str) -> int:
+    print(f"autoprof: error: {path}: {problem}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from autoprof.analysis import TraceError, load
+    from autoprof.analysis.summary import summarize
+
+    path = Path(args.path)
+    if not path.exists():
+        return _error(path, "no such file or directory")
+    progress = Progress(str(path))
+    try:
+        run = load(path, progress=progress)
+    except TraceError as err:
+        progress.done()
+        print(f"autoprof: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        progress.done()
+        return _error(path, err.strerror or str(err))
+    progress.done()
+    summary = summarize(run)
+    if args.json:
+        sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(render_summary(summary))
+    return 0
+
+
+# --- view ----------------------------------------------------------------------------------
+
+def viewer_app() -> Path | None:
+    """viewer/app.py of the source tree this package was imported from, if present."""
+    app = Path(__file__).resolve().parent.parent / "viewer" / "app.py"
+    return app if app.is_file() else None
+
+
+def view_command(app: Path, directory: Path | None, address: str, port: int | None
+                 ) -> tuple[list[str], dict[str, str]]:
+    """The streamlit command line and environment that `autoprof view` runs."""
+    argv = [sys.executable, "-m", "streamlit", "run", str(app),
+            "--server.address", address, "--browser.gatherUsageStats", "false",
+            "--server.headless", "true"]
+    if port is not None:
+        argv += ["--server.port", str(port)]
+    env = dict(os.environ)
+    if directory is not None:
+        env["AUTOPROF_DIR"] = str(directory.resolve())
+    return argv, env
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    app = viewer_app()
+    if app is None:
+        where = Path(__file__).resolve().parent.parent / "viewer" / "app.py"
+        return _error(where, "the viewer is not there; it ships with the autoprof source tree "
+                             "(run `autoprof view` from an editable install of a checkout)")
+    directory = Path(args.dir) if args.dir else None
+    if directory is not None and not directory.is_dir():
+        return _error(directory, "not a directory (give the folder that holds your runs)")
+    argv, env = view_command(app, directory, args.address, args.port)
+    shown = directory.resolve() if directory else env.get("AUTOPROF_DIR", "./traces")
+    print(f"autoprof: viewer for {shown} on http://{args.address}:{args.port or 8501}",
+          file=sys.stderr)
+    try:
+        return subprocess.call(argv, env=env)
+    except KeyboardInterrupt:
+        return 130
+
+
+# --- entry point ---------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoprof", description="Explain torch.profiler runs: why is it slow?")
+    sub = parser.add_subparsers(dest="command", required=True)
+    summary = sub.add_parser(
+        "summary", help="verdict, evidence, diagnostics and top ops of a run or trace")
+    summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), or a folder "
+                                      "of per-rank traces")
+    summary.add_argument("--json", action="store_true", help="print one JSON object")
+    summary.set_defaults(func=cmd_summary)
+    view = sub.add_parser("view", help="open the Streamlit viewer on a traces folder")
+    view.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
+                                             "./traces)")
+    view.add_argument("--address", default="127.0.0.1",
+                      help="address to bind (default 127.0.0.1: this machine only)")
+    view.add_argument("--port", type=int, default=None, help="port (default: streamlit's 8501)")
+    view.set_defaults(func=cmd_view)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
