@@ -98,7 +98,7 @@ def _sidebar_compare(ctx: Context) -> None:
 
 
 def main() -> None:
-    st.set_page_config(page_title="autoprof viewer", page_icon=":material/speed:", layout="wide")
+    st.set_page_config(page_title="autoprof viewer", layout="wide")
     ctx = _sidebar_root()
     _sidebar_selection(ctx)
     pages = [

@@ -31,9 +31,9 @@ CHARTS_DRAWN = """n => {
       .some(m => { const r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }));
   return drawn.length >= n;
 }"""
-# page slug -> charts it must draw for a single-rank H200 run
-PAGES = {"runs": 0, "overview": 1, "self-vs-total": 2, "timeline": 1, "steps": 2,
-         "compare": 2, "ranks": 0}
+# page title -> charts it must draw for a single-rank H200 run
+PAGES = {"Runs": 0, "Overview": 1, "Self vs total": 2, "Timeline": 1, "Steps and warm-up": 2,
+         "Compare": 2, "Ranks": 0}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
@@ -86,13 +86,25 @@ def viewer_url(roots, tmp_path_factory):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _open(page, url: str, n_charts: int) -> None:
-    page.goto(url)
+def _wait(page, n_charts: int) -> None:
     page.wait_for_selector(READY, timeout=60_000)
     exc = page.locator('[data-testid="stException"]')
     assert exc.count() == 0, exc.first.inner_text()
     if n_charts:
         page.wait_for_function(CHARTS_DRAWN, arg=n_charts, timeout=60_000)
+
+
+def _visit_all(page, url: str, visit) -> None:
+    """Open the app at `url` (the Runs page), then click through the top navigation."""
+    page.goto(url)
+    for title, n_charts in PAGES.items():
+        if title != "Runs":
+            page.locator('[data-testid="stTopNavLink"]', has_text=title).click()
+            page.wait_for_function(
+                "t => document.querySelector('h1') && document.querySelector('h1')"
+                ".innerText.trim() === t", arg=title, timeout=60_000)
+        _wait(page, n_charts)
+        visit(title)
 
 
 def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
@@ -118,26 +130,27 @@ def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
             d.dismiss()
 
         page.on("dialog", on_dialog)
+        def shoot(title: str) -> None:
+            name = title.lower().replace(" and warm-up", "").replace(" ", "_")
+            page.screenshot(path=str(shots / f"viewer_{name}.png"), full_page=True)
+
+        def check_evil(title: str) -> None:
+            if title == "Self vs total":
+                labels = page.locator("svg text").all_text_contents()
+                assert EVIL[0] in labels and EVIL[1] in labels, labels
+                page.screenshot(path=str(shots / "viewer_malicious_names.png"), full_page=True)
+                _hover_tooltip(page)
+
         try:
-            for slug, n_charts in PAGES.items():
-                _open(page, f"{viewer_url}/{slug}?run={runs['n4096']}", n_charts)
-                page.screenshot(path=str(shots / f"viewer_{slug.replace('-', '_')}.png"),
-                                full_page=True)
-            for slug, n_charts in PAGES.items():
-                _open(page, f"{viewer_url}/{slug}?run={runs['evil']}", n_charts)
-                if slug == "self-vs-total":
-                    labels = page.locator("svg text").all_text_contents()
-                    assert EVIL[0] in labels and EVIL[1] in labels, labels
-                    page.screenshot(path=str(shots / "viewer_malicious_names.png"),
-                                    full_page=True)
-                    _hover_tooltip(page)
+            _visit_all(page, f"{viewer_url}/?run={runs['n4096']}", shoot)
+            _visit_all(page, f"{viewer_url}/?run={runs['evil']}", check_evil)
             body = page.locator("body").inner_text()
         finally:
             browser.close()
     assert not dialogs, dialogs
     assert not problems, problems
     assert not outside, outside
-    assert "Ranks" in body
+    assert "A single-process run" in body
 
 
 def _hover_tooltip(page) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -34,10 +35,11 @@ def render(ctx: Context) -> None:
     if table is None:
         return
     table = table.copy()
-    labels = [c.label for c in good]
-    if len(table) == len(good) and "run" not in table.columns:
-        table.insert(0, "run", labels)
-    key = "run" if "run" in table.columns else ("name" if "name" in table.columns else None)
+    if "name" not in table.columns and len(table) == len(good):
+        table.insert(0, "name", [c.label for c in good])
+    if "path" in table.columns:
+        table["path"] = [_relative(p, ctx) for p in table["path"]]
+    key = "name" if "name" in table.columns else None
     cpu = _first(table, CPU_COLS)
     gpu = _first(table, GPU_COLS)
     if key and cpu and gpu:
@@ -60,6 +62,13 @@ def render(ctx: Context) -> None:
         st.caption("No size column in the comparison: the size sweep chart needs runs that "
                    "record their problem size.")
     st.dataframe(table, hide_index=True, width="stretch")
+
+
+def _relative(path: object, ctx: Context) -> str:
+    try:
+        return str(Path(str(path)).resolve().relative_to(ctx.root))
+    except ValueError:
+        return str(path)
 
 
 def _first(df: pd.DataFrame, names: tuple[str, ...]) -> Any:
