@@ -96,10 +96,18 @@ def gzip_into_place(raw: Path, final: Path) -> None:
 def write_tables(trace_paths: list[Path], run_dir: Path) -> tuple[list[Path], str | None]:
     """table.txt and ops.csv via the analysis layer; (paths, None) or ([], why not)."""
     try:
-        from autoprof.analysis import write_tables as analysis_write_tables
+        analysis_write_tables = _analysis_write_tables()
     except Exception as exc:
         return [], f"autoprof.analysis.write_tables is not available ({type(exc).__name__}: {exc})"
     try:
         return [Path(p) for p in analysis_write_tables(trace_paths, run_dir)], None
     except Exception as exc:
         return [], f"write_tables failed ({type(exc).__name__}: {exc})"
+
+
+def _analysis_write_tables() -> Callable[[list[Path], Path], list[Path]]:
+    try:
+        from autoprof.analysis import write_tables as fn
+    except ImportError:  # the package re-export may lag behind the module that defines it
+        from autoprof.analysis.tables import write_tables as fn
+    return fn  # type: ignore[no-any-return]

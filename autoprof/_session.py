@@ -78,6 +78,8 @@ class RunState:
     ended_at: str | None = None
     steps_done: int = 0
     cycles: int = 0
+    recorded_exported: int = 0  # recorded steps already in an exported trace
+    skip_empty: bool = False  # stopping on flush: a cycle with no recorded step is dropped
     traces: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     tables_error: str | None = None
@@ -110,6 +112,7 @@ class Session:
         self._local = threading.local()
         self._prof: Any = None
         self._owner: int | None = None
+        self._in_step = False  # the owner thread is inside one of our steps
         self._run: RunState | None = None
         self._activities: tuple[str, ...] = ("cpu",)
         self._writer = export.Writer()
@@ -151,6 +154,7 @@ class Session:
                 ):
                     rf = torch_module().autograd.profiler.record_function(self.name)
                     rf.__enter__()
+                    self._in_step = True
                     return (_STEP, rf)
         return self._label()
 
@@ -190,6 +194,7 @@ class Session:
             if exc is None and self.options.sync and self._run and self._run.uses_cuda:
                 torch_module().cuda.synchronize()
         finally:
+            self._in_step = False
             rf.__exit__(None, None, None)
         with self._lock:
             prof, run = self._prof, self._run
@@ -221,9 +226,9 @@ class Session:
         with _live_lock:
             live = _live
             if live is not None:
-                if live._owner == threading.get_ident():
-                    self._retire()  # nested in another session's run: its trace covers us
-                return
+                if live._in_step and live._owner == threading.get_ident():
+                    self._retire()  # nested in another session's step: its trace covers us
+                return  # a sibling: label only, and start our own run once that one ends
             if torch.autograd._profiler_enabled():
                 warn_once(
                     "user-profiler",
@@ -319,6 +324,10 @@ class Session:
         run = self._run
         if run is None:
             return
+        recorded = self.options.schedule.recorded_steps(run.steps_done)
+        if run.skip_empty and recorded == run.recorded_exported:
+            return  # flushed right at a cycle's start: nothing of ours in it
+        run.recorded_exported = recorded
         try:
             raw, final = export.export_raw_trace(prof, run.run_dir, run.dist.worker)
         except Exception as exc:
@@ -404,6 +413,7 @@ class Session:
         if run is not None and error is not None and run.error is None:
             run.error = error
         if prof is not None and run is not None:
+            run.skip_empty = status == "partial"
             try:
                 if run.uses_cuda:
                     torch_module().cuda.synchronize()
