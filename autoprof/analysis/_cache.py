@@ -1,0 +1,102 @@
+"""The cached columnar form of a loaded trace: ``<trace>.autoprof.arrow`` beside the trace.
+
+An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_ns`` and
+``CACHE_VERSION`` (all in the schema metadata, with the trace's top-level metadata and the
+load warnings). A cache whose key does not match, or that cannot be read, is ignored and
+rewritten; a folder that cannot be written just means no cache. Writes are atomic (temporary
+file + ``os.replace``), so a reader never sees half a cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+CACHE_VERSION = 1
+SUFFIX = ".autoprof.arrow"
+_KEY = b"autoprof"
+
+
+@dataclass
+class Cached:
+    """What a cache file holds besides the table."""
+
+    events: pd.DataFrame
+    metadata: dict[str, Any]
+    warnings: list[str]
+
+
+def cache_path(trace: Path) -> Path:
+    return trace.with_name(trace.name + SUFFIX)
+
+
+def _key(trace: Path) -> dict[str, int] | None:
+    try:
+        st = trace.stat()
+    except OSError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}
+
+
+def _enabled() -> bool:
+    return os.environ.get("AUTOPROF_CACHE", "1").strip() not in ("0", "false", "no", "off")
+
+
+def read_cache(trace: Path) -> Cached | None:
+    """The cached table if it exists and matches the trace as it is now, else None."""
+    if not _enabled():
+        return None
+    key = _key(trace)
+    path = cache_path(trace)
+    if key is None or not path.is_file():
+        return None
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            reader = ipc.open_file(source)
+            meta = msgspec.json.decode((reader.schema.metadata or {}).get(_KEY, b"{}"))
+            if not isinstance(meta, dict) or meta.get("key") != key:
+                return None
+            table = reader.read_all()
+        events = table.to_pandas()
+        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]))
+    except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def write_cache(trace: Path, cached: Cached) -> bool:
+    """Write the cache atomically; returns False (silently) when the folder is not writable."""
+    if not _enabled():
+        return False
+    key = _key(trace)
+    if key is None:
+        return False
+    meta = {
+        "key": key,
+        "metadata": cached.metadata,
+        "warnings": cached.warnings,
+    }
+    target = cache_path(trace)
+    tmp_name = None
+    try:
+        table = pa.Table.from_pandas(cached.events, preserve_index=False)
+        table = table.replace_schema_metadata({_KEY: msgspec.json.encode(meta)})
+        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
+                                        dir=target.parent)
+        with os.fdopen(fd, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        os.replace(tmp_name, target)
+        return True
+    except (OSError, pa.ArrowException, TypeError, ValueError):
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+        return False

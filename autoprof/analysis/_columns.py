@@ -1,0 +1,248 @@
+"""Turning decoded events into numpy columns, one chunk at a time.
+
+Strings (names, categories, input dims) are interned: each column stores int32 codes into
+one list of distinct values, so 1M events with a few hundred distinct names cost 4 MB, not
+hundreds of MB of repeated Python strings.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from autoprof.analysis._schema import RAW_EMPTY, Args, Event, LooseEvent
+
+KIND_X, KIND_FLOW_START, KIND_FLOW_END, KIND_META, KIND_OTHER = 0, 1, 2, 3, 4
+_KIND_BY_PH = {"X": KIND_X, "s": KIND_FLOW_START, "f": KIND_FLOW_END, "M": KIND_META}
+
+INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "device", "stream", "flow_id")
+FLOAT_COLUMNS = ("ts", "dur", "flops")
+CODE_COLUMNS = ("name", "cat", "input_dims")
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+def stable_negative_id(text: str) -> int:
+    """A non-integer pid/tid/flow id as a stable negative int64 (same text, same id)."""
+    return -1 - zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _id_or_none(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return stable_negative_id(value)
+    if isinstance(value, int) and -(2**62) < value < 2**62:
+        return value
+    return None
+
+
+def _float_or_nan(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+class Interner:
+    """Assigns each distinct value a dense int32 code, in order of first appearance."""
+
+    def __init__(self, first: Any = "") -> None:
+        self.codes: dict[Any, int] = {first: 0}
+
+    def encode(self, values: npt.NDArray[np.object_]) -> npt.NDArray[np.int32]:
+        local_codes, uniques = pd.factorize(values)
+        codes = self.codes
+        mapping = np.array(
+            [codes.setdefault(v, len(codes)) for v in uniques.tolist()], dtype=np.int32
+        )
+        return mapping[local_codes] if len(mapping) else np.zeros(len(values), np.int32)
+
+    def values(self) -> list[Any]:
+        return list(self.codes)
+
+
+def _column(events: list[Any], attr: str, dtype: Any) -> np.ndarray:
+    return np.fromiter(map(attrgetter(attr), events), dtype=dtype, count=len(events))
+
+
+def _id_column(events: list[Any], attr: str) -> IntArray:
+    """int64 ids; a string id becomes a stable negative; out-of-range ints become -1."""
+    try:
+        return _column(events, attr, np.int64)
+    except (TypeError, ValueError, OverflowError):
+        values = [_id_or_none(v) for v in map(attrgetter(attr), events)]
+        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+
+
+@dataclass
+class Metadata:
+    """What the ``M`` events say: labels and names per process/thread."""
+
+    process_labels: dict[int, str] = field(default_factory=dict)
+    process_names: dict[int, str] = field(default_factory=dict)
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
+
+
+@dataclass
+class ColumnBuilder:
+    """Accumulates chunks of decoded events into columns."""
+
+    names: Interner = field(default_factory=Interner)
+    cats: Interner = field(default_factory=Interner)
+    dims: Interner = field(default_factory=lambda: Interner(b""))
+    phs: Interner = field(default_factory=Interner)
+    chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
+    metadata: Metadata = field(default_factory=Metadata)
+
+    def add(self, events: list[Event]) -> None:
+        """Append one chunk of decoded events as columns."""
+        if not events:
+            return
+        args = list(map(attrgetter("args"), events))
+        dims = [bytes(d) if len(d) else b"" for d in map(attrgetter("input_dims"), args)]
+        ph_codes = self.phs.encode(_column(events, "ph", object))
+        chunk: dict[str, np.ndarray] = {
+            "ph": ph_codes,
+            "name": self.names.encode(_column(events, "name", object)),
+            "cat": self.cats.encode(_column(events, "cat", object)),
+            "input_dims": self.dims.encode(np.array(dims, dtype=object)),
+            "pid": _id_column(events, "pid"),
+            "tid": _id_column(events, "tid"),
+            "ts": _column(events, "ts", np.float64),
+            "dur": _column(events, "dur", np.float64),
+            "flops": _column(args, "flops", np.float64),
+            "correlation": _id_column(args, "correlation"),
+            "external_id": _id_column(args, "external_id"),
+            "device": _id_column(args, "device"),
+            "stream": _id_column(args, "stream"),
+            "flow_id": _id_column(events, "id"),
+        }
+        self.chunks.append(chunk)
+        meta_code = self.phs.codes.get("M")
+        if meta_code is not None:
+            for i in np.flatnonzero(ph_codes == meta_code).tolist():
+                self._add_metadata(events[i])
+
+    def _add_metadata(self, event: Event) -> None:
+        args: Args = event.args
+        pid = _id_or_none(event.pid)
+        tid = _id_or_none(event.tid)
+        if pid is None:
+            return
+        if event.name == "process_labels" and isinstance(args.labels, str):
+            self.metadata.process_labels[pid] = args.labels
+        elif event.name == "process_name" and isinstance(args.name, str):
+            self.metadata.process_names[pid] = args.name
+        elif event.name == "thread_name" and isinstance(args.name, str) and tid is not None:
+            self.metadata.thread_names[(pid, tid)] = args.name
+
+    def finish(self) -> RawColumns:
+        keys = ("ph", "name", "cat", "input_dims", *INT_COLUMNS, *FLOAT_COLUMNS)
+        merged: dict[str, np.ndarray] = {}
+        for key in keys:
+            parts = [c[key] for c in self.chunks]
+            merged[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
+        kind_of_code = np.array(
+            [_KIND_BY_PH.get(p, KIND_OTHER) if isinstance(p, str) else KIND_OTHER
+             for p in self.phs.values()],
+            dtype=np.int8,
+        )
+        dims_text = [bytes(d).decode("utf-8", "replace") for d in self.dims.values()]
+        self.chunks.clear()
+        return RawColumns(
+            kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),
+            name=merged["name"].astype(np.int32),
+            cat=merged["cat"].astype(np.int32),
+            input_dims=merged["input_dims"].astype(np.int32),
+            pid=merged["pid"],
+            tid=merged["tid"],
+            ts=merged["ts"].astype(np.float64),
+            dur=merged["dur"].astype(np.float64),
+            flops=merged["flops"].astype(np.float64),
+            correlation=merged["correlation"],
+            external_id=merged["external_id"],
+            device=merged["device"],
+            stream=merged["stream"],
+            flow_id=merged["flow_id"],
+            names=[str(v) for v in self.names.values()],
+            cats=[str(v) for v in self.cats.values()],
+            dims=dims_text,
+        )
+
+
+@dataclass
+class RawColumns:
+    """Every ``traceEvents`` entry as columns (``kind``: 0 X, 1 flow start, 2 flow end,
+    3 metadata, 4 other). ``name``/``cat``/``input_dims`` are codes into ``names``/``cats``/
+    ``dims``. Missing numbers are NaN (floats) or -1 (ints)."""
+
+    kind: npt.NDArray[np.int8]
+    name: npt.NDArray[np.int32]
+    cat: npt.NDArray[np.int32]
+    input_dims: npt.NDArray[np.int32]
+    pid: IntArray
+    tid: IntArray
+    ts: FloatArray
+    dur: FloatArray
+    flops: FloatArray
+    correlation: IntArray
+    external_id: IntArray
+    device: IntArray
+    stream: IntArray
+    flow_id: IntArray
+    names: list[str]
+    cats: list[str]
+    dims: list[str]
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def coerce_loose(loose: LooseEvent) -> Event:
+    """An event with odd field types (null, float pid, nested name) as a typed Event."""
+    raw_args = loose.args if isinstance(loose.args, dict) else {}
+
+    def text(value: Any) -> str:
+        if value is None:
+            return ""
+        return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+    def ident(value: Any) -> int | str:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        found = _id_or_none(value)
+        return -1 if found is None else found
+
+    dims = raw_args.get("Input Dims")
+    args = Args(
+        correlation=int(ident(raw_args.get("correlation"))),
+        external_id=int(ident(raw_args.get("External id"))),
+        flops=_float_or_nan(raw_args.get("flops")),
+        input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,
+        device=int(ident(raw_args.get("device"))),
+        stream=int(ident(raw_args.get("stream"))),
+        name=raw_args.get("name"),
+        labels=raw_args.get("labels"),
+    )
+    return Event(
+        ph=text(loose.ph),
+        cat=text(loose.cat),
+        name=text(loose.name),
+        pid=ident(loose.pid),
+        tid=ident(loose.tid),
+        ts=_float_or_nan(loose.ts),
+        dur=_float_or_nan(loose.dur),
+        args=args,
+        id=ident(loose.id),
+    )

@@ -1,0 +1,293 @@
+"""``read_trace(path) -> TraceFile``: a Kineto JSON trace as columns plus its metadata.
+
+Fast path: Kineto writes one event per block of lines, and a raw newline can never occur
+inside a JSON string, so a newline followed by ``{`` after a ``,`` is a candidate boundary
+between two ``traceEvents`` entries. The file is cut at such boundaries every ~16 MiB; the
+head and tail (with all top-level metadata) decode as one document and each middle chunk
+as a JSON list, through msgspec typed structs, and each chunk becomes numpy columns before
+the next is decoded, so only one chunk of Python objects is alive at a time. If any chunk
+fails to decode, the whole file is decoded in one piece instead (same result, more memory),
+so a wrong cut can cost time but never change the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from autoprof.analysis import _schema as schema
+from autoprof.analysis._columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
+from autoprof.analysis._errors import TraceError
+from autoprof.analysis._source import read_bytes
+
+Progress = Callable[[float, str], None]
+Buffer = bytes | bytearray | mmap.mmap
+
+CHUNK_BYTES = 16 * 1024**2
+_STDLIB_FALLBACK_MAX_BYTES = 64 * 1024**2
+_WS = b" \t\r"
+
+
+@dataclass
+class TraceFile:
+    """One decoded trace: every event as columns, the top-level metadata, what was repaired."""
+
+    path: Path
+    columns: RawColumns
+    metadata: dict[str, Any]
+    labels: Metadata
+    n_bytes: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def distributed_rank(self) -> int | None:
+        info = self.metadata.get("distributedInfo")
+        if isinstance(info, dict):
+            rank = info.get("rank")
+            if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+                return rank
+        return None
+
+
+class _ChunkFailed(Exception):
+    """A chunk did not decode: fall back to decoding the whole document."""
+
+
+def _boundaries(data: Buffer, start: int, end: int) -> list[int]:
+    """Offsets (each at a ``{`` that starts an event) roughly every CHUNK_BYTES."""
+    cuts: list[int] = []
+    target = start + CHUNK_BYTES
+    while target < end - CHUNK_BYTES // 4:
+        nl = data.find(b"\n", target, end)
+        found = -1
+        while nl != -1 and nl < end:
+            j = nl + 1
+            while j < end and data[j : j + 1] in (b" ", b"\t", b"\r"):
+                j += 1
+            k = nl - 1
+            while k > start and data[k : k + 1] in (b" ", b"\t", b"\r"):
+                k -= 1
+            if data[j : j + 1] == b"{" and data[k : k + 1] == b",":
+                found = j
+                break
+            nl = data.find(b"\n", nl + 1, min(end, nl + 1 + 1024 * 1024))
+        if found == -1:
+            break
+        cuts.append(found)
+        target = found + CHUNK_BYTES
+    return cuts
+
+
+def _as_list(data: Buffer, start: int, end: int) -> bytes:
+    """``[`` + the events in data[start:end] without their trailing comma + ``]``."""
+    end = data.rfind(b",", start, end)  # the cut follows a comma and whitespace only
+    with memoryview(data) as view:
+        return b"".join((b"[", view[start:end], b"]"))
+
+
+def _decode_events_list(doc: bytes, builder: ColumnBuilder, warnings: list[str]) -> None:
+    try:
+        builder.add(schema.EVENTS_DECODER.decode(doc))
+        return
+    except msgspec.ValidationError:
+        pass
+    _add_event_by_event(schema.EVENTS_RAW_DECODER.decode(doc), builder, warnings)
+
+
+def _add_event_by_event(
+    raws: list[msgspec.Raw], builder: ColumnBuilder, warnings: list[str]
+) -> None:
+    """Slow path: decode events one at a time; odd field types are coerced, and entries
+    that are not JSON objects are dropped (and counted)."""
+    kept: list[schema.Event] = []
+    coerced = dropped = 0
+    for raw in raws:
+        try:
+            kept.append(schema.EVENT_DECODER.decode(raw))
+            continue
+        except msgspec.ValidationError:
+            pass
+        try:
+            kept.append(coerce_loose(schema.LOOSE_EVENT_DECODER.decode(raw)))
+            coerced += 1
+        except msgspec.ValidationError:
+            dropped += 1
+    builder.add(kept)
+    if coerced:
+        warnings.append(f"coerced {coerced} events with null or oddly typed fields")
+    if dropped:
+        warnings.append(f"dropped {dropped} entries of traceEvents that are not JSON objects")
+
+
+def _decode_top(doc: Buffer, builder: ColumnBuilder, warnings: list[str]) -> dict[str, Any]:
+    """Decode a whole JSON object (or array) trace document; returns the metadata."""
+    first = _first_byte(doc)
+    if first == b"[":
+        _decode_events_list(bytes(doc) if isinstance(doc, mmap.mmap) else doc, builder, warnings)
+        return {}
+    try:
+        top: schema.Top | schema.TopRaw = schema.TOP_DECODER.decode(doc)
+        builder.add(top.traceEvents)
+    except msgspec.ValidationError:
+        top = _decode_top_raw(doc)
+        _add_event_by_event(top.traceEvents, builder, warnings)
+    top.traceEvents = []
+    return {k: getattr(top, k) for k in schema.METADATA_FIELDS if getattr(top, k) is not None}
+
+
+def _decode_top_raw(doc: Buffer) -> schema.TopRaw:
+    try:
+        return schema.TOP_RAW_DECODER.decode(doc)
+    except msgspec.ValidationError as exc:
+        raise _ShapeError(_describe_shape(doc, str(exc))) from None
+
+
+class _ShapeError(Exception):
+    """Valid JSON that is not a trace; the message says what it is instead."""
+
+
+def _describe_shape(doc: Buffer, detail: str) -> str:
+    try:
+        keys = list(schema.KEYS_DECODER.decode(doc))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return f"valid JSON but not a trace object ({detail})"
+    if "traceEvents" not in keys:
+        shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
+        return f"not a torch.profiler trace: no 'traceEvents' key (keys found: [{shown}])"
+    return f"'traceEvents' is not a list of events ({detail})"
+
+
+def _first_byte(doc: Buffer) -> bytes:
+    limit = min(len(doc), 4096)
+    head = bytes(doc[:limit]).lstrip(b" \t\r\n\xef\xbb\xbf")
+    return head[:1]
+
+
+def _decode_chunked(
+    data: Buffer, builder: ColumnBuilder, warnings: list[str], progress: Progress | None
+) -> dict[str, Any]:
+    start = data.find(b'"traceEvents"')
+    cuts = _boundaries(data, start, len(data)) if start != -1 else []
+    if len(cuts) < 2:
+        return _decode_top(data, builder, warnings)
+    total = len(cuts) + 1
+    try:
+        for i in range(len(cuts) - 1):
+            _decode_events_list(_as_list(data, cuts[i], cuts[i + 1]), builder, warnings)
+            if progress is not None:
+                progress(0.1 + 0.6 * (i + 1) / total, f"decoded {i + 1}/{total} chunks")
+        head_tail = bytes(data[: cuts[0]]) + bytes(data[cuts[-1] :])
+        return _decode_top(head_tail, builder, warnings)
+    except (msgspec.DecodeError, msgspec.ValidationError, _ShapeError) as exc:
+        raise _ChunkFailed(str(exc)) from None
+
+
+def _repair(data: Buffer) -> tuple[bytes, str]:
+    """Control characters -> spaces, invalid UTF-8 -> U+FFFD. Returns (bytes, what changed)."""
+    raw = bytes(data)
+    table = bytes(range(256)).replace(bytes(range(32)), b" " * 32)
+    fixed = raw.translate(table)
+    notes = []
+    n_control = sum(raw.count(bytes([c])) for c in range(32) if c not in (9, 10, 13))
+    if n_control:
+        notes.append(f"{n_control} control characters")
+    try:
+        fixed.decode("utf-8")
+    except UnicodeDecodeError:
+        fixed = fixed.decode("utf-8", "replace").encode("utf-8")
+        notes.append("invalid UTF-8 bytes")
+    return fixed, " and ".join(notes)
+
+
+def _decode_with_repairs(
+    path: Path, data: Buffer, builder: ColumnBuilder, warnings: list[str], error: str
+) -> dict[str, Any]:
+    """The whole document failed to decode: repair what can be repaired, or explain."""
+    if "truncated" in error:
+        raise TraceError(path, "truncated JSON: the file ends before the trace does "
+                               "(export interrupted or file still being written?)")
+    fixed, notes = _repair(data)
+    if notes:
+        try:
+            meta = _decode_top(fixed, builder, warnings)
+            warnings.append(f"replaced {notes} in names")
+            return meta
+        except msgspec.DecodeError as exc:
+            error = str(exc)
+    if len(fixed) <= _STDLIB_FALLBACK_MAX_BYTES and "invalid character" in error:
+        meta = _decode_stdlib(fixed, builder, warnings)
+        if meta is not None:
+            return meta
+    raise TraceError(path, f"not valid JSON ({error})")
+
+
+def _decode_stdlib(data: bytes, builder: ColumnBuilder, warnings: list[str]) -> Any:
+    """Python's json accepts NaN/Infinity, which msgspec (rightly) rejects; small files only."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    warnings.append("non-standard JSON (NaN or Infinity literals) read with the slow parser")
+    return _decode_top(msgspec.json.encode(_finite(obj)), builder, warnings)
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf floats with None so the document re-encodes as strict JSON."""
+    if isinstance(obj, float):
+        return obj if obj == obj and abs(obj) != float("inf") else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
+    """Decode one trace (``.json`` or ``.json.gz``) into columns; raises TraceError."""
+    path = Path(path)
+    if progress is not None:
+        progress(0.0, f"reading {path.name}")
+    data = read_bytes(path)
+    n_bytes = len(data)
+    first = _first_byte(data)
+    if first not in (b"{", b"["):
+        shown = bytes(data[:16])
+        raise TraceError(path, f"not JSON: starts with {shown!r} (binary file? wrong path?)")
+    try:
+        builder, warnings, metadata = _decode_all(path, data, progress)
+    except RecursionError:
+        raise TraceError(path, "JSON nested too deeply to be a trace") from None
+    except _ShapeError as exc:
+        raise TraceError(path, str(exc)) from None
+    finally:
+        if isinstance(data, mmap.mmap):
+            try:
+                data.close()
+            except BufferError:  # a decoded view still points into the map; GC closes it
+                pass
+    columns = builder.finish()
+    return TraceFile(path, columns, metadata, builder.metadata, n_bytes, warnings)
+
+
+def _decode_all(
+    path: Path, data: Buffer, progress: Progress | None
+) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:
+    warnings: list[str] = []
+    builder = ColumnBuilder()
+    try:
+        try:
+            return builder, warnings, _decode_chunked(data, builder, warnings, progress)
+        except _ChunkFailed:
+            builder, warnings = ColumnBuilder(), []
+            return builder, warnings, _decode_top(data, builder, warnings)
+    except msgspec.DecodeError as exc:
+        error = str(exc)
+    builder, warnings = ColumnBuilder(), []
+    metadata = _decode_with_repairs(path, data, builder, warnings, error)
+    return builder, warnings, metadata

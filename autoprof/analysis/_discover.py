@@ -1,0 +1,90 @@
+"""``find_runs(root)``: every run folder and loose trace under a traces root, newest first.
+
+Only reads manifests (never traces), so listing hundreds of runs is instant. Folders and
+files that resolve outside ``root`` (symlinks) are skipped, never followed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from autoprof.analysis._errors import TraceError
+from autoprof.analysis._inputs import inside, is_trace_name
+from autoprof.analysis._manifest import MANIFEST_NAME, read_manifest
+
+MAX_DEPTH = 5
+FIND_COLUMNS = (
+    "path", "kind", "name", "run_id", "started_at", "status", "world_size", "verdict", "error",
+)
+
+
+def _iso_mtime(path: Path) -> str | None:
+    try:
+        stamp = path.stat().st_mtime
+    except OSError:
+        return None
+    return dt.datetime.fromtimestamp(stamp, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _run_row(run_dir: Path) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "path": str(run_dir), "kind": "run", "name": run_dir.parent.name, "run_id": run_dir.name,
+        "started_at": None, "status": None, "world_size": None, "verdict": None, "error": None,
+    }
+    try:
+        manifest = read_manifest(run_dir / MANIFEST_NAME)
+    except TraceError as exc:
+        row["error"] = str(exc)
+        row["started_at"] = _iso_mtime(run_dir / MANIFEST_NAME)
+        return row
+    row["name"] = manifest.get("name") or row["name"]
+    row["started_at"] = manifest.get("started_at") or _iso_mtime(run_dir / MANIFEST_NAME)
+    row["status"] = manifest.get("status")
+    row["world_size"] = manifest.get("world_size")
+    error = manifest.get("error")
+    if isinstance(error, dict):
+        row["error"] = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
+    return row
+
+
+def _trace_row(trace: Path) -> dict[str, Any]:
+    return {
+        "path": str(trace), "kind": "trace", "name": trace.name.split(".")[0],
+        "run_id": None, "started_at": _iso_mtime(trace), "status": None, "world_size": None,
+        "verdict": None, "error": None,
+    }
+
+
+def discover(root: Path) -> pd.DataFrame:
+    if not root.is_dir():
+        raise TraceError(root, "not a folder (find_runs needs the traces root folder)")
+    rows: list[dict[str, Any]] = []
+    base_depth = len(root.parts)
+    for current, dirs, files in os.walk(root, followlinks=False):
+        here = Path(current)
+        if not inside(here, root):
+            dirs[:] = []
+            continue
+        if MANIFEST_NAME in files:
+            rows.append(_run_row(here))
+            dirs[:] = []
+            continue
+        for name in sorted(files):
+            trace = here / name
+            if is_trace_name(name) and inside(trace, root):
+                rows.append(_trace_row(trace))
+        if len(here.parts) - base_depth >= MAX_DEPTH:
+            dirs[:] = []
+        dirs.sort()
+    frame = pd.DataFrame(rows, columns=list(FIND_COLUMNS))
+    if len(frame):
+        order = frame["started_at"].fillna("").astype(str)
+        frame = frame.assign(_order=order).sort_values(
+            ["_order", "path"], ascending=[False, True]
+        ).drop(columns="_order").reset_index(drop=True)
+    return frame

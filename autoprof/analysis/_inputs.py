@@ -1,0 +1,161 @@
+"""Which trace files a path means, and which rank each belongs to.
+
+A path is one of: a trace file (``.json`` / ``.json.gz``); a run folder (``manifest.json``
+plus traces, and ``rank<R>.manifest.json`` per rank under torch.distributed); a folder of
+per-rank traces (as HTA reads them). A folder of run folders is refused with a message that
+names the newest run. Every trace must resolve inside the folder it was found in (and inside
+``root`` when one is given): a symlink that escapes is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autoprof.analysis._cache import SUFFIX as CACHE_SUFFIX
+from autoprof.analysis._errors import TraceError
+from autoprof.analysis._manifest import MANIFEST_NAME, read_manifest
+
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
+_RANK_MANIFEST = re.compile(r"^rank(\d{1,6})\.manifest\.json$")
+MAX_TRACES = 4096
+
+
+@dataclass
+class Source:
+    """A resolved input: trace files with the rank a manifest gives each (if any)."""
+
+    path: Path
+    kind: str  # "trace" | "run" | "trace-folder"
+    traces: list[Path]
+    manifest_rank: dict[Path, int] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None
+    rank_manifests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_trace_name(name: str) -> bool:
+    lower = name.lower()
+    if lower.endswith(CACHE_SUFFIX) or lower.endswith(".tmp") or lower.startswith("."):
+        return False
+    if lower == MANIFEST_NAME or lower.endswith(".manifest.json"):
+        return False
+    return lower.endswith(".json") or lower.endswith(".json.gz")
+
+
+def rank_from_name(path: Path) -> int | None:
+    """``rank3.123.pt.trace.json.gz`` -> 3 (the worker name autoprof writes under DDP)."""
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def _check_inside(path: Path, folder: Path, what: str) -> None:
+    if not inside(path, folder):
+        raise TraceError(path, f"resolves outside {what} {folder} (symlink escape refused)")
+
+
+def _listed_traces(run_dir: Path, manifest: dict[str, Any], manifest_path: Path) -> list[Path]:
+    files = manifest.get("files")
+    if files is None:
+        return []
+    out = []
+    for name in files:
+        candidate = run_dir / name
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise TraceError(manifest_path, f"lists a file outside the run folder: {name!r}")
+        if is_trace_name(candidate.name):
+            out.append(candidate)
+    return out
+
+
+def _run_source(run_dir: Path) -> Source:
+    manifest_path = run_dir / MANIFEST_NAME
+    manifest = read_manifest(manifest_path)
+    source = Source(run_dir, "run", [], manifest=manifest)
+    listed: dict[Path, int | None] = {}
+    main_rank = manifest.get("rank")
+    for trace in _listed_traces(run_dir, manifest, manifest_path):
+        listed[trace] = main_rank if isinstance(main_rank, int) else None
+    for child in sorted(run_dir.iterdir()):
+        match = _RANK_MANIFEST.match(child.name)
+        if not match:
+            continue
+        rank = int(match.group(1))
+        rank_manifest = read_manifest(child)
+        source.rank_manifests[rank] = rank_manifest
+        for trace in _listed_traces(run_dir, rank_manifest, child):
+            listed[trace] = rank
+    if manifest.get("files") is None:  # old manifests: find the traces by name
+        for child in sorted(run_dir.iterdir()):
+            if child.is_file() and is_trace_name(child.name):
+                listed.setdefault(child, None)
+    for trace, rank in listed.items():
+        if not trace.exists():
+            source.warnings.append(f"{trace.name}: listed in the manifest but missing")
+            continue
+        _check_inside(trace, run_dir, "the run folder")
+        source.traces.append(trace)
+        if rank is not None:
+            source.manifest_rank[trace] = rank
+    if not source.traces:
+        status = manifest.get("status")
+        error = manifest.get("error")
+        detail = f"status {status!r}"
+        if isinstance(error, dict) and error.get("message"):
+            detail += f", error: {error.get('type', 'Error')}: {error['message']}"
+        raise TraceError(run_dir, f"run folder has no trace ({detail})")
+    return source
+
+
+def _folder_source(folder: Path) -> Source:
+    children = sorted(folder.iterdir())
+    traces = [c for c in children if c.is_file() and is_trace_name(c.name)]
+    if traces:
+        if len(traces) > MAX_TRACES:
+            raise TraceError(folder, f"{len(traces)} trace files: more than {MAX_TRACES}")
+        for trace in traces:
+            _check_inside(trace, folder, "the traces folder")
+        return Source(folder, "trace-folder", traces)
+    runs = [c for c in children if c.is_dir() and (c / MANIFEST_NAME).is_file()]
+    nested = [c for c in children if c.is_dir() and not (c / MANIFEST_NAME).is_file()]
+    runs += [g for c in nested for g in sorted(c.iterdir())
+             if g.is_dir() and (g / MANIFEST_NAME).is_file()]
+    if runs:
+        newest = max(runs, key=lambda r: (r.name, str(r)))
+        raise TraceError(
+            folder,
+            f"a folder of {len(runs)} runs, not one run: pass one run folder, e.g. {newest} "
+            "(autoprof.analysis.find_runs lists them)",
+        )
+    raise TraceError(folder, "no trace files (*.json, *.json.gz) and no manifest.json here")
+
+
+def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
+    """What ``path`` means; raises TraceError for a missing, empty or escaping input."""
+    path = Path(path)
+    if root is not None:
+        _check_inside(path, Path(root), "the traces root")
+    if not path.exists():
+        raise TraceError(path, "no such file or folder")
+    if path.is_file():
+        if path.name == MANIFEST_NAME:
+            return _run_source(path.parent)
+        return Source(path, "trace", [path])
+    if (path / MANIFEST_NAME).exists():
+        source = _run_source(path)
+    else:
+        source = _folder_source(path)
+    if root is not None:
+        for trace in source.traces:
+            _check_inside(trace, Path(root), "the traces root")
+    return source

@@ -1,0 +1,101 @@
+"""msgspec types for the parts of a Kineto trace the loader uses; everything else is skipped.
+
+Decoding into these typed structs materializes only the listed fields, which is what makes
+a 1M-event trace load in seconds: json/orjson build every dict, list and string of the file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+RAW_EMPTY = msgspec.Raw()
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the events table uses (unknown keys are skipped)."""
+
+    correlation: int = -1
+    external_id: int = msgspec.field(default=-1, name="External id")
+    flops: float = math.nan
+    input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
+    device: int = -1
+    stream: int = -1
+    name: Any = None  # metadata events: process_name / thread_name
+    labels: Any = None  # metadata events: process_labels ("CPU", "GPU 0")
+
+
+class Event(msgspec.Struct, gc=False):
+    """One entry of ``traceEvents``; missing fields take the defaults (no None anywhere, so
+    columns come out with ``np.fromiter``; an explicit JSON ``null`` fails validation and
+    sends its chunk to the per-event path, which coerces it through ``LooseEvent``)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: float = math.nan
+    dur: float = math.nan
+    args: Args = msgspec.field(default_factory=Args)
+    id: int | str = -1
+
+
+class LooseEvent(msgspec.Struct, gc=False):
+    """An event whose fields failed typed decoding: everything as plain JSON values."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: Any = None
+    id: Any = None
+
+
+class Top(msgspec.Struct):
+    """A Kineto JSON object: the events plus the top-level metadata kept on TraceFile."""
+
+    traceEvents: list[Event]
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    traceName: Any = None
+    displayTimeUnit: Any = None
+    baseTimeNanoseconds: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    record_shapes: Any = None
+    with_flops: Any = None
+
+
+class TopRaw(msgspec.Struct):
+    """Same as Top, with events left undecoded (the per-event fallback path)."""
+
+    traceEvents: list[msgspec.Raw]
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    traceName: Any = None
+    displayTimeUnit: Any = None
+    baseTimeNanoseconds: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    record_shapes: Any = None
+    with_flops: Any = None
+
+
+METADATA_FIELDS: tuple[str, ...] = tuple(f for f in Top.__struct_fields__ if f != "traceEvents")
+
+TOP_DECODER = msgspec.json.Decoder(Top, strict=False)
+TOP_RAW_DECODER = msgspec.json.Decoder(TopRaw, strict=False)
+EVENTS_DECODER = msgspec.json.Decoder(list[Event], strict=False)
+EVENTS_RAW_DECODER = msgspec.json.Decoder(list[msgspec.Raw], strict=False)
+EVENT_DECODER = msgspec.json.Decoder(Event, strict=False)
+LOOSE_EVENT_DECODER = msgspec.json.Decoder(LooseEvent)
+KEYS_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+ANY_DECODER = msgspec.json.Decoder()

@@ -1,0 +1,103 @@
+"""Reading a trace file's bytes: plain or gzip, with a size cap so bad input stays bounded.
+
+``AUTOPROF_MAX_TRACE_BYTES`` (default 4 GiB) caps both a plain file's size and the
+decompressed size of a gzip file; a gzip bomb fails as soon as its output passes the cap,
+holding at most the cap (plus one 16 MiB block) in memory.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import zlib
+from pathlib import Path
+
+from autoprof.analysis._errors import TraceError
+
+DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
+_GZIP_MAGIC = b"\x1f\x8b"
+_BLOCK_BYTES = 16 * 1024**2
+
+
+def max_trace_bytes() -> int:
+    """The cap from ``AUTOPROF_MAX_TRACE_BYTES`` (bytes), else the 4 GiB default."""
+    text = os.environ.get("AUTOPROF_MAX_TRACE_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MAX_TRACE_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        return DEFAULT_MAX_TRACE_BYTES
+    return value if value > 0 else DEFAULT_MAX_TRACE_BYTES
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / 1024**2:.1f} MiB"
+
+
+def _gunzip(path: Path, compressed: bytes | mmap.mmap, limit: int) -> bytearray:
+    """Decompress every gzip member, refusing to grow past ``limit`` bytes."""
+    out = bytearray()
+    view = memoryview(compressed)
+    pos = 0
+    try:
+        while pos < len(view):
+            inflater = zlib.decompressobj(wbits=31)
+            chunk = view[pos:]
+            while True:
+                piece = inflater.decompress(chunk, _BLOCK_BYTES)
+                out += piece
+                if len(out) > limit:
+                    raise TraceError(
+                        path,
+                        f"decompressed size exceeds the {_mib(limit)} limit "
+                        "(gzip bomb? raise AUTOPROF_MAX_TRACE_BYTES if the trace is real)",
+                    )
+                chunk = inflater.unconsumed_tail
+                if inflater.eof or (not chunk and not piece):
+                    break
+            if not inflater.eof:
+                raise TraceError(path, "truncated gzip data (the file ends mid-stream)")
+            rest = inflater.unused_data
+            pos = len(view) - len(rest)
+            if rest.strip(b"\x00") == b"":  # trailing zero padding is allowed
+                break
+            if not rest.startswith(_GZIP_MAGIC):
+                break
+    except zlib.error as exc:
+        raise TraceError(path, f"corrupt gzip data ({exc})") from None
+    finally:
+        view.release()
+    return out
+
+
+def read_bytes(path: Path) -> bytes | bytearray | mmap.mmap:
+    """The decoded bytes of a trace file (memory-mapped when plain, decompressed when gzip)."""
+    limit = max_trace_bytes()
+    try:
+        size = path.stat().st_size
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except IsADirectoryError:
+        raise TraceError(path, "is a folder, not a trace file") from None
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    with handle:
+        if size == 0:
+            raise TraceError(path, "empty file (0 bytes)")
+        head = handle.read(2)
+        if head == _GZIP_MAGIC:
+            handle.seek(0)
+            return _gunzip(path, handle.read(), limit)
+        if path.name.endswith(".gz"):
+            raise TraceError(path, f"named .gz but not gzip data (starts with {head!r})")
+        if size > limit:
+            raise TraceError(
+                path,
+                f"file is {_mib(size)}, above the {_mib(limit)} limit "
+                "(raise AUTOPROF_MAX_TRACE_BYTES to load it)",
+            )
+        try:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            handle.seek(0)
+            return handle.read()

@@ -1,0 +1,268 @@
+"""``build_events(trace, rank) -> DataFrame``: the events table of docs/architecture.md.
+
+One row per complete (``ph == "X"``) event, sorted by (rank, ts_us):
+
+| name | cat | lane | is_gpu_work | ts_us | dur_us | self_us | parent | step | launch_row |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| ProfilerStep#3 | user_annotation | cpu | False | 100.0 | 50.0 | 30.0 | -1 | 3 | -1 |
+| cudaLaunchKernel | cuda_runtime | cpu | False | 110.0 | 20.0 | 20.0 | 0 | 3 | -1 |
+| gemm | kernel | gpu | True | 140.0 | 9.0 | 9.0 | -1 | 3 | 1 |
+
+Dropped, with a count in the warnings: X events without a finite ``ts`` or ``dur``, with a
+negative ``dur``, or with ``dur`` above ``MAX_DUR_US``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+
+from autoprof.analysis._columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
+from autoprof.analysis._decode import TraceFile
+from autoprof.analysis._nesting import nest, self_time
+
+MAX_DUR_US = 1e11  # ~28 hours: a longer "duration" is corrupt data, not a profile
+MAX_ABS_TS_US = 1e17
+
+GPU_CATS = frozenset(
+    {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset"}
+)
+GPU_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
+CPU_CATS = frozenset(
+    {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
+     "hip_runtime", "hip_driver", "cpu_instant_event", "trace", "overhead"}
+)
+_STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
+
+COLUMNS: tuple[str, ...] = (
+    "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
+    "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
+    "launch_row", "op_row", "flops", "input_dims", "rank",
+)
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def empty_events() -> pd.DataFrame:
+    """The events table with no rows (right columns and dtypes)."""
+    strings = {c: pa.array([], pa.string()).to_pandas() for c in ("name", "cat", "lane")}
+    frame = pd.DataFrame(
+        {
+            **strings,
+            "is_gpu_work": np.empty(0, bool),
+            **{c: np.empty(0, np.int64) for c in ("pid", "tid", "device", "stream")},
+            **{c: np.empty(0, np.float64) for c in ("ts_us", "dur_us", "end_us", "self_us")},
+            **{c: np.empty(0, np.int64) for c in ("depth", "parent", "step", "correlation",
+                                                    "external_id", "launch_row", "op_row")},
+            "flops": np.empty(0, np.float64),
+            "input_dims": pa.array([], pa.string()).to_pandas(),
+            "rank": np.empty(0, np.int64),
+        }
+    )
+    return frame[list(COLUMNS)]
+
+
+def _codes_where(values: list[str], wanted: frozenset[str]) -> IntArray:
+    return np.array([i for i, v in enumerate(values) if v.lower() in wanted], dtype=np.int64)
+
+
+def _keep_mask(trace: TraceFile, warnings: list[str]) -> BoolArray:
+    c = trace.columns
+    is_x = c.kind == KIND_X
+    ts, dur = c.ts, c.dur
+    checks = [
+        ("without a ts", ~np.isfinite(ts) | (np.abs(ts) > MAX_ABS_TS_US)),
+        ("without a dur", ~np.isfinite(dur)),
+        ("with a negative dur", dur < 0),
+        (f"with a dur above {MAX_DUR_US:.0e} us", dur > MAX_DUR_US),
+    ]
+    keep = is_x.copy()
+    for label, bad in checks:
+        hit = keep & bad
+        count = int(hit.sum())
+        if count:
+            warnings.append(f"dropped {count} complete events {label}")
+            keep &= ~hit
+    return keep
+
+
+def _gpu_pids(trace: TraceFile) -> IntArray:
+    labels = trace.labels.process_labels
+    return np.array(
+        [pid for pid, text in labels.items() if text.strip().upper().startswith("GPU")],
+        dtype=np.int64,
+    )
+
+
+def _fill_from_flows(
+    trace: TraceFile, rows: IntArray, kind: int, corr: IntArray
+) -> None:
+    """Set corr[i] (in place) from the ac2g flow of ``kind`` at the same pid/tid/ts."""
+    c = trace.columns
+    flows = np.flatnonzero((c.kind == kind) & (c.flow_id >= 0))
+    if not len(flows) or not len(rows):
+        return
+    key = {
+        (p, t, round(s * 1000)): f
+        for p, t, s, f in zip(
+            c.pid[flows].tolist(), c.tid[flows].tolist(), c.ts[flows].tolist(),
+            c.flow_id[flows].tolist(), strict=True,
+        )
+    }
+    for i in rows.tolist():
+        found = key.get((int(c.pid[i]), int(c.tid[i]), round(float(c.ts[i]) * 1000)))
+        if found is not None:
+            corr[i] = found
+
+
+def _lookup(keys: IntArray, rows: IntArray, queries: IntArray) -> IntArray:
+    """For each query, the row whose key equals it (first one), else -1."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if not len(keys) or not len(queries):
+        return out
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    pos = np.searchsorted(sorted_keys, queries)
+    pos_ok = np.minimum(pos, len(sorted_keys) - 1)
+    hit = (pos < len(sorted_keys)) & (sorted_keys[pos_ok] == queries) & (queries >= 0)
+    out[hit] = rows[order[pos_ok[hit]]]
+    return out
+
+
+def _steps(
+    name_codes: IntArray, names: list[str], ts: npt.NDArray[np.float64],
+    end: npt.NDArray[np.float64], cpu: BoolArray,
+) -> IntArray:
+    """Step number of the ProfilerStep#N span containing each CPU row's start, else -1."""
+    step_of_code = np.full(len(names), -1, dtype=np.int64)
+    for code, text in enumerate(names):
+        match = _STEP_NAME.search(text)
+        if match and len(match.group(1)) < 18:
+            step_of_code[code] = int(match.group(1))
+    row_step = step_of_code[name_codes]
+    spans = np.flatnonzero((row_step >= 0) & cpu)
+    out = np.full(len(ts), -1, dtype=np.int64)
+    if not len(spans):
+        return out
+    spans = spans[np.argsort(ts[spans], kind="stable")]
+    idx = np.searchsorted(ts[spans], ts, side="right") - 1
+    ok = idx >= 0
+    span = spans[np.maximum(idx, 0)]
+    ok &= ts <= end[span] + 0.002
+    out[ok & cpu] = row_step[span[ok & cpu]]
+    return out
+
+
+def _innermost_op(parent: IntArray, launch: IntArray, is_op: BoolArray) -> IntArray:
+    """For each launch row (or -1), the nearest enclosing cpu_op row, else -1."""
+    out = np.full(len(launch), -1, dtype=np.int64)
+    pending = np.flatnonzero(launch >= 0)
+    cur = parent[launch[pending]]
+    while len(pending):
+        live = cur >= 0
+        pending, cur = pending[live], cur[live]
+        found = is_op[cur]
+        out[pending[found]] = cur[found]
+        pending, cur = pending[~found], parent[cur[~found]]
+    return out
+
+
+def _strings(values: list[str], codes: npt.NDArray[Any]) -> pd.Series:
+    return pa.array(values, pa.string()).take(pa.array(codes)).to_pandas()
+
+
+def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
+    """The events table for one trace (rows sorted by ts_us; see docs/architecture.md)."""
+    c = trace.columns
+    warnings = trace.warnings
+    keep = _keep_mask(trace, warnings)
+    # correlation: args.correlation, else the ac2g flow at the same place
+    corr = c.correlation.copy()
+    missing = np.flatnonzero(keep & (corr < 0))
+    if len(missing):
+        _fill_from_flows(trace, missing, KIND_FLOW_START, corr)
+        _fill_from_flows(trace, missing, KIND_FLOW_END, corr)
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return empty_events()
+    cat = c.cat[rows].astype(np.int64)
+    gpu_cat = np.zeros(len(c.cats), bool)
+    gpu_cat[_codes_where(c.cats, GPU_CATS)] = True
+    cpu_cat = np.zeros(len(c.cats), bool)
+    cpu_cat[_codes_where(c.cats, CPU_CATS)] = True
+    pid, tid = c.pid[rows], c.tid[rows]
+    gpu = gpu_cat[cat] | (np.isin(pid, _gpu_pids(trace)) & ~cpu_cat[cat])
+    ts, dur = c.ts[rows], c.dur[rows]
+    # sort by (lane, pid, tid, ts, -dur, file order) for nesting
+    order = np.lexsort((rows, -dur, ts, tid, pid, gpu))
+    rows, cat, pid, tid, ts, dur, gpu = (
+        a[order] for a in (rows, cat, pid, tid, ts, dur, gpu)
+    )
+    end = ts + dur
+    new_group = np.ones(len(rows), dtype=bool)
+    new_group[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1]) | (gpu[1:] != gpu[:-1])
+    parent, depth = nest(new_group, ts, end)
+    work_cat = np.zeros(len(c.cats), bool)
+    work_cat[_codes_where(c.cats, GPU_WORK_CATS)] = True
+    is_work = work_cat[cat]
+    self_us = np.where(gpu, np.where(is_work, dur, 0.0), self_time(parent, ts, dur))
+    # final order: by ts (stable on the nesting order); remap row references
+    final = np.argsort(ts, kind="stable")
+    new_pos = np.empty(len(final), dtype=np.int64)
+    new_pos[final] = np.arange(len(final))
+    parent = np.where(parent >= 0, new_pos[np.maximum(parent, 0)], -1)[final]
+    rows, cat, pid, tid, ts, dur, end, gpu, is_work, depth, self_us = (
+        a[final] for a in (rows, cat, pid, tid, ts, dur, end, gpu, is_work, depth, self_us)
+    )
+    corr_rows = corr[rows]
+    launch_cat = np.zeros(len(c.cats), bool)
+    launch_cat[_codes_where(c.cats, LAUNCH_CATS)] = True
+    is_launch = launch_cat[cat] & ~gpu & (corr_rows >= 0)
+    launch_idx = np.flatnonzero(is_launch)
+    launch_row = np.full(len(rows), -1, dtype=np.int64)
+    gpu_idx = np.flatnonzero(gpu)
+    launch_row[gpu_idx] = _lookup(corr_rows[launch_idx], launch_idx, corr_rows[gpu_idx])
+    op_cat = np.zeros(len(c.cats), bool)
+    op_cat[_codes_where(c.cats, frozenset({"cpu_op"}))] = True
+    op_row = _innermost_op(parent, launch_row, op_cat[cat] & ~gpu)
+    name_codes = c.name[rows]
+    step = _steps(name_codes.astype(np.int64), c.names, ts, end, ~gpu)
+    has_launch = launch_row >= 0
+    step[has_launch] = step[launch_row[has_launch]]
+    device = np.where(gpu, np.where(c.device[rows] >= 0, c.device[rows], pid), -1)
+    stream = np.where(gpu, np.where(c.stream[rows] >= 0, c.stream[rows], tid), -1)
+    lane_codes = gpu.astype(np.int32)
+    frame = pd.DataFrame(
+        {
+            "name": _strings(c.names, name_codes),
+            "cat": _strings(c.cats, cat),
+            "lane": _strings(["cpu", "gpu"], lane_codes),
+            "is_gpu_work": gpu & is_work,
+            "pid": pid,
+            "tid": tid,
+            "device": device.astype(np.int64),
+            "stream": stream.astype(np.int64),
+            "ts_us": ts,
+            "dur_us": dur,
+            "end_us": end,
+            "self_us": self_us,
+            "depth": depth,
+            "parent": parent,
+            "step": step,
+            "correlation": corr_rows,
+            "external_id": c.external_id[rows],
+            "launch_row": launch_row,
+            "op_row": op_row,
+            "flops": c.flops[rows],
+            "input_dims": _strings(c.dims, c.input_dims[rows]),
+            "rank": np.full(len(rows), rank, dtype=np.int64),
+        }
+    )
+    return frame

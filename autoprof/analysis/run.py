@@ -1,0 +1,220 @@
+"""``load(path) -> Run`` and ``find_runs(root)``: the front door of the analysis layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis import _cache
+from autoprof.analysis._decode import read_trace
+from autoprof.analysis._errors import TraceError
+from autoprof.analysis._inputs import Source, rank_from_name, resolve_source
+from autoprof.analysis._merge import combine
+from autoprof.analysis.events import build_events, empty_events
+
+if TYPE_CHECKING:
+    from autoprof.analysis.diagnostics import Diagnostic
+    from autoprof.analysis.overhead import Overhead
+    from autoprof.analysis.verdict import Verdict
+
+Progress = Callable[[float, str], None]
+
+
+class Run:
+    """One loaded run: the events table plus what the manifest and traces say about it.
+
+    Every analysis method is a thin call into a pure function over ``events``.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        events: pd.DataFrame,
+        *,
+        name: str,
+        manifest: dict[str, Any] | None = None,
+        trace_paths: list[Path] | None = None,
+        trace_metadata: list[dict[str, Any]] | None = None,
+        world_size: int = 1,
+        load_warnings: list[str] | None = None,
+    ) -> None:
+        self.path = path
+        self.events = events
+        self.name = name
+        self.manifest = manifest
+        self.trace_paths = list(trace_paths or [])
+        self.trace_metadata = list(trace_metadata or [])
+        self.world_size = world_size
+        self.load_warnings = list(load_warnings or [])
+
+    @property
+    def is_cuda(self) -> bool:
+        """True when the run has GPU activity, or its manifest or traces name a device."""
+        if len(self.events) and (self.events["lane"] == "gpu").any():
+            return True
+        if self.manifest is not None and self.manifest.get("device"):
+            return True
+        return any(m.get("deviceProperties") for m in self.trace_metadata)
+
+    def __repr__(self) -> str:
+        return (f"Run(path={str(self.path)!r}, name={self.name!r}, events={len(self.events)}, "
+                f"world_size={self.world_size}, is_cuda={self.is_cuda})")
+
+    def ops(self, lane: str | None = None, rank: int | None = None) -> pd.DataFrame:
+        from autoprof.analysis.ops import self_vs_total
+
+        return self_vs_total(self.events, lane=lane, rank=rank)
+
+    def steps(self, rank: int | None = None) -> pd.DataFrame:
+        from autoprof.analysis.steps import per_step
+
+        return per_step(self.events, rank=rank)
+
+    def overhead(self, rank: int | None = None) -> Overhead:
+        from autoprof.analysis.overhead import overhead
+
+        return overhead(self.events, rank=rank)
+
+    def verdict(self, rank: int | None = None) -> Verdict:
+        from autoprof.analysis.verdict import verdict
+
+        return verdict(self.events, rank=rank)
+
+    def diagnostics(self) -> list[Diagnostic]:
+        from autoprof.analysis.diagnostics import diagnose
+
+        return diagnose(self)
+
+    def ranks(self) -> pd.DataFrame:
+        from autoprof.analysis.ranks import rank_table
+
+        return rank_table(self.events)
+
+    @property
+    def straggler_rank(self) -> int | None:
+        from autoprof.analysis.ranks import straggler_rank
+
+        return straggler_rank(self.events)
+
+    def summary(self) -> dict[str, Any]:
+        from autoprof.analysis.summary import summarize
+
+        return summarize(self)
+
+
+def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
+    cached = _cache.read_cache(trace)
+    if cached is not None:
+        return cached
+    trace_file = read_trace(trace, progress=progress)
+    if progress is not None:
+        progress(0.75, f"building the events table of {trace.name}")
+    events = build_events(trace_file, rank=0)
+    distributed = trace_file.distributed_rank
+    metadata = dict(trace_file.metadata)
+    if distributed is not None:
+        metadata["distributedInfo"] = {**metadata.get("distributedInfo", {}), "rank": distributed}
+    result = _cache.Cached(events, metadata, list(trace_file.warnings))
+    if progress is not None:
+        progress(0.9, f"caching {trace.name}")
+    _cache.write_cache(trace, result)
+    return result
+
+
+def _rank_of(trace: Path, metadata: dict[str, Any], source: Source) -> int:
+    """distributedInfo.rank, else ``rank<R>`` in the file name, else the manifest, else 0."""
+    info = metadata.get("distributedInfo")
+    if isinstance(info, dict):
+        rank = info.get("rank")
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+            return rank
+    from_name = rank_from_name(trace)
+    if from_name is not None:
+        return from_name
+    return source.manifest_rank.get(trace, 0)
+
+
+def _world_size(source: Source, metadata: list[dict[str, Any]], ranks: set[int]) -> int:
+    sizes = [len(ranks) or 1]
+    if source.manifest is not None and isinstance(source.manifest.get("world_size"), int):
+        sizes.append(source.manifest["world_size"])
+    for meta in metadata:
+        info = meta.get("distributedInfo")
+        if isinstance(info, dict) and isinstance(info.get("world_size"), int):
+            sizes.append(info["world_size"])
+    return max(sizes)
+
+
+def _scaled(progress: Progress | None, index: int, count: int) -> Progress | None:
+    if progress is None:
+        return None
+    outer = progress
+
+    def report(fraction: float, message: str) -> None:
+        outer((index + min(max(fraction, 0.0), 1.0)) / count, message)
+
+    return report
+
+
+def load(
+    path: str | Path, progress: Progress | None = None, *, root: str | Path | None = None
+) -> Run:
+    """Load a run folder, a trace file or a folder of per-rank traces into a Run.
+
+    ``progress(fraction, message)`` is called as big traces load. With ``root``, ``path`` and
+    every trace must resolve inside ``root``. Bad input raises TraceError (one line).
+    """
+    source = resolve_source(path, root=root)
+    frames: list[pd.DataFrame] = []
+    metadata: list[dict[str, Any]] = []
+    warnings = list(source.warnings)
+    ranks: set[int] = set()
+    count = len(source.traces)
+    for index, trace in enumerate(source.traces):
+        loaded = _load_one(trace, _scaled(progress, index, count))
+        rank = _rank_of(trace, loaded.metadata, source)
+        ranks.add(rank)
+        events = loaded.events
+        if len(events):
+            events = events.assign(rank=np.full(len(events), rank, dtype=np.int64))
+            frames.append(events)
+        metadata.append(loaded.metadata)
+        prefix = f"{trace.name}: " if count > 1 else ""
+        warnings.extend(prefix + w for w in loaded.warnings)
+    events = combine(frames) if frames else empty_events()
+    manifest = source.manifest
+    if manifest is not None:
+        status = manifest.get("status")
+        if status != "complete":
+            warnings.append(f"run status is {status!r}" + (
+                f" ({manifest['error'].get('message')})"
+                if isinstance(manifest.get("error"), dict) else ""))
+    name = manifest.get("name") if manifest else None
+    if not isinstance(name, str) or not name:
+        name = Path(source.path).name
+    if progress is not None:
+        progress(1.0, "loaded")
+    return Run(
+        Path(source.path),
+        events,
+        name=name,
+        manifest=manifest,
+        trace_paths=source.traces,
+        trace_metadata=metadata,
+        world_size=_world_size(source, metadata, ranks),
+        load_warnings=warnings,
+    )
+
+
+def find_runs(root: str | Path) -> pd.DataFrame:
+    """One row per run folder or loose trace under ``root``; see _discover for the columns."""
+    from autoprof.analysis._discover import discover
+
+    return discover(Path(root))
+
+
+__all__ = ["Run", "TraceError", "find_runs", "load"]
