@@ -48,8 +48,16 @@ def decorate(fn: F, options: Options) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return impl[0](*args, **kwargs)
 
+    def labelled(*args: Any, **kwargs: Any) -> Any:
+        if profiler_enabled():
+            with _session.torch_module().autograd.profiler.record_function(session.name):
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+
     def fast_path() -> None:
-        impl[0] = fn  # the schedule is over: straight to the function
+        # the schedule is over: straight to the function, or (nested in another session's
+        # run) to the function under our label whenever a profiler records
+        impl[0] = labelled if session.covered else fn
 
     session.on_done = fast_path
     wrapper.autoprof_session = session  # type: ignore[attr-defined]
@@ -104,6 +112,13 @@ class _RegionStep:
         tb: TracebackType | None,
     ) -> None:
         self._session.end(self._token, exc)
+
+
+def profiler_enabled() -> bool:
+    check = _enabled_check
+    if check is None:
+        check = _cache_enabled_check()
+    return check()
 
 
 _NULL = _NullRegion()

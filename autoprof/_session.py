@@ -104,6 +104,7 @@ class Session:
         self.source_line = source_line
         self.state: State = "warmup"
         self.done = False  # read without the lock on the fast paths
+        self.covered = False  # retired inside another session's step: label-only from then on
         self.run_dir: Path | None = None
         self.on_done: Callable[[], None] | None = None
         self.warmup_call_ms: list[float] = []
@@ -140,6 +141,11 @@ class Session:
         depth = getattr(local, "depth", 0)
         local.depth = depth + 1
         if depth == 0 and not self.done:
+            live = _live
+            if live is not None and live is not self and live._in_step:
+                if live._owner == threading.get_ident():
+                    self._retire(covered=True)  # nested in another session's step
+                    return self._label()
             with self._lock:
                 if self.state == "warmup" and self._warmup_begun < self.options.warmup:
                     self._warmup_begun += 1
@@ -226,8 +232,6 @@ class Session:
         with _live_lock:
             live = _live
             if live is not None:
-                if live._in_step and live._owner == threading.get_ident():
-                    self._retire()  # nested in another session's step: its trace covers us
                 return  # a sibling: label only, and start our own run once that one ends
             if torch.autograd._profiler_enabled():
                 warn_once(
@@ -432,7 +436,10 @@ class Session:
             self._writer.submit(partial(self._job_finalize, run, status))
         self._retire()
 
-    def _retire(self) -> None:
+    def _retire(self, covered: bool = False) -> None:
+        """Become a pass-through; ``covered``: called inside another session's step, so that
+        run's trace holds our calls and from now on we only add our label."""
+        self.covered = self.covered or covered
         self.state = "done"
         self.done = True
         if self.on_done is not None:
