@@ -152,7 +152,7 @@ def timeline(
     links: pd.DataFrame | None = None,
     gaps: pd.DataFrame | None = None,
     title: str = "Timeline",
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """Lanes of spans against time.
 
     `spans`: `row` (lane index into `lanes`), `start_us`, `end_us` (relative), `name`, `cat`,

@@ -6,8 +6,10 @@ A run that fails to load yields its one-line error; other runs are unaffected.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer._paths import OutsideFolderError, check_tree, inside
+from viewer._paths import OutsideFolderError, check_tree, inside, is_trace_name
 
 Progress = Callable[..., None]
 
@@ -38,17 +40,22 @@ class Loaded:
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int], ...]:
-    """(name, mtime_ns, size) of the path and, for a folder, of the files directly in it."""
+    """(name, mtime_ns, size) of a trace file, or of the traces and manifests in a folder.
+
+    Other files (such as a cache the analysis writes beside a trace) do not count.
+    """
+    if not path.is_dir():
+        s = path.stat()
+        return ((path.name, s.st_mtime_ns, s.st_size),)
     items: list[tuple[str, int, int]] = []
-    st_ = path.stat()
-    items.append((".", st_.st_mtime_ns, st_.st_size))
-    if path.is_dir():
-        for entry in sorted(path.iterdir()):
-            try:
-                s = entry.stat()
-            except OSError:
-                continue
-            items.append((entry.name, s.st_mtime_ns, s.st_size))
+    for entry in sorted(path.iterdir()):
+        if not is_trace_name(entry.name):
+            continue
+        try:
+            s = entry.stat()
+        except OSError:
+            continue
+        items.append((entry.name, s.st_mtime_ns, s.st_size))
     return tuple(items)
 
 
@@ -128,7 +135,9 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
 @st.cache_resource(show_spinner=False)
 def _upload_dir() -> Path:
     """One private (0700, fresh) temporary folder per server process for uploaded traces."""
-    return Path(tempfile.mkdtemp(prefix="autoprof-viewer-"))
+    folder = tempfile.mkdtemp(prefix="autoprof-viewer-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder)
 
 
 def load_upload(name: str, data: bytes) -> Loaded:

@@ -65,15 +65,15 @@ def _sidebar_selection(ctx: Context) -> None:
     if not paths:
         return
     labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
-    rel = {p: _relative(p, ctx.root) for p in paths}
+    rel_of = {p: _relative(p, ctx.root) for p in paths}
     wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
-    if "run" not in st.session_state and wanted in rel.values():
-        st.session_state["run"] = next(p for p in paths if rel[p] == wanted)
+    if "run" not in st.session_state and wanted in rel_of.values():
+        st.session_state["run"] = next(p for p in paths if rel_of[p] == wanted)
     chosen = st.sidebar.selectbox(
         "Run", paths, key="run", format_func=lambda p: labels.get(p, p),
     )
     if chosen:
-        st.query_params["run"] = rel[chosen]
+        st.query_params["run"] = rel_of[chosen]
         ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
 
 

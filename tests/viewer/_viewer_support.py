@@ -100,20 +100,16 @@ def add_multirank(root: Path) -> None:
 
 
 def add_cpu(root: Path) -> None:
-    """A real CPU run: plain torch.profiler with a schedule, exported like a run folder."""
+    """A real CPU run recorded by autoprof itself (warm-up, schedule, export)."""
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-    folder = root / "cpu_matmul" / "20261130-070500-0000c0"
-    folder.mkdir(parents=True)
+    from autoprof import autoprof
+
+    @autoprof(out_dir=str(root), warmup=2, name="cpu_matmul")
+    def cpu_matmul(x: torch.Tensor) -> torch.Tensor:
+        return (x @ x + x).sum()
+
     x = torch.randn(128, 128)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                 schedule=schedule(wait=1, warmup=1, active=3)) as prof:
-        for _ in range(5):
-            with record_function("matmul_add"):
-                (x @ x + x).sum()
-            prof.step()
-    name = "cpu_1.1790857026000000000.pt.trace.json"
-    prof.export_chrome_trace(str(folder / name))
-    m = manifest("cpu_matmul", [name], device=None, steps_recorded=3, host="cpu", pid=1)
-    (folder / "manifest.json").write_text(json.dumps(m))
+    for _ in range(2 + 5):  # warm-up calls, then wait + warmup + 3 active steps
+        cpu_matmul(x)
+    autoprof.flush()
