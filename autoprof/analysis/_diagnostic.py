@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 
 import pandas as pd
 
+from autoprof.analysis._stats import ranks_of
 from autoprof.analysis.overhead import Overhead, overhead
 from autoprof.analysis.ranks import rank_table, straggler_from
 from autoprof.analysis.steps import per_step
@@ -66,7 +67,9 @@ class Context:
 
     @cached_property
     def ranks(self) -> pd.DataFrame:
-        return rank_table(self.events)
+        ranks = ranks_of(self.events)
+        reuse = {ranks[0]: self.overhead} if len(ranks) == 1 else None
+        return rank_table(self.events, reuse)
 
     @cached_property
     def straggler(self) -> int | None:

@@ -24,12 +24,22 @@ SYNC_NAMES = frozenset({
 
 
 def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
-    """Row labels of ops that launched a device-to-host copy into pageable memory."""
+    """Row labels of the outermost ops (`aten::to` over `aten::_to_copy` over `aten::copy_`)
+    that launched a device-to-host copy into pageable memory."""
     copies = events[(events["cat"].to_numpy() == "gpu_memcpy")]
     names = copies["name"]
     dtoh = names.str.contains("DtoH|Device -> Host", regex=True) & ~names.str.contains("Pinned")
-    ops = copies.loc[dtoh.to_numpy(dtype=bool), "op_row"]
-    return {int(r) for r in ops if r >= 0}
+    parent_of, cat_of = events["parent"], events["cat"]
+    out = set()
+    for row in copies.loc[dtoh.to_numpy(dtype=bool), "op_row"]:
+        row = int(row)
+        if row < 0:
+            continue
+        up = int(parent_of.get(row, -1))
+        while up >= 0 and cat_of.get(up) == "cpu_op":
+            row, up = up, int(parent_of.get(up, -1))
+        out.add(row)
+    return out
 
 
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:

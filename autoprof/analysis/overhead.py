@@ -156,9 +156,8 @@ def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> No
     parts.short_kernels += int(np.sum((dur < launch_dur)[ok]))
 
 
-def _idle_gaps(events: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts) -> None:
-    steps = per_step(events, rank)
-    steps = steps[steps["kernels"] > 0]
+def _idle_gaps(steps: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts) -> None:
+    steps = steps[(steps["kernels"].to_numpy() > 0) & (steps["rank"].to_numpy() == rank)]
     if steps.empty or work.empty:
         return
     lo_known = gpu_known_from(work).get(rank, -math.inf)
@@ -180,8 +179,10 @@ def overhead(events: pd.DataFrame, rank: int | None = None) -> Overhead:
     require_columns(events, _NEEDS, "overhead")
     events = for_rank(events, rank)
     parts = _Parts()
-    for r in ranks_of(events):
-        ev = for_rank(events, r)
+    steps = per_step(events)
+    ranks = ranks_of(events)
+    for r in ranks:
+        ev = events if len(ranks) == 1 else for_rank(events, r)
         work = gpu_work(ev)
         start, end = _window(ev, work)
         parts.window_us += end - start
@@ -190,19 +191,19 @@ def overhead(events: pd.DataFrame, rank: int | None = None) -> Overhead:
         parts.busy_us += union_length(work["ts_us"].to_numpy(), work["end_us"].to_numpy(),
                                       start, end)
         _launch_parts(ev, work, parts)
-        _idle_gaps(ev, work, r, parts)
-    return _assemble(events, rank, parts)
+        _idle_gaps(steps, work, r, parts)
+    return _assemble(events, rank, parts, steps, len(ranks))
 
 
 def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0)
 
 
-def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts) -> Overhead:
+def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.DataFrame,
+              n_ranks: int) -> Overhead:
     work = gpu_work(events)
     self_cpu = float(cpu_rows(events)["self_us"].sum())
     self_gpu = float(work["dur_us"].sum())
-    steps = per_step(events)
     syncs = host_syncs(events)
     in_steps = syncs[syncs["step"].to_numpy() >= 0]
     lat, disp, queued, gap = (_cat(parts.latencies), _cat(parts.dispatch), _cat(parts.queued),
@@ -211,7 +212,7 @@ def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts) -> Overhead
     has_gpu = not work.empty
     return Overhead(
         rank=rank,
-        ranks=len(ranks_of(events)),
+        ranks=n_ranks,
         steps=len(steps),
         window_us=parts.window_us,
         self_cpu_us=self_cpu,

@@ -15,6 +15,7 @@ compute time is its CPU span minus that collective time.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from autoprof.analysis._stats import (
     step_rows,
     union_length,
 )
-from autoprof.analysis.overhead import overhead
+from autoprof.analysis.overhead import Overhead, overhead
 
 COLLECTIVE_NAME = re.compile(
     r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
@@ -82,25 +83,35 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rank_table(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per rank: median step time, collective and compute time per step, GPU busy."""
+def rank_row(events: pd.DataFrame, rank: int, ov: Overhead) -> dict[str, Any]:
+    """The rank_table row of one rank's events, given their overhead picture."""
+    st = _step_table(events)
+    return {
+        "rank": rank,
+        "steps": len(step_rows(events)),
+        "step_time_us_median": median(st["span_us"]),
+        "collective_us_median": median(st["collective_us"]),
+        "compute_us_median": median(st["compute_us"]),
+        "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
+        "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
+        "self_cpu_us": ov.self_cpu_us,
+        "self_gpu_us": ov.self_gpu_us,
+    }
+
+
+def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = None
+               ) -> pd.DataFrame:
+    """One row per rank: median step time, collective and compute time per step, GPU busy.
+
+    `overheads` may hold already computed `overhead(events, rank)` results, to reuse them.
+    """
     require_columns(events, _NEEDS, "rank_table")
+    ranks = ranks_of(events)
     rows = []
-    for r in ranks_of(events):
-        ev = for_rank(events, r)
-        st = _step_table(ev)
-        ov = overhead(ev)
-        rows.append({
-            "rank": r,
-            "steps": len(step_rows(ev)),
-            "step_time_us_median": median(st["span_us"]),
-            "collective_us_median": median(st["collective_us"]),
-            "compute_us_median": median(st["compute_us"]),
-            "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
-            "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
-            "self_cpu_us": ov.self_cpu_us,
-            "self_gpu_us": ov.self_gpu_us,
-        })
+    for r in ranks:
+        ev = events if len(ranks) == 1 else for_rank(events, r)
+        ov = (overheads or {}).get(r) or overhead(ev)
+        rows.append(rank_row(ev, r, ov))
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
