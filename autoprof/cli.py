@@ -180,7 +180,7 @@ class Progress:
         if len(numbers) >= 2 and numbers[1]:
             what = f"{100.0 * numbers[0] / numbers[1]:.0f}%"
         elif len(numbers) == 1 and 0 <= numbers[0] <= 1:
-            what = f"{100.0 * numbers[0]:.0f}%"
+            what = " ".join([f"{100.0 * numbers[0]:.0f}%", *texts])
         else:
             what = " ".join(texts) or "working"
         self.stream.write(f"\rautoprof: loading {self.path}: {what} ")

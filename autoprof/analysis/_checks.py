@@ -12,7 +12,7 @@ import numpy as np
 from autoprof.analysis._diagnostic import Check, Context, Diagnostic
 from autoprof.analysis._stats import fmt_us, median
 
-COLD_START_RATIO = 2.0  # first step (or first warm-up call) vs the median of the rest
+COLD_START_RATIO = 1.75  # first step (or first warm-up call) vs the median of the rest
 HOST_SYNC_CRITICAL_SHARE = 0.25  # sync time / step time above which host-sync is critical
 GPU_IDLE_SHARE = 0.30  # idle share of the step windows
 GPU_IDLE_MIN_GAP_US = 50.0  # ... and one gap at least this long

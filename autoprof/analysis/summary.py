@@ -67,6 +67,10 @@ def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
     device = manifest.get("device")
     if device:
         return device
+    for meta in getattr(run, "trace_metadata", None) or []:
+        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            return {"name": props[0].get("name"), "properties": props[0]}
     return "cuda" if getattr(run, "is_cuda", False) else None
 
 
