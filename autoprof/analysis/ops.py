@@ -30,7 +30,10 @@ Rules, each matching torch's ``FunctionEvent`` / ``FunctionEventAvg``:
   keep them, a case we have not seen in a real trace.)
 - ``self_cpu_us``: duration minus the durations of direct CPU children, where children are
   taken among the rows that are ops (the ``Trace`` event and torch's filtered utility names
-  are skipped, and their children move up to the nearest op).
+  are skipped, and their children move up to the nearest op). As in torch, an event that
+  ends after the event it started in is not that event's child but its parent's; with
+  ``with_stack=True`` such overlaps between Python frames make torch's Self CPU negative
+  for a few frames, and ours too (the events table's ``self_us`` is clipped instead).
 - A kernel's time is Self device of the kernel row and of the op that launched it
   (``op_row``; else the nearest op enclosing its launch call), and device total of that op
   and every op above it. Recursion double counts here too, as in torch.
@@ -80,6 +83,8 @@ _REQUIRED = (
     "input_dims",
     "rank",
 )
+
+_EPS_US = 0.002  # 2 ns: ts and dur are each rounded to 1 ns in the trace
 
 # Categories on the CPU lane that torch's key_averages never lists.
 _NOT_OP_CATS = frozenset({"Trace"})
@@ -133,7 +138,10 @@ def event_times(events: pd.DataFrame) -> dict[str, np.ndarray]:
         & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy()
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
-    parent = _positions(events, "parent")
+    parent = _enclosing_parent(
+        _positions(events, "parent"),
+        events["ts_us"].to_numpy(dtype=np.float64) + dur,
+    )
     is_op &= ~_merged_into_parent(events, parent, is_op)
     up = _nearest_op_above(parent, is_op)
 
@@ -183,6 +191,20 @@ def _positions(events: pd.DataFrame, column: str) -> np.ndarray:
         return np.where((refs >= 0) & (refs < len(events)), refs, -1)
     pos = events.index.get_indexer(refs)
     return np.where(refs >= 0, pos, -1).astype(np.int64)
+
+
+def _enclosing_parent(parent: np.ndarray, end_us: np.ndarray) -> np.ndarray:
+    """torch's rule: an event that ends after its parent (a partial overlap, seen between
+    ``python_function`` events and record_function spans) is a child of the nearest
+    ancestor that still encloses it. The events table keeps it under the parent it started
+    in; ``_EPS_US`` absorbs Kineto's separate rounding of ``ts`` and ``dur`` to 1 ns."""
+    up = parent.copy()
+    for _ in range(len(up) + 1):
+        crossed = (up >= 0) & (end_us[np.maximum(up, 0)] + _EPS_US < end_us)
+        if not crossed.any():
+            return up
+        up[crossed] = parent[up[crossed]]
+    raise ValueError("events table: the parent column has a cycle")
 
 
 def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
