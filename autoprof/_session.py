@@ -351,7 +351,7 @@ class Session:
             self._export_failed(exc, final)
 
     def _job_finalize(self, run: RunState, status: artifacts.Status) -> None:
-        if run.traces:
+        if run.traces and run.dist.rank == 0:  # under torch.distributed: rank 0's tables
             paths, problem = export.write_tables([run.run_dir / t for t in run.traces], run.run_dir)
             run.tables = [p.name for p in paths]
             run.tables_error = problem

@@ -1,0 +1,125 @@
+"""Several processes: same name and folder at once; a process killed while exporting."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.core.conftest import manifest, run_dirs, trace_files
+
+REPO = Path(__file__).resolve().parents[2]
+
+SAME_NAME = textwrap.dedent(
+    """
+    import sys, time, pathlib, torch
+    import autoprof._artifacts as artifacts
+    from autoprof import autoprof
+
+    fixed = iter(["20260101-000000-abcdef"])  # both processes first try the same run id
+    original = artifacts.new_run_id
+    artifacts.new_run_id = lambda: next(fixed, None) or original()
+    go = pathlib.Path(sys.argv[1])
+    while not go.exists():
+        time.sleep(0.01)
+
+    @autoprof(name="same", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
+    def f(x):
+        return x * 2
+
+    assert [f(torch.tensor(i)).item() for i in range(3)] == [0, 2, 4]
+    """
+)
+
+KILLED = textwrap.dedent(
+    """
+    import sys, time, torch
+    import autoprof._export as export
+    from autoprof import autoprof
+
+    def stuck(src, dst, length=0):
+        dst.write(src.read(1000))  # half a file under the temporary name, then hang
+        print("EXPORTING", flush=True)
+        time.sleep(120)
+
+    export.shutil.copyfileobj = stuck
+
+    @autoprof(name="killed", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
+    def f(x):
+        return x + 1
+
+    f(torch.ones(2)); f(torch.ones(2))
+    print("RETURNED", flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def _env(traces: Path) -> dict[str, str]:
+    return {**os.environ, "AUTOPROF_DIR": str(traces), "PYTHONPATH": str(REPO)}
+
+
+def test_two_processes_same_name_same_folder_make_two_runs(tmp_path, traces_root):
+    script = tmp_path / "same.py"
+    script.write_text(SAME_NAME)
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(go)], env=_env(traces_root),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(2)
+    ]
+    time.sleep(0.5)
+    go.write_text("")
+    for p in procs:
+        out, err = p.communicate(timeout=90)
+        assert p.returncode == 0, err
+    runs = run_dirs(traces_root, "same")
+    assert len(runs) == 2
+    pids = set()
+    for run in runs:
+        m = manifest(run)
+        assert m["status"] == "complete"
+        pids.add(m["pid"])
+        traces = trace_files(run)
+        assert len(traces) == 1 and traces[0].name.split(".")[0].endswith(f"_{m['pid']}")
+    assert pids == {p.pid for p in procs}
+    assert "20260101-000000-abcdef" in {r.name for r in runs}
+
+
+def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, traces_root):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], env=_env(traces_root),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        lines = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not {"EXPORTING", "RETURNED"} <= set(lines):
+            line = proc.stdout.readline().strip()
+            if not line and proc.poll() is not None:
+                break
+            lines.append(line)
+        assert {"EXPORTING", "RETURNED"} <= set(lines), (lines, proc.stderr.read())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    (run,) = run_dirs(traces_root, "killed")
+    m = manifest(run)
+    assert m["status"] == "recording"  # the manifest tells the run never finished
+    assert m["files"] == [] and m["ended_at"] is None
+    visible = [p for p in run.iterdir() if not p.name.startswith(".")]
+    assert [p.name for p in visible] == ["manifest.json"]  # the half trace stays hidden
+    assert any(p.name.endswith(".tmp") for p in run.iterdir())
+    for name in m["files"]:  # (none here) anything listed must be whole
+        with gzip.open(run / name) as fh:
+            json.load(fh)
