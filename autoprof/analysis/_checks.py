@@ -270,10 +270,11 @@ def _straggler(ctx: Context) -> Diagnostic | None:
     return Diagnostic(
         id="straggler",
         severity="warning",
-        message=(f"Rank {rank} is the straggler: it computes {fmt_us(slow['compute_us_median'])}"
-                 f" per step, {fmt_us(slow['compute_us_median'] - other_compute)} more than the"
-                 f" other ranks (median {fmt_us(other_compute)}), which wait "
-                 f"{fmt_us(other_wait)} per step in collectives."),
+        message=(f"Rank {rank} is the straggler: it works {fmt_us(slow['compute_us_median'])}"
+                 f" per step before its first collective, "
+                 f"{fmt_us(slow['compute_us_median'] - other_compute)} longer than the other "
+                 f"ranks (median {fmt_us(other_compute)}), which wait for it in collectives "
+                 f"({fmt_us(other_wait)} per step)."),
         evidence={"straggler_rank": rank, "compute_us_median": _r(slow["compute_us_median"]),
                   "others_compute_us_median": _r(other_compute),
                   "others_collective_us_median": _r(other_wait),

@@ -1,15 +1,23 @@
 """Several ranks side by side, and which one holds the others up.
 
-Time in collectives is the union of collective intervals inside a step: on the CPU lane the
-outermost collective ops (`c10d::*`, `nccl:*`, `gloo:*`, `record_param_comms`,
-`ProcessGroup*`), on the GPU lane NCCL kernels launched in the step; a step's collective time
-is the larger of the two (gloo waits on the CPU, NCCL kernels wait on the GPU). A step's
-compute time is its CPU span minus that collective time.
+A collective (all-reduce, broadcast, ...) ends on every rank when the last rank arrives, so
+the rank that arrives last is the one the others wait for. Per step and rank:
 
-| rank | step_time_us_median | collective_us_median | compute_us_median |
+- `compute_us`: from the step's start to the start of its first collective (the whole step
+  when it has none): the work done before the rank can join the others;
+- `collective_us`: the union of collective intervals in the step: on the CPU lane the
+  outermost collective ops (`c10d::*`, `nccl:*`, `gloo:*`, `record_param_comms`,
+  `ProcessGroup*`, including gloo's worker threads), on the GPU lane NCCL kernels launched in
+  the step; the larger of the two (gloo waits on the CPU, NCCL kernels wait on the GPU).
+
+| rank | step_time_us_median | compute_us_median | collective_us_median |
 | --- | --- | --- | --- |
-| 0 | 52000 | 50500 | 1500 |
-| 1 | 52000 | 400 | 51600 |   <- straggler: the others wait for it in collectives
+| 0 | 9900 | 1010 | 5500 |
+| 1 | 9900 | 6010 | 500 |   <- straggler: arrives 5 ms after rank 0, which waits
+
+The straggler is the rank with the longest median compute, when every rank has collectives
+and its compute exceeds the median of the other ranks' by at least STRAGGLER_MIN_EXCESS
+(10%) of the median step time; below that the ranks are considered balanced.
 """
 
 from __future__ import annotations
@@ -34,14 +42,12 @@ COLLECTIVE_NAME = re.compile(
     r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
 )
 # The straggler's compute must exceed the median compute of the other ranks by this share of
-# the median step time, and the others must spend at least half of that excess waiting in
-# collectives (more than the straggler does). Below that, ranks are considered balanced.
+# the median step time. Below that, ranks are considered balanced.
 STRAGGLER_MIN_EXCESS = 0.10
-STRAGGLER_MIN_WAIT_SHARE = 0.5
 
 RANK_COLUMNS = [
-    "rank", "steps", "step_time_us_median", "collective_us_median", "compute_us_median",
-    "collective_us_total", "gpu_busy_pct", "self_cpu_us", "self_gpu_us",
+    "rank", "steps", "step_time_us_median", "compute_us_median", "collective_us_median",
+    "collective_us_total", "collectives", "gpu_busy_pct", "self_cpu_us", "self_gpu_us",
 ]
 _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us", "step", "rank",
           "parent"]
@@ -64,7 +70,7 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     if steps.empty:  # the whole trace as one step
         cpu = events[events["lane"].to_numpy() == "cpu"]
         if cpu.empty:
-            return pd.DataFrame(columns=["span_us", "collective_us", "compute_us"])
+            return pd.DataFrame(columns=["span_us", "collective_us", "compute_us", "collectives"])
         spans = [(-1, float(cpu["ts_us"].min()), float(cpu["end_us"].max()))]
     else:
         spans = [(int(s.step_no), float(s.ts_us), float(s.end_us))
@@ -77,9 +83,11 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
         cpu_us = union_length(cpu_c["ts_us"].to_numpy(), cpu_c["end_us"].to_numpy(), start, end)
         gpu_us = union_length(gpu_c["ts_us"].to_numpy(), gpu_c["end_us"].to_numpy())
         span = end - start
-        collective = min(max(cpu_us, gpu_us), span)
-        rows.append({"span_us": span, "collective_us": collective,
-                     "compute_us": span - collective})
+        first = float(cpu_c["ts_us"].min()) if not cpu_c.empty else (
+            float(in_step["ts_us"].min()) if not in_step.empty else end)
+        rows.append({"span_us": span, "collective_us": min(max(cpu_us, gpu_us), span),
+                     "compute_us": min(max(first - start, 0.0), span),
+                     "collectives": len(in_step)})
     return pd.DataFrame(rows)
 
 
@@ -93,6 +101,7 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead) -> dict[str, Any]:
         "collective_us_median": median(st["collective_us"]),
         "compute_us_median": median(st["compute_us"]),
         "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
+        "collectives": int(st["collectives"].sum()) if len(st) else 0,
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
         "self_cpu_us": ov.self_cpu_us,
         "self_gpu_us": ov.self_gpu_us,
@@ -119,18 +128,17 @@ def straggler_from(table: pd.DataFrame) -> int | None:
     """The straggler in a rank_table, or None (one rank, or ranks balanced; see module doc)."""
     if len(table) < 2 or table["compute_us_median"].isna().all():
         return None
+    if (table["collectives"] == 0).any():  # ranks that never meet cannot wait for each other
+        return None
     slow = table.loc[table["compute_us_median"].idxmax()]
     others = table[table["rank"] != slow["rank"]]
     excess = float(slow["compute_us_median"] - others["compute_us_median"].median())
     step_us = float(table["step_time_us_median"].median())
     if not step_us > 0 or excess < STRAGGLER_MIN_EXCESS * step_us:
         return None
-    others_wait = float(others["collective_us_median"].median() - slow["collective_us_median"])
-    if others_wait < STRAGGLER_MIN_WAIT_SHARE * excess:
-        return None
     return int(slow["rank"])
 
 
 def straggler_rank(events: pd.DataFrame) -> int | None:
-    """The rank whose compute per step is longest while the others wait in collectives."""
+    """The rank the others wait for in collectives (see the module doc), or None."""
     return straggler_from(rank_table(events))
