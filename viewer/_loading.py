@@ -11,6 +11,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,16 +77,58 @@ def _error_line(path: Path, exc: BaseException) -> str:
     return f"{path}: {type(exc).__name__}: {exc}"
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _load_cached(path: str, sig: tuple[Any, ...], _progress: Progress | None) -> tuple[Any, str]:
-    """(Run, "") or (None, error line). Keyed by path and signature; `_progress` is not hashed."""
+class RunStore:
+    """Process-wide LRU of load outcomes keyed by (path, signature), shared by all sessions.
+
+    Not a plain @st.cache_resource function because loading draws a progress bar, and
+    Streamlit forbids cached functions from touching elements created outside them.
+    """
+
+    def __init__(self, max_entries: int = 32) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[tuple[str, tuple[Any, ...]], tuple[Any, str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
+
+    def get_or_load(self, path: str, sig: tuple[Any, ...],
+                    progress: Progress | None) -> tuple[Any, str]:
+        """(Run, "") or (None, error line); loads at most once per key, even concurrently."""
+        key = (path, sig)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            outcome = _load(Path(path), progress)
+            with self._lock:
+                self._items[key] = outcome
+                self._key_locks.pop(key, None)
+                while len(self._items) > self.max_entries:
+                    self._items.popitem(last=False)
+            return outcome
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def run_store() -> RunStore:
+    """The one RunStore of this server process."""
+    return RunStore()
+
+
+def _load(path: Path, progress: Progress | None) -> tuple[Any, str]:
     import autoprof
 
-    p = Path(path)
     try:
-        return autoprof.load(p, progress=_progress), ""
+        return autoprof.load(path, progress=progress), ""
     except Exception as e:  # noqa: BLE001 - any failure is shown for this run only
-        return None, _error_line(p, e)
+        return None, _error_line(path, e)
 
 
 class _Bar:
@@ -125,7 +169,7 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
     slot = st.empty()
     bar = _Bar(slot, name)
     with st.spinner(f"Loading {name} ..."):
-        run, err = _load_cached(str(real), sig, bar)
+        run, err = run_store().get_or_load(str(real), sig, bar)
     slot.empty()
     if run is None:
         return Loaded(real, name, error=err)
@@ -154,7 +198,7 @@ def load_upload(name: str, data: bytes) -> Loaded:
         os.replace(tmp, target)
     slot = st.empty()
     with st.spinner(f"Loading {name} ..."):
-        run, err = _load_cached(str(target), signature(target), _Bar(slot, name))
+        run, err = run_store().get_or_load(str(target), signature(target), _Bar(slot, name))
     slot.empty()
     if run is None:
         return Loaded(target, name, error=err.replace(str(target), name))

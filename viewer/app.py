@@ -25,7 +25,9 @@ SOURCES = ("Run in folder", "Trace by path", "Upload")
 
 
 def _root_from_args() -> str:
-    args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    """`streamlit run viewer/app.py -- DIR` sets sys.argv to [app.py, DIR]; else the default."""
+    ours = bool(sys.argv) and Path(sys.argv[0]).resolve() == Path(__file__).resolve()
+    args = [a for a in sys.argv[1:] if not a.startswith("-")] if ours else []
     return args[0] if args else str(default_root())
 
 
