@@ -45,34 +45,46 @@ def nest(
     parent[direct] = prev[direct]
     todo = np.flatnonzero(has_prev & ~direct)
     if len(todo):
-        parent[todo] = _search(todo, group_start, start, end_us)
+        candidates = prev[direct]  # ascending: prev is i - 1
+        parent[todo] = _search(todo, candidates, group_start, start, end_us)
     return parent, _depth(parent)
 
 
 def _search(
-    rows: IntArray, group_start: IntArray, start: FloatArray, end_us: FloatArray
+    rows: IntArray, candidates: IntArray, group_start: IntArray, start: FloatArray,
+    end_us: FloatArray,
 ) -> IntArray:
-    """Nearest j < row (same group) with end_us[j] > start[row], or -1."""
-    levels = [end_us]
-    longest = int((rows - group_start[rows]).max()) + 1
-    while (1 << len(levels)) <= longest:
-        step = 1 << (len(levels) - 1)
+    """Nearest candidate j < row (same group) with end_us[j] > start[row], or -1.
+
+    Only rows that have a child can be a parent, and a row has a child exactly when the
+    next row starts inside it, so ``candidates`` (those rows) is all we search. Over their
+    ends, ``levels[k][i]`` is the max over candidates (i - 2**k, i]; each query walks the
+    levels from widest to narrowest, skipping every window whose rows all ended before it
+    started: log2(len(candidates)) vectorized passes.
+    """
+    out = np.full(len(rows), -1, dtype=np.int64)
+    if not len(candidates):
+        return out
+    ends = end_us[candidates]
+    levels = [ends]
+    while (1 << len(levels)) <= len(ends):
+        width = 1 << (len(levels) - 1)
         below = levels[-1]
         level = below.copy()
-        np.maximum(below[step:], below[:-step], out=level[step:])
+        np.maximum(below[width:], below[:-width], out=level[width:])
         levels.append(level)
-    pos = rows - 1
-    floor = group_start[rows]
+    pos = np.searchsorted(candidates, rows) - 1  # last candidate before the row
+    floor = np.searchsorted(candidates, group_start[rows])  # first candidate of its group
     limit = start[rows]
     for k in range(len(levels) - 1, -1, -1):
         width = 1 << k
-        can = pos - width + 1 >= floor
-        idx = np.flatnonzero(can)
+        idx = np.flatnonzero(pos - width + 1 >= floor)
         if len(idx):
             skip = levels[k][pos[idx]] <= limit[idx]
             pos[idx[skip]] -= width
-    found = (pos >= floor) & (end_us[np.maximum(pos, 0)] > limit)
-    return np.where(found, pos, -1)
+    found = (pos >= floor) & (ends[np.maximum(pos, 0)] > limit)
+    out[found] = candidates[pos[found]]
+    return out
 
 
 def _depth(parent: IntArray) -> IntArray:

@@ -52,21 +52,19 @@ BoolArray = npt.NDArray[np.bool_]
 
 def empty_events() -> pd.DataFrame:
     """The events table with no rows (right columns and dtypes)."""
-    strings = {c: pa.array([], pa.string()).to_pandas() for c in ("name", "cat", "lane")}
-    frame = pd.DataFrame(
-        {
-            **strings,
-            "is_gpu_work": np.empty(0, bool),
-            **{c: np.empty(0, np.int64) for c in ("pid", "tid", "device", "stream")},
-            **{c: np.empty(0, np.float64) for c in ("ts_us", "dur_us", "end_us", "self_us")},
-            **{c: np.empty(0, np.int64) for c in ("depth", "parent", "step", "correlation",
-                                                    "external_id", "launch_row", "op_row")},
-            "flops": np.empty(0, np.float64),
-            "input_dims": pa.array([], pa.string()).to_pandas(),
-            "rank": np.empty(0, np.int64),
-        }
-    )
-    return frame[list(COLUMNS)]
+    strings = ("name", "cat", "lane", "input_dims")
+    floats = ("ts_us", "dur_us", "end_us", "self_us", "flops")
+    columns: dict[str, Any] = {}
+    for col in COLUMNS:
+        if col in strings:
+            columns[col] = pa.array([], pa.string())
+        elif col in floats:
+            columns[col] = np.empty(0, np.float64)
+        elif col == "is_gpu_work":
+            columns[col] = np.empty(0, bool)
+        else:
+            columns[col] = np.empty(0, np.int64)
+    return to_frame(columns)
 
 
 def _codes_where(values: list[str], wanted: frozenset[str]) -> IntArray:
@@ -101,25 +99,20 @@ def _gpu_pids(trace: TraceFile) -> IntArray:
     )
 
 
-def _fill_from_flows(
-    trace: TraceFile, rows: IntArray, kind: int, corr: IntArray
-) -> None:
-    """Set corr[i] (in place) from the ac2g flow of ``kind`` at the same pid/tid/ts."""
+def _fill_from_flows(trace: TraceFile, rows: IntArray, kind: int, corr: IntArray) -> None:
+    """Set corr[rows] (in place) from the ac2g flow of ``kind`` at the same pid/tid/ts."""
     c = trace.columns
     flows = np.flatnonzero((c.kind == kind) & (c.flow_id >= 0))
     if not len(flows) or not len(rows):
         return
-    key = {
-        (p, t, round(s * 1000)): f
-        for p, t, s, f in zip(
-            c.pid[flows].tolist(), c.tid[flows].tolist(), c.ts[flows].tolist(),
-            c.flow_id[flows].tolist(), strict=True,
-        )
-    }
-    for i in rows.tolist():
-        found = key.get((int(c.pid[i]), int(c.tid[i]), round(float(c.ts[i]) * 1000)))
-        if found is not None:
-            corr[i] = found
+    def keys(idx: IntArray) -> pd.DataFrame:
+        return pd.DataFrame({"pid": c.pid[idx], "tid": c.tid[idx],
+                             "ts_ns": np.round(c.ts[idx] * 1000.0).astype(np.int64)})
+    flow_keys = keys(flows).assign(flow=c.flow_id[flows]).drop_duplicates(
+        ["pid", "tid", "ts_ns"])
+    found = keys(rows).assign(row=rows).merge(flow_keys, on=["pid", "tid", "ts_ns"])
+    target = found["row"].to_numpy()
+    corr[target] = np.where(corr[target] < 0, found["flow"].to_numpy(), corr[target])
 
 
 def _lookup(keys: IntArray, rows: IntArray, queries: IntArray) -> IntArray:
@@ -174,8 +167,15 @@ def _innermost_op(parent: IntArray, launch: IntArray, is_op: BoolArray) -> IntAr
     return out
 
 
-def _strings(values: list[str], codes: npt.NDArray[Any]) -> pd.Series:
-    return pa.array(values, pa.string()).take(pa.array(codes)).to_pandas()
+def _strings(values: list[str], codes: npt.NDArray[Any]) -> pa.Array:
+    return pa.array(values, pa.string()).take(pa.array(codes))
+
+
+def to_frame(columns: dict[str, Any]) -> pd.DataFrame:
+    """DataFrame over Arrow columns without copies: numeric columns stay the numpy arrays
+    they were (no block consolidation), strings become pandas' Arrow-backed ``str``."""
+    table = pa.table({k: columns[k] for k in COLUMNS})
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
@@ -183,10 +183,13 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     c = trace.columns
     warnings = trace.warnings
     keep = _keep_mask(trace, warnings)
-    # correlation: args.correlation, else the ac2g flow at the same place
-    corr = c.correlation.copy()
-    missing = np.flatnonzero(keep & (corr < 0))
+    # correlation: args.correlation, else the ac2g flow at the same place (launches, GPU)
+    corr = c.correlation
+    linked = np.zeros(len(c.cats), bool)
+    linked[_codes_where(c.cats, GPU_WORK_CATS | LAUNCH_CATS)] = True
+    missing = np.flatnonzero(keep & (corr < 0) & linked[c.cat])
     if len(missing):
+        corr = corr.copy()
         _fill_from_flows(trace, missing, KIND_FLOW_START, corr)
         _fill_from_flows(trace, missing, KIND_FLOW_END, corr)
     rows = np.flatnonzero(keep)
@@ -238,31 +241,29 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     step[has_launch] = step[launch_row[has_launch]]
     device = np.where(gpu, np.where(c.device[rows] >= 0, c.device[rows], pid), -1)
     stream = np.where(gpu, np.where(c.stream[rows] >= 0, c.stream[rows], tid), -1)
-    lane_codes = gpu.astype(np.int32)
-    frame = pd.DataFrame(
-        {
-            "name": _strings(c.names, name_codes),
-            "cat": _strings(c.cats, cat),
-            "lane": _strings(["cpu", "gpu"], lane_codes),
-            "is_gpu_work": gpu & is_work,
-            "pid": pid,
-            "tid": tid,
-            "device": device.astype(np.int64),
-            "stream": stream.astype(np.int64),
-            "ts_us": ts,
-            "dur_us": dur,
-            "end_us": end,
-            "self_us": self_us,
-            "depth": depth,
-            "parent": parent,
-            "step": step,
-            "correlation": corr_rows,
-            "external_id": c.external_id[rows],
-            "launch_row": launch_row,
-            "op_row": op_row,
-            "flops": c.flops[rows],
-            "input_dims": _strings(c.dims, c.input_dims[rows]),
-            "rank": np.full(len(rows), rank, dtype=np.int64),
-        }
-    )
+    columns: dict[str, Any] = {
+        "name": _strings(c.names, name_codes),
+        "cat": _strings(c.cats, cat),
+        "lane": _strings(["cpu", "gpu"], gpu.astype(np.int32)),
+        "is_gpu_work": gpu & is_work,
+        "pid": pid,
+        "tid": tid,
+        "device": device.astype(np.int64),
+        "stream": stream.astype(np.int64),
+        "ts_us": ts,
+        "dur_us": dur,
+        "end_us": end,
+        "self_us": self_us,
+        "depth": depth,
+        "parent": parent,
+        "step": step,
+        "correlation": corr_rows,
+        "external_id": c.external_id[rows],
+        "launch_row": launch_row,
+        "op_row": op_row,
+        "flops": c.flops[rows],
+        "input_dims": _strings(c.dims, c.input_dims[rows]),
+        "rank": np.full(len(rows), rank, dtype=np.int64),
+    }
+    frame = to_frame(columns)
     return frame

@@ -1,0 +1,34 @@
+"""Loader test fixtures: paths to the H200 traces, and no cache files in the repo tree."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+H200 = REPO / "tests" / "data" / "h200"
+MATMUL = H200 / "matmul_add"
+BAD = REPO / "tests" / "data" / "bad"
+H200_TRACES = sorted(H200.glob("*/*/trace.json"))
+
+
+@pytest.fixture(autouse=True)
+def _no_cache_by_default(monkeypatch):
+    """Loading a fixture must not write ``*.autoprof.arrow`` into tests/data; cache tests
+    turn the cache back on over copies in tmp_path."""
+    monkeypatch.setenv("AUTOPROF_CACHE", "0")
+
+
+@pytest.fixture
+def with_cache(monkeypatch):
+    monkeypatch.setenv("AUTOPROF_CACHE", "1")
+
+
+@pytest.fixture
+def trace_copy(tmp_path) -> Path:
+    """A private copy of the 64x64 cold trace (safe to cache, touch or corrupt)."""
+    target = tmp_path / "trace.json"
+    shutil.copy(MATMUL / "n64_cold" / "trace.json", target)
+    return target
