@@ -83,7 +83,7 @@ _REQUIRED = (
     "input_dims",
     "rank",
 )
-
+_TIMES = ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
 _EPS_US = 0.002  # 2 ns: ts and dur are each rounded to 1 ns in the trace
 
 # Categories on the CPU lane that torch's key_averages never lists.
@@ -115,34 +115,45 @@ def self_vs_total(
     _check_columns(events)
     if lane not in (None, "cpu", "gpu"):
         raise ValueError(f"lane must be 'cpu', 'gpu' or None, got {lane!r}")
-    per_event = event_times(events)
+    key, key_names = op_keys(events)
+    per_event = event_times(events, key)
     keep = per_event["is_op"] | per_event["is_work"]
     if rank is not None:
-        keep &= events["rank"].to_numpy() == rank
+        keep &= (events["rank"] == rank).to_numpy(dtype=bool)
     if lane is not None:
-        keep &= events["lane"].to_numpy() == lane
-    return _aggregate(events, per_event, keep)
+        keep &= (events["lane"] == lane).to_numpy(dtype=bool)
+    return _aggregate(events, per_event, keep, key, key_names)
 
 
-def event_times(events: pd.DataFrame) -> dict[str, np.ndarray]:
+def op_keys(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(key code per event, key names): torch's key is the name, with ``ProfilerStep#N``
+    written ``ProfilerStep*`` (torch's ``_rewrite_name``)."""
+    codes, names = pd.factorize(events["name"].fillna(""), sort=False)
+    text = pd.Series(np.asarray(names, dtype=object), dtype=object)
+    text = text.mask(text.str.startswith("ProfilerStep#").astype(bool), "ProfilerStep*")
+    key_codes, key_names = pd.factorize(text, sort=False)
+    return key_codes[codes].astype(np.int64), np.asarray(key_names, dtype=object)
+
+
+def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-event arrays (positions as in ``events``): ``is_op``, ``is_work``, ``self_cpu_us``,
     ``cpu_total_us``, ``self_device_us``, ``device_total_us``."""
     _check_columns(events)
+    if key is None:
+        key = op_keys(events)[0]
     n = len(events)
-    lane = events["lane"].to_numpy()
     is_work = events["is_gpu_work"].to_numpy(dtype=bool)
     is_op = (
-        (lane == "cpu")
+        (events["lane"] == "cpu").to_numpy(dtype=bool)
         & ~is_work
-        & ~events["cat"].isin(_NOT_OP_CATS).to_numpy()
-        & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy()
+        & ~events["cat"].isin(_NOT_OP_CATS).to_numpy(dtype=bool)
+        & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy(dtype=bool)
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
     parent = _enclosing_parent(
-        _positions(events, "parent"),
-        events["ts_us"].to_numpy(dtype=np.float64) + dur,
+        _positions(events, "parent"), events["ts_us"].to_numpy(dtype=np.float64) + dur
     )
-    is_op &= ~_merged_into_parent(events, parent, is_op)
+    is_op &= ~_merged_into_parent(key, parent, is_op)
     up = _nearest_op_above(parent, is_op)
 
     cpu_total = np.where(is_op, dur, 0.0)
@@ -185,11 +196,10 @@ def _check_columns(events: pd.DataFrame) -> None:
 def _positions(events: pd.DataFrame, column: str) -> np.ndarray:
     """Row references (index labels or -1) as positions into ``events`` (-1 if absent)."""
     refs = events[column].to_numpy(dtype=np.int64)
-    if isinstance(events.index, pd.RangeIndex) and events.index.start == 0 and (
-        events.index.step == 1
-    ):
+    index = events.index
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
         return np.where((refs >= 0) & (refs < len(events)), refs, -1)
-    pos = events.index.get_indexer(refs)
+    pos = index.get_indexer(refs)
     return np.where(refs >= 0, pos, -1).astype(np.int64)
 
 
@@ -218,13 +228,12 @@ def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
     raise ValueError("events table: the parent column has a cycle")
 
 
-def _merged_into_parent(events: pd.DataFrame, parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
+def _merged_into_parent(key: np.ndarray, parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
     """torch's EventList._remove_dup_nodes: an op that is the only child of a same-name op
     is folded into it (its children and kernels move up, it is not counted)."""
     up = _nearest_op_above(parent, is_op)
     has_up = is_op & (up >= 0)
     children = np.bincount(up[has_up], minlength=len(up))
-    key = _torch_key(events["name"].to_numpy())
     merged = np.zeros(len(up), dtype=bool)
     merged[has_up] = (key[up[has_up]] == key[has_up]) & (children[up[has_up]] == 1)
     return merged
@@ -240,55 +249,57 @@ def _launching_op(events: pd.DataFrame, is_op: np.ndarray, up: np.ndarray) -> np
 
 
 def _aggregate(
-    events: pd.DataFrame, per_event: dict[str, np.ndarray], keep: np.ndarray
+    events: pd.DataFrame,
+    per_event: dict[str, np.ndarray],
+    keep: np.ndarray,
+    key: np.ndarray,
+    key_names: np.ndarray,
 ) -> pd.DataFrame:
+    if not keep.any():
+        return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS})
+    on_gpu = (events["lane"] == "gpu").to_numpy(dtype=bool)[keep]
     rows = pd.DataFrame(
         {
-            "name": _torch_key(events["name"].to_numpy()[keep]),
-            "lane": events["lane"].to_numpy()[keep],
+            "group": key[keep] * 2 + on_gpu,
             "ts_us": events["ts_us"].to_numpy(dtype=np.float64)[keep],
             "flops": event_flops(events)[keep],
-            "input_dims": events["input_dims"].to_numpy()[keep],
         }
     )
-    for column in ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us"):
+    for column in _TIMES:
         rows[column] = per_event[column][keep]
-    if rows.empty:
-        return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS})
-    grouped = rows.groupby(["name", "lane"], sort=False)
+    grouped = rows.groupby("group", sort=False)
     out = grouped.agg(
         calls=("ts_us", "size"),
         first_ts_us=("ts_us", "min"),
-        self_cpu_us=("self_cpu_us", "sum"),
-        cpu_total_us=("cpu_total_us", "sum"),
-        self_device_us=("self_device_us", "sum"),
-        device_total_us=("device_total_us", "sum"),
-        flops=("flops", lambda s: s.sum(min_count=1)),
-    ).reset_index()
-    out["input_shapes"] = _common_shapes(rows, out)
-    out = out.sort_values(["first_ts_us", "lane"], kind="stable").reset_index(drop=True)
+        **{column: (column, "sum") for column in _TIMES},
+    )
+    out["flops"] = grouped["flops"].sum(min_count=1)
+    out["input_shapes"] = _common_shapes(events, keep, rows).reindex(out.index).fillna("")
+    out = out.sort_values("first_ts_us", kind="stable")
+    group = out.index.to_numpy(dtype=np.int64)
+    out.insert(0, "name", key_names[group // 2])
+    out.insert(1, "lane", np.where(group % 2 == 1, "gpu", "cpu").astype(object))
+    out = out.reset_index(drop=True)
     return out[OPS_COLUMNS].astype({"calls": np.int64, "flops": np.float64})
 
 
-def _torch_key(names: np.ndarray) -> np.ndarray:
-    series = pd.Series(names, dtype=object)
-    step = series.str.startswith("ProfilerStep#").fillna(False).astype(bool)
-    return series.mask(step, "ProfilerStep*").to_numpy(dtype=object)
-
-
-def _common_shapes(rows: pd.DataFrame, out: pd.DataFrame) -> list[str]:
-    shaped = rows[rows["input_dims"].astype(bool)]
+def _common_shapes(events: pd.DataFrame, keep: np.ndarray, rows: pd.DataFrame) -> pd.Series:
+    """Per group, the most common non-empty ``input_dims`` (the first seen wins a tie)."""
+    dims_code, dims = pd.factorize(events["input_dims"].fillna(""), sort=False)
+    dims_text = np.asarray(dims, dtype=object)
+    shaped = rows.assign(dims=dims_code[keep])
+    shaped = shaped[dims_text[shaped["dims"].to_numpy()] != ""]
     if shaped.empty:
-        return [""] * len(out)
-    counts = (
-        shaped.groupby(["name", "lane", "input_dims"], sort=False)
+        return pd.Series(dtype=object)
+    best = (
+        shaped.groupby(["group", "dims"], sort=False)
         .agg(n=("ts_us", "size"), first=("ts_us", "min"))
         .reset_index()
         .sort_values(["n", "first"], ascending=[False, True], kind="stable")
-        .drop_duplicates(["name", "lane"])
+        .drop_duplicates("group")
     )
-    best = {(r.name, r.lane): r.input_dims for r in counts.itertuples(index=False)}
-    return [best.get((n, lane), "") for n, lane in zip(out["name"], out["lane"], strict=True)]
+    text = dims_text[best["dims"].to_numpy()]
+    return pd.Series(text, index=best["group"].to_numpy(), dtype=object)
 
 
 def _dtype(column: str) -> str:
@@ -300,9 +311,14 @@ def _dtype(column: str) -> str:
 def event_flops(events: pd.DataFrame) -> np.ndarray:
     """``flops`` per event, estimated from ``input_dims`` where the trace recorded none."""
     flops = events["flops"].to_numpy(dtype=np.float64).copy()
-    todo = np.isnan(flops) & events["name"].isin(_FLOPS_INPUTS).to_numpy()
-    for pos in np.flatnonzero(todo):
-        flops[pos] = _torch_flops(events["name"].iat[pos], events["input_dims"].iat[pos])
+    named = events["name"].isin(_FLOPS_INPUTS).to_numpy(dtype=bool)
+    todo = np.flatnonzero(np.isnan(flops) & named)
+    if len(todo) == 0:
+        return flops
+    pairs = events[["name", "input_dims"]].iloc[todo].fillna("")
+    codes, unique = pd.factorize(pd.MultiIndex.from_frame(pairs), sort=False)
+    estimate = np.array([_torch_flops(str(n), str(d)) for n, d in unique], dtype=np.float64)
+    flops[todo] = estimate[codes]
     return flops
 
 
@@ -322,7 +338,7 @@ def _torch_flops(name: str, input_dims: str) -> float:
     try:
         dims = json.loads(input_dims)
         shapes = [[int(d) for d in dims[i]] for i in _FLOPS_INPUTS[name]]
-    except (ValueError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError, KeyError):
         return math.nan
     if len(shapes) == 1:  # elementwise: one op per element of the first input
         return float(math.prod(shapes[0]))
