@@ -169,8 +169,8 @@ def ops_for_traces(trace_paths: Iterable[Path]) -> pd.DataFrame:
 
     tables = []
     for path in trace_paths:
-        trace = read_trace(Path(path))
-        tables.append(self_vs_total(build_events(trace, rank=_trace_rank(trace))))
+        # ranks are summed anyway, so each trace's own rank does not matter here
+        tables.append(self_vs_total(build_events(read_trace(Path(path)))))
     return merge_ops(tables)
 
 
@@ -204,14 +204,6 @@ def merge_ops(tables: list[pd.DataFrame]) -> pd.DataFrame:
 def self_vs_total_empty() -> pd.DataFrame:
     """An ops table with no rows and the usual columns."""
     return pd.DataFrame({c: pd.Series(dtype=object) for c in OPS_COLUMNS})
-
-
-def _trace_rank(trace: object) -> int:
-    """The trace's ``distributedInfo.rank`` (0 when absent or unreadable)."""
-    metadata = getattr(trace, "metadata", None)
-    info = metadata.get("distributedInfo") if isinstance(metadata, dict) else None
-    rank = info.get("rank", 0) if isinstance(info, dict) else 0
-    return rank if isinstance(rank, int) and not isinstance(rank, bool) else 0
 
 
 def _write_atomic(path: Path, text: str) -> Path:
