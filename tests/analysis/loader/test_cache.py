@@ -1,0 +1,104 @@
+"""The Arrow cache beside a trace: used when fresh, ignored when stale or broken, and never a
+reason for a load to fail."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+import autoprof.analysis.run as run_module
+from autoprof.analysis import load
+from autoprof.analysis._cache import cache_path
+
+
+def _forbid_decoding(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the trace was decoded although a fresh cache exists")
+
+    monkeypatch.setattr(run_module, "read_trace", refuse)
+
+
+def test_second_load_reads_the_cache(trace_copy, with_cache, monkeypatch):
+    first = load(trace_copy)
+    assert cache_path(trace_copy).is_file()
+    _forbid_decoding(monkeypatch)
+    second = load(trace_copy)
+    assert second.events.equals(first.events)
+    assert second.trace_metadata == first.trace_metadata
+    assert list(second.events.dtypes) == list(first.events.dtypes)
+
+
+def test_a_changed_trace_invalidates_the_cache(trace_copy, with_cache):
+    load(trace_copy)
+    text = trace_copy.read_text().replace('"aten::mm"', '"aten::XX"')
+    trace_copy.write_text(text)
+    reloaded = load(trace_copy)
+    assert (reloaded.events["name"] == "aten::XX").sum() == 3
+
+
+def test_a_stale_key_is_ignored_even_with_the_same_size(trace_copy, with_cache):
+    load(trace_copy)
+    st = trace_copy.stat()
+    os.utime(trace_copy, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    calls = []
+    original = run_module.read_trace
+    run_module.read_trace = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        load(trace_copy)
+    finally:
+        run_module.read_trace = original
+    assert calls == [1]
+
+
+def test_a_corrupt_cache_is_ignored_and_rewritten(trace_copy, with_cache):
+    expected = load(trace_copy).events
+    cache_path(trace_copy).write_bytes(b"ARROW1\x00garbage")
+    assert load(trace_copy).events.equals(expected)
+    assert cache_path(trace_copy).read_bytes()[:6] == b"ARROW1"
+    assert cache_path(trace_copy).stat().st_size > 100
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True,
+                    reason="root ignores folder permissions")
+def test_a_read_only_folder_just_means_no_cache(trace_copy, with_cache):
+    folder = trace_copy.parent
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        assert len(load(trace_copy).events) == 32
+        assert not cache_path(trace_copy).exists()
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+def test_an_unwritable_cache_location_does_not_fail_the_load(trace_copy, with_cache):
+    cache_path(trace_copy).mkdir()  # a folder where the cache file should go
+    assert len(load(trace_copy).events) == 32
+
+
+def test_cache_disabled_writes_nothing(trace_copy):
+    load(trace_copy)
+    assert not cache_path(trace_copy).exists()
+
+
+def test_progress_reports_increasing_fractions_ending_at_one(trace_copy):
+    seen: list[tuple[float, str]] = []
+    load(trace_copy, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(isinstance(m, str) and m for _, m in seen)
+
+
+def test_a_permission_error_while_caching_does_not_fail_the_load(
+    trace_copy, with_cache, monkeypatch
+):
+    """What a read-only folder does when not running as root (root ignores the mode bits)."""
+    import autoprof.analysis._cache as cache
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cache.tempfile, "mkstemp", denied)
+    assert len(load(trace_copy).events) == 32
+    assert not cache_path(trace_copy).exists()
