@@ -1,0 +1,106 @@
+"""Run one measurement in a fresh Python process and collect what it reports.
+
+The child prints one JSON object on its last stdout line (``emit``), which carries the
+child's own peak resident memory: ``getrusage`` of the child itself and of the processes it
+waited for (HTA forks a parser process), so one measurement never sees another's memory.
+The larger of the two is kept (not their sum, which favours a baseline that forks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Sample:
+    """What one fresh process reported, plus its peak RSS and wall time."""
+
+    values: dict[str, Any]
+    peak_rss_mb: float
+    wall_s: float
+    end_unix: float  # when the process had exited (its pipes closed), time.time()
+
+
+class MeasureError(RuntimeError):
+    """A measurement process failed; the message names the command and its stderr tail."""
+
+
+def run_child(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 600.0,
+    cwd: str | None = None,
+) -> Sample:
+    """Run ``argv`` in a fresh process; return its last JSON line, peak RSS and wall time."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise MeasureError(f"{' '.join(argv)}: timed out after {timeout_s:.0f} s") from None
+    wall_s = time.perf_counter() - t0
+    end_unix = time.time()
+    if proc.returncode != 0:
+        tail = "\n".join(err.strip().splitlines()[-15:])
+        raise MeasureError(f"{' '.join(argv)}: exit status {proc.returncode}\n{tail}")
+    lines = [line for line in out.strip().splitlines() if line.startswith("{")]
+    if not lines:
+        raise MeasureError(f"{' '.join(argv)}: printed no JSON result line")
+    values = json.loads(lines[-1])
+    peak = float(values.pop("_peak_rss_mb", float("nan")))
+    return Sample(values=values, peak_rss_mb=peak, wall_s=wall_s, end_unix=end_unix)
+
+
+def child_peak_rss_mb() -> float:
+    """Peak RSS of the calling process and of the children it waited for, in MiB (Linux)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) / 1024.0
+
+
+def emit(values: dict[str, Any]) -> None:
+    """Print the child's result line (with its peak RSS) for ``run_child`` to read."""
+    values = dict(values)
+    values["_peak_rss_mb"] = child_peak_rss_mb()
+    sys.stdout.write(json.dumps(values) + "\n")
+    sys.stdout.flush()
+
+
+@dataclass
+class Stats:
+    """Median, min and max of one quantity over repeated fresh processes."""
+
+    median: float
+    min: float
+    max: float
+    n: int
+    values: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stats:
+        vals = [float(v) for v in values]
+        if not vals:
+            return cls(float("nan"), float("nan"), float("nan"), 0, [])
+        return cls(statistics.median(vals), min(vals), max(vals), len(vals), vals)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"median": self.median, "min": self.min, "max": self.max, "n": self.n,
+                "values": self.values}

@@ -1,0 +1,288 @@
+"""autoprof's performance targets, each measured against its baseline in fresh processes.
+
+    .venv/bin/python benchmarks/run.py [--quick] [--out benchmarks/results.json]
+
+Prints one table (target, ours, baseline, ratio = ours / baseline, limit, pass/fail) and
+writes every number (median, min, max, each run, peak RSS) as JSON. Targets (issue 5):
+
+1. not recording: a decorated call after its schedule ended vs a plain ``functools.wraps``
+   wrapper; ``AUTOPROF=0``: the function itself; ``autoprof.region()`` with no profiler
+   running vs ``torch.profiler.record_function``.
+2. recording: steps/s over the active steps of a 64x64 matmul+add loop, @autoprof vs the
+   same loop written by hand with torch.profiler and the same options.
+3. export: time the program is blocked at the end of a run (all artifacts) vs a hand-written
+   ``on_trace_ready`` that calls ``export_chrome_trace``, at 10k and 100k events.
+4. load and analyze: ``autoprof.load(path).summary()`` vs HTA's ``TraceAnalysis(trace_dir)``
+   at 100k and 1M events (time and peak RSS), and a second open (cached columnar form).
+
+``--quick`` (under a minute): fewer repeats, 10k events only, HTA only if its venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))
+
+from _measure import MeasureError, Sample, Stats, run_child  # noqa: E402
+from _report import Row, machine_info, print_table  # noqa: E402
+from traces import ensure_trace  # noqa: E402
+
+HTA_PYTHON = _HERE / ".venv-hta" / "bin" / "python"
+WORKERS = str(_HERE / "_workers.py")
+EVENTS_PER_STEP = 8  # events one profiled matmul+add step adds to a CPU trace (measured)
+
+
+class Plan:
+    """How much work each target gets in one mode."""
+
+    def __init__(self, quick: bool) -> None:
+        self.quick = quick
+        self.call_repeats = 1 if quick else 5
+        self.call_loop_s = 0.05 if quick else 0.2
+        self.rec_repeats = 2 if quick else 7
+        self.rec_active = 300 if quick else 3000
+        self.export_sizes = [10_000] if quick else [10_000, 100_000]
+        self.export_repeats = 1 if quick else 3
+        self.load_sizes = [10_000] if quick else [100_000, 1_000_000]
+        self.load_repeats = 1 if quick else 3
+
+
+def _py(task: str, kwargs: dict[str, Any], python: str = sys.executable) -> list[str]:
+    return [python, WORKERS, task, json.dumps(kwargs)]
+
+
+def _measure(task: str, kwargs: dict[str, Any], env: dict[str, str] | None = None,
+             python: str = sys.executable) -> Sample | str:
+    """One fresh-process measurement; a string says why there is no number."""
+    try:
+        sample = run_child(_py(task, kwargs, python), env=env, cwd=str(_HERE.parent))
+    except MeasureError as exc:
+        print(f"  ! {task}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return f"failed: {str(exc).splitlines()[-1][:200]}"
+    if "unavailable" in sample.values:
+        return f"not available: {sample.values['unavailable']}"
+    return sample
+
+
+def _pairs(ours: tuple[str, dict[str, Any], dict[str, str] | None],
+           base: tuple[str, dict[str, Any], dict[str, str] | None],
+           repeats: int, base_python: str = sys.executable
+           ) -> tuple[list[Sample | str], list[Sample | str]]:
+    """Run ours and the baseline ``repeats`` times each, interleaved (ABBA order)."""
+    a: list[Sample | str] = []
+    b: list[Sample | str] = []
+    for i in range(repeats):
+        order = [0, 1] if i % 2 == 0 else [1, 0]
+        for which in order:
+            if which == 0:
+                a.append(_measure(ours[0], ours[1], ours[2]))
+            else:
+                b.append(_measure(base[0], base[1], base[2], python=base_python))
+    return a, b
+
+
+def _values(samples: list[Sample | str], key: str) -> tuple[Stats | None, str | None]:
+    nums = [s.values[key] for s in samples if isinstance(s, Sample)]
+    whys = [s for s in samples if isinstance(s, str)]
+    if not nums:
+        return None, (whys[0] if whys else "not measured")
+    return Stats.of(nums), None
+
+
+def _rss(samples: list[Sample | str]) -> Stats | None:
+    nums = [s.peak_rss_mb for s in samples if isinstance(s, Sample)]
+    return Stats.of(nums) if nums else None
+
+
+def target_calls(plan: Plan, raw: dict[str, Any]) -> list[Row]:
+    kw = {"loop_s": plan.call_loop_s, "repeat": 3 if plan.quick else 7}
+    off = {"AUTOPROF": "0"}
+    done, wraps = _pairs(("call_autoprof_done", kw, None), ("call_wraps", kw, None),
+                         plan.call_repeats)
+    disabled, bare = _pairs(("call_disabled", kw, off), ("call_bare", kw, None),
+                            plan.call_repeats)
+    region, recfn = _pairs(("region_autoprof", kw, None), ("region_record_function", kw, None),
+                           plan.call_repeats)
+    raw["calls"] = {k: [s.__dict__ if isinstance(s, Sample) else s for s in v] for k, v in
+                    dict(autoprof_done=done, wraps=wraps, disabled=disabled, bare=bare,
+                         region=region, record_function=recfn).items()}
+    rows = [Row.compare("1 not recording: decorated call, ns", _values(done, "ns_per_call"),
+                      _values(wraps, "ns_per_call"), limit=1.2, unit="ns")]
+    identity = [s.values.get("identity") for s in disabled if isinstance(s, Sample)]
+    row = Row.compare("1 AUTOPROF=0: call, ns (vs bare call)", _values(disabled, "ns_per_call"),
+                    _values(bare, "ns_per_call"), limit=None, unit="ns")
+    if identity:
+        row.limit_text = "is the original"
+        row.passed = all(identity)
+        row.note = f"decorator returned the original function: {all(identity)}"
+    rows.append(row)
+    rows.append(Row.bounded("1 region(), no profiler, ns", _values(region, "ns_per_call"),
+                             _values(recfn, "ns_per_call"), max_ours=500.0, unit="ns"))
+    return rows
+
+
+def target_recording(plan: Plan, raw: dict[str, Any]) -> list[Row]:
+    common = {"active": plan.rec_active, "warmup_calls": 50}
+    ours, base = _pairs(("recording", {"kind": "autoprof", **common}, None),
+                        ("recording", {"kind": "torch", **common}, None), plan.rec_repeats)
+    raw["recording"] = {"autoprof": [_plain(s) for s in ours],
+                        "torch": [_plain(s) for s in base]}
+    return [Row.compare(f"2 recording: steps/s, {plan.rec_active} active steps",
+                      _values(ours, "steps_per_s"), _values(base, "steps_per_s"),
+                      limit=0.95, unit="/s", higher_is_better=True)]
+
+
+def target_export(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
+    from _workers import count_trace_events
+
+    rows = []
+    for n in plan.export_sizes:
+        active = max(2, n // EVENTS_PER_STEP)
+        samples: dict[str, list[Sample | str]] = {"autoprof": [], "torch": []}
+        events: dict[str, list[int]] = {"autoprof": [], "torch": []}
+        for i in range(plan.export_repeats):
+            for kind in (("autoprof", "torch") if i % 2 == 0 else ("torch", "autoprof")):
+                out = out_root / "export" / f"n{n}-{kind}-{i}"
+                _clean(out)
+                out.mkdir(parents=True)
+                s = _measure("export", {"kind": kind, "active": active, "warmup_calls": 50,
+                                        "trailing": 5, "out": str(out)})
+                if isinstance(s, Sample):
+                    s.values["exit_tail_s"] = max(0.0, s.end_unix - s.values["done_unix"])
+                    events[kind].append(count_trace_events(str(out)))
+                samples[kind].append(s)
+                _clean(out)
+        raw[f"export_{n}"] = {k: [_plain(s) for s in v] for k, v in samples.items()}
+        raw[f"export_{n}"]["events"] = events
+        row = Row.compare(f"3 export: blocked at end, s, ~{n // 1000}k events",
+                        _values(samples["autoprof"], "blocked_s"),
+                        _values(samples["torch"], "blocked_s"), limit=2.0, unit="s")
+        alone, _ = _values(samples["torch"], "export_chrome_trace_s")
+        deferred, _ = _values(samples["autoprof"], "deferred_s")
+        got = events["autoprof"] or events["torch"]
+        parts = [f"trace events {got[0] if got else '?'}"]
+        if alone:
+            parts.append(f"export_chrome_trace alone {alone.median:.3f} s")
+        if deferred:
+            parts.append(f"autoprof work deferred off the user's path {deferred.median:.3f} s")
+        row.note = "; ".join(parts + ([row.note] if row.note else []))
+        rows.append(row)
+    return rows
+
+
+def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
+    rows = []
+    have_hta = HTA_PYTHON.exists()
+    for n in plan.load_sizes:
+        trace = ensure_trace(out_root / "traces", n)
+        first: list[Sample | str] = []
+        second: list[Sample | str] = []
+        hta: list[Sample | str] = []
+        for i in range(plan.load_repeats):
+            ours_dir = out_root / "load" / f"n{n}-ours-{i}"
+            _fresh_link(trace, ours_dir)
+            path = str(ours_dir / trace.name)
+            if have_hta and i % 2 == 1:
+                hta.append(_hta(trace, out_root, n))
+            first.append(_measure("load_autoprof", {"path": path}))
+            second.append(_measure("load_autoprof", {"path": path}))
+            if have_hta and i % 2 == 0:
+                hta.append(_hta(trace, out_root, n))
+            _clean(ours_dir)
+        if not have_hta:
+            hta = [f"not available: HTA venv missing ({HTA_PYTHON}); run "
+                   "benchmarks/setup_hta.sh"]
+        raw[f"load_{n}"] = {"first": [_plain(s) for s in first],
+                            "second": [_plain(s) for s in second],
+                            "hta": [_plain(s) for s in hta]}
+        label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
+        rows.append(Row.compare(f"4 load+summary vs HTA, s, {label} events",
+                              _values(first, "work_s"), _values(hta, "work_s"),
+                              limit=1 / 8, unit="s"))
+        rss_first, rss_hta = _rss(first), _rss(hta)
+        rows.append(Row.compare(f"4 peak RSS vs HTA, MB, {label} events",
+                              (rss_first, None if rss_first else "not measured"),
+                              (rss_hta, None if rss_hta else "not measured"),
+                              limit=1 / 3, unit="MB"))
+        rows.append(Row.bounded(f"4 second open (cached), s, {label} events",
+                                 _values(second, "work_s"), _values(first, "work_s"),
+                                 max_ours=0.5 if n >= 1_000_000 else None, unit="s",
+                                 baseline_name="first open"))
+    return rows
+
+
+def _hta(trace: Path, out_root: Path, n: int) -> Sample | str:
+    hta_dir = out_root / "load" / f"n{n}-hta"
+    if not (hta_dir / trace.name).exists():
+        _fresh_link(trace, hta_dir)
+    return _measure("load_hta", {"trace_dir": str(hta_dir)}, python=str(HTA_PYTHON))
+
+
+def _fresh_link(trace: Path, folder: Path) -> None:
+    """A folder holding only ``trace`` (hard link: no copy, no cache beside it yet)."""
+    _clean(folder)
+    folder.mkdir(parents=True)
+    try:
+        os.link(trace, folder / trace.name)
+    except OSError:
+        import shutil
+
+        shutil.copyfile(trace, folder / trace.name)
+
+
+def _clean(folder: Path) -> None:
+    import shutil
+
+    if folder.exists():
+        shutil.rmtree(folder)
+
+
+def _plain(s: Sample | str) -> Any:
+    return s.__dict__ if isinstance(s, Sample) else s
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="autoprof benchmarks (issue 5 targets)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    parser.add_argument("--out", type=Path, default=_HERE / "results.json")
+    parser.add_argument("--only", default="1,2,3,4", help="targets to run, e.g. 1,4")
+    args = parser.parse_args(argv)
+    plan = Plan(args.quick)
+    out_root = _HERE / "out"
+    only = {int(t) for t in args.only.split(",")}
+    started = time.time()
+    machine = machine_info(HTA_PYTHON)
+    raw: dict[str, Any] = {}
+    rows: list[Row] = []
+    steps = [(1, "not recording", lambda: target_calls(plan, raw)),
+             (2, "recording", lambda: target_recording(plan, raw)),
+             (3, "export", lambda: target_export(plan, raw, out_root)),
+             (4, "load and analyze", lambda: target_load(plan, raw, out_root))]
+    for number, title, fn in steps:
+        if number in only:
+            t0 = time.perf_counter()
+            print(f"[{number}] {title} ...", file=sys.stderr, flush=True)
+            rows.extend(fn())
+            print(f"    {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    machine["loadavg_end"] = os.getloadavg()
+    print_table(rows)
+    result = {"mode": "quick" if args.quick else "full", "argv": sys.argv,
+              "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+              "duration_s": time.time() - started, "machine": machine,
+              "rows": [r.as_dict() for r in rows], "raw": raw}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
