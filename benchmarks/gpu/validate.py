@@ -20,6 +20,7 @@ The two-rank DDP straggler run is ``benchmarks/gpu/ddp_straggler.py`` (needs tor
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -113,7 +114,7 @@ def _host_launch_us(fn: Any, calls: int) -> float:
 
 def accuracy(out_dir: Path) -> dict[str, Any]:
     x, w, b = _operands(4096)
-    call = lambda: matmul_add(x, w, b)  # noqa: E731
+    call = functools.partial(matmul_add, x, w, b)
     for _ in range(20):
         call()
     event_us = statistics.median(_event_time_per_call_us(call, 20) for _ in range(5))
@@ -131,15 +132,15 @@ def accuracy(out_dir: Path) -> dict[str, Any]:
 def sweep(out_dir: Path) -> list[dict[str, Any]]:
     rows = []
     for size in SWEEP_SIZES:
-        x, w, b = _operands(size)
-        call = lambda: matmul_add(x, w, b)  # noqa: E731
+        operands = _operands(size)
+        call = functools.partial(matmul_add, *operands)
         for _ in range(20):
             call()
         gpu_us = statistics.median(_event_time_per_call_us(call, 20) for _ in range(5))
         host_us = statistics.median(_host_launch_us(call, 20) for _ in range(5))
         decorated = profile_fn(name=f"sweep_n{size}", out_dir=str(out_dir), warmup=5,
                                schedule=SCHEDULE)(matmul_add)
-        run = autoprof.check(decorated, x, w, b)
+        run = autoprof.check(decorated, *operands)
         verdict = run.verdict().kind
         ratio = gpu_us / host_us
         # Clear cases must match; near the crossover (0.5x-2x) any verdict but cpu-only is fair.
@@ -154,7 +155,7 @@ def sweep(out_dir: Path) -> list[dict[str, Any]]:
                      "gpu_over_host": ratio, "expected": expected, "verdict": verdict,
                      "gpu_busy_pct": run.overhead().gpu_busy_pct, "pass": ok,
                      "run": str(run.path)})
-        del x, w, b
+        del operands, call
     return rows
 
 
