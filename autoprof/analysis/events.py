@@ -76,8 +76,8 @@ def _keep_mask(trace: TraceFile, warnings: list[str]) -> BoolArray:
     is_x = c.kind == KIND_X
     ts, dur = c.ts, c.dur
     checks = [
-        ("without a ts", ~np.isfinite(ts) | (np.abs(ts) > MAX_ABS_TS_US)),
-        ("without a dur", ~np.isfinite(dur)),
+        ("without a finite ts", ~np.isfinite(ts) | (np.abs(ts) > MAX_ABS_TS_US)),
+        ("without a finite dur", ~np.isfinite(dur)),
         ("with a negative dur", dur < 0),
         (f"with a dur above {MAX_DUR_US:.0e} us", dur > MAX_DUR_US),
     ]

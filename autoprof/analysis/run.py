@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis import _cache
-from autoprof.analysis._decode import read_trace
+from autoprof.analysis._columns import KIND_X
+from autoprof.analysis._decode import TraceFile, read_trace
 from autoprof.analysis._errors import TraceError
 from autoprof.analysis._inputs import Source, rank_from_name, resolve_source
 from autoprof.analysis._merge import combine
@@ -114,6 +115,8 @@ def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
     if progress is not None:
         progress(0.75, f"building the events table of {trace.name}")
     events = build_events(trace_file, rank=0)
+    if not len(events):
+        raise TraceError(trace, _no_events_problem(trace_file))
     distributed = trace_file.distributed_rank
     metadata = dict(trace_file.metadata)
     if distributed is not None:
@@ -123,6 +126,22 @@ def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
         progress(0.9, f"caching {trace.name}")
     _cache.write_cache(trace, result)
     return result
+
+
+def _no_events_problem(trace_file: TraceFile) -> str:
+    """Why a trace gave no rows: empty, or events of other kinds (another tool's format?)."""
+    columns = trace_file.columns
+    total = len(columns)
+    if total == 0:
+        if trace_file.warnings:
+            return "no usable events (" + "; ".join(trace_file.warnings) + ")"
+        return "trace has no events ('traceEvents' is empty)"
+    complete = int((columns.kind == KIND_X).sum())
+    if complete:
+        detail = "; ".join(trace_file.warnings) or "all were unusable"
+        return f"none of its {complete} complete ('X') events is usable ({detail})"
+    return (f"none of its {total} events is a complete ('X') event: not a torch.profiler "
+            "trace? (torch.profiler writes ph='X' events)")
 
 
 def _rank_of(trace: Path, metadata: dict[str, Any], source: Source) -> int:
