@@ -29,35 +29,50 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
     return code.co_filename, code.co_firstlineno
 
 
+def _through(fn: Callable[..., Any], call: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return call(fn, args, kwargs)
+
+    return wrapper
+
+
+def _direct(fn: Callable[..., Any], call: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+        call  # noqa: B018 -- unreachable; keeps the free variables those of _through
+
+    return wrapper
+
+
+# Once a session is done its wrapper's code object is swapped for this one: the same closure
+# cells (fn, call), but a body that is exactly a plain functools.wraps wrapper's.
+_DIRECT_CODE = _direct(len, len).__code__
+if _DIRECT_CODE.co_freevars != _through(len, len).__code__.co_freevars:  # pragma: no cover
+    raise ImportError("autoprof: the fast-path wrappers must share their free variables")
+
+
 def decorate(fn: F, options: Options) -> F:
     """Wrap ``fn`` in a session; with autoprof disabled, return ``fn`` itself."""
     if not options.enabled or not env_enabled():
         return fn
     qualname = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     source_file, source_line = _source_of(fn)
-    name = options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn")
+    name = str(options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn"))
     session = _session.Session(name, options, qualname, source_file, source_line)
-    call = session.call
+    wrapper: Any = functools.wraps(fn)(_through(fn, session.call))
 
-    def profiled(*args: Any, **kwargs: Any) -> Any:
-        return call(fn, args, kwargs)
-
-    impl: list[Callable[..., Any]] = [profiled]
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return impl[0](*args, **kwargs)
-
-    def labelled(*args: Any, **kwargs: Any) -> Any:
+    def labelled(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if profiler_enabled():
             with _session.torch_module().autograd.profiler.record_function(session.name):
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
     def fast_path() -> None:
-        # the schedule is over: straight to the function, or (nested in another session's
-        # run) to the function under our label whenever a profiler records
-        impl[0] = labelled if session.covered else fn
+        if session.covered:  # nested in another session's run: label whenever one records
+            cell = wrapper.__closure__[wrapper.__code__.co_freevars.index("call")]
+            cell.cell_contents = labelled
+        else:  # the schedule is over: straight to the function
+            wrapper.__code__ = _DIRECT_CODE
 
     session.on_done = fast_path
     wrapper.autoprof_session = session  # type: ignore[attr-defined]
@@ -194,9 +209,7 @@ class Autoprof:
         opts = make_options(**options)
         return lambda f: decorate(f, opts)
 
-    @staticmethod
-    def region(name: str, **options: Any) -> Any:
-        return region(name, **options)
+    region = staticmethod(region)
 
     @staticmethod
     def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -276,11 +276,11 @@ class Session:
                     run_id = artifacts.new_run_id()
             else:
                 raise FileExistsError(f"no free run id under {out_dir / self.name}")
-            activities = self.options.activities
-            if activities is None:
-                activities = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+            activities: tuple[str, ...] = self.options.activities or (
+                ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
+            )
             self._run = RunState(run_dir, run_id, info, uses_cuda="cuda" in activities)
-            self._activities = tuple(activities)
+            self._activities = activities
             self.run_dir = run_dir
             self._write_manifest("recording")
             return self._run

@@ -50,7 +50,8 @@ def test_bare_decorator_profiles_with_defaults(traces_root):
     session = matmul_add.autoprof_session
     assert session.done
     session.flush()
-    m = manifest(only_run(traces_root, "test_bare_decorator_profiles_with_defaults.<locals>.matmul_add"))
+    name = "test_bare_decorator_profiles_with_defaults.<locals>.matmul_add"
+    m = manifest(only_run(traces_root, name))
     assert m["status"] == "complete"
     assert m["steps_recorded"] == 3
     assert len(m["warmup_call_ms"]) == 3
