@@ -55,7 +55,7 @@ class Context:
 
     @cached_property
     def overhead(self) -> Overhead:
-        return overhead(self.events)
+        return overhead(self.events, steps=self.steps)
 
     @cached_property
     def verdict(self) -> Verdict:

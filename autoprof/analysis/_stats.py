@@ -57,12 +57,20 @@ def cpu_rows(events: pd.DataFrame) -> pd.DataFrame:
     return events[mask]
 
 
+def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """Boolean mask of `names` that `pattern` finds (tested once per distinct name)."""
+    if len(names) == 0:
+        return np.zeros(0, dtype=bool)
+    codes, uniques = pd.factorize(names, use_na_sentinel=False)
+    hits = np.fromiter((bool(pattern.search(str(u))) for u in uniques), bool, len(uniques))
+    return hits[codes]
+
+
 def step_rows(events: pd.DataFrame) -> pd.DataFrame:
     """The `ProfilerStep#N` spans on the CPU lane, sorted by (rank, ts_us), with `step_no`."""
     cpu = events[events["lane"].to_numpy() == "cpu"]
-    numbers = cpu["name"].str.extract(STEP_NAME, expand=False)
-    steps = cpu[numbers.notna().to_numpy()].copy()
-    steps["step_no"] = numbers.dropna().astype("int64").to_numpy()
+    steps = cpu[name_matches(cpu["name"], STEP_NAME)].copy()
+    steps["step_no"] = [int(str(n).rsplit("#", 1)[1]) for n in steps["name"]]
     return steps.sort_values(["rank", "ts_us"], kind="stable")
 
 
@@ -113,6 +121,24 @@ def gaps(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
     lengths = np.concatenate([s, [hi]]) - gap_start
     positive = lengths > 0
     return gap_start[positive], lengths[positive]
+
+
+class Coverage:
+    """Merged intervals with prefix sums: how much of [lo, hi] they cover, in O(log n)."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.s, self.e = merge_intervals(np.asarray(starts, float), np.asarray(ends, float))
+        self.cum = np.concatenate([[0.0], np.cumsum(self.e - self.s)])
+
+    def _upto(self, x: float) -> float:
+        """Covered length in (-inf, x]."""
+        i = int(np.searchsorted(self.s, x, side="right"))  # intervals starting at or before x
+        if i == 0:
+            return 0.0
+        return float(self.cum[i - 1] + min(x, self.e[i - 1]) - self.s[i - 1])
+
+    def covered(self, lo: float, hi: float) -> float:
+        return max(self._upto(hi) - self._upto(lo), 0.0) if hi > lo else 0.0
 
 
 def quantile(values: np.ndarray, q: float) -> float:

@@ -29,8 +29,8 @@ from autoprof.analysis.steps import gpu_known_from, per_step
 # Idle stretches shorter than this are the normal gap between back-to-back kernels.
 MIN_IDLE_GAP_US = 1.0
 
-_NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "self_us",
-          "step", "rank", "parent", "launch_row", "op_row", "device", "stream"]
+NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "self_us",
+         "step", "rank", "parent", "launch_row", "op_row", "device", "stream"]
 
 
 @dataclass(frozen=True)
@@ -174,12 +174,18 @@ def _idle_gaps(steps: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts
         parts.gap_starts.append(starts[big])
 
 
-def overhead(events: pd.DataFrame, rank: int | None = None) -> Overhead:
-    """The overhead picture of one rank, or of all ranks pooled (`rank=None`)."""
-    require_columns(events, _NEEDS, "overhead")
+def overhead(events: pd.DataFrame, rank: int | None = None, *,
+             steps: pd.DataFrame | None = None) -> Overhead:
+    """The overhead picture of one rank, or of all ranks pooled (`rank=None`).
+
+    `steps` may pass an already computed `per_step(events, rank)` to reuse it.
+    """
+    require_columns(events, NEEDS, "overhead")
+    events = events[NEEDS]  # only what is used: filtering copies fewer columns
     events = for_rank(events, rank)
     parts = _Parts()
-    steps = per_step(events)
+    if steps is None:
+        steps = per_step(events)
     ranks = ranks_of(events)
     for r in ranks:
         ev = events if len(ranks) == 1 else for_rank(events, r)

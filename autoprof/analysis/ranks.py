@@ -31,11 +31,13 @@ import pandas as pd
 from autoprof.analysis._stats import (
     for_rank,
     median,
+    name_matches,
     ranks_of,
     require_columns,
     step_rows,
     union_length,
 )
+from autoprof.analysis.overhead import NEEDS as OVERHEAD_NEEDS
 from autoprof.analysis.overhead import Overhead, overhead
 
 COLLECTIVE_NAME = re.compile(
@@ -49,13 +51,13 @@ RANK_COLUMNS = [
     "rank", "steps", "step_time_us_median", "compute_us_median", "collective_us_median",
     "collective_us_total", "collectives", "gpu_busy_pct", "self_cpu_us", "self_gpu_us",
 ]
-_NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us", "step", "rank",
-          "parent"]
+# its own columns, plus what overhead() needs for the GPU busy column
+_NEEDS = list(dict.fromkeys(["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us",
+                             "step", "rank", "parent", *OVERHEAD_NEEDS]))
 
 
 def _collective_rows(events: pd.DataFrame) -> pd.DataFrame:
-    hit = events["name"].str.contains(COLLECTIVE_NAME).to_numpy(dtype=bool)
-    rows = events[hit]
+    rows = events[name_matches(events["name"], COLLECTIVE_NAME)]
     cpu = rows[rows["lane"].to_numpy() == "cpu"]
     # outermost only: a collective op whose parent is also a collective is inside it
     nested = cpu["parent"].isin(cpu.index).to_numpy()
@@ -75,19 +77,30 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     else:
         spans = [(int(s.step_no), float(s.ts_us), float(s.end_us))
                  for s in steps.itertuples(index=False)]
+    # (step, on cpu, start, end) of every collective, as plain arrays grouped by step
+    c_step = coll["step"].to_numpy()
+    c_cpu = coll["lane"].to_numpy() == "cpu"
+    c_ts, c_end = coll["ts_us"].to_numpy(float), coll["end_us"].to_numpy(float)
+    by_step: dict[int, np.ndarray] = {}
+    if len(coll):
+        order = np.argsort(c_step, kind="stable")
+        cut = np.flatnonzero(np.diff(c_step[order]) != 0) + 1
+        for idx in np.split(order, cut):
+            by_step[int(c_step[idx[0]])] = idx
+    everything = np.arange(len(coll))
     rows = []
     for step, start, end in spans:
-        in_step = coll if step == -1 else coll[coll["step"].to_numpy() == step]
-        cpu_c = in_step[in_step["lane"].to_numpy() == "cpu"]
-        gpu_c = in_step[in_step["lane"].to_numpy() != "cpu"]
-        cpu_us = union_length(cpu_c["ts_us"].to_numpy(), cpu_c["end_us"].to_numpy(), start, end)
-        gpu_us = union_length(gpu_c["ts_us"].to_numpy(), gpu_c["end_us"].to_numpy())
+        idx = everything if step == -1 else by_step.get(step, everything[:0])
+        on_cpu = idx[c_cpu[idx]]
+        on_gpu = idx[~c_cpu[idx]]
+        cpu_us = union_length(c_ts[on_cpu], c_end[on_cpu], start, end)
+        gpu_us = union_length(c_ts[on_gpu], c_end[on_gpu])
         span = end - start
-        first = float(cpu_c["ts_us"].min()) if not cpu_c.empty else (
-            float(in_step["ts_us"].min()) if not in_step.empty else end)
+        first_of = on_cpu if len(on_cpu) else idx
+        first = float(c_ts[first_of].min()) if len(first_of) else end
         rows.append({"span_us": span, "collective_us": min(max(cpu_us, gpu_us), span),
                      "compute_us": min(max(first - start, 0.0), span),
-                     "collectives": len(in_step)})
+                     "collectives": len(idx)})
     return pd.DataFrame(rows)
 
 
@@ -115,6 +128,7 @@ def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = Non
     `overheads` may hold already computed `overhead(events, rank)` results, to reuse them.
     """
     require_columns(events, _NEEDS, "rank_table")
+    events = events[_NEEDS]  # only what is used: filtering copies fewer columns
     ranks = ranks_of(events)
     rows = []
     for r in ranks:

@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis._stats import (
+    Coverage,
     cpu_rows,
     for_rank,
     gpu_work,
+    name_matches,
     require_columns,
     step_rows,
     union_length,
@@ -52,7 +54,7 @@ _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "se
 def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
     """Runtime/driver rows that launch GPU work (kernel launches, async copies and sets)."""
     runtime = events[events["cat"].isin(LAUNCH_CATS).to_numpy()]
-    return runtime[runtime["name"].str.contains(LAUNCH_NAME).to_numpy(dtype=bool)]
+    return runtime[name_matches(runtime["name"], LAUNCH_NAME)]
 
 
 def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
@@ -85,6 +87,7 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
     Empty (with these columns) when the trace has no `ProfilerStep#N` spans.
     """
     require_columns(events, _NEEDS, "per_step")
+    events = events[_NEEDS]  # only what is used: filtering copies fewer columns
     events = for_rank(events, rank)
     steps = step_rows(events)
     if steps.empty:
@@ -94,9 +97,9 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
     keys = ["rank", "step"]
     self_cpu = cpu_rows(events).groupby(keys)["self_us"].sum()
     work = gpu_work(events)
-    work_groups = {k: g for k, g in work.groupby(keys)}
-    rank_work = {int(r): (g["ts_us"].to_numpy(), g["end_us"].to_numpy())
-                 for r, g in work.groupby("rank")}
+    groups = _work_groups(work)
+    coverage = {int(r): Coverage(g["ts_us"].to_numpy(), g["end_us"].to_numpy())
+                for r, g in work.groupby("rank")}
     known_from = gpu_known_from(work)
     launches = launch_calls(events).groupby(keys).size()
 
@@ -104,20 +107,20 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
     for step in steps.itertuples(index=False):
         key = (int(step.rank), int(step.step_no))
         start, end = float(step.ts_us), float(step.end_us)
-        g = work_groups.get(key)
-        if g is None or g.empty:
+        g = groups.get(key)
+        if g is None:
             gpu_work_us = busy = window = idle = 0.0
             kernels = 0
         else:
-            s, e = g["ts_us"].to_numpy(), g["end_us"].to_numpy()
-            gpu_work_us = float(g["dur_us"].sum())
+            s, e = g
+            gpu_work_us = float(np.sum(e - s))
             busy = union_length(s, e)
             last_end = float(np.max(e))
             window = max(last_end - start, 0.0)
-            all_s, all_e = rank_work[key[0]]  # busy with any work, earlier steps' included
+            # busy with any work of the rank, earlier steps' included
             lo = max(start, known_from.get(key[0], -math.inf))
-            idle = max(last_end - lo - union_length(all_s, all_e, lo, last_end), 0.0)
-            kernels = len(g)
+            idle = max(last_end - lo - coverage[key[0]].covered(lo, last_end), 0.0)
+            kernels = len(s)
         rows.append({
             "rank": key[0],
             "step": key[1],
@@ -133,3 +136,19 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
             "launches": int(launches.get(key, 0)),
         })
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+def _work_groups(work: pd.DataFrame) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    """(rank, step) -> (starts, ends) of the GPU work launched in that step."""
+    if work.empty:
+        return {}
+    rank = work["rank"].to_numpy()
+    step = work["step"].to_numpy()
+    order = np.lexsort((step, rank))
+    rank, step = rank[order], step[order]
+    ts = work["ts_us"].to_numpy(float)[order]
+    end = work["end_us"].to_numpy(float)[order]
+    change = np.flatnonzero((np.diff(rank) != 0) | (np.diff(step) != 0)) + 1
+    bounds = np.concatenate([[0], change, [len(order)]])
+    return {(int(rank[a]), int(step[a])): (ts[a:b], end[a:b])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
