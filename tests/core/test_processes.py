@@ -123,3 +123,33 @@ def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, tr
     for name in m["files"]:  # (none here) anything listed must be whole
         with gzip.open(run / name) as fh:
             json.load(fh)
+
+
+AT_EXIT = textwrap.dedent(
+    """
+    import torch
+    from autoprof import autoprof
+
+    @autoprof(name="unfinished", warmup=1, schedule=dict(wait=0, warmup=1, active=3))
+    def f(x):
+        return x * 2
+
+    for _ in range(4):  # warm-up, profiler warm-up, 2 of 3 active steps; then the program ends
+        f(torch.ones(2))
+    """
+)
+
+
+def test_interpreter_exit_finishes_an_unfinished_run_as_partial(tmp_path, traces_root):
+    script = tmp_path / "at_exit.py"
+    script.write_text(AT_EXIT)
+    done = subprocess.run(
+        [sys.executable, str(script)], env=_env(traces_root), capture_output=True, text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = run_dirs(traces_root, "unfinished")
+    m = manifest(run)
+    assert m["status"] == "partial" and m["steps_recorded"] == 2 and m["ended_at"]
+    (trace,) = trace_files(run)
+    assert trace.name in m["files"]
