@@ -258,48 +258,50 @@ def _aggregate(
     if not keep.any():
         return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS})
     on_gpu = (events["lane"] == "gpu").to_numpy(dtype=bool)[keep]
-    rows = pd.DataFrame(
+    groups, where, inverse = np.unique(key[keep] * 2 + on_gpu, return_index=True,
+                                       return_inverse=True)
+    ts = events["ts_us"].to_numpy(dtype=np.float64)[keep]
+    first_ts = np.full(len(groups), np.inf)
+    np.minimum.at(first_ts, inverse, ts)
+    flops = event_flops(events)[keep]
+    recorded = ~np.isnan(flops)
+    flops_sum = np.bincount(inverse, weights=np.where(recorded, flops, 0.0))
+    out = pd.DataFrame(
         {
-            "group": key[keep] * 2 + on_gpu,
-            "ts_us": events["ts_us"].to_numpy(dtype=np.float64)[keep],
-            "flops": event_flops(events)[keep],
+            "name": key_names[groups // 2],
+            "lane": np.where(groups % 2 == 1, "gpu", "cpu").astype(object),
+            "calls": np.bincount(inverse).astype(np.int64),
+            **{c: np.bincount(inverse, weights=per_event[c][keep]) for c in _TIMES},
+            "flops": np.where(np.bincount(inverse, weights=recorded) > 0, flops_sum, np.nan),
+            "input_shapes": _common_shapes(events, keep, inverse, ts, len(groups)),
         }
     )
-    for column in _TIMES:
-        rows[column] = per_event[column][keep]
-    grouped = rows.groupby("group", sort=False)
-    out = grouped.agg(
-        calls=("ts_us", "size"),
-        first_ts_us=("ts_us", "min"),
-        **{column: (column, "sum") for column in _TIMES},
-    )
-    out["flops"] = grouped["flops"].sum(min_count=1)
-    out["input_shapes"] = _common_shapes(events, keep, rows).reindex(out.index).fillna("")
-    out = out.sort_values("first_ts_us", kind="stable")
-    group = out.index.to_numpy(dtype=np.int64)
-    out.insert(0, "name", key_names[group // 2])
-    out.insert(1, "lane", np.where(group % 2 == 1, "gpu", "cpu").astype(object))
-    out = out.reset_index(drop=True)
-    return out[OPS_COLUMNS].astype({"calls": np.int64, "flops": np.float64})
+    # first appearance; rows that start together keep the order of their first event
+    order = np.lexsort((where, first_ts))
+    return out.iloc[order].reset_index(drop=True)[OPS_COLUMNS]
 
 
-def _common_shapes(events: pd.DataFrame, keep: np.ndarray, rows: pd.DataFrame) -> pd.Series:
+def _common_shapes(
+    events: pd.DataFrame, keep: np.ndarray, group: np.ndarray, ts_us: np.ndarray, n: int
+) -> np.ndarray:
     """Per group, the most common non-empty ``input_dims`` (the first seen wins a tie)."""
+    shapes = np.full(n, "", dtype=object)
     dims_code, dims = pd.factorize(events["input_dims"].fillna(""), sort=False)
     dims_text = np.asarray(dims, dtype=object)
-    shaped = rows.assign(dims=dims_code[keep])
-    shaped = shaped[dims_text[shaped["dims"].to_numpy()] != ""]
-    if shaped.empty:
-        return pd.Series(dtype=object)
+    code = dims_code[keep]
+    shaped = dims_text[code] != ""
+    if not shaped.any():
+        return shapes
     best = (
-        shaped.groupby(["group", "dims"], sort=False)
-        .agg(n=("ts_us", "size"), first=("ts_us", "min"))
+        pd.DataFrame({"group": group[shaped], "dims": code[shaped], "ts": ts_us[shaped]})
+        .groupby(["group", "dims"], sort=False)
+        .agg(n=("ts", "size"), first=("ts", "min"))
         .reset_index()
         .sort_values(["n", "first"], ascending=[False, True], kind="stable")
         .drop_duplicates("group")
     )
-    text = dims_text[best["dims"].to_numpy()]
-    return pd.Series(text, index=best["group"].to_numpy(), dtype=object)
+    shapes[best["group"].to_numpy()] = dims_text[best["dims"].to_numpy()]
+    return shapes
 
 
 def _dtype(column: str) -> str:
