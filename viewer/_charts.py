@@ -66,13 +66,15 @@ def balance(df: pd.DataFrame) -> alt.Chart:
         alt.Chart(df)
         .mark_bar()
         .encode(
-            y=alt.Y("side:N", title=None, sort=None),
+            y=alt.Y("side:N", title=None, sort=["Self CPU", "Self GPU"]),
             x=alt.X("time_us:Q", title="time (µs)"),
             color=alt.Color("side:N", legend=None,
-                            scale=alt.Scale(range=[_LANE_COLORS["cpu"], _LANE_COLORS["gpu"]])),
+                            scale=alt.Scale(domain=["Self CPU", "Self GPU"],
+                                            range=[_LANE_COLORS["cpu"], _LANE_COLORS["gpu"]])),
             tooltip=["side:N", alt.Tooltip("time_us:Q", title="time (µs)", format=",.2f")],
         )
-        .properties(title="Self CPU vs self GPU time in the profiled steps", height=110)
+        .properties(title="Self CPU vs self GPU time in the profiled steps",
+                    height=alt.Step(30))
     )
 
 
@@ -108,7 +110,8 @@ def grouped_bars(
         alt.Chart(long)
         .mark_bar()
         .encode(
-            x=alt.X(f"{x}:N", title=None, sort=None, axis=alt.Axis(labelLimit=200)),
+            x=alt.X(f"{x}:N", title=None, sort=None,
+                    axis=alt.Axis(labelLimit=220, labelAngle=-20)),
             xOffset=alt.XOffset("measure:N"),
             y=alt.Y("value:Q", title=y_title),
             color=alt.Color("measure:N", title=None),
@@ -140,6 +143,11 @@ def sweep(df: pd.DataFrame, size_col: str, value_cols: Sequence[str], labels: Se
     )
 
 
+def timeline_height(n_lanes: int) -> int:
+    """Pixels for a timeline of `n_lanes` lanes (Streamlit needs it given explicitly)."""
+    return max(160, 32 * n_lanes + 60)
+
+
 def _js_str(text: str) -> str:
     """A Vega expression string literal holding `text` (lane labels are ours, but be strict)."""
     kept = "".join(c for c in text if c.isalnum() or c in " .:/#-_()")
@@ -164,7 +172,7 @@ def timeline(
     mapping = "{" + ",".join(f"'{i}':{safe[i]}" for i in range(len(lanes))) + "}"
     y_axis = alt.Axis(
         values=list(range(n)), labelExpr=f"{mapping}[''+datum.value]", title=None, grid=False,
-        labelLimit=220,
+        labelLimit=220, labelOverlap=False,
     )
     y_scale = alt.Scale(domain=[-0.6, n - 0.4], reverse=True, nice=False, zero=False)
     base = spans.assign(y0=spans["row"] - 0.42, y1=spans["row"] + 0.42)
@@ -211,7 +219,7 @@ def timeline(
                 tooltip=[alt.Tooltip("name:N", title="launch of")],
             )
         )
-    height = max(120, 26 * n + 40)
+    height = timeline_height(n)
     return (
         alt.layer(*layers)
         .properties(title=title, height=height)

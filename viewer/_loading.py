@@ -111,6 +111,11 @@ class RunStore:
                     self._items.popitem(last=False)
             return outcome
 
+    def peek(self, path: str, sig: tuple[Any, ...]) -> tuple[Any, str] | None:
+        """The stored outcome, or None if this (path, signature) was never loaded."""
+        with self._lock:
+            return self._items.get((path, sig))
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -157,13 +162,17 @@ class _Bar:
             self.bar.progress(frac, text=text)
 
 
+def _resolve(root: Path, path: Path) -> tuple[Path, tuple[Any, ...]]:
+    real = inside(root, path)
+    check_tree(root, real)
+    return real, signature(real)
+
+
 def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
     """Load a run folder or trace inside `root` (cached); never raises for bad input."""
     name = label or path.name
     try:
-        real = inside(root, path)
-        check_tree(root, real)
-        sig = signature(real)
+        real, sig = _resolve(root, path)
     except (OSError, OutsideFolderError) as e:
         return Loaded(path, name, error=f"{path}: refused: {e}")
     slot = st.empty()
@@ -174,6 +183,18 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
     if run is None:
         return Loaded(real, name, error=err)
     return Loaded(real, name, run=run)
+
+
+def cached_run(root: Path, path: Path) -> Loaded | None:
+    """The run if it is already loaded (same path and signature), else None; never loads."""
+    try:
+        real, sig = _resolve(root, path)
+    except (OSError, OutsideFolderError):
+        return None
+    outcome = run_store().peek(str(real), sig)
+    if outcome is None:
+        return None
+    return Loaded(real, path.name, run=outcome[0], error=outcome[1] or None)
 
 
 @st.cache_resource(show_spinner=False)

@@ -24,7 +24,8 @@ def _cell(row: pd.Series, col: str) -> str:
     return str(v)
 
 
-def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
+def run_label(runs: pd.DataFrame | None, path: str, root: Path,
+              verdict: str | None = None) -> str:
     """'✗ name · run_id · failed · overhead-bound · 2 ranks' (plain text, never Markdown)."""
     try:
         rel = str(Path(path).relative_to(root))
@@ -38,8 +39,7 @@ def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
     row = match.iloc[0]
     status = _cell(row, "status")
     parts = [rel]
-    for col in ("status", "verdict"):
-        text = _cell(row, col)
+    for text in (status, verdict or _cell(row, "verdict")):
         if text:
             parts.append(text)
     ws = _cell(row, "world_size")
@@ -50,9 +50,14 @@ def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
     return STATUS_MARK.get(status, "? " if status else "") + " · ".join(parts)
 
 
-def display_table(runs: pd.DataFrame, root: Path) -> pd.DataFrame:
-    """The runs table for display: paths relative to the traces folder, known columns first."""
+def display_table(runs: pd.DataFrame, root: Path,
+                  verdicts: dict[str, str] | None = None) -> pd.DataFrame:
+    """The runs table for display: verdicts filled in from loaded runs, paths relative to the
+    traces folder, known columns first."""
     df = runs.copy()
+    if verdicts and "path" in df.columns:
+        known = df["path"].astype(str).map(verdicts)
+        df["verdict"] = known.where(known.notna(), df.get("verdict"))
     if "path" in df.columns:
         df["path"] = [_rel(p, root) for p in df["path"]]
     first = [c for c in ("name", "run_id", "started_at", "status", "verdict", "world_size",

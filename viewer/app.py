@@ -16,12 +16,13 @@ if str(_REPO) not in sys.path:  # `streamlit run viewer/app.py` puts only viewer
 import streamlit as st  # noqa: E402
 
 from viewer._context import Context, publish  # noqa: E402
-from viewer._loading import find_runs, load_run, load_upload  # noqa: E402
+from viewer._loading import cached_run, find_runs, load_run, load_upload  # noqa: E402
 from viewer._paths import default_root, resolve_root  # noqa: E402
 from viewer._runlist import run_label, run_paths  # noqa: E402
 from viewer.views import PAGES, VIEWS  # noqa: E402
 
 SOURCES = ("Run in folder", "Trace by path", "Upload")
+AUTO_LOAD_MAX_RUNS = 12  # up to this many runs, all are loaded to show their verdicts
 
 
 def _root_from_args() -> str:
@@ -45,6 +46,21 @@ def _sidebar_root() -> Context:
     return ctx
 
 
+def _verdicts(ctx: Context) -> None:
+    """Verdicts for the runs list: every run when there are few, else those already loaded."""
+    paths = run_paths(ctx.runs)
+    load_all = len(paths) <= AUTO_LOAD_MAX_RUNS or st.sidebar.checkbox(
+        f"Load all {len(paths)} runs to show their verdicts", key="load_all")
+    for p in paths:
+        loaded = load_run(ctx.root, Path(p)) if load_all else cached_run(ctx.root, Path(p))
+        if loaded is None or not loaded.ok:
+            continue
+        try:
+            ctx.verdicts[p] = str(loaded.run.verdict().kind)
+        except Exception:  # noqa: BLE001 - the run's own pages show what went wrong
+            continue
+
+
 def _sidebar_selection(ctx: Context) -> None:
     source = st.sidebar.radio("Show", SOURCES, key="source", horizontal=True)
     if source == "Trace by path":
@@ -66,7 +82,7 @@ def _sidebar_selection(ctx: Context) -> None:
     paths = run_paths(ctx.runs)
     if not paths:
         return
-    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    labels = {p: run_label(ctx.runs, p, ctx.root, ctx.verdicts.get(p)) for p in paths}
     rel_of = {p: _relative(p, ctx.root) for p in paths}
     wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
     if "run" not in st.session_state and wanted in rel_of.values():
@@ -88,7 +104,7 @@ def _relative(path: str, root: Path) -> str:
 
 def _sidebar_compare(ctx: Context) -> None:
     paths = run_paths(ctx.runs)
-    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    labels = {p: run_label(ctx.runs, p, ctx.root, ctx.verdicts.get(p)) for p in paths}
     chosen = st.sidebar.multiselect(
         "Runs to compare", paths, default=paths[:12], key="compare",
         format_func=lambda p: labels.get(p, p),
@@ -102,6 +118,7 @@ def _sidebar_compare(ctx: Context) -> None:
 def main() -> None:
     st.set_page_config(page_title="autoprof viewer", layout="wide")
     ctx = _sidebar_root()
+    _verdicts(ctx)
     _sidebar_selection(ctx)
     pages = [
         st.Page(VIEWS / file, title=title, url_path=slug, default=(i == 0))

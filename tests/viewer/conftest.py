@@ -7,20 +7,30 @@ from pathlib import Path
 import pytest
 from _viewer_support import add_cpu, add_evil, add_failed, add_h200, add_multirank
 
+BUILDERS = {
+    "empty": [], "h200": [add_h200], "evil": [add_evil], "failed": [add_failed, add_h200],
+    "multirank": [add_multirank], "cpu": [add_cpu], "browser": [add_h200, add_evil],
+}
+
+
+class Roots:
+    """Traces folders by scenario, each built on first use (the CPU one runs torch)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.built: dict[str, Path] = {}
+
+    def __getitem__(self, key: str) -> Path:
+        if key not in self.built:
+            root = self.base / key
+            root.mkdir()
+            for build in BUILDERS[key]:
+                build(root)
+            self.built[key] = root
+        return self.built[key]
+
 
 @pytest.fixture(scope="session")
-def roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One traces folder per scenario, plus 'browser' (H200 64 + 4096 + the evil run)."""
-    base = tmp_path_factory.mktemp("viewer_traces")
-    builders = {
-        "empty": [], "h200": [add_h200], "evil": [add_evil], "failed": [add_failed, add_h200],
-        "multirank": [add_multirank], "cpu": [add_cpu], "browser": [add_h200, add_evil],
-    }
-    out = {}
-    for key, fns in builders.items():
-        root = base / key
-        root.mkdir()
-        for fn in fns:
-            fn(root)
-        out[key] = root
-    return out
+def roots(tmp_path_factory: pytest.TempPathFactory) -> Roots:
+    """One traces folder per scenario: empty, h200, evil, failed, multirank, cpu, browser."""
+    return Roots(tmp_path_factory.mktemp("viewer_traces"))

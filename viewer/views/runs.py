@@ -22,7 +22,7 @@ def render(ctx: Context) -> None:
         st.info("No runs in this folder yet. Decorate a function with @autoprof and call it, or "
                 "open any torch.profiler trace with 'Trace by path' / 'Upload' in the sidebar.")
         return
-    table = display_table(ctx.runs, ctx.root)
+    table = display_table(ctx.runs, ctx.root, ctx.verdicts)
     n_bad = int((table["status"] != "complete").sum()) if "status" in table.columns else 0
     st.write(f"{len(table)} runs, {n_bad} not complete (failed, partial or still recording). "
              "Pick one in the sidebar.")

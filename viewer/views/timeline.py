@@ -73,7 +73,8 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         st.warning(f"Drawing the first {MAX_DRAWN:,} of {total:,} events of {where}, by start "
                    "time. Narrow the step range, or open the trace in Perfetto for all of it.")
     else:
-        st.caption(f"{total:,} events of {where}. Drag to pan, scroll to zoom; hover for names.")
+        st.caption(f"{total:,} events of {where}. Drag to pan, scroll to zoom; hover for names. "
+                   "CPU lanes: one per thread and nesting level (L0 = outermost).")
     lanes_of_rows = _lane_keys(ev)
     lanes = sorted(lanes_of_rows.unique(), key=lambda s: (not s.startswith("CPU"), s))
     index = {name: i for i, name in enumerate(lanes)}
@@ -89,8 +90,8 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
     })
     links = _links(ev, lanes_of_rows, index, t0)
     gaps, gap_note = _gaps(run, ev, index, t0)
-    st.altair_chart(_charts.timeline(spans, lanes, links, gaps, title=f"Timeline of {where}"),
-                    width="stretch")
+    chart = _charts.timeline(spans, lanes, links, gaps, title=f"Timeline of {where}")
+    st.altair_chart(chart, width="stretch", height=_charts.timeline_height(len(lanes)))
     st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
     over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
     if over is not None:
