@@ -6,7 +6,8 @@ complete ``X`` events): ``json``, ``orjson``, ``msgspec`` untyped, and ``msgspec
 Each is timed in two stages (decode; build columns) with the process's peak RSS.
 
 Cache formats (the events table written beside the trace and read back): Arrow IPC (feather
-v2: uncompressed, lz4, zstd), parquet (snappy) and ``.npz`` (numpy arrays, strings as
+v2: uncompressed, lz4, zstd; strings as dictionaries, and uncompressed with plain strings as
+``arrow_ipc_str``), parquet (snappy) and ``.npz`` (numpy arrays, strings as
 dictionary codes, read with ``allow_pickle=False``): write time, read time (fresh process,
 into a pandas DataFrame), size on disk.
 
@@ -30,7 +31,8 @@ from _measure import MeasureError, Stats, emit, run_child  # noqa: E402
 from traces import ensure_trace  # noqa: E402
 
 DECODERS = ("json", "orjson", "msgspec", "msgspec_typed")
-CACHES = ("arrow_ipc", "arrow_ipc_lz4", "arrow_ipc_zstd", "parquet_snappy", "npz")
+CACHES = ("arrow_ipc", "arrow_ipc_str", "arrow_ipc_lz4", "arrow_ipc_zstd", "parquet_snappy",
+          "npz")
 _STR_COLUMNS = ("name", "cat", "lane", "input_dims")
 
 
@@ -183,7 +185,10 @@ def _write_cache(frame: Any, fmt: str, path: Path) -> None:
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
-    if fmt.startswith("arrow_ipc"):
+    if fmt == "arrow_ipc_str":  # strings as pandas' default string dtype, not dictionaries
+        plain = frame.astype({col: str for col in _STR_COLUMNS})
+        feather.write_feather(plain, str(path), compression="uncompressed")
+    elif fmt.startswith("arrow_ipc"):
         codec = {"arrow_ipc": "uncompressed", "arrow_ipc_lz4": "lz4",
                  "arrow_ipc_zstd": "zstd"}[fmt]
         feather.write_feather(frame, str(path), compression=codec)
@@ -256,9 +261,10 @@ def _summarize(samples: list[Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def study(sizes: list[int], repeats: int, out_dir: Path) -> dict[str, Any]:
+def study(sizes: list[int], repeats: int, out_dir: Path, decoders: bool = True
+          ) -> dict[str, Any]:
     results: dict[str, Any] = {"decoders": {}, "caches": {}}
-    for n in sizes:
+    for n in sizes if decoders else []:
         path = str(ensure_trace(out_dir / "traces", n))
         size_mb = Path(path).stat().st_size / 2**20
         per: dict[str, list[Any]] = {d: [] for d in DECODERS}
@@ -330,10 +336,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/decoders.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results-decoders.json"))
+    parser.add_argument("--caches-only", action="store_true", help="skip the decoders")
     args = parser.parse_args(argv)
     out_dir = Path(__file__).resolve().parent / "out"
-    results = study([int(s) for s in args.sizes.split(",")], args.repeats, out_dir)
+    results = study([int(s) for s in args.sizes.split(",")], args.repeats, out_dir,
+                    decoders=not args.caches_only)
     results["argv"] = sys.argv
     results["date_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -254,9 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--out", type=Path, default=_HERE / "results.json")
     parser.add_argument("--only", default="1,2,3,4", help="targets to run, e.g. 1,4")
+    parser.add_argument("--work", type=Path, default=_HERE / "out",
+                        help="folder for generated traces and run outputs (git-ignored)")
     args = parser.parse_args(argv)
     plan = Plan(args.quick)
-    out_root = _HERE / "out"
+    out_root = args.work.resolve()
     only = {int(t) for t in args.only.split(",")}
     started = time.time()
     machine = machine_info(HTA_PYTHON)
