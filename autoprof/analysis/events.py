@@ -102,12 +102,13 @@ def _gpu_pids(trace: TraceFile) -> IntArray:
 def _fill_from_flows(trace: TraceFile, rows: IntArray, kind: int, corr: IntArray) -> None:
     """Set corr[rows] (in place) from the ac2g flow of ``kind`` at the same pid/tid/ts."""
     c = trace.columns
-    flows = np.flatnonzero((c.kind == kind) & (c.flow_id >= 0))
+    flows = np.flatnonzero((c.kind == kind) & (c.flow_id >= 0) & np.isfinite(c.ts))
     if not len(flows) or not len(rows):
         return
-    def keys(idx: IntArray) -> pd.DataFrame:
+
+    def keys(idx: IntArray) -> pd.DataFrame:  # ts rounded to whole ns, kept as float64
         return pd.DataFrame({"pid": c.pid[idx], "tid": c.tid[idx],
-                             "ts_ns": np.round(c.ts[idx] * 1000.0).astype(np.int64)})
+                             "ts_ns": np.round(c.ts[idx] * 1000.0)})
     flow_keys = keys(flows).assign(flow=c.flow_id[flows]).drop_duplicates(
         ["pid", "tid", "ts_ns"])
     found = keys(rows).assign(row=rows).merge(flow_keys, on=["pid", "tid", "ts_ns"])

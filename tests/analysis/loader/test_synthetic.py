@@ -1,0 +1,61 @@
+"""The synthetic trace generator (also used by benchmarks/) writes what it promises."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from _invariants import check_events
+
+from autoprof.analysis import load
+from autoprof.analysis._synthetic import write_synthetic_trace
+
+
+@pytest.mark.parametrize("n_events", [6, 100, 5_000])
+def test_exact_event_count_and_valid_kineto_json(tmp_path, n_events):
+    path = write_synthetic_trace(tmp_path / "t.json", n_events)
+    raw = json.loads(path.read_text())
+    assert len(raw["traceEvents"]) == n_events
+    assert raw["deviceProperties"][0]["name"] == "NVIDIA H200"
+
+
+def test_loads_with_steps_nesting_and_linked_kernels(tmp_path):
+    events = load(write_synthetic_trace(tmp_path / "t.json", 20_000, seed=3)).events
+    check_events(events)
+    kernels = events[events["cat"] == "kernel"]
+    assert len(kernels) > 1000
+    assert (kernels["launch_row"] >= 0).all() and (kernels["op_row"] >= 0).all()
+    ops = set(events["name"].to_numpy()[kernels["op_row"].to_numpy()])
+    assert ops == {"aten::addmm", "aten::clamp_min"}
+    assert (kernels["step"] >= 0).all()
+    assert events["depth"].max() >= 4
+    steps = events[events["name"].str.startswith("ProfilerStep#")]
+    assert len(steps) == events["step"].max() + 1
+
+
+def test_gzip_and_determinism(tmp_path):
+    a = write_synthetic_trace(tmp_path / "a.json.gz", 2_000, gz=True, seed=1)
+    b = write_synthetic_trace(tmp_path / "b.json", 2_000, seed=1)
+    assert gzip.decompress(a.read_bytes()) == b.read_bytes()
+    assert load(a).events.equals(load(b).events)
+
+
+def test_chunked_decoding_equals_one_piece_decoding(tmp_path, monkeypatch):
+    """Big files are cut at event boundaries and decoded chunk by chunk; the result must
+    be identical to decoding the whole document at once."""
+    import autoprof.analysis._decode as decode
+
+    path = write_synthetic_trace(tmp_path / "t.json", 30_000, seed=2)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
+    data = path.read_bytes()
+    assert len(decode._boundaries(data, data.find(b'"traceEvents"'), len(data))) > 20
+    chunked = load(path).events
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1024**3)  # one piece
+    whole = load(path).events
+    assert chunked.equals(whole)
+
+
+def test_too_few_events_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError):
+        write_synthetic_trace(tmp_path / "t.json", 3)
