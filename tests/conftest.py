@@ -44,5 +44,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (CI has none; see docs/gpu-validation.md)")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip_gpu)
