@@ -53,7 +53,8 @@ class Overhead:
     - idle gaps: stretches of at least MIN_IDLE_GAP_US inside step windows (step start to the
       end of the step's last GPU work, merged over steps; `step_window_us` is their length)
       where no GPU work runs; `idle_gap_max_at_us` is where the largest one starts.
-    - `short_kernels`: GPU work items shorter than the CPU call that launched them.
+    - `short_kernels`: GPU work items shorter than the CPU call that launched them (when one
+      call launches several, as a CUDA graph replay does, their summed time is compared).
     - host syncs (see _sync.py): every one, and those inside profiler steps.
     """
 
@@ -152,8 +153,11 @@ def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> No
     parts.latencies.append((start - launch_end)[ok])
     parts.queued.append((prev > launch_end)[ok])
     parts.dispatch.append((start - np.maximum(launch_end, prev))[ok])
+    # a launch call that starts several items (a CUDA graph replay) is compared with their sum
     dur = ordered["dur_us"].to_numpy(dtype=float)[linked]
-    parts.short_kernels += int(np.sum((dur < launch_dur)[ok]))
+    codes, uniques = pd.factorize(launch_rows)
+    work_per_launch = np.bincount(codes, weights=dur, minlength=len(uniques))[codes]
+    parts.short_kernels += int(np.sum((work_per_launch < launch_dur)[ok]))
 
 
 def _idle_gaps(steps: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts) -> None:

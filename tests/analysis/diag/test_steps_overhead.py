@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 from _diagbuild import Trace, matmul_like
 
@@ -157,3 +159,24 @@ def test_rank_filter():
     assert overhead(both).ranks == 2
     assert set(per_step(both)["rank"]) == {0, 1}
     assert len(per_step(both, rank=1)) == 3
+
+
+def test_graph_replay_is_not_short_kernels():
+    t = Trace().step(0, 0.0, 400.0)
+    t.launch(0.0, 10.0, 12.0, 2.0, api="cudaGraphLaunch")
+    frame = t.frame()
+    # the replay runs 50 more 2 us kernels, all linked to the same cudaGraphLaunch
+    launch = int(frame.index[frame["name"] == "cudaGraphLaunch"][0])
+    first = frame[frame["lane"] == "gpu"].iloc[0]
+    more = pd.DataFrame([first] * 50).reset_index(drop=True)
+    more["ts_us"] = [14.0 + 2.0 * i for i in range(50)]
+    more["end_us"] = more["ts_us"] + 2.0
+    graph = pd.concat([frame, more], ignore_index=True).sort_values("ts_us", kind="stable")
+    graph = graph.reset_index(drop=True)
+    graph["launch_row"] = np.where(graph["lane"] == "gpu", int(
+        graph.index[graph["name"] == "cudaGraphLaunch"][0]), -1)
+    assert launch >= 0
+    ov = overhead(graph)
+    assert ov.kernels == 51 and ov.short_kernels == 0
+    single = overhead(frame)
+    assert single.short_kernels == 1  # one 2 us kernel from a 10 us call
