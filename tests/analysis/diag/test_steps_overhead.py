@@ -144,7 +144,6 @@ def test_cpu_only_and_empty():
 def test_rank_filter():
     a = matmul_like(steps=3, kernel_us=2.0).frame()
     b = matmul_like(steps=3, kernel_us=6.0).frame().assign(rank=1)
-    import pandas as pd
 
     both = pd.concat([a, b], ignore_index=True)
     # keep the row links valid after concatenation
