@@ -87,15 +87,19 @@ def bars(
     color: str | None = None,
     x_title: str | None = None,
     tooltip: Sequence[str] = (),
+    colors: dict[str, str] | None = None,
 ) -> alt.Chart:
-    """Vertical bars of `y` per `x` (x is ordinal), optionally colored by a column."""
+    """Vertical bars of `y` per `x` (x is ordinal), optionally colored by a column
+    (`colors`: fixed color per value)."""
     enc: dict[str, object] = {
         "x": alt.X(f"{x}:O", title=x_title or x),
         "y": alt.Y(f"{y}:Q", title=y_title),
         "tooltip": [alt.Tooltip(f"{x}:O")] + [alt.Tooltip(c) for c in (y, *tooltip)],
     }
     if color:
-        enc["color"] = alt.Color(f"{color}:N", title=None)
+        scale = (alt.Scale(domain=list(colors), range=list(colors.values())) if colors
+                 else alt.Undefined)
+        enc["color"] = alt.Color(f"{color}:N", title=None, scale=scale)
     return alt.Chart(df).mark_bar().encode(**enc).properties(title=title, height=260)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import sys
@@ -66,10 +65,34 @@ def evil_trace() -> dict[str, Any]:
     return t
 
 
-def rank_trace(case: str, rank: int, world: int) -> dict[str, Any]:
-    t = copy.deepcopy(_h200(case))
-    t["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
-    return t
+def ddp_trace(rank: int, compute_us: float, world: int = 2) -> dict[str, Any]:
+    """A small hand-built data-parallel trace: per 1 ms step, `compute_us` of aten::mm (and
+    its kernel), then an all-reduce that lasts until the step ends (the wait for the others).
+    """
+    pid, tid, ev = 1000 + rank, 1000 + rank, []
+    corr = 0
+    for step in range(3):
+        t = 1_000_000.0 + step * 1000.0
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step + 2}",
+                   "pid": pid, "tid": tid, "ts": t, "dur": 990.0, "args": {}})
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": pid, "tid": tid,
+                   "ts": t + 5, "dur": compute_us - 10, "args": {"Input Dims": [[512, 512]]}})
+        for name, start, dur, kernel in (("aten::mm", t + 10, compute_us - 30, "gemm_kernel"),
+                                         ("nccl:all_reduce", t + compute_us + 10,
+                                          975 - compute_us - 20, "ncclDevKernel_AllReduce")):
+            corr += 1
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                       "pid": pid, "tid": tid, "ts": start, "dur": 4.0,
+                       "args": {"correlation": corr}})
+            ev.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7,
+                       "ts": start + 6, "dur": dur,
+                       "args": {"correlation": corr, "device": 0, "stream": 7}})
+            if name.startswith("nccl"):
+                ev.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": tid,
+                           "ts": start - 2, "dur": 8.0, "args": {}})
+    return {"schemaVersion": 1, "traceEvents": ev,
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}],
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}}
 
 
 def add_h200(root: Path) -> None:
@@ -90,8 +113,8 @@ def add_failed(root: Path) -> None:
 
 def add_multirank(root: Path) -> None:
     folder = write_run(root, "ddp_step", "20261130-070400-0000d2",
-                       {"rank0": rank_trace("n64_cold", 0, 2),
-                        "rank1": rank_trace("n4096_cold", 1, 2)},
+                       {"rank0": ddp_trace(0, compute_us=200.0),
+                        "rank1": ddp_trace(1, compute_us=850.0)},
                        world_size=2, ranks=[0, 1])
     m = json.loads((folder / "manifest.json").read_text())
     r1 = dict(m, rank=1, pid=460, files=[m["files"][1]])

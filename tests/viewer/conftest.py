@@ -9,7 +9,7 @@ from _viewer_support import add_cpu, add_evil, add_failed, add_h200, add_multira
 
 BUILDERS = {
     "empty": [], "h200": [add_h200], "evil": [add_evil], "failed": [add_failed, add_h200],
-    "multirank": [add_multirank], "cpu": [add_cpu], "browser": [add_h200, add_evil],
+    "multirank": [add_multirank], "cpu": [add_cpu], "browser": [add_h200, add_evil, add_multirank],
 }
 
 

@@ -10,9 +10,10 @@ from viewer._context import Context, context
 from viewer.views._common import call, current_run
 
 _CHARTS = (
-    ("step_time_us_median", "Median step time per rank", "time (µs)"),
-    ("gpu_busy_pct", "GPU busy per rank", "busy (%)"),
-    ("collective_us_median", "Median time in collectives per step, per rank", "time (µs)"),
+    ("step_time_us_median", "Step time (median)", "time (µs)"),
+    ("compute_us_median", "Before the first collective (median)", "time (µs)"),
+    ("gpu_busy_pct", "GPU busy", "busy (%)"),
+    ("collective_us_median", "In collectives per step (median)", "time (µs)"),
 )
 
 
@@ -22,25 +23,28 @@ def render(ctx: Context) -> None:
         return
     world = int(getattr(run, "world_size", 1) or 1)
     table: pd.DataFrame | None = call("Rank table", run.ranks)
-    if world <= 1 and (table is None or len(table) <= 1):
+    if table is None:
+        return
+    if world <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
-    if table is None or not len(table):
+        st.dataframe(table, hide_index=True, width="stretch")
         return
     straggler = call("Straggler", lambda: run.straggler_rank)
     if straggler is None:
-        st.write("No straggler: the ranks are within the analysis' tolerance of each other.")
+        st.write(f"{len(table)} ranks, no straggler: the analysis finds them balanced.")
     else:
-        st.error(f"Straggler: rank {int(straggler)}")
+        st.error(f"Straggler: rank {int(straggler)} (the other ranks wait for it).")
     if "rank" in table.columns:
-        df = table.assign(is_straggler=(table["rank"] == straggler).map(
+        df = table.assign(who=(table["rank"] == straggler).map(
             {True: "straggler", False: "other ranks"}))
         present = [c for c in _CHARTS if c[0] in df.columns]
         for slot, (col, title, unit) in zip(st.columns(max(len(present), 1)), present,
                                             strict=False):
-            slot.altair_chart(_charts.bars(df, "rank", col, title, unit, color="is_straggler"),
-                              width="stretch")
+            chart = _charts.bars(df, "rank", col, title, unit,
+                                 color="who" if straggler is not None else None,
+                                 colors={"other ranks": "#4c78a8", "straggler": "#e45756"})
+            slot.altair_chart(chart, width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")
-
 
 if __name__ == "__main__":
     render(context())
