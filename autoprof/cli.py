@@ -206,6 +206,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         return _error(path, "no such file or directory")
+    if _is_folder_of_runs(path):
+        return summary_of_runs(path, args.json)
     progress = Progress(str(path))
     try:
         run = load(path, progress=progress)
@@ -223,6 +225,61 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(summary))
     return 0
+
+
+def _is_folder_of_runs(path: Path) -> bool:
+    """A folder with no manifest of its own, with runs or traces in its sub-folders (a run
+    folder has a manifest; a folder of per-rank traces holds them directly)."""
+    from autoprof.analysis import find_runs
+
+    if not path.is_dir() or (path / "manifest.json").exists():
+        return False
+    found = find_runs(path)
+    return bool(len(found)) and any(Path(str(p)).parent != path for p in found["path"])
+
+
+def summary_of_runs(root: Path, as_json: bool) -> int:
+    """One line per run under `root`: verdict, GPU busy, self CPU and GPU time."""
+    from autoprof.analysis import TraceError, compare, find_runs, load
+
+    found = find_runs(root)
+    if found.empty:
+        return _error(root, "no runs or traces under this folder")
+    rows: list[dict[str, Any]] = []
+    skipped = 0
+    for i, row in enumerate(found.itertuples(index=False)):
+        print(f"\rautoprof: {i + 1}/{len(found)} {row.path} ", end="", file=sys.stderr)
+        entry: dict[str, Any] = {"path": str(row.path), "name": row.name, "error": None}
+        try:
+            run = load(Path(str(row.path)))
+            entry.update(compare([run]).drop(columns=["path", "name"]).iloc[0].to_dict())
+        except TraceError as err:
+            if "not a torch.profiler trace" in str(err):  # some other JSON file
+                skipped += 1
+                continue
+            entry["error"] = str(err)
+        rows.append(entry)
+    print(file=sys.stderr)
+    from autoprof.analysis.summary import jsonable
+
+    if as_json:
+        sys.stdout.write(json.dumps(jsonable({"path": str(root), "runs": rows,
+                                              "skipped_not_traces": skipped}),
+                                    allow_nan=False) + "\n")
+    else:
+        note = f"; {skipped} other JSON file(s) skipped" if skipped else ""
+        print(f"autoprof summary: {root} ({len(rows)} runs{note}; "
+              "`autoprof summary RUN` for one)")
+        print(f"  {'verdict':<15} {'GPU busy':>9} {'self CPU':>11} {'self GPU':>11}  run")
+        for r in rows:
+            if r["error"]:
+                print(f"  {'error':<15} {'':>9} {'':>11} {'':>11}  {r['path']}: {r['error']}")
+                continue
+            busy = r.get("gpu_busy_pct")
+            busy_text = "n/a" if busy is None or busy != busy else f"{busy:.1f}%"
+            print(f"  {r['verdict']:<15} {busy_text:>9} {fmt_us(r['self_cpu_us']):>11} "
+                  f"{fmt_us(r['self_gpu_us']):>11}  {r['path']}")
+    return 0 if any(not r["error"] for r in rows) else EXIT_BAD_INPUT
 
 
 # --- view ----------------------------------------------------------------------------------
@@ -274,8 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     summary = sub.add_parser(
         "summary", help="verdict, evidence, diagnostics and top ops of a run or trace")
-    summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), or a folder "
-                                      "of per-rank traces")
+    summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), a folder of "
+                                      "per-rank traces, or a folder of runs (one line each)")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
     summary.set_defaults(func=cmd_summary)
     view = sub.add_parser("view", help="open the Streamlit viewer on a traces folder")

@@ -180,3 +180,16 @@ def test_view_starts_streamlit_on_localhost(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_cli_summary_of_a_folder_of_runs():
+    sweep = REPO / "tests" / "data" / "h200" / "sweep"
+    res = cli("summary", str(sweep), "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["skipped_not_traces"] == 1  # ground_truth.json
+    by_size = {int(r["size"]): r["verdict"] for r in data["runs"]}
+    assert by_size[64] == "overhead-bound" and by_size[4096] == "compute-bound"
+    text = cli("summary", str(sweep)).stdout
+    assert "(8 runs; 1 other JSON file(s) skipped" in text
+    assert text.count("overhead-bound") == 5
