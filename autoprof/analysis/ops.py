@@ -82,6 +82,8 @@ _REQUIRED = (
     "flops",
     "input_dims",
     "rank",
+    "pid",
+    "tid",
 )
 _TIMES = ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
 _EPS_US = 0.002  # 2 ns: ts and dur are each rounded to 1 ns in the trace
@@ -150,9 +152,9 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
         & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy(dtype=bool)
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
-    parent = _enclosing_parent(
-        _positions(events, "parent"), events["ts_us"].to_numpy(dtype=np.float64) + dur
-    )
+    ts = events["ts_us"].to_numpy(dtype=np.float64)
+    parent = _enclosing_parent(_positions(events, "parent"), ts + dur)
+    parent = _adopt_profiler_overhead(events, parent, is_op, ts, ts + dur)
     is_op &= ~_merged_into_parent(key, parent, is_op)
     up = _nearest_op_above(parent, is_op)
 
@@ -215,6 +217,39 @@ def _enclosing_parent(parent: np.ndarray, end_us: np.ndarray) -> np.ndarray:
             return up
         up[crossed] = parent[up[crossed]]
     raise ValueError("events table: the parent column has a cycle")
+
+
+def _adopt_profiler_overhead(
+    events: pd.DataFrame,
+    parent: np.ndarray,
+    is_op: np.ndarray,
+    ts_us: np.ndarray,
+    end_us: np.ndarray,
+) -> np.ndarray:
+    """CUPTI's own work (``cat == "overhead"``, e.g. ``Activity Buffer Request``) is written
+    on a process of its own (pid -1), but torch's tree puts it on the process's main thread
+    (seen on an H200: even while that thread waited for autograd's thread), as a child of
+    the op running there. Give it the innermost op of the same rank's main thread (tid ==
+    pid on Linux) that encloses it, so that op's Self CPU excludes the profiler's overhead
+    and the overhead is its own row, as in torch's table."""
+    overhead = (events["cat"] == "overhead").to_numpy(dtype=bool)
+    orphans = np.flatnonzero(is_op & (parent < 0) & overhead)
+    if len(orphans) == 0:
+        return parent
+    parent = parent.copy()
+    rank = events["rank"].to_numpy()
+    main_thread_op = is_op & ~overhead & (events["tid"] == events["pid"]).to_numpy(dtype=bool)
+    for row in orphans:
+        around = (
+            main_thread_op
+            & (rank == rank[row])
+            & (ts_us <= ts_us[row] + _EPS_US)
+            & (end_us + _EPS_US >= end_us[row])
+        )
+        if around.any():
+            candidates = np.flatnonzero(around)
+            parent[row] = candidates[np.argmax(ts_us[candidates])]  # the latest to start
+    return parent
 
 
 def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:

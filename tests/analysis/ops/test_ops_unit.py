@@ -97,6 +97,23 @@ def test_children_of_skipped_rows_move_up_to_the_nearest_op() -> None:
     assert row(ops, "aten::zeros").self_cpu_us == 7.0
 
 
+def test_profiler_overhead_is_a_child_of_the_main_thread_op() -> None:
+    # CUPTI's buffer request is written on pid -1; torch hangs it under the op the main
+    # thread (tid == pid) was in, here aten::copy_ [0, 10), not the worker's aten::div.
+    ev = events(
+        cpu("aten::copy_", 0, 10),
+        cpu("aten::div", 1, 8),
+        {"name": "Activity Buffer Request", "cat": "overhead", "ts_us": 2, "dur_us": 6},
+    )
+    ev.loc[1, ["pid", "tid"]] = [1, 2]
+    ev.loc[2, ["pid", "tid"]] = [-1, 0]
+    ops = self_vs_total(ev)
+    assert row(ops, "aten::copy_").self_cpu_us == 4.0
+    assert row(ops, "aten::div").self_cpu_us == 8.0
+    assert row(ops, "Activity Buffer Request").self_cpu_us == 6.0
+    assert ops["self_cpu_us"].sum() == 18.0  # copy_ and div overlap on two threads
+
+
 def test_profiler_steps_merge_into_one_row() -> None:
     ev = events(annotation("ProfilerStep#3", 0, 5), annotation("ProfilerStep#4", 6, 7))
     step = row(self_vs_total(ev), "ProfilerStep*")
