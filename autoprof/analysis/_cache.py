@@ -47,6 +47,12 @@ def _key(trace: Path) -> dict[str, int] | None:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _enabled() -> bool:
     return os.environ.get("AUTOPROF_CACHE", "1").strip() not in ("0", "false", "no", "off")
 
@@ -60,16 +66,26 @@ def read_cache(trace: Path) -> Cached | None:
     if key is None or not path.is_file():
         return None
     try:
-        with pa.memory_map(str(path), "r") as source:
-            reader = ipc.open_file(source)
-            meta = msgspec.json.decode((reader.schema.metadata or {}).get(_KEY, b"{}"))
-            if not isinstance(meta, dict) or meta.get("key") != key:
-                return None
-            table = reader.read_all()
-        events = table.to_pandas()
+        source = pa.memory_map(str(path), "r")
+        reader = ipc.open_file(source)
+        meta = msgspec.json.decode((reader.schema.metadata or {}).get(_KEY, b"{}"))
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            source.close()
+            return None
+        # zero-copy: the columns stay views into the mapped file (split_blocks keeps pandas
+        # from consolidating them into 2-D blocks, which would copy every numeric column)
+        events = reader.read_all().to_pandas(split_blocks=True)
+        _check_columns(events)
         return Cached(events, dict(meta["metadata"]), list(meta["warnings"]))
     except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, TypeError, ValueError):
         return None
+
+
+def _check_columns(events: pd.DataFrame) -> None:
+    from autoprof.analysis.events import COLUMNS
+
+    if tuple(events.columns) != COLUMNS:
+        raise ValueError("cache holds other columns")
 
 
 def write_cache(trace: Path, cached: Cached) -> bool:
@@ -93,6 +109,7 @@ def write_cache(trace: Path, cached: Cached) -> bool:
                                         dir=target.parent)
         with os.fdopen(fd, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
+        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a cache is not secret
         os.replace(tmp_name, target)
         return True
     except (OSError, pa.ArrowException, TypeError, ValueError):
