@@ -92,7 +92,7 @@ def bars(
     """Vertical bars of `y` per `x` (x is ordinal), optionally colored by a column
     (`colors`: fixed color per value)."""
     enc: dict[str, object] = {
-        "x": alt.X(f"{x}:O", title=x_title or x),
+        "x": alt.X(f"{x}:O", title=x_title or x, axis=alt.Axis(labelAngle=0)),
         "y": alt.Y(f"{y}:Q", title=y_title),
         "tooltip": [alt.Tooltip(f"{x}:O")] + [alt.Tooltip(c) for c in (y, *tooltip)],
     }

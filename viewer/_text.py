@@ -58,18 +58,22 @@ def fmt_pct(value_pct: float | int | None) -> str:
     return f"{v:.1f} %" if abs(v) >= 0.1 or v == 0 else f"{v:.2g} %"
 
 
+_UNIT_TOKENS = {"us": 1.0, "ms": 1e3, "ns": 1e-3}
+
+
 def fmt_value(key: str, value: object) -> str:
-    """Format one evidence value, using the unit its key names (`_us`, `_ms`, `_pct`)."""
+    """Format one evidence value using the unit its key names (`_us`, `_ms`, `_ns`, `_pct`,
+    anywhere in the key: `step_cpu_span_us_median`)."""
+    if value is None:
+        return "n/a"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    if key.endswith("_us"):
-        return fmt_us(value)
-    if key.endswith("_ms"):
-        return fmt_ms(value)
-    if key.endswith("_ns"):
-        return fmt_us(float(value) / 1e3)
-    if key.endswith("_pct"):
+    tokens = key.lower().split("_")
+    if "pct" in tokens:
         return fmt_pct(value)
+    for token, to_us in _UNIT_TOKENS.items():
+        if token in tokens:
+            return fmt_us(float(value) * to_us)
     if isinstance(value, float):
         return f"{value:.4g}"
     return f"{value:,}"

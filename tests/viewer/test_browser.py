@@ -118,7 +118,7 @@ def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
     outside: list[str] = []
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_exe, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
         page.on("console", lambda m: problems.append(f"console: {m.text}")
                 if m.type == "error" else None)
         page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))

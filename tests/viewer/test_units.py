@@ -65,6 +65,9 @@ def test_fmt_value_uses_unit_in_key():
     assert fmt_value("warmup_ms", 2.0) == "2 ms"
     assert fmt_value("kernels", 12000) == "12,000"
     assert fmt_value("kind", "compute-bound") == "compute-bound"
+    assert fmt_value("step_cpu_span_us_median", 232.3) == "232 µs"
+    assert fmt_value("first_warmup_call_ms", 33.3) == "33.3 ms"
+    assert fmt_value("gpu_busy_pct", None) == "n/a"
     assert fmt_pct(None) == "n/a"
 
 

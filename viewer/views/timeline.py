@@ -89,9 +89,12 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         "lane": lanes_of_rows,
     })
     links = _links(ev, lanes_of_rows, index, t0)
-    gaps, gap_note = _gaps(run, ev, index, t0)
+    gaps, gap_note = _gaps(run, ev, index, t0) if (ev["lane"] == "gpu").any() else (None, "")
     chart = _charts.timeline(spans, lanes, links, gaps, title=f"Timeline of {where}")
     st.altair_chart(chart, width="stretch", height=_charts.timeline_height(len(lanes)))
+    if not (ev["lane"] == "gpu").any():
+        st.caption("No GPU activity in these steps: CPU lanes only.")
+        return
     st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
     over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
     if over is not None:
