@@ -91,7 +91,9 @@ def _as_list(data: Buffer, start: int, end: int) -> bytes:
         return b"".join((b"[", view[start:end], b"]"))
 
 
-def _decode_events_list(doc: bytes, builder: ColumnBuilder, warnings: list[str]) -> None:
+def _decode_events_list(
+    doc: bytes | bytearray, builder: ColumnBuilder, warnings: list[str]
+) -> None:
     try:
         builder.add(schema.EVENTS_DECODER.decode(doc))
         return
@@ -129,10 +131,11 @@ def _decode_top(doc: Buffer, builder: ColumnBuilder, warnings: list[str]) -> dic
     """Decode a whole JSON object (or array) trace document; returns the metadata."""
     first = _first_byte(doc)
     if first == b"[":
-        _decode_events_list(bytes(doc) if isinstance(doc, mmap.mmap) else doc, builder, warnings)
+        _decode_events_list(bytes(doc), builder, warnings)
         return {}
+    top: schema.Top | schema.TopRaw
     try:
-        top: schema.Top | schema.TopRaw = schema.TOP_DECODER.decode(doc)
+        top = schema.TOP_DECODER.decode(doc)
         builder.add(top.traceEvents)
     except msgspec.ValidationError:
         top = _decode_top_raw(doc)

@@ -90,11 +90,11 @@ def _run_source(run_dir: Path) -> Source:
         match = _RANK_MANIFEST.match(child.name)
         if not match:
             continue
-        rank = int(match.group(1))
+        rank_number = int(match.group(1))
         rank_manifest = read_manifest(child)
-        source.rank_manifests[rank] = rank_manifest
+        source.rank_manifests[rank_number] = rank_manifest
         for trace in _listed_traces(run_dir, rank_manifest, child):
-            listed[trace] = rank
+            listed[trace] = rank_number
     if manifest.get("files") is None:  # old manifests: find the traces by name
         for child in sorted(run_dir.iterdir()):
             if child.is_file() and is_trace_name(child.name):

@@ -43,7 +43,7 @@ def _gunzip(path: Path, compressed: bytes | mmap.mmap, limit: int) -> bytearray:
     try:
         while pos < len(view):
             inflater = zlib.decompressobj(wbits=31)
-            chunk = view[pos:]
+            chunk: bytes | memoryview = view[pos:]
             while True:
                 piece = inflater.decompress(chunk, _BLOCK_BYTES)
                 out += piece

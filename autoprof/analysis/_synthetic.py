@@ -15,7 +15,7 @@ import gzip
 import io
 import random
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 _PID = 4242
 _GPU_TID = 7
@@ -214,9 +214,7 @@ def write_synthetic_trace(
     path = Path(path)
     raw = open(path, "wb")  # noqa: SIM115 - wrapped below, closed in finally
     try:
-        binary: io.BufferedIOBase | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) if gz else raw
-        )
+        binary: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) if gz else raw
         with io.TextIOWrapper(binary, encoding="utf-8", write_through=False) as out:
             out.write(_HEADER)
             writer = _Writer(out, random.Random(seed))

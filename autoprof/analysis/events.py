@@ -206,9 +206,8 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     ts, dur = c.ts[rows], c.dur[rows]
     # sort by (lane, pid, tid, ts, -dur, file order) for nesting
     order = np.lexsort((rows, -dur, ts, tid, pid, gpu))
-    rows, cat, pid, tid, ts, dur, gpu = (
-        a[order] for a in (rows, cat, pid, tid, ts, dur, gpu)
-    )
+    rows, cat, pid, tid = rows[order], cat[order], pid[order], tid[order]
+    ts, dur, gpu = ts[order], dur[order], gpu[order]
     end = ts + dur
     new_group = np.ones(len(rows), dtype=bool)
     new_group[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1]) | (gpu[1:] != gpu[:-1])
@@ -222,9 +221,9 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     new_pos = np.empty(len(final), dtype=np.int64)
     new_pos[final] = np.arange(len(final))
     parent = np.where(parent >= 0, new_pos[np.maximum(parent, 0)], -1)[final]
-    rows, cat, pid, tid, ts, dur, end, gpu, is_work, depth, self_us = (
-        a[final] for a in (rows, cat, pid, tid, ts, dur, end, gpu, is_work, depth, self_us)
-    )
+    rows, cat, pid, tid, depth = rows[final], cat[final], pid[final], tid[final], depth[final]
+    ts, dur, end, self_us = ts[final], dur[final], end[final], self_us[final]
+    gpu, is_work = gpu[final], is_work[final]
     corr_rows = corr[rows]
     launch_cat = np.zeros(len(c.cats), bool)
     launch_cat[_codes_where(c.cats, LAUNCH_CATS)] = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -65,7 +65,9 @@ class Run:
         return (f"Run(path={str(self.path)!r}, name={self.name!r}, events={len(self.events)}, "
                 f"world_size={self.world_size}, is_cuda={self.is_cuda})")
 
-    def ops(self, lane: str | None = None, rank: int | None = None) -> pd.DataFrame:
+    def ops(
+        self, lane: Literal["cpu", "gpu"] | None = None, rank: int | None = None
+    ) -> pd.DataFrame:
         from autoprof.analysis.ops import self_vs_total
 
         return self_vs_total(self.events, lane=lane, rank=rank)
