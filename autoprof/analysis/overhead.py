@@ -55,7 +55,10 @@ class Overhead:
       where no GPU work runs; `idle_gap_max_at_us` is where the largest one starts.
     - `short_kernels`: GPU work items shorter than the CPU call that launched them (when one
       call launches several, as a CUDA graph replay does, their summed time is compared).
-    - host syncs (see _sync.py): every one, and those inside profiler steps.
+    - host syncs (see _sync.py): every one, and those inside profiler steps, except a
+      `cudaDeviceSynchronize` directly under the last step's `ProfilerStep#N` span that is the
+      step's last event (the end-of-cycle sync a profiling driver such as autoprof issues so
+      that no kernel is lost).
     """
 
     rank: int | None
@@ -205,6 +208,25 @@ def overhead(events: pd.DataFrame, rank: int | None = None, *,
     return _assemble(events, rank, parts, steps, len(ranks))
 
 
+def _end_of_cycle_syncs(events: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
+    """Mask of `syncs`: the device-wide sync a profiling driver issues as the very last thing
+    of the last profiler step, so that no kernel of the cycle is lost (autoprof does). It is
+    not the program's and does not count as a sync inside steps."""
+    mask = np.zeros(len(syncs), dtype=bool)
+    device_wide = syncs["name"].isin(("cudaDeviceSynchronize", "cuCtxSynchronize")).to_numpy()
+    if not device_wide.any():
+        return mask
+    last = step_rows(events).groupby("rank").tail(1)
+    for label, step in zip(last.index, last["step_no"], strict=True):
+        rank = events.at[label, "rank"]
+        inside = events[(events["step"].to_numpy() == step) & (events["rank"].to_numpy() == rank)
+                        & (events["lane"].to_numpy() == "cpu")].drop(index=label)
+        final_end = float(inside["end_us"].max()) if len(inside) else -math.inf
+        mask |= (device_wide & (syncs["parent"].to_numpy() == label)
+                 & (syncs["end_us"].to_numpy() >= final_end))
+    return mask
+
+
 def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0)
 
@@ -215,7 +237,8 @@ def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.D
     self_cpu = float(cpu_rows(events)["self_us"].sum())
     self_gpu = float(work["dur_us"].sum())
     syncs = host_syncs(events)
-    in_steps = syncs[syncs["step"].to_numpy() >= 0]
+    end_of_cycle = _end_of_cycle_syncs(events, syncs)
+    in_steps = syncs[(syncs["step"].to_numpy() >= 0) & ~end_of_cycle]
     lat, disp, queued, gap = (_cat(parts.latencies), _cat(parts.dispatch), _cat(parts.queued),
                               _cat(parts.gaps))
     gap_at = _cat(parts.gap_starts)

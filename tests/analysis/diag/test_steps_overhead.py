@@ -179,3 +179,15 @@ def test_graph_replay_is_not_short_kernels():
     assert ov.kernels == 51 and ov.short_kernels == 0
     single = overhead(frame)
     assert single.short_kernels == 1  # one 2 us kernel from a 10 us call
+
+
+def test_end_of_cycle_sync_in_the_last_step_is_not_the_programs():
+    t = Trace()
+    for i in range(3):
+        t.step(i, i * 100.0, 90.0).cpu("aten::add", i * 100.0 + 5, 20.0)
+    t.cpu("cudaDeviceSynchronize", 260.0, 20.0, cat="cuda_runtime")  # under ProfilerStep#2
+    ov = overhead(t.frame())
+    assert ov.host_syncs == 1 and ov.host_syncs_in_steps == 0
+    t.cpu("cudaDeviceSynchronize", 160.0, 20.0, cat="cuda_runtime")  # in step 1: the program's
+    ov = overhead(t.frame())
+    assert ov.host_syncs == 2 and ov.host_syncs_in_steps == 1
