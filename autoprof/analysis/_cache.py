@@ -5,6 +5,10 @@ An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_n
 load warnings). A cache whose key does not match, or that cannot be read, is ignored and
 rewritten; a folder that cannot be written just means no cache. Writes are atomic (temporary
 file + ``os.replace``), so a reader never sees half a cache.
+
+Only traces of at least ``AUTOPROF_CACHE_MIN_BYTES`` (default 4 MiB, ~10k events) get a
+cache: smaller ones decode in milliseconds, and caching them would only litter folders.
+``AUTOPROF_CACHE=0`` turns caching off entirely.
 """
 
 from __future__ import annotations
@@ -57,6 +61,16 @@ def _enabled() -> bool:
     return os.environ.get("AUTOPROF_CACHE", "1").strip() not in ("0", "false", "no", "off")
 
 
+DEFAULT_MIN_BYTES = 4 * 1024**2
+
+
+def _min_bytes() -> int:
+    try:
+        return int(os.environ.get("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_MIN_BYTES))
+    except ValueError:
+        return DEFAULT_MIN_BYTES
+
+
 def read_cache(trace: Path) -> Cached | None:
     """The cached table if it exists and matches the trace as it is now, else None."""
     if not _enabled():
@@ -93,7 +107,7 @@ def write_cache(trace: Path, cached: Cached) -> bool:
     if not _enabled():
         return False
     key = _key(trace)
-    if key is None:
+    if key is None or key["size"] < _min_bytes():
         return False
     meta = {
         "key": key,

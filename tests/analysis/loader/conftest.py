@@ -24,6 +24,7 @@ def _no_cache_by_default(monkeypatch):
 @pytest.fixture
 def with_cache(monkeypatch):
     monkeypatch.setenv("AUTOPROF_CACHE", "1")
+    monkeypatch.setenv("AUTOPROF_CACHE_MIN_BYTES", "0")  # cache even the small fixtures
 
 
 @pytest.fixture

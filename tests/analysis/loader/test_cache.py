@@ -102,3 +102,10 @@ def test_a_permission_error_while_caching_does_not_fail_the_load(
     monkeypatch.setattr(cache.tempfile, "mkstemp", denied)
     assert len(load(trace_copy).events) == 32
     assert not cache_path(trace_copy).exists()
+
+
+def test_small_traces_are_not_cached_by_default(trace_copy, monkeypatch):
+    monkeypatch.setenv("AUTOPROF_CACHE", "1")
+    monkeypatch.delenv("AUTOPROF_CACHE_MIN_BYTES", raising=False)
+    load(trace_copy)
+    assert not cache_path(trace_copy).exists()
