@@ -129,6 +129,9 @@ def test_every_op_matches_key_averages(
     events, averages = runs[case]
     ours = self_vs_total(events).set_index("name")
     theirs = _torch_by_key(averages)
+    if case == "with_stack" and not any(".py(" in key for key in theirs):
+        pytest.skip("this torch leaves python_function events out of key_averages (2.11 "
+                    "does, 2.13 lists them); autoprof follows 2.13")
     assert sorted(ours.index) == sorted(theirs)
     for key, want in theirs.items():
         got = ours.loc[key]
