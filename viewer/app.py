@@ -102,11 +102,21 @@ def _relative(path: str, root: Path) -> str:
         return path
 
 
+def _status(ctx: Context, path: str) -> str | None:
+    runs = ctx.runs
+    if runs is None or "status" not in runs.columns:
+        return None
+    match = runs.loc[runs["path"].astype(str) == path, "status"]
+    value = match.iloc[0] if len(match) else None
+    return None if value is None or value != value else str(value)  # NaN -> None
+
+
 def _sidebar_compare(ctx: Context) -> None:
     paths = run_paths(ctx.runs)
     labels = {p: run_label(ctx.runs, p, ctx.root, ctx.verdicts.get(p)) for p in paths}
+    complete = [p for p in paths if _status(ctx, p) in ("complete", None)]
     chosen = st.sidebar.multiselect(
-        "Runs to compare", paths, default=paths[:12], key="compare",
+        "Runs to compare", paths, default=complete[:12], key="compare",
         format_func=lambda p: labels.get(p, p),
     )
     ctx.compared = [load_run(ctx.root, Path(p), labels.get(p)) for p in chosen]

@@ -102,8 +102,12 @@ def add_h200(root: Path) -> None:
 
 
 def add_evil(root: Path) -> None:
+    """The evil trace, and a failed run whose folder, name and error are HTML too."""
     write_run(root, "evil", "20261130-070200-0000e1", {"h200_459": evil_trace()},
               manifest_name=EVIL_RUN_NAME)
+    write_run(root, "<img src=x onerror=alert(3)>", "20261130-070210-0000e2", {},
+              manifest_name=EVIL[1], status="failed", steps_recorded=0,
+              error={"type": "<b>RuntimeError</b>", "message": EVIL[0], "phase": "active"})
 
 
 def add_failed(root: Path) -> None:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -154,12 +155,21 @@ def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
             page.wait_for_selector("text=Straggler: rank", timeout=60_000)
             _wait(page, 3)
             page.screenshot(path=str(shots / "viewer_ranks.png"), full_page=True)
+            bad = urllib.parse.quote(f"{EVIL[1]}/20261130-070210-0000e2")
+            page.goto(f"{viewer_url}/?run={bad}")
+            _wait(page, 0)
+            page.locator('[data-testid="stTopNavLink"]', has_text="Overview").click()
+            page.wait_for_selector("text=This run could not be loaded.", timeout=60_000)
+            _wait(page, 0)
+            failed_text = page.locator('[data-testid="stMain"]').inner_text()
+            page.screenshot(path=str(shots / "viewer_failed_run.png"), full_page=True)
         finally:
             browser.close()
     assert not dialogs, dialogs
     assert not problems, problems
     assert not outside, outside
     assert "A single-process run" in body
+    assert EVIL[0] in failed_text  # the failed run's error, shown as text
 
 
 def _hover_tooltip(page) -> None:

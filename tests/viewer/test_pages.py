@@ -195,8 +195,21 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
             cells = set(df.astype(str).to_numpy().ravel())
             seen_in_data |= EVIL[0] in cells or EVIL[1] in cells
     assert seen_in_data, "the names must still be shown (as text), not dropped"
+    failed = [p for p in at.selectbox(key="run").options if "onerror" in p]
+    select_run(at, failed[0])
+    for page in ("overview", "runs"):
+        visit(at, page)
+        shown = " ".join(str(e.value) for e in at.error) + " ".join(c.value for c in at.code)
+        assert EVIL[0] in shown, (page, shown)  # the error is shown, as text
+        for source in markdown_sources(at):
+            if "onerror" in source or "script" in source:
+                assert not UNESCAPED_MARKUP.search(source.replace("**", "", 2)), (page, source)
+    select_run(at, "evil/")
     visit(at, "ops")
     names = {str(v) for df in chart_data(at) if "name" in df.columns for v in df["name"]}
     assert EVIL[0] in names and EVIL[1] in names, names
-    label = at.selectbox(key="run").format_func(at.selectbox(key="run").options[0])
-    assert "evil" in label or EVIL_RUN_NAME in label
+    box = at.selectbox(key="run")
+    labels = [box.format_func(p) for p in box.options]
+    assert any(lbl.startswith("✗ <img src=x onerror=alert(3)>/") for lbl in labels), labels
+    visit(at, "runs")
+    assert EVIL_RUN_NAME in set(at.dataframe[0].value["name"])

@@ -57,7 +57,8 @@ def failed_note(loaded: Loaded) -> None:
 
 
 def show_error(headline: str, line: str) -> None:
-    st.error(headline)
+    """A red headline (escaped: it may hold run names) and the error line as plain text."""
+    st.error(md_escape(headline))
     st.code(line, language=None, wrap_lines=True)
 
 

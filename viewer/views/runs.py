@@ -31,7 +31,7 @@ def render(ctx: Context) -> None:
         errs = table[table["error"].astype(str).str.len() > 0]
         errs = errs[~errs["error"].isna()] if len(errs) else errs
         for _, row in errs.iterrows():
-            show_error(f"{md_escape(row.get('name', ''))}: error", str(row["error"]))
+            show_error(f"{row.get('name', '')}: {row.get('status') or 'error'}", str(row["error"]))
 
 
 if __name__ == "__main__":
