@@ -247,8 +247,12 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
         return _error(root, "no runs or traces under this folder")
     rows: list[dict[str, Any]] = []
     skipped = 0
+    started = time.monotonic()
+    shown = False
     for i, row in enumerate(found.itertuples(index=False)):
-        print(f"\rautoprof: {i + 1}/{len(found)} {row.path} ", end="", file=sys.stderr)
+        if time.monotonic() - started > PROGRESS_AFTER_S:
+            print(f"\rautoprof: {i + 1}/{len(found)} {row.path} ", end="", file=sys.stderr)
+            shown = True
         entry: dict[str, Any] = {"path": str(row.path), "name": row.name, "error": None}
         try:
             run = load(Path(str(row.path)))
@@ -259,7 +263,8 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
                 continue
             entry["error"] = str(err)
         rows.append(entry)
-    print(file=sys.stderr)
+    if shown:
+        print(file=sys.stderr)
     from autoprof.analysis.summary import jsonable
 
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from autoprof.analysis._stats import (
     gpu_work,
     median,
     merge_intervals,
+    name_matches,
     quantile,
     ranks_of,
     require_columns,
@@ -26,6 +28,8 @@ from autoprof.analysis._stats import (
 from autoprof.analysis._sync import host_syncs
 from autoprof.analysis.steps import gpu_known_from, per_step
 
+# Communication kernels: they occupy the GPU (and count as busy) while often only waiting.
+COMM_KERNEL = re.compile(r"^(?:ncclKernel|ncclDevKernel|nccl)", re.IGNORECASE)
 # Idle stretches shorter than this are the normal gap between back-to-back kernels.
 MIN_IDLE_GAP_US = 1.0
 
@@ -45,6 +49,8 @@ class Overhead:
       row's when there are no steps) to the end of the last GPU work (the last CPU row's end
       without GPU work). `gpu_busy_pct` = 100 * union of GPU work inside the window /
       window_us; with several ranks, busy and window times are summed over ranks.
+      `gpu_comm_pct`: the part of the window covered by NCCL kernels (included in busy: an
+      NCCL kernel occupies the GPU even while it only waits for another rank).
     - launch latency: kernel start minus the end of the runtime call that launched it (the
       CPU-to-GPU offset), p50/p90/max over kernels with a known launch. `launch_queued_pct`:
       share of those kernels that could not start earlier because earlier work on their stream
@@ -70,6 +76,7 @@ class Overhead:
     cpu_gpu_ratio: float | None
     gpu_busy_us: float
     gpu_busy_pct: float | None
+    gpu_comm_pct: float | None
     kernels: int
     launches: int
     launch_latency_us_p50: float | None
@@ -107,6 +114,7 @@ class _Parts:
 
     window_us: float = 0.0
     busy_us: float = 0.0
+    comm_us: float = 0.0
     latencies: list[np.ndarray] = field(default_factory=list)
     dispatch: list[np.ndarray] = field(default_factory=list)
     queued: list[np.ndarray] = field(default_factory=list)
@@ -203,6 +211,9 @@ def overhead(events: pd.DataFrame, rank: int | None = None, *,
             continue
         parts.busy_us += union_length(work["ts_us"].to_numpy(), work["end_us"].to_numpy(),
                                       start, end)
+        comm = work[name_matches(work["name"], COMM_KERNEL)]
+        parts.comm_us += union_length(comm["ts_us"].to_numpy(), comm["end_us"].to_numpy(),
+                                      start, end)
         _launch_parts(ev, work, parts)
         _idle_gaps(steps, work, r, parts)
     return _assemble(events, rank, parts, steps, len(ranks))
@@ -252,6 +263,8 @@ def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.D
         self_gpu_us=self_gpu,
         cpu_gpu_ratio=self_cpu / self_gpu if self_gpu > 0 else None,
         gpu_busy_us=parts.busy_us,
+        gpu_comm_pct=(100.0 * parts.comm_us / parts.window_us
+                      if has_gpu and parts.window_us > 0 else None),
         gpu_busy_pct=(100.0 * parts.busy_us / parts.window_us
                       if has_gpu and parts.window_us > 0 else None),
         kernels=len(work),

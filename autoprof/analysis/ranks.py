@@ -39,6 +39,7 @@ from autoprof.analysis._stats import (
 )
 from autoprof.analysis.overhead import NEEDS as OVERHEAD_NEEDS
 from autoprof.analysis.overhead import Overhead, overhead
+from autoprof.analysis.verdict import classify
 
 COLLECTIVE_NAME = re.compile(
     r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
@@ -49,7 +50,8 @@ STRAGGLER_MIN_EXCESS = 0.10
 
 RANK_COLUMNS = [
     "rank", "steps", "step_time_us_median", "compute_us_median", "collective_us_median",
-    "collective_us_total", "collectives", "gpu_busy_pct", "self_cpu_us", "self_gpu_us",
+    "collective_us_total", "collectives", "gpu_busy_pct", "verdict", "self_cpu_us",
+    "self_gpu_us",
 ]
 # its own columns, plus what overhead() needs for the GPU busy column
 _NEEDS = list(dict.fromkeys(["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us",
@@ -116,6 +118,7 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead) -> dict[str, Any]:
         "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
         "collectives": int(st["collectives"].sum()) if len(st) else 0,
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
+        "verdict": classify(ov.gpu_busy_pct if ov.has_gpu else None),
         "self_cpu_us": ov.self_cpu_us,
         "self_gpu_us": ov.self_gpu_us,
     }

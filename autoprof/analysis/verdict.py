@@ -15,7 +15,9 @@ GPU work's end) in which any kernel, memcpy or memset runs. On the H200 fixtures
 2048 (where, without the profiler, GPU time per call first exceeds the host's launch cost)
 and 80-84% from 4096. The thresholds sit in the middle of those gaps. The profiler itself
 adds host time to every op, so under the profiler a size looks somewhat more
-overhead-bound than it is: the verdict describes the profiled run.
+overhead-bound than it is: the verdict describes the profiled run. NCCL kernels count as
+busy (they hold the GPU); when they fill 5% of the window or more the reason says so, since a
+rank that waits for a straggler shows a "busy" GPU.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ VerdictKind = Literal["overhead-bound", "compute-bound", "mixed", "cpu-only"]
 
 OVERHEAD_BELOW_PCT = 15.0
 COMPUTE_FROM_PCT = 60.0
+COMM_NOTE_PCT = 5.0  # the reason mentions communication kernels above this share
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ def verdict_from(ov: Overhead) -> Verdict:
     kind = classify(ov.gpu_busy_pct if ov.has_gpu else None)
     evidence: dict[str, Any] = {
         "gpu_busy_pct": finite_or_none(ov.gpu_busy_pct),
+        "gpu_comm_pct": finite_or_none(ov.gpu_comm_pct),
         "self_cpu_us": ov.self_cpu_us,
         "self_gpu_us": ov.self_gpu_us,
         "cpu_gpu_ratio": finite_or_none(ov.cpu_gpu_ratio),
@@ -89,6 +93,9 @@ def verdict_from(ov: Overhead) -> Verdict:
     else:
         reason = (f"{busy} (between {OVERHEAD_BELOW_PCT:.0f}% and {COMPUTE_FROM_PCT:.0f}%): "
                   f"host overhead and GPU work both matter; {per_step}")
+    if ov.gpu_comm_pct is not None and ov.gpu_comm_pct >= COMM_NOTE_PCT:
+        reason += (f"; {ov.gpu_comm_pct:.1f}% of the window is NCCL communication kernels, "
+                   "which may only be waiting for other ranks (see the rank table)")
     return Verdict(kind, reason, evidence)
 
 

@@ -57,3 +57,13 @@ def test_ddp_nccl_straggler_is_rank_1():
     assert table.loc[1, "compute_us_median"] > 25_000  # the 30 ms sleep
     assert table.loc[0, "collective_us_median"] > 25_000  # rank 0 waits in NCCL
     assert "straggler" in _ids(run)
+
+
+def test_nccl_wait_is_named_in_the_verdict_reason():
+    run = _run("ddp_step")
+    rank0 = run.verdict(rank=0)
+    assert rank0.evidence["gpu_comm_pct"] > 80  # rank 0's GPU "busy" waiting in NCCL
+    assert "NCCL communication kernels" in rank0.reason
+    assert list(run.ranks()["verdict"]) == ["compute-bound", "overhead-bound"]
+    eager = _run("eager_100").verdict()
+    assert eager.evidence["gpu_comm_pct"] == 0 and "NCCL" not in eager.reason
