@@ -154,8 +154,10 @@ def write_tables(trace_paths: Iterable[Path], run_dir: Path) -> list[Path]:
     has_device = bool((ops["self_device_us"] > 0).any())
     sort_by = "device_total_us" if has_device else "self_cpu_us"
     table = format_table(ops, sort_by=sort_by)
-    ordered = ops.sort_values(sort_by, ascending=False, kind="stable")
-    csv_text = ordered[CSV_COLUMNS].to_csv(index=False, float_format="%.3f", lineterminator="\n")
+    ordered = ops.sort_values(sort_by, ascending=False, kind="stable")[CSV_COLUMNS].copy()
+    # FLOPs are counts: whole numbers, empty where none was recorded or estimated
+    ordered["flops"] = [f"{v:.0f}" if v == v else "" for v in ordered["flops"].astype(float)]
+    csv_text = ordered.to_csv(index=False, float_format="%.3f", lineterminator="\n")
     run_dir = Path(run_dir)
     table_path = _write_atomic(run_dir / "table.txt", table)
     csv_path = _write_atomic(run_dir / "ops.csv", csv_text)

@@ -116,9 +116,15 @@ def test_write_tables_writes_both_files(tmp_path: Path) -> None:
     by_name = {r["name"]: r for r in rows}
     assert len(by_name) == len(ops)
     mm = by_name["aten::mm"]
-    assert (mm["calls"], mm["self_device_us"], mm["flops"]) == ("3", "5.696", "1572864.000")
+    assert (mm["calls"], mm["self_device_us"], mm["flops"]) == ("3", "5.696", "1572864")
     assert mm["input_shapes"] == ops.set_index("name").loc["aten::mm", "input_shapes"] != ""
     assert by_name["ProfilerStep*"]["flops"] == ""  # none recorded: empty, not 0
+
+
+def test_write_tables_with_no_traces_writes_empty_files(tmp_path: Path) -> None:
+    table, ops_csv = write_tables([], tmp_path)
+    assert table.read_text() == ""
+    assert ops_csv.read_text() == ",".join(CSV_COLUMNS) + "\n"
 
 
 def test_write_tables_sums_several_traces(tmp_path: Path) -> None:
