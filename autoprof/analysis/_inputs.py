@@ -140,6 +140,18 @@ def _folder_source(folder: Path) -> Source:
     raise TraceError(folder, "no trace files (*.json, *.json.gz) and no manifest.json here")
 
 
+def _rank_from_run(trace: Path) -> dict[Path, int]:
+    """A lone trace inside a run folder: the rank its manifests give it (if they can say)."""
+    if not (trace.parent / MANIFEST_NAME).is_file():
+        return {}
+    try:
+        source = _run_source(trace.parent)
+    except TraceError:
+        return {}
+    ranks = [rank for t, rank in source.manifest_rank.items() if t.name == trace.name]
+    return {trace: ranks[0]} if ranks else {}
+
+
 def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
     """What ``path`` means; raises TraceError for a missing, empty or escaping input."""
     path = Path(path)
@@ -150,7 +162,7 @@ def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
     if path.is_file():
         if path.name == MANIFEST_NAME:
             return _run_source(path.parent)
-        return Source(path, "trace", [path])
+        return Source(path, "trace", [path], manifest_rank=_rank_from_run(path))
     if (path / MANIFEST_NAME).exists():
         source = _run_source(path)
     else:

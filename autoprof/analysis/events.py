@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (imported here, not lazily inside the first load)
 
 from autoprof.analysis._columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
 from autoprof.analysis._decode import TraceFile

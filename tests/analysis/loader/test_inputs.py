@@ -66,6 +66,13 @@ def test_distributed_run_merges_rank_manifests(tmp_path):
     assert (run.events["rank"].to_numpy()[kernels["launch_row"].to_numpy()] == 1).all()
 
 
+def test_a_lone_trace_in_a_run_folder_takes_its_rank_from_the_manifest(tmp_path):
+    run_dir = write_run(tmp_path, traces=("gpuhost_4242.1.pt.trace.json.gz",), rank=5,
+                        world_size=8)
+    run = load(run_dir / "gpuhost_4242.1.pt.trace.json.gz")
+    assert set(run.events["rank"]) == {5}
+
+
 def test_rank_comes_from_distributed_info_then_file_name(tmp_path):
     folder = tmp_path / "traces"
     write_trace(folder / "worker_a.json", rank=1)  # distributedInfo wins
