@@ -185,12 +185,9 @@ def _write_cache(frame: Any, fmt: str, path: Path) -> None:
     import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
-    if fmt == "arrow_ipc_str":  # strings as pandas' default string dtype, not dictionaries
-        plain = frame.astype({col: str for col in _STR_COLUMNS})
-        feather.write_feather(plain, str(path), compression="uncompressed")
-    elif fmt.startswith("arrow_ipc"):
-        codec = {"arrow_ipc": "uncompressed", "arrow_ipc_lz4": "lz4",
-                 "arrow_ipc_zstd": "zstd"}[fmt]
+    if fmt.startswith("arrow_ipc"):
+        codec = {"arrow_ipc": "uncompressed", "arrow_ipc_str": "uncompressed",
+                 "arrow_ipc_lz4": "lz4", "arrow_ipc_zstd": "zstd"}[fmt]
         feather.write_feather(frame, str(path), compression=codec)
     elif fmt == "parquet_snappy":
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), str(path))
@@ -232,6 +229,8 @@ def _read_cache(fmt: str, path: Path) -> Any:
 
 def cache_write_once(fmt: str, path: str, out_dir: str) -> dict[str, Any]:
     frame = _events_frame(path)
+    if fmt == "arrow_ipc_str":  # strings as pandas' default string dtype, not dictionaries
+        frame = frame.astype({col: str for col in _STR_COLUMNS})
     target = _cache_path(Path(out_dir), fmt)
     t0 = time.perf_counter()
     _write_cache(frame, fmt, target)
@@ -261,8 +260,8 @@ def _summarize(samples: list[Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def study(sizes: list[int], repeats: int, out_dir: Path, decoders: bool = True
-          ) -> dict[str, Any]:
+def study(sizes: list[int], repeats: int, out_dir: Path, decoders: bool = True,
+          formats: tuple[str, ...] = CACHES) -> dict[str, Any]:
     results: dict[str, Any] = {"decoders": {}, "caches": {}}
     for n in sizes if decoders else []:
         path = str(ensure_trace(out_dir / "traces", n))
@@ -284,7 +283,7 @@ def study(sizes: list[int], repeats: int, out_dir: Path, decoders: bool = True
     path = str(ensure_trace(out_dir / "traces", n))
     cache_dir = out_dir / "cache_study"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    for fmt in CACHES:
+    for fmt in formats:
         writes = [run_child(_child("cache_write", fmt, path, str(cache_dir)))
                   for _ in range(max(1, repeats - 1))]
         reads = [run_child(_child("cache_read", fmt, str(cache_dir))) for _ in range(repeats)]
@@ -338,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results-decoders.json"))
     parser.add_argument("--caches-only", action="store_true", help="skip the decoders")
+    parser.add_argument("--formats", default=",".join(CACHES), help="cache formats to study")
     args = parser.parse_args(argv)
     out_dir = Path(__file__).resolve().parent / "out"
     results = study([int(s) for s in args.sizes.split(",")], args.repeats, out_dir,
-                    decoders=not args.caches_only)
+                    decoders=not args.caches_only, formats=tuple(args.formats.split(",")))
     results["argv"] = sys.argv
     results["date_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -46,8 +46,8 @@ class Plan:
     def __init__(self, quick: bool) -> None:
         self.quick = quick
         self.call_repeats = 1 if quick else 5
-        self.call_loop_s = 0.05 if quick else 0.2
-        self.rec_repeats = 2 if quick else 7
+        self.call_loop_s = 0.02 if quick else 0.2
+        self.rec_repeats = 1 if quick else 7
         self.rec_active = 300 if quick else 3000
         self.export_sizes = [10_000] if quick else [10_000, 100_000]
         self.export_repeats = 1 if quick else 3

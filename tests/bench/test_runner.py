@@ -25,7 +25,7 @@ from _report import Row, format_table  # noqa: E402
 def test_run_child_returns_the_last_json_line_and_peak_rss() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(BENCH)!r}); from _measure import emit; "
-        "print('noise'); blob = bytearray(64 * 2**20); emit({'answer': 42})"
+        "print('noise'); blob = b'x' * (64 * 2**20); emit({'answer': 42})"
     )
     sample = run_child([sys.executable, "-c", code])
     assert sample.values == {"answer": 42}
