@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 
 from viewer._context import Context, publish  # noqa: E402
 from viewer._loading import cached_run, find_runs, load_run, load_upload  # noqa: E402
+from viewer._memo import analysed  # noqa: E402
 from viewer._paths import default_root, resolve_root  # noqa: E402
 from viewer._runlist import run_label, run_paths  # noqa: E402
 from viewer.views import PAGES, VIEWS  # noqa: E402
@@ -56,7 +57,7 @@ def _verdicts(ctx: Context) -> None:
         if loaded is None or not loaded.ok:
             continue
         try:
-            ctx.verdicts[p] = str(loaded.run.verdict().kind)
+            ctx.verdicts[p] = str(analysed(loaded.run, "verdict").kind)
         except Exception:  # noqa: BLE001 - the run's own pages show what went wrong
             continue
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import across
 from viewer.views._common import call, no_folder, show_error
 
 CPU_COLS = ("self_cpu_us", "cpu_us", "cpu_time_us")
@@ -31,7 +32,8 @@ def render(ctx: Context) -> None:
         return
     import autoprof.analysis as analysis
 
-    table: pd.DataFrame | None = call("Compare", lambda: analysis.compare([c.run for c in good]))
+    runs = [c.run for c in good]
+    table: pd.DataFrame | None = call("Compare", lambda: across(analysis.compare, runs))
     if table is None:
         return
     table = table.copy()

@@ -9,6 +9,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import analysed
 from viewer.views._common import call, current_run
 
 SORT_COLUMNS = ["cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us", "calls"]
@@ -19,7 +20,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Self vs total")
     if run is None:
         return
-    ops: pd.DataFrame | None = call("Ops table", run.ops)
+    ops: pd.DataFrame | None = call("Ops table", lambda: analysed(run, "ops"))
     if ops is None:
         return
     if not len(ops):

@@ -9,6 +9,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import analysed
 from viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
 from viewer.views._common import call, current_run
 
@@ -20,7 +21,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Overview")
     if run is None:
         return
-    verdict = call("Verdict", run.verdict)
+    verdict = call("Verdict", lambda: analysed(run, "verdict"))
     if verdict is not None:
         box = _VERDICT_BOX.get(str(verdict.kind), st.info)
         box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
@@ -35,22 +36,22 @@ def render(ctx: Context) -> None:
 
 
 def _device(run: Any) -> str:
+    """The device name as the manifest or the trace metadata states it."""
     manifest = getattr(run, "manifest", None) or {}
     dev = manifest.get("device")
     if isinstance(dev, dict) and dev.get("name"):
         return str(dev["name"])
-    summary = call("Summary", run.summary) or {}
-    dev = summary.get("device") if isinstance(summary, dict) else None
-    if isinstance(dev, dict):
-        dev = dev.get("name")
-    if dev:
-        return str(dev)
+    for meta in getattr(run, "trace_metadata", None) or []:
+        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            if props[0].get("name"):
+                return str(props[0]["name"])
     return "CUDA GPU" if getattr(run, "is_cuda", False) else "CPU"
 
 
 def _evidence(run: Any, verdict: Any) -> None:
-    over = call("Overhead", run.overhead)
-    steps = call("Steps", run.steps)
+    over = call("Overhead", lambda: analysed(run, "overhead"))
+    steps = call("Steps", lambda: analysed(run, "steps"))
     cols = st.columns(5)
     if over is not None:
         cols[0].metric("Self CPU total", fmt_us(getattr(over, "self_cpu_us", None)))
@@ -78,7 +79,7 @@ def _balance_chart(over: Any) -> None:
 
 def _diagnostics(run: Any) -> None:
     st.subheader("Diagnostics")
-    diags = call("Diagnostics", run.diagnostics)
+    diags = call("Diagnostics", lambda: analysed(run, "diagnostics"))
     if diags is None:
         return
     if not diags:

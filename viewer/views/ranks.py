@@ -7,6 +7,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import analysed
 from viewer.views._common import call, current_run
 
 _CHARTS = (
@@ -22,14 +23,14 @@ def render(ctx: Context) -> None:
     if run is None:
         return
     world = int(getattr(run, "world_size", 1) or 1)
-    table: pd.DataFrame | None = call("Rank table", run.ranks)
+    table: pd.DataFrame | None = call("Rank table", lambda: analysed(run, "ranks"))
     if table is None:
         return
     if world <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
         st.dataframe(table, hide_index=True, width="stretch")
         return
-    straggler = call("Straggler", lambda: run.straggler_rank)
+    straggler = call("Straggler", lambda: analysed(run, "straggler_rank"))
     if straggler is None:
         st.write(f"{len(table)} ranks, no straggler: the analysis finds them balanced.")
     else:

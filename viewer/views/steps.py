@@ -9,6 +9,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import analysed
 from viewer._text import fmt_us
 from viewer.views._common import call, current_run
 
@@ -23,7 +24,7 @@ def render(ctx: Context) -> None:
     rank = None
     if int(getattr(run, "world_size", 1) or 1) > 1:
         rank = int(st.selectbox("Rank", list(range(int(run.world_size))), key="steps_rank"))
-    steps: pd.DataFrame | None = call("Steps", lambda: run.steps(rank=rank))
+    steps: pd.DataFrame | None = call("Steps", lambda: analysed(run, "steps", rank=rank))
     if steps is not None:
         _steps(steps)
     _warmup(run)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from viewer import _charts
 from viewer._context import Context, context
+from viewer._memo import analysed
 from viewer._paths import inside
 from viewer._text import fmt_us, md_escape
 from viewer.views._common import call, current_run
@@ -96,7 +97,7 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         st.caption("No GPU activity in these steps: CPU lanes only.")
         return
     st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
-    over = call("Overhead", lambda: run.overhead(rank=int(ev["rank"].iloc[0])))
+    over = call("Overhead", lambda: analysed(run, "overhead", rank=int(ev["rank"].iloc[0])))
     if over is not None:
         c = st.columns(3)
         for col, (label, attr) in zip(c, [("Launch latency p50", "launch_latency_us_p50"),
@@ -129,7 +130,7 @@ def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
         table = call("Idle gaps", lambda: lister(run.events, rank=rank))
         if isinstance(table, pd.DataFrame) and {"start_us", "end_us"} <= set(table.columns):
             return table, "Red bands mark the idle GPU gaps inside the steps."
-    over = call("Overhead", lambda: run.overhead(rank=rank))
+    over = call("Overhead", lambda: analysed(run, "overhead", rank=rank))
     at = getattr(over, "idle_gap_max_at_us", None)
     length = getattr(over, "idle_gap_max_us", None)
     if at is None or not length:
