@@ -53,7 +53,8 @@ def gpu_work(events: pd.DataFrame) -> pd.DataFrame:
 
 def cpu_rows(events: pd.DataFrame) -> pd.DataFrame:
     """CPU-lane rows that are the program's work (the profiler's own span excluded)."""
-    mask = (events["lane"].to_numpy() == "cpu") & ~events["cat"].isin(NOT_CPU_WORK_CATS).to_numpy()
+    cpu = events["lane"].eq("cpu").to_numpy(dtype=bool)
+    mask = cpu & ~events["cat"].isin(NOT_CPU_WORK_CATS).to_numpy(dtype=bool)
     return events[mask]
 
 
@@ -68,7 +69,7 @@ def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
 
 def step_rows(events: pd.DataFrame) -> pd.DataFrame:
     """The `ProfilerStep#N` spans on the CPU lane, sorted by (rank, ts_us), with `step_no`."""
-    cpu = events[events["lane"].to_numpy() == "cpu"]
+    cpu = events[events["lane"].eq("cpu").to_numpy(dtype=bool)]
     steps = cpu[name_matches(cpu["name"], STEP_NAME)].copy()
     steps["step_no"] = [int(str(n).rsplit("#", 1)[1]) for n in steps["name"]]
     return steps.sort_values(["rank", "ts_us"], kind="stable")

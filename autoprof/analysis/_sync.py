@@ -26,7 +26,7 @@ SYNC_NAMES = frozenset({
 def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
     """Row labels of the outermost ops (`aten::to` over `aten::_to_copy` over `aten::copy_`)
     that launched a device-to-host copy into pageable memory."""
-    copies = events[(events["cat"].to_numpy() == "gpu_memcpy")]
+    copies = events[(events["cat"].eq("gpu_memcpy").to_numpy(dtype=bool))]
     names = copies["name"]
     dtoh = names.str.contains("DtoH|Device -> Host", regex=True) & ~names.str.contains("Pinned")
     parent_of, cat_of = events["parent"], events["cat"]
@@ -44,7 +44,7 @@ def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
 
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost synchronising rows of `events` (CPU lane), in time order."""
-    cpu = events[events["lane"].to_numpy() == "cpu"]
+    cpu = events[events["lane"].eq("cpu").to_numpy(dtype=bool)]
     marked = set(cpu.index[cpu["name"].isin(SYNC_NAMES).to_numpy()])
     marked |= blocking_copy_ops(events) & set(cpu.index)
     if not marked:

@@ -39,7 +39,8 @@ class ComparableRun(Protocol):
 
 def _first_shapes(events: pd.DataFrame) -> str:
     """`input_dims` of the first CPU op (in profiler steps when there are any) with shapes."""
-    ops = events[(events["cat"].to_numpy() == "cpu_op") & (events["input_dims"] != "").to_numpy()]
+    is_op = events["cat"].eq("cpu_op").to_numpy(dtype=bool)
+    ops = events[is_op & events["input_dims"].ne("").to_numpy(dtype=bool)]
     in_steps = ops[ops["step"].to_numpy() >= 0]
     pick = in_steps if not in_steps.empty else ops
     return "" if pick.empty else str(pick.sort_values("ts_us").iloc[0]["input_dims"])

@@ -231,7 +231,7 @@ def _end_of_cycle_syncs(events: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray
     for label, step in zip(last.index, last["step_no"], strict=True):
         rank = events.at[label, "rank"]
         inside = events[(events["step"].to_numpy() == step) & (events["rank"].to_numpy() == rank)
-                        & (events["lane"].to_numpy() == "cpu")].drop(index=label)
+                        & (events["lane"].eq("cpu").to_numpy(dtype=bool))].drop(index=label)
         final_end = float(inside["end_us"].max()) if len(inside) else -math.inf
         mask |= (device_wide & (syncs["parent"].to_numpy() == label)
                  & (syncs["end_us"].to_numpy() >= final_end))

@@ -60,7 +60,7 @@ _NEEDS = list(dict.fromkeys(["name", "cat", "lane", "is_gpu_work", "ts_us", "end
 
 def _collective_rows(events: pd.DataFrame) -> pd.DataFrame:
     rows = events[name_matches(events["name"], COLLECTIVE_NAME)]
-    cpu = rows[rows["lane"].to_numpy() == "cpu"]
+    cpu = rows[rows["lane"].eq("cpu").to_numpy(dtype=bool)]
     # outermost only: a collective op whose parent is also a collective is inside it
     nested = cpu["parent"].isin(cpu.index).to_numpy()
     gpu = rows[rows["is_gpu_work"].to_numpy(dtype=bool)]
@@ -72,7 +72,7 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     steps = step_rows(events)
     coll = _collective_rows(events)
     if steps.empty:  # the whole trace as one step
-        cpu = events[events["lane"].to_numpy() == "cpu"]
+        cpu = events[events["lane"].eq("cpu").to_numpy(dtype=bool)]
         if cpu.empty:
             return pd.DataFrame(columns=["span_us", "collective_us", "compute_us", "collectives"])
         spans = [(-1, float(cpu["ts_us"].min()), float(cpu["end_us"].max()))]
@@ -81,7 +81,7 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
                  for s in steps.itertuples(index=False)]
     # (step, on cpu, start, end) of every collective, as plain arrays grouped by step
     c_step = coll["step"].to_numpy()
-    c_cpu = coll["lane"].to_numpy() == "cpu"
+    c_cpu = coll["lane"].eq("cpu").to_numpy(dtype=bool)
     c_ts, c_end = coll["ts_us"].to_numpy(float), coll["end_us"].to_numpy(float)
     by_step: dict[int, np.ndarray] = {}
     if len(coll):
