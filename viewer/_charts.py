@@ -14,6 +14,20 @@ import pandas as pd
 SELF = "Self"
 TOTAL = "Total"
 _LANE_COLORS = {"cpu": "#4c78a8", "gpu": "#f58518"}
+# Kineto categories keep one color on every run; others take the spare colors in order.
+CATEGORY_COLORS = {
+    "cpu_op": "#4c78a8", "user_annotation": "#72b7b2", "python_function": "#9d755d",
+    "cuda_runtime": "#e45756", "cuda_driver": "#ff9da6", "kernel": "#f58518",
+    "gpu_memcpy": "#b279a2", "gpu_memset": "#eeca3b", "gpu_user_annotation": "#bab0ac",
+}
+_SPARE_COLORS = ("#54a24b", "#88d27a", "#d67195", "#79706e", "#bcbddc", "#9ecae9")
+
+
+def category_scale(categories: Sequence[str]) -> alt.Scale:
+    """Fixed colors for the known Kineto categories present, spare ones for the rest."""
+    cats = sorted(set(categories), key=lambda c: (c not in CATEGORY_COLORS, c))
+    spare = iter(_SPARE_COLORS * (len(cats) // len(_SPARE_COLORS) + 1))
+    return alt.Scale(domain=cats, range=[CATEGORY_COLORS.get(c) or next(spare) for c in cats])
 
 
 def _short(names: pd.Series, width: int = 60) -> pd.Series:
@@ -202,7 +216,8 @@ def timeline(
             x2="end_us:Q",
             y=alt.Y("y0:Q", scale=y_scale, axis=y_axis),
             y2="y1:Q",
-            color=alt.Color("cat:N", title="category"),
+            color=alt.Color("cat:N", title="category",
+                            scale=category_scale(spans["cat"].astype(str).tolist())),
             tooltip=[
                 alt.Tooltip("name:N", title="name"),
                 alt.Tooltip("cat:N", title="category"),

@@ -95,7 +95,7 @@ def _diagnostics(run: Any) -> None:
             st.caption(f"Hint: {md_escape(hint)}")
         evidence = getattr(d, "evidence", None)
         if evidence:
-            st.dataframe(
+            st.expander("Evidence", expanded=False).dataframe(
                 pd.DataFrame([(str(k), fmt_value(str(k), v)) for k, v in dict(evidence).items()],
                              columns=["measure", "value"]),
                 hide_index=True,
