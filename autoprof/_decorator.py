@@ -183,6 +183,12 @@ def _cache_enabled_check() -> Callable[[], bool]:
     return _enabled_check
 
 
+def flush(wait: bool = True) -> None:
+    """End every run still recording (status ``partial``) and wait until all files are
+    written. Runs at interpreter exit too."""
+    _session.flush_all(wait)
+
+
 # -- the object users import --------------------------------------------------------------
 
 
@@ -217,10 +223,7 @@ class Autoprof:
 
         return check(fn, *args, **kwargs)
 
-    @staticmethod
-    def flush(wait: bool = True) -> None:
-        """End every run still recording (``partial``) and wait for all files."""
-        _session.flush_all(wait)
+    flush = staticmethod(flush)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("load", "Run", "TraceError"):

@@ -28,6 +28,9 @@ def _flush_sessions():
     session = sys.modules.get("autoprof._session")
     if session is not None:
         session.flush_all()
+    decorator = sys.modules.get("autoprof._decorator")
+    if decorator is not None:
+        decorator._regions.clear()  # region names are process-wide; tests start afresh
 
 
 def run_dirs(root: Path, name: str) -> list[Path]:
