@@ -162,3 +162,15 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
     assert any(lbl.startswith("✗ <img src=x onerror=alert(3)>/") for lbl in labels), labels
     visit(at, "runs")
     assert EVIL_RUN_NAME in set(at.dataframe[0].value["name"])
+
+
+def test_big_trace_timeline_is_capped_and_says_so(tmp_path, monkeypatch):
+    from autoprof.analysis._synthetic import write_synthetic_trace
+    from viewer.views.timeline import MAX_DRAWN
+
+    (tmp_path / "big").mkdir()
+    write_synthetic_trace(tmp_path / "big" / "big.pt.trace.json", 4 * MAX_DRAWN)
+    at = visit(open_app(tmp_path, monkeypatch), "timeline")
+    assert any(f"Drawing the first {MAX_DRAWN:,} of" in t for t in markdown_texts(at))
+    drawn = [df for df in chart_data(at) if "lane" in df.columns]
+    assert len(drawn) == 1 and len(drawn[0]) == MAX_DRAWN
