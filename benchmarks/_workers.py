@@ -192,8 +192,8 @@ def _matmul_add_step() -> Callable[[], Any]:
     return step
 
 
-_PROFILER_OPTIONS = dict(record_shapes=True, with_flops=True, profile_memory=False,
-                         with_stack=False, with_modules=False)
+_PROFILER_OPTIONS: dict[str, Any] = dict(record_shapes=True, with_flops=True, profile_memory=False,
+                                         with_stack=False, with_modules=False)
 
 
 def _run_autoprof_loop(active: int, warmup_calls: int, trailing: int, out: str
@@ -320,7 +320,9 @@ def load_autoprof(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     autoprof = _import_autoprof()
     try:
-        import autoprof.analysis  # noqa: F401
+        import importlib
+
+        importlib.import_module("autoprof.analysis")
         load = autoprof.load
     except (ImportError, AttributeError) as exc:
         raise Unavailable(f"autoprof.load is not available: {exc}") from exc

@@ -133,8 +133,10 @@ def decode_once(decoder: str, path: str) -> dict[str, Any]:
         events = orjson.loads(data)["traceEvents"]
     elif decoder == "msgspec":
         events = msgspec.json.decode(data)["traceEvents"]
-    else:
+    elif typed is not None:
         events = typed.decode(data).traceEvents
+    else:
+        raise ValueError(f"unknown decoder {decoder!r}")
     t2 = time.perf_counter()
     del data
     cols = _columns_from_structs(events) if typed else _columns_from_dicts(events)
