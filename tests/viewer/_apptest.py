@@ -56,12 +56,29 @@ def chart_data(at: AppTest) -> list:
             for c in at.get("vega_lite_chart") for ds in c.proto.datasets]
 
 
+def run_labels(at: AppTest) -> list[str]:
+    """The run picker's labels ('✗ name/run_id · failed · ...'), as the user sees them."""
+    return list(at.selectbox(key="run").options)
+
+
+def label_path(at: AppTest, label: str) -> str:
+    """The run path behind a picker label: traces folder / the label's first part."""
+    rel = label.split(" · ")[0]
+    if rel[:2] in ("✗ ", "… ", "◐ ", "? "):
+        rel = rel[2:]
+    return str(Path(at.text_input(key="root").value).resolve() / rel)
+
+
 def select_run(at: AppTest, contains: str) -> AppTest:
+    """Pick the first run whose label contains `contains` (by its path, as a click would)."""
+    match = [lbl for lbl in run_labels(at) if contains in lbl]
+    assert match, (contains, run_labels(at))
     box = at.selectbox(key="run")
-    match = [p for p in box.options if contains in p]
-    assert match, (contains, box.options)
-    box.select(match[0]).run()
+    path = label_path(at, match[0])
+    assert box.format_func(path) == match[0], (path, match[0])
+    box.select(path).run()
     assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="run").value == path
     return at
 
 

@@ -13,6 +13,7 @@ from _apptest import (
     markdown_sources,
     markdown_texts,
     open_app,
+    run_labels,
     select_run,
     visit,
 )
@@ -43,8 +44,8 @@ def test_runs_list_shows_status_and_verdict(roots, monkeypatch):
     table = at.dataframe[0].value
     assert len(table) == 3
     assert "failed" in set(table["status"].astype(str))
-    labels = [at.selectbox(key="run").format_func(p) for p in at.selectbox(key="run").options]
-    assert any(lbl.startswith("✗ ") and "boom" in lbl for lbl in labels), labels
+    labels = run_labels(at)
+    assert any(lbl.startswith("✗ boom/") and lbl.endswith(" · failed") for lbl in labels), labels
 
 
 @pytest.mark.parametrize("size,kind", [("n64", "overhead-bound"), ("n4096", "compute-bound")])
@@ -117,8 +118,8 @@ def test_failed_run_shows_error_and_others_work(roots, monkeypatch):
 
 def test_multirank_run(roots, monkeypatch):
     at = open_app(roots["multirank"], monkeypatch)
-    label = at.selectbox(key="run").format_func(at.selectbox(key="run").options[0])
-    assert "2 ranks" in label, label
+    (label,) = run_labels(at)
+    assert label.endswith(" · 2 ranks"), label
     visit(at, "ranks")
     assert_wired(at, "ranks")
     table = at.dataframe[-1].value
@@ -144,8 +145,7 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
             cells = set(df.astype(str).to_numpy().ravel())
             seen_in_data |= EVIL[0] in cells or EVIL[1] in cells
     assert seen_in_data, "the names must still be shown (as text), not dropped"
-    failed = [p for p in at.selectbox(key="run").options if "onerror" in p]
-    select_run(at, failed[0])
+    select_run(at, "onerror=alert(3)")
     for page in ("overview", "runs"):
         visit(at, page)
         shown = " ".join(str(e.value) for e in at.error) + " ".join(c.value for c in at.code)
@@ -157,8 +157,7 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
     visit(at, "ops")
     names = {str(v) for df in chart_data(at) if "name" in df.columns for v in df["name"]}
     assert EVIL[0] in names and EVIL[1] in names, names
-    box = at.selectbox(key="run")
-    labels = [box.format_func(p) for p in box.options]
+    labels = run_labels(at)
     assert any(lbl.startswith("✗ <img src=x onerror=alert(3)>/") for lbl in labels), labels
     visit(at, "runs")
     assert EVIL_RUN_NAME in set(at.dataframe[0].value["name"])

@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from _apptest import charts, markdown_texts, open_app, visit
+from _apptest import charts, markdown_texts, open_app, run_labels, visit
 from _viewer_support import H200, add_h200
 
 
@@ -43,7 +43,7 @@ def test_trace_by_path_inside_the_folder(tmp_path, monkeypatch):
 def test_paths_outside_the_folder_are_refused(tmp_path, monkeypatch):
     root = _folder_with_outside_links(tmp_path)
     at = open_app(root, monkeypatch)
-    listed = at.selectbox(key="run").options
+    listed = run_labels(at)
     assert not any("linked_run" in p for p in listed), listed
     for rel in ("../secret.json", str(tmp_path / "secret.json"), "loose/link.json",
                 "linked_run/20261130-070000-000064"):
