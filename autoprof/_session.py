@@ -137,9 +137,17 @@ class Session:
         return result
 
     def begin(self) -> Token:
+        """Never raises: on an internal problem the call runs unprofiled (one warning)."""
         local = self._local
         depth = getattr(local, "depth", 0)
         local.depth = depth + 1
+        try:
+            return self._begin(depth)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+            return _PASS_TOKEN
+
+    def _begin(self, depth: int) -> Token:
         if depth == 0 and not self.done:
             live = _live
             if live is not None and live is not self and live._in_step:

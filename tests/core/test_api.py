@@ -33,7 +33,8 @@ def test_import_autoprof_does_not_import_torch():
 
 def test_package_and_object_expose_the_same_api():
     assert autoprof_pkg.autoprof is autoprof
-    assert autoprof_pkg.region is autoprof.region or autoprof_pkg.region.__name__ == "region"
+    assert autoprof_pkg.region is autoprof.region
+    assert autoprof_pkg.check.__name__ == autoprof.check.__name__ == "check"
     assert autoprof_pkg.Schedule is autoprof.Schedule is Schedule
 
 
