@@ -134,4 +134,8 @@ def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, tr
     visible = [p for p in run.iterdir() if not p.name.startswith(".")]
     assert [p.name for p in visible] == ["manifest.json"]  # the half trace stays hidden
     assert any(p.name.endswith(".tmp") for p in run.iterdir())
+    from autoprof.analysis import find_runs
+
+    listed = find_runs(traces_root)
+    assert list(listed["status"]) == ["recording"]  # the reader does not call it complete
 
