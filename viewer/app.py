@@ -40,10 +40,10 @@ def _sidebar_root() -> Context:
     )
     root = resolve_root(text or ".")
     ctx = Context(root=root, root_exists=root.is_dir())
-    if ctx.root_exists:
-        ctx.runs, ctx.runs_error = find_runs(str(root))
     if st.sidebar.button("Refresh", help="Rescan the folder for new runs"):
         find_runs.clear()
+    if ctx.root_exists:
+        ctx.runs, ctx.runs_error = find_runs(str(root))
     return ctx
 
 

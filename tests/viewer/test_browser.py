@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _viewer_support import APP, EVIL, REPO
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")
 
 READY = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'

@@ -51,13 +51,18 @@ def _device(run: Any) -> str:
 
 def _evidence(run: Any, verdict: Any) -> None:
     over = call("Overhead", lambda: analysed(run, "overhead"))
-    steps = call("Steps", lambda: analysed(run, "steps"))
+    n_steps = getattr(over, "steps", None)
+    if n_steps is None:
+        steps = call("Steps", lambda: analysed(run, "steps"))
+        n_steps = None if steps is None else len(steps)
     cols = st.columns(5)
     if over is not None:
         cols[0].metric("Self CPU total", fmt_us(getattr(over, "self_cpu_us", None)))
         cols[1].metric("Self GPU total", fmt_us(getattr(over, "self_gpu_us", None)))
         cols[2].metric("GPU busy", fmt_pct(getattr(over, "gpu_busy_pct", None)))
-    cols[3].metric("Profiled steps", "n/a" if steps is None else f"{len(steps)}")
+    ranks = int(getattr(run, "world_size", 1) or 1)
+    cols[3].metric("Profiled steps" + (f" (all {ranks} ranks)" if ranks > 1 else ""),
+                   "n/a" if n_steps is None else f"{n_steps}")
     cols[4].text("Device")
     cols[4].text(_device(run))
     if over is not None:
