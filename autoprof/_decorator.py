@@ -1,9 +1,8 @@
 """The front door: ``@autoprof``, ``@autoprof(...)`` and ``autoprof.region(name)``.
 
 Both are thin shells over :class:`autoprof._session.Session`. Once a session is done the
-decorated function swaps to a minimal pass-through (one list lookup more than a plain
-``functools.wraps`` wrapper), and a finished region costs one dict lookup plus torch's
-"is a profiler on?" check.
+decorated function's code becomes exactly a plain ``functools.wraps`` wrapper's, and a
+finished region costs one dict lookup plus torch's "is a profiler on?" check.
 """
 
 from __future__ import annotations
