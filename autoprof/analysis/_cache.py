@@ -25,6 +25,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from autoprof._version import __version__
+
 CACHE_VERSION = 1
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
@@ -43,12 +45,15 @@ def cache_path(trace: Path) -> Path:
     return trace.with_name(trace.name + SUFFIX)
 
 
-def _key(trace: Path) -> dict[str, int] | None:
+def _key(trace: Path) -> dict[str, Any] | None:
+    """What a cache must match: the trace as it is now, and the code that built the table
+    (bump CACHE_VERSION when the table's rules change; the autoprof version is included)."""
     try:
         st = trace.stat()
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION,
+            "autoprof": __version__}
 
 
 def _umask() -> int:
