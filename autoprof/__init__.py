@@ -13,8 +13,9 @@ from autoprof._version import __version__
 
 if TYPE_CHECKING:
     from autoprof._check import check
-    from autoprof._decorator import autoprof, region
+    from autoprof._decorator import autoprof, flush, region
     from autoprof._options import Schedule
+    from autoprof._warn import AutoprofWarning
     from autoprof.analysis import Run, TraceError, load
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "autoprof",
     "region",
     "check",
+    "flush",
+    "AutoprofWarning",
     "Schedule",
     "load",
     "Run",
@@ -33,6 +36,8 @@ _LAZY: dict[str, str] = {
     "autoprof": "autoprof._decorator",
     "region": "autoprof._decorator",
     "check": "autoprof._check",
+    "flush": "autoprof._decorator",
+    "AutoprofWarning": "autoprof._warn",
     "Schedule": "autoprof._options",
     "load": "autoprof.analysis",
     "Run": "autoprof.analysis",

@@ -317,6 +317,12 @@ class Session:
                 repeat=s.repeat,
                 skip_first=s.skip_first,
             )
+        # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
+        # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
+        # one message, nothing else.
+        warnings.filterwarnings(
+            "ignore", message="Warning: Profiler clears events at the end of each cycle"
+        )
         o = self.options
         return profile(
             activities=[kinds[a] for a in self._activities],
