@@ -211,9 +211,10 @@ class ColumnBuilder:
     def finish(self) -> RawColumns:
         keys = ("ph", "name", "cat", "input_dims", *INT_COLUMNS, *FLOAT_COLUMNS)
         merged: dict[str, np.ndarray] = {}
-        for key in keys:
-            parts = [c[key] for c in self.chunks]
+        for key in keys:  # pop as we go: never the chunks and the whole column twice over
+            parts = [c.pop(key) for c in self.chunks]
             merged[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            del parts
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
         kind_of_code = self._kinds()
         dims_text = [bytes(d).decode("utf-8", "replace") for d in self.dims.values()]

@@ -29,7 +29,7 @@ from autoprof.analysis._source import read_bytes
 Progress = Callable[[float, str], None]
 Buffer = bytes | bytearray | mmap.mmap
 
-CHUNK_BYTES = 16 * 1024**2
+CHUNK_BYTES = 4 * 1024**2
 _STDLIB_FALLBACK_MAX_BYTES = 64 * 1024**2
 _WS = b" \t\r"
 
@@ -82,6 +82,20 @@ def _boundaries(data: Buffer, start: int, end: int) -> list[int]:
         cuts.append(found)
         target = found + CHUNK_BYTES
     return cuts
+
+
+def _release(data: Buffer, start: int, end: int) -> None:
+    """Drop the decoded part of a memory-mapped file from this process's resident memory
+    (the pages stay in the OS page cache and read back transparently if touched again)."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if not isinstance(data, mmap.mmap) or advice is None:
+        return
+    first = start - start % mmap.PAGESIZE
+    if end - first > mmap.PAGESIZE:
+        try:
+            data.madvise(advice, first, end - first - (end - first) % mmap.PAGESIZE)
+        except (OSError, ValueError):
+            pass
 
 
 def _as_list(data: Buffer, start: int, end: int) -> bytes:
@@ -183,6 +197,7 @@ def _decode_chunked(
     try:
         for i in range(len(cuts) - 1):
             _decode_events_list(_as_list(data, cuts[i], cuts[i + 1]), builder, warnings)
+            _release(data, cuts[i], cuts[i + 1])
             if progress is not None:
                 progress(0.1 + 0.6 * (i + 1) / total, f"decoded {i + 1}/{total} chunks")
         head_tail = bytes(data[: cuts[0]]) + bytes(data[cuts[-1] :])

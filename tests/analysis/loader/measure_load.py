@@ -99,16 +99,20 @@ def main() -> int:
                 if mode == "hta" and not HTA_PYTHON.exists():
                     continue
                 reps = 1 if mode in ("json", "hta") and size >= 1_000_000 else args.reps
-                row = measure(mode, path, reps)
+                try:
+                    row = measure(mode, path, reps)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    print(f"{size:>9} {mode:>12}  failed: {exc}", flush=True)
+                    continue
                 row["file_mb"] = path.stat().st_size / 1024**2
                 results.append(row)
+                if args.out:  # after every row, so an interrupted run keeps what it measured
+                    args.out.write_text(json.dumps(results, indent=1))
                 print(f"{size:>9} {mode:>12}  load {row['load_s_median']:7.3f} s "
                       f"(min {row['load_s_min']:.3f}, max {row['load_s_max']:.3f})  "
                       f"cpu {row['cpu_s_median']:7.3f} s  peak {row['peak_mb_max']:6.0f} MB",
                       flush=True)
     print("load average:", os.getloadavg())
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
     return 0
 
 
