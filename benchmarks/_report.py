@@ -67,17 +67,19 @@ class Row:
         }
 
 
+def _num(x: float) -> str:
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.3g}"
+
+
 def _fmt(stats: Stats | None) -> str:
     if stats is None:
         return "n/a"
-    med = stats.median
-    if abs(med) >= 1000:
-        text = f"{med:,.0f}"
-    elif abs(med) >= 10:
-        text = f"{med:.1f}"
-    else:
-        text = f"{med:.3g}"
-    return f"{text} [{stats.min:.3g}-{stats.max:.3g}]" if stats.n > 1 else text
+    text = _num(stats.median)
+    return f"{text} [{_num(stats.min)}-{_num(stats.max)}]" if stats.n > 1 else text
 
 
 def format_table(rows: list[Row]) -> str:
@@ -132,3 +134,30 @@ def machine_info(hta_python: Path) -> dict[str, Any]:
         "pyarrow": _version("pyarrow"), "msgspec": _version("msgspec"),
         "hta": hta_version, "loadavg_start": os.getloadavg(),
     }
+
+
+def _fmt_dict(stats: dict[str, Any] | None) -> str:
+    if stats is None:
+        return "n/a"
+    return _fmt(Stats(stats["median"], stats["min"], stats["max"], stats["n"]))
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The rows of a results JSON (from run.py --out) as a Markdown table."""
+    lines = ["| target | ours: median [min-max] | baseline | ratio | limit | result |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in result["rows"]:
+        verdict = {True: "PASS", False: "**FAIL**", None: "n/a"}[r["pass"]]
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a"
+        base = _fmt_dict(r["baseline"])
+        if r.get("baseline_name"):
+            base += f" ({r['baseline_name']})"
+        lines.append(f"| {r['target']} | {_fmt_dict(r['ours'])} | {base} | {ratio} | "
+                     f"{r['limit']} | {verdict} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+
+    print(markdown_table(json.loads(Path(sys.argv[1]).read_text())))
