@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "started_at": None,
     "ended_at": None,
     "warmup_call_ms": [],
+    "wait_call_ms": [],
     "steps_recorded": None,
     "files": None,
     "error": None,
