@@ -107,13 +107,17 @@ def build_manifest(
     started_at: str,
     ended_at: str | None,
     warmup_call_ms: Iterable[float],
+    wait_call_ms: Iterable[float] = (),
     steps_recorded: int,
     files: Iterable[str],
     error: dict[str, str] | None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest dict of docs/architecture.md. ``identity`` holds name, qualname,
-    source_file, source_line, host, pid, rank, world_size, device, run_id."""
+    source_file, source_line, host, pid, rank, world_size, device, run_id.
+    ``warmup_call_ms``: the untraced warm-up calls; ``wait_call_ms``: the profiler steps
+    before the first recorded one (``skip_first`` and the first cycle's ``wait``), both timed
+    the same way (wall clock, device synchronized when CUDA is in use)."""
     manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "status": status,
@@ -123,6 +127,7 @@ def build_manifest(
         "started_at": started_at,
         "ended_at": ended_at,
         "warmup_call_ms": [round(float(v), 6) for v in warmup_call_ms],
+        "wait_call_ms": [round(float(v), 6) for v in wait_call_ms],
         "steps_recorded": int(steps_recorded),
         "files": sorted(set(files)),
         "error": error,

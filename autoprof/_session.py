@@ -32,7 +32,7 @@ from autoprof._warn import warn, warn_once
 
 State = Literal["warmup", "profiling", "done"]
 Token = tuple[int, Any]
-_PASS, _LABEL, _WARMUP, _STEP = 0, 1, 2, 3
+_PASS, _LABEL, _WARMUP, _STEP, _WAIT_STEP = 0, 1, 2, 3, 4
 _PASS_TOKEN: Token = (_PASS, None)
 
 _live_lock = threading.Lock()
@@ -84,6 +84,7 @@ class RunState:
     tables: list[str] = field(default_factory=list)
     tables_error: str | None = None
     error: dict[str, str] | None = None
+    wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
 
 
 class Session:
@@ -166,9 +167,14 @@ class Session:
                     and self._prof is not None
                     and self._owner == threading.get_ident()
                 ):
+                    timed = self._before_recording()
+                    if timed:
+                        _sync_if_cuda_in_use()
                     rf = torch_module().autograd.profiler.record_function(self.name)
                     rf.__enter__()
                     self._in_step = True
+                    if timed:
+                        return (_WAIT_STEP, (rf, time.perf_counter_ns()))
                     return (_STEP, rf)
         return self._label()
 
@@ -182,6 +188,9 @@ class Session:
                 payload.__exit__(None, None, None)
             elif kind == _WARMUP:
                 self._end_warmup(payload, exc)
+            elif kind == _WAIT_STEP:
+                rf, started_ns = payload
+                self._end_wait_step(rf, started_ns, exc)
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
         finally:
@@ -202,6 +211,22 @@ class Session:
             if exc is not None and self.state == "warmup":
                 if self._open_run() is not None:
                     self._finish("failed", _error(exc, "warmup"))
+
+    def _before_recording(self) -> bool:
+        """Is the next step one before the profiler first records (the schedule's
+        ``skip_first`` and first ``wait`` steps)? Such calls are timed like warm-up calls:
+        torch.profiler records nothing then, so the device sync cannot disturb the trace."""
+        run = self._run
+        schedule = self.options.schedule
+        return run is not None and run.steps_done < schedule.skip_first + schedule.wait
+
+    def _end_wait_step(self, rf: Any, started_ns: int, exc: BaseException | None) -> None:
+        _sync_if_cuda_in_use()
+        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        with self._lock:
+            if self._run is not None:
+                self._run.wait_call_ms.append(elapsed_ms)
+        self._end_step(rf, exc)
 
     def _end_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
@@ -408,6 +433,7 @@ class Session:
             started_at=run.started_at,
             ended_at=run.ended_at,
             warmup_call_ms=self.warmup_call_ms,
+            wait_call_ms=run.wait_call_ms,
             steps_recorded=self.options.schedule.recorded_steps(run.steps_done),
             files=run.traces + run.tables,
             error=run.error,

@@ -13,6 +13,7 @@ from autoprof.analysis._diagnostic import Check, Context, Diagnostic
 from autoprof.analysis._stats import fmt_us, median
 
 COLD_START_RATIO = 1.75  # first step (or first warm-up call) vs the median of the rest
+COLD_START_UNTRACED_RATIO = 3.0  # first untraced call (synced) vs the median profiled step
 HOST_SYNC_CRITICAL_SHARE = 0.25  # sync time / step time above which host-sync is critical
 GPU_IDLE_SHARE = 0.30  # idle share of the step windows
 GPU_IDLE_MIN_GAP_US = 50.0  # ... and one gap at least this long
@@ -56,15 +57,81 @@ def _first_rank_steps(ctx: Context) -> list[tuple[int, float]]:
     return list(zip(first["step"].astype(int), first["cpu_span_us"].astype(float), strict=True))
 
 
-def _warmup_calls(ctx: Context) -> list[float]:
-    calls = ctx.manifest.get("warmup_call_ms")
+def _manifest_calls(ctx: Context, key: str) -> list[float]:
+    """A list of call times (ms) from the manifest; [] when absent (older manifests) or odd."""
+    calls = ctx.manifest.get(key)
     if not isinstance(calls, list):
         return []
-    return [float(c) for c in calls if isinstance(c, int | float)]
+    return [float(c) for c in calls if isinstance(c, int | float) and not isinstance(c, bool)]
+
+
+def _warmup_calls(ctx: Context) -> list[float]:
+    return _manifest_calls(ctx, "warmup_call_ms")
+
+
+def _untraced_calls(ctx: Context) -> list[float]:
+    """Every untraced call before profiling, in call order: the warm-up calls, then the
+    profiler steps before the first recorded one (``wait_call_ms``: skip_first and wait)."""
+    return _warmup_calls(ctx) + _manifest_calls(ctx, "wait_call_ms")
+
+
+def _warmup_was_off(ctx: Context) -> bool:
+    options = ctx.manifest.get("options")
+    warmup = options.get("warmup") if isinstance(options, dict) else None
+    if isinstance(warmup, int) and not isinstance(warmup, bool):
+        return warmup == 0
+    return not _warmup_calls(ctx)
+
+
+def _step_median_us(ctx: Context) -> float | None:
+    """Median profiled step of the first rank, as a synchronized call would time it: the
+    longer of its CPU span and its GPU window (step start to the end of its GPU work)."""
+    steps = ctx.steps
+    if steps.empty:
+        return None
+    first = steps[steps["rank"] == steps["rank"].min()]
+    wall = np.maximum(first["cpu_span_us"].to_numpy(float), first["gpu_window_us"].to_numpy(float))
+    value = median(wall)
+    return value if np.isfinite(value) and value > 0 else None
 
 
 def _cold_start_applies(ctx: Context) -> bool:
-    return len(_first_rank_steps(ctx)) >= 2 or len(_warmup_calls(ctx)) >= 2
+    steps = len(_first_rank_steps(ctx))
+    return steps >= 2 or len(_warmup_calls(ctx)) >= 2 or (steps >= 1 and bool(_untraced_calls(ctx)))
+
+
+def _untraced_slow(ctx: Context, evidence: dict[str, Any]) -> str | None:
+    """The sentence about a slow first untraced call, or None; fills ``evidence``."""
+    calls, untraced = _warmup_calls(ctx), _untraced_calls(ctx)
+    if not untraced:
+        return None
+    first_ms = untraced[0]
+    found = []
+    if len(calls) >= 2:
+        rest_ms = median(calls[1:])
+        ratio = calls[0] / rest_ms if rest_ms > 0 else float("inf")
+        evidence.update(first_warmup_call_ms=_r(calls[0], 3), other_warmup_calls_median_ms=_r(
+            rest_ms, 3), warmup_ratio=_r(ratio), warmup_calls=len(calls))
+        if ratio >= COLD_START_RATIO:
+            found.append(f"{ratio:.1f}x the median of the other warm-up calls ({rest_ms:.3f} ms)")
+    step_us = _step_median_us(ctx)
+    if step_us is not None:
+        ratio = first_ms * 1e3 / step_us
+        evidence.update(first_untraced_call_ms=_r(first_ms, 3), untraced_calls=len(untraced),
+                        wait_calls=len(untraced) - len(calls), profiled_step_median_us=_r(
+                            step_us), untraced_step_ratio=_r(ratio),
+                        untraced_ratio_threshold=COLD_START_UNTRACED_RATIO)
+        if ratio >= COLD_START_UNTRACED_RATIO:
+            found.append(f"{ratio:.1f}x the median profiled step ({fmt_us(step_us)})")
+    if not found:
+        return None
+    which = ("first warm-up call" if calls else "first call (untraced: a wait step of the "
+             "profiler schedule, before it recorded anything)")
+    return f"the {which} took {first_ms:.3f} ms, " + " and ".join(found)
+
+
+WARMUP_OFF_HINT = ("Set warmup>=1 (autoprof's default is 3) so one-time costs stay out of the "
+                   "profiled steps.")
 
 
 def _cold_start(ctx: Context) -> Diagnostic | None:
@@ -83,17 +150,13 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
             parts.append(f"the first profiled step (ProfilerStep#{first_no}) took "
                          f"{fmt_us(first_us)}, {ratio:.1f}x the median of the later steps "
                          f"({fmt_us(rest_us)})")
-    calls = _warmup_calls(ctx)
-    if len(calls) >= 2:
-        rest_ms = median(calls[1:])
-        ratio = calls[0] / rest_ms if rest_ms > 0 else float("inf")
-        evidence.update(first_warmup_call_ms=_r(calls[0], 3), other_warmup_calls_median_ms=_r(
-            rest_ms, 3), warmup_ratio=_r(ratio), warmup_calls=len(calls))
-        if ratio >= COLD_START_RATIO:
-            parts.append(f"the first warm-up call took {calls[0]:.3f} ms, {ratio:.1f}x the "
-                         f"median of the other warm-up calls ({rest_ms:.3f} ms)")
+    untraced = _untraced_slow(ctx, evidence)
+    if untraced is not None:
+        parts.append(untraced)
     if not parts:
         return None
+    warmup_off = _warmup_was_off(ctx)
+    evidence["warmup_off"] = warmup_off
     text = "; ".join(parts)
     message = text[0].upper() + text[1:] + "."
     if step_slow:
@@ -101,6 +164,11 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
                 "schedule warmup of at least 1, so one-time costs (cuBLAS heuristics, lazy "
                 "module loading, allocator growth) land before the active steps; or leave the "
                 "first step out when reading per-step numbers.")
+        if warmup_off:
+            hint = f"{WARMUP_OFF_HINT} {hint}"
+    elif warmup_off:
+        hint = ("The profiler schedule's wait step absorbed it this time, so the recorded "
+                f"steps are clean, but only by luck of the schedule. {WARMUP_OFF_HINT}")
     else:
         hint = ("Warm-up already kept this one-time cost out of the profile; expect it again "
                 "at the start of every new process (pre-load or compile ahead if it matters).")
@@ -290,7 +358,8 @@ CHECKS: tuple[Check, ...] = (
     Check("overhead-bound", "needs GPU work", lambda c: c.has_gpu, _overhead_bound),
     Check("host-sync", "needs profiler steps", lambda c: not c.steps.empty, _host_sync),
     Check("straggler", "needs two or more ranks", lambda c: len(c.ranks) >= 2, _straggler),
-    Check("cold-start", "needs two profiler steps or two warm-up calls in the manifest",
+    Check("cold-start", "needs two profiler steps, two warm-up calls, or a profiler step and "
+          "an untraced call (warm-up or wait) in the manifest",
           _cold_start_applies, _cold_start),
     Check("gpu-idle", "needs GPU work in profiler steps, and a verdict other than "
           "overhead-bound (that finding covers an idle GPU)", _gpu_idle_applies, _gpu_idle),
