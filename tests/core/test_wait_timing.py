@@ -95,3 +95,19 @@ def test_region_wait_steps_are_timed(traces_root):
     m = manifest(only_run(traces_root, "phase"))
     assert m["status"] == "complete" and m["warmup_call_ms"] == []
     assert len(m["wait_call_ms"]) == 2 and m["wait_call_ms"][0] >= SLOW_FIRST_S * 1e3
+
+
+def test_cold_start_fires_end_to_end_when_warmup_is_off():
+    """A slow first call with warmup=0 lands in the schedule's wait step: timed, then reported
+    by the analysis' cold-start diagnostic with the 'set warmup>=1' hint."""
+    import autoprof as ap
+
+    fn = autoprof(name="e2e", warmup=0, schedule={"wait": 1, "warmup": 1, "active": 3})(
+        _slow_first_call()
+    )
+    run = ap.check(fn, torch.ones(8))
+    assert run.manifest["warmup_call_ms"] == [] and len(run.manifest["wait_call_ms"]) == 1
+    (cold,) = [d for d in run.diagnostics() if d.id == "cold-start"]
+    assert cold.evidence["wait_calls"] == 1 and cold.evidence["warmup_off"] is True
+    assert cold.evidence["first_untraced_call_ms"] >= SLOW_FIRST_S * 1e3
+    assert "warmup>=1" in cold.hint
