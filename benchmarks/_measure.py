@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -31,6 +32,26 @@ class Sample:
 
 class MeasureError(RuntimeError):
     """A measurement process failed; the message names the command and its stderr tail."""
+
+
+class MeasureTimeout(MeasureError):
+    """A measurement ran past its limit; what it had reached is kept as lower bounds."""
+
+    def __init__(self, message: str, timeout_s: float, peak_rss_mb: float) -> None:
+        super().__init__(message)
+        self.timeout_s = timeout_s
+        self.peak_rss_mb = peak_rss_mb  # VmHWM read just before the kill (nan if unknown)
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    """Peak RSS so far of a live process (Linux ``VmHWM``), in MiB; nan if unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return float("nan")
 
 
 def run_child(
@@ -51,9 +72,11 @@ def run_child(
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        peak = _vm_hwm_mb(proc.pid)
         proc.kill()
         proc.communicate()
-        raise MeasureError(f"{' '.join(argv)}: timed out after {timeout_s:.0f} s") from None
+        raise MeasureTimeout(f"{' '.join(argv)}: timed out after {timeout_s:.0f} s",
+                             timeout_s, peak) from None
     wall_s = time.perf_counter() - t0
     end_unix = time.time()
     if proc.returncode != 0:

@@ -31,7 +31,7 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))
 
-from _measure import MeasureError, Sample, Stats, run_child  # noqa: E402
+from _measure import MeasureError, MeasureTimeout, Sample, Stats, run_child  # noqa: E402
 from _report import Row, machine_info, print_table  # noqa: E402
 from traces import ensure_trace  # noqa: E402
 
@@ -53,17 +53,37 @@ class Plan:
         self.export_repeats = 1 if quick else 3
         self.load_sizes = [10_000] if quick else [100_000, 1_000_000]
         self.load_repeats = 1 if quick else 3
+        self.hta_timeout_s = 900.0
 
 
 def _py(task: str, kwargs: dict[str, Any], python: str = sys.executable) -> list[str]:
     return [python, WORKERS, task, json.dumps(kwargs)]
 
 
+class TimedOut(str):
+    """Why a measurement has no number (it ran past its limit), keeping the lower bounds:
+    its time was at least ``timeout_s`` and its peak RSS at least ``peak_rss_mb``."""
+
+    timeout_s: float
+    peak_rss_mb: float
+
+    @classmethod
+    def of(cls, exc: MeasureTimeout) -> TimedOut:
+        text = cls(f"timed out after {exc.timeout_s:.0f} s "
+                   f"(peak RSS so far {exc.peak_rss_mb:.0f} MB)")
+        text.timeout_s, text.peak_rss_mb = exc.timeout_s, exc.peak_rss_mb
+        return text
+
+
 def _measure(task: str, kwargs: dict[str, Any], env: dict[str, str] | None = None,
-             python: str = sys.executable) -> Sample | str:
+             python: str = sys.executable, timeout_s: float = 600.0) -> Sample | str:
     """One fresh-process measurement; a string says why there is no number."""
     try:
-        sample = run_child(_py(task, kwargs, python), env=env, cwd=str(_HERE.parent))
+        sample = run_child(_py(task, kwargs, python), env=env, cwd=str(_HERE.parent),
+                           timeout_s=timeout_s)
+    except MeasureTimeout as exc:
+        print(f"  ! {task}: {exc}", file=sys.stderr)
+        return TimedOut.of(exc)
     except MeasureError as exc:
         print(f"  ! {task}: {str(exc).splitlines()[0]}", file=sys.stderr)
         return f"failed: {str(exc).splitlines()[-1][:200]}"
@@ -191,11 +211,11 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
             _fresh_link(trace, ours_dir)
             path = str(ours_dir / trace.name)
             if have_hta and i % 2 == 1:
-                hta.append(_hta(trace, out_root, n))
+                hta.append(_hta(trace, out_root, n, plan.hta_timeout_s))
             first.append(_measure("load_autoprof", {"path": path}))
             second.append(_measure("load_autoprof", {"path": path}))
             if have_hta and i % 2 == 0:
-                hta.append(_hta(trace, out_root, n))
+                hta.append(_hta(trace, out_root, n, plan.hta_timeout_s))
             _clean(ours_dir)
         if not have_hta:
             hta = [f"not available: HTA venv missing ({HTA_PYTHON}); run "
@@ -204,14 +224,24 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                             "second": [_plain(s) for s in second],
                             "hta": [_plain(s) for s in hta]}
         label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
-        rows.append(Row.compare(f"4 load+summary vs HTA, s, {label} events",
-                              _values(first, "work_s"), _values(hta, "work_s"),
-                              limit=1 / 8, unit="s"))
-        rss_first, rss_hta = _rss(first), _rss(hta)
-        rows.append(Row.compare(f"4 peak RSS vs HTA, MB, {label} events",
+        hta_time, rss_hta = _values(hta, "work_s"), _rss(hta)
+        censored = [s for s in hta if isinstance(s, TimedOut)]
+        if hta_time[0] is None and censored:  # HTA never finished: keep its lower bounds
+            hta_time = (Stats.of([s.timeout_s for s in censored]), None)
+            rss_hta = Stats.of([s.peak_rss_mb for s in censored])
+        time_row = Row.compare(f"4 load+summary vs HTA, s, {label} events",
+                               _values(first, "work_s"), hta_time, limit=1 / 8, unit="s")
+        rss_first = _rss(first)
+        rss_row = Row.compare(f"4 peak RSS vs HTA, MB, {label} events",
                               (rss_first, None if rss_first else "not measured"),
                               (rss_hta, None if rss_hta else "not measured"),
-                              limit=1 / 3, unit="MB"))
+                              limit=1 / 3, unit="MB")
+        if censored and not any(isinstance(s, Sample) for s in hta):
+            why = (f"HTA did not finish in {len(censored)} run(s) of at most "
+                   f"{censored[0].timeout_s:.0f} s: its numbers are lower bounds (time limit; "
+                   "peak RSS when killed), so this ratio is an upper bound")
+            time_row.note = rss_row.note = why
+        rows += [time_row, rss_row]
         rows.append(Row.bounded(f"4 second open (cached), s, {label} events",
                                  _values(second, "work_s"), _values(first, "work_s"),
                                  max_ours=0.5 if n >= 1_000_000 else None, unit="s",
@@ -219,11 +249,12 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
     return rows
 
 
-def _hta(trace: Path, out_root: Path, n: int) -> Sample | str:
+def _hta(trace: Path, out_root: Path, n: int, timeout_s: float) -> Sample | str:
     hta_dir = out_root / "load" / f"n{n}-hta"
     if not (hta_dir / trace.name).exists():
         _fresh_link(trace, hta_dir)
-    return _measure("load_hta", {"trace_dir": str(hta_dir)}, python=str(HTA_PYTHON))
+    return _measure("load_hta", {"trace_dir": str(hta_dir)}, python=str(HTA_PYTHON),
+                    timeout_s=timeout_s)
 
 
 def _fresh_link(trace: Path, folder: Path) -> None:
@@ -274,16 +305,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{number}] {title} ...", file=sys.stderr, flush=True)
             rows.extend(fn())
             print(f"    {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+            _write(args.out, args.quick, started, machine, rows, raw, partial=True)
     machine["loadavg_end"] = os.getloadavg()
     print_table(rows)
-    result = {"mode": "quick" if args.quick else "full", "argv": sys.argv,
+    _write(args.out, args.quick, started, machine, rows, raw, partial=False)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _write(out: Path, quick: bool, started: float, machine: dict[str, Any], rows: list[Row],
+           raw: dict[str, Any], partial: bool) -> None:
+    """Write the results JSON (after each target too, so a cut-off run keeps its numbers)."""
+    result = {"mode": "quick" if quick else "full", "partial": partial, "argv": sys.argv,
               "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
               "duration_s": time.time() - started, "machine": machine,
               "rows": [r.as_dict() for r in rows], "raw": raw}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=str))
-    print(f"wrote {args.out}")
-    return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    tmp.replace(out)
 
 
 if __name__ == "__main__":
