@@ -4,7 +4,7 @@ Keys (times in microseconds unless the name says otherwise):
 `path`, `name`, `run_id`, `status`, `world_size`, `is_cuda`, `device`, `trace_paths`,
 `events`, `verdict` (the kind), `verdict_reason`, `verdict_evidence`, `gpu_busy_pct`,
 `self_cpu_us`, `self_gpu_us`, `cpu_gpu_ratio`, `overhead` (every Overhead field), `steps`
-(per_step rows), `warmup_call_ms`, `diagnostics` (`{id, severity, message, evidence,
+(per_step rows), `warmup_call_ms`, `wait_call_ms`, `diagnostics` (`{id, severity, message, evidence,
 hint}`), `top_ops` (`by_self_cpu` and `by_self_device`: self_vs_total rows), `ranks`
 (rank_table rows), `straggler_rank` (int or null).
 """
@@ -100,6 +100,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "overhead": ov.to_dict(),
         "steps": _records(ctx.steps),
         "warmup_call_ms": manifest.get("warmup_call_ms") or [],
+        "wait_call_ms": manifest.get("wait_call_ms") or [],
         "diagnostics": [d.to_dict() for d in run_checks(ctx)],
         "top_ops": top_ops(ctx.events),
         "ranks": _records(ctx.ranks),
