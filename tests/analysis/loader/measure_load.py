@@ -3,7 +3,8 @@ docs/loader.md). Run: .venv/bin/python tests/analysis/loader/measure_load.py [--
 
 Each measurement is its own Python process; ``load_s`` excludes imports (numpy, pandas and
 autoprof.analysis are imported first, like benchmarks/ does), ``peak_mb`` is the process's
-ru_maxrss. Traces come from autoprof.analysis._synthetic (Kineto layout, ~330 B/event).
+own VmHWM (its peak resident memory). Traces come from autoprof.analysis._synthetic
+(Kineto layout, ~330 B/event).
 """
 
 from __future__ import annotations
@@ -49,8 +50,11 @@ elif mode == "hta":
     analysis = TraceAnalysis(trace_dir=os.path.dirname(path))
     rows = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks())
 t2 = time.perf_counter(); c2 = time.process_time()
+# VmHWM: this process's own peak (ru_maxrss also counts the parent's at fork time on Linux)
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM")]
+peak_kib = int(hwm[0].split()[1]) if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "cpu_s": c2 - c1, "rows": rows,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_mb": peak_kib / 1024}))
 """
 
 
