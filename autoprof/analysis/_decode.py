@@ -271,7 +271,7 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
     path = Path(path)
     if progress is not None:
         progress(0.0, f"reading {path.name}")
-    data = read_bytes(path)
+    data = read_bytes(path, progress)
     n_bytes = len(data)
     first = _first_byte(data)
     if first not in (b"{", b"["):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from autoprof.analysis._errors import TraceError
@@ -35,7 +36,10 @@ def _mib(n_bytes: int) -> str:
     return f"{n_bytes / 1024**2:.1f} MiB"
 
 
-def _gunzip(path: Path, compressed: bytes | mmap.mmap, limit: int) -> bytearray:
+def _gunzip(
+    path: Path, compressed: bytes | mmap.mmap, limit: int,
+    progress: Callable[[float, str], None] | None = None,
+) -> bytearray:
     """Decompress every gzip member, refusing to grow past ``limit`` bytes."""
     out = bytearray()
     view = memoryview(compressed)
@@ -54,6 +58,9 @@ def _gunzip(path: Path, compressed: bytes | mmap.mmap, limit: int) -> bytearray:
                         "(gzip bomb? raise AUTOPROF_MAX_TRACE_BYTES if the trace is real)",
                     )
                 chunk = inflater.unconsumed_tail
+                if progress is not None:
+                    done = len(view) - len(chunk) - len(inflater.unused_data)
+                    progress(0.1 * done / max(len(view), 1), f"decompressing {path.name}")
                 if inflater.eof or (not chunk and not piece):
                     break
             if not inflater.eof:
@@ -71,7 +78,9 @@ def _gunzip(path: Path, compressed: bytes | mmap.mmap, limit: int) -> bytearray:
     return out
 
 
-def read_bytes(path: Path) -> bytes | bytearray | mmap.mmap:
+def read_bytes(
+    path: Path, progress: Callable[[float, str], None] | None = None
+) -> bytes | bytearray | mmap.mmap:
     """The decoded bytes of a trace file (memory-mapped when plain, decompressed when gzip)."""
     limit = max_trace_bytes()
     try:
@@ -87,7 +96,7 @@ def read_bytes(path: Path) -> bytes | bytearray | mmap.mmap:
         head = handle.read(2)
         if head == _GZIP_MAGIC:
             handle.seek(0)
-            return _gunzip(path, handle.read(), limit)
+            return _gunzip(path, handle.read(), limit, progress)
         if path.name.endswith(".gz"):
             raise TraceError(path, f"named .gz but not gzip data (starts with {head!r})")
         if size > limit:

@@ -109,3 +109,17 @@ def test_small_traces_are_not_cached_by_default(trace_copy, monkeypatch):
     monkeypatch.delenv("AUTOPROF_CACHE_MIN_BYTES", raising=False)
     load(trace_copy)
     assert not cache_path(trace_copy).exists()
+
+
+def test_progress_covers_decompression_and_chunks_of_a_big_gz(tmp_path, monkeypatch):
+    import autoprof.analysis._decode as decode
+    from autoprof.analysis._synthetic import write_synthetic_trace
+
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
+    path = write_synthetic_trace(tmp_path / "big.pt.trace.json.gz", 20_000, gz=True)
+    seen: list[tuple[float, str]] = []
+    load(path, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(m.startswith("decompressing") for _, m in seen)
+    assert sum(m.startswith("decoded") for _, m in seen) >= 5
