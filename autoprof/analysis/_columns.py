@@ -34,7 +34,6 @@ _NO_CORRELATION_CATS = frozenset({"cpu_op", "user_annotation", "python_function"
 
 INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "device", "stream", "flow_id")
 FLOAT_COLUMNS = ("ts", "dur", "flops")
-CODE_COLUMNS = ("name", "cat", "input_dims")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

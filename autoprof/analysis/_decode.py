@@ -31,7 +31,6 @@ Buffer = bytes | bytearray | mmap.mmap
 
 CHUNK_BYTES = 4 * 1024**2
 _STDLIB_FALLBACK_MAX_BYTES = 64 * 1024**2
-_WS = b" \t\r"
 
 
 @dataclass
@@ -277,6 +276,11 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
     if first not in (b"{", b"["):
         shown = bytes(data[:16])
         raise TraceError(path, f"not JSON: starts with {shown!r} (binary file? wrong path?)")
+    if bytes(data[:3]) == b"\xef\xbb\xbf":  # a UTF-8 byte order mark (Windows tools)
+        unmarked = bytes(data[3:])
+        if isinstance(data, mmap.mmap):
+            data.close()
+        data = unmarked
     try:
         builder, warnings, metadata = _decode_all(path, data, progress)
     except RecursionError:

@@ -223,3 +223,9 @@ def test_trace_error_pickles_and_keeps_its_parts():
     assert str(err) == "/x/run: bad thing"
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err) and again.path == "/x/run" and again.problem == "bad thing"
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + (MATMUL / "n64_cold" / "trace.json").read_bytes())
+    assert len(load(path).events) == 32
