@@ -54,6 +54,7 @@ class Plan:
         self.load_sizes = [10_000] if quick else [100_000, 1_000_000]
         self.load_repeats = 1 if quick else 3
         self.hta_timeout_s = 900.0
+        self.load_steps: int | None = 5  # profiler steps per trace (None: the generator's)
 
 
 def _py(task: str, kwargs: dict[str, Any], python: str = sys.executable) -> list[str]:
@@ -202,12 +203,12 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
     rows = []
     have_hta = HTA_PYTHON.exists()
     for n in plan.load_sizes:
-        trace = ensure_trace(out_root / "traces", n)
+        trace = ensure_trace(out_root / "traces", n, plan.load_steps)
         first: list[Sample | str] = []
         second: list[Sample | str] = []
         hta: list[Sample | str] = []
         for i in range(plan.load_repeats):
-            ours_dir = out_root / "load" / f"n{n}-ours-{i}"
+            ours_dir = out_root / "load" / f"{trace.parent.name}-ours-{i}"
             _fresh_link(trace, ours_dir)
             path = str(ours_dir / trace.name)
             if have_hta and i % 2 == 1:
@@ -223,16 +224,17 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
         raw[f"load_{n}"] = {"first": [_plain(s) for s in first],
                             "second": [_plain(s) for s in second],
                             "hta": [_plain(s) for s in hta]}
-        label = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
+        label = (f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M") + " events"
+        label += f", {plan.load_steps} steps" if plan.load_steps else ", ~700 events/step"
         hta_time, rss_hta = _values(hta, "work_s"), _rss(hta)
         censored = [s for s in hta if isinstance(s, TimedOut)]
         if hta_time[0] is None and censored:  # HTA never finished: keep its lower bounds
             hta_time = (Stats.of([s.timeout_s for s in censored]), None)
             rss_hta = Stats.of([s.peak_rss_mb for s in censored])
-        time_row = Row.compare(f"4 load+summary vs HTA, s, {label} events",
+        time_row = Row.compare(f"4 load+summary vs HTA, s, {label}",
                                _values(first, "work_s"), hta_time, limit=1 / 8, unit="s")
         rss_first = _rss(first)
-        rss_row = Row.compare(f"4 peak RSS vs HTA, MB, {label} events",
+        rss_row = Row.compare(f"4 peak RSS vs HTA, MB, {label}",
                               (rss_first, None if rss_first else "not measured"),
                               (rss_hta, None if rss_hta else "not measured"),
                               limit=1 / 3, unit="MB")
@@ -242,7 +244,7 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                    "peak RSS when killed), so this ratio is an upper bound")
             time_row.note = rss_row.note = why
         rows += [time_row, rss_row]
-        rows.append(Row.bounded(f"4 second open (cached), s, {label} events",
+        rows.append(Row.bounded(f"4 second open (cached), s, {label}",
                                  _values(second, "work_s"), _values(first, "work_s"),
                                  max_ours=0.5 if n >= 1_000_000 else None, unit="s",
                                  baseline_name="first open"))
@@ -250,7 +252,7 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
 
 
 def _hta(trace: Path, out_root: Path, n: int, timeout_s: float) -> Sample | str:
-    hta_dir = out_root / "load" / f"n{n}-hta"
+    hta_dir = out_root / "load" / f"{trace.parent.name}-hta"
     if not (hta_dir / trace.name).exists():
         _fresh_link(trace, hta_dir)
     return _measure("load_hta", {"trace_dir": str(hta_dir)}, python=str(HTA_PYTHON),
@@ -287,8 +289,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="1,2,3,4", help="targets to run, e.g. 1,4")
     parser.add_argument("--work", type=Path, default=_HERE / "out",
                         help="folder for generated traces and run outputs (git-ignored)")
+    parser.add_argument("--load-steps", type=int, default=5,
+                        help="ProfilerStep spans per trace for target 4 (0: the generator's "
+                             "own, about one per 700 events)")
+    parser.add_argument("--load-sizes", default=None,
+                        help="comma-separated event counts for target 4 (default by mode)")
     args = parser.parse_args(argv)
     plan = Plan(args.quick)
+    plan.load_steps = args.load_steps or None
+    if args.load_sizes:
+        plan.load_sizes = [int(x) for x in args.load_sizes.split(",")]
     out_root = args.work.resolve()
     only = {int(t) for t in args.only.split(",")}
     started = time.time()
