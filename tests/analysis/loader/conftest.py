@@ -6,12 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[3]
-H200 = REPO / "tests" / "data" / "h200"
-MATMUL = H200 / "matmul_add"
-BAD = REPO / "tests" / "data" / "bad"
-H200_TRACES = sorted(H200.glob("*/*/trace.json"))
+from _loader_paths import MATMUL
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from _invariants import check_events
-from conftest import BAD, MATMUL, REPO
+from _loader_paths import BAD, MATMUL, REPO
 
 from autoprof.analysis import TraceError, load
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import MATMUL, REPO
+from _loader_paths import MATMUL, REPO
 
 CODE = """
 import sys
