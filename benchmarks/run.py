@@ -244,10 +244,13 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                    "peak RSS when killed), so this ratio is an upper bound")
             time_row.note = rss_row.note = why
         rows += [time_row, rss_row]
-        rows.append(Row.bounded(f"4 second open (cached), s, {label}",
-                                 _values(second, "work_s"), _values(first, "work_s"),
-                                 max_ours=0.5 if n >= 1_000_000 else None, unit="s",
-                                 baseline_name="first open"))
+        budget = 0.5 if n >= 1_000_000 else None
+        rows.append(Row.bounded(f"4 second open (cached): load, s, {label}",
+                                _values(second, "load_s"), _values(first, "load_s"),
+                                max_ours=budget, unit="s", baseline_name="first load"))
+        rows.append(Row.bounded(f"4 second open (cached): load+summary, s, {label}",
+                                _values(second, "work_s"), _values(first, "work_s"),
+                                max_ours=budget, unit="s", baseline_name="first open"))
     return rows
 
 
