@@ -24,9 +24,12 @@ def _cell(row: pd.Series, col: str) -> str:
     return str(v)
 
 
-def run_label(runs: pd.DataFrame | None, path: str, root: Path,
-              verdict: str | None = None) -> str:
-    """'✗ name · run_id · failed · overhead-bound · 2 ranks' (plain text, never Markdown)."""
+def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
+    """'✗ name/run_id · failed · 2 ranks' (plain text, never Markdown).
+
+    Only what the listing knows (never what loading adds, such as the verdict): a widget's
+    option labels must not change between reruns, or Streamlit drops the user's choice.
+    """
     try:
         rel = str(Path(path).relative_to(root))
     except ValueError:
@@ -39,12 +42,16 @@ def run_label(runs: pd.DataFrame | None, path: str, root: Path,
     row = match.iloc[0]
     status = _cell(row, "status")
     parts = [rel]
-    for text in (status, verdict or _cell(row, "verdict")):
+    for text in (status, _cell(row, "verdict")):
         if text:
             parts.append(text)
     ws = _cell(row, "world_size")
-    if ws and ws not in ("1", "0"):
-        parts.append(f"{ws} ranks")
+    try:
+        n_ranks = int(float(ws)) if ws else 1
+    except ValueError:
+        n_ranks = 1
+    if n_ranks > 1:
+        parts.append(f"{n_ranks} ranks")
     if _cell(row, "error") and status != "failed":
         parts.append("error")
     return STATUS_MARK.get(status, "? " if status else "") + " · ".join(parts)

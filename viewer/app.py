@@ -83,16 +83,18 @@ def _sidebar_selection(ctx: Context) -> None:
     paths = run_paths(ctx.runs)
     if not paths:
         return
-    labels = {p: run_label(ctx.runs, p, ctx.root, ctx.verdicts.get(p)) for p in paths}
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
     rel_of = {p: _relative(p, ctx.root) for p in paths}
     wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
-    if "run" not in st.session_state and wanted in rel_of.values():
-        st.session_state["run"] = next(p for p in paths if rel_of[p] == wanted)
+    if wanted != st.session_state.get("_run_from_url"):  # a new link: follow it once
+        st.session_state["_run_from_url"] = wanted
+        if wanted in rel_of.values():
+            st.session_state["run"] = next(p for p in paths if rel_of[p] == wanted)
     chosen = st.sidebar.selectbox(
         "Run", paths, key="run", format_func=lambda p: labels.get(p, p),
     )
     if chosen:
-        st.query_params["run"] = rel_of[chosen]
+        st.query_params["run"] = st.session_state["_run_from_url"] = rel_of[chosen]
         ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
 
 
@@ -114,7 +116,7 @@ def _status(ctx: Context, path: str) -> str | None:
 
 def _sidebar_compare(ctx: Context) -> None:
     paths = run_paths(ctx.runs)
-    labels = {p: run_label(ctx.runs, p, ctx.root, ctx.verdicts.get(p)) for p in paths}
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
     complete = [p for p in paths if _status(ctx, p) in ("complete", None)]
     chosen = st.sidebar.multiselect(
         "Runs to compare", paths, default=complete[:12], key="compare",

@@ -15,6 +15,7 @@ H200 = REPO / "tests" / "data" / "h200"
 APP = str(REPO / "viewer" / "app.py")
 EVIL = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
 EVIL_RUN_NAME = "<script>alert(2)</script>"
+EVIL_FOLDER = "<img src=x onerror=alert(3)>"  # a run folder named like HTML (a failed run)
 ALL_PAGES = ("overview", "ops", "timeline", "steps", "compare", "ranks")
 
 
@@ -95,17 +96,29 @@ def ddp_trace(rank: int, compute_us: float, world: int = 2) -> dict[str, Any]:
             "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world}}
 
 
+N64 = "matmul_add/20261130-070000-000064"
+N4096 = "matmul_add/20261130-070100-004096"
+
+
 def add_h200(root: Path) -> None:
-    write_run(root, "matmul_add_n64", "20261130-070000-000064", {"h200_457": _h200("n64_cold")})
-    write_run(root, "matmul_add_n4096", "20261130-070100-004096",
-              {"h200_458": _h200("n4096_cold")})
+    """Two runs of one function, as autoprof lays them out: 64x64 and 4096x4096."""
+    write_run(root, "matmul_add", "20261130-070000-000064", {"h200_457": _h200("n64_cold")})
+    write_run(root, "matmul_add", "20261130-070100-004096", {"h200_458": _h200("n4096_cold")})
+
+
+def add_sweep(root: Path) -> None:
+    """The H200 size sweep (64 to 8192) as recorded: plain torch.profiler traces, one folder
+    per size (sweep/n64/trace.json, ...), no manifests."""
+    for case in (H200 / "sweep").glob("n*"):
+        (root / "sweep" / case.name).mkdir(parents=True)
+        (root / "sweep" / case.name / "trace.json").write_bytes((case / "trace.json").read_bytes())
 
 
 def add_evil(root: Path) -> None:
     """The evil trace, and a failed run whose folder, name and error are HTML too."""
     write_run(root, "evil", "20261130-070200-0000e1", {"h200_459": evil_trace()},
               manifest_name=EVIL_RUN_NAME)
-    write_run(root, "<img src=x onerror=alert(3)>", "20261130-070210-0000e2", {},
+    write_run(root, EVIL_FOLDER, "20261130-070210-0000e2", {},
               manifest_name=EVIL[1], status="failed", steps_recorded=0,
               error={"type": "<b>RuntimeError</b>", "message": EVIL[0], "phase": "active"})
 

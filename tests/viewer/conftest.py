@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _viewer_support import add_cpu, add_evil, add_failed, add_h200, add_multirank
+from _viewer_support import add_cpu, add_evil, add_failed, add_h200, add_multirank, add_sweep
 
 BUILDERS = {
     "empty": [], "h200": [add_h200], "evil": [add_evil], "failed": [add_failed, add_h200],
-    "multirank": [add_multirank], "cpu": [add_cpu], "browser": [add_h200, add_evil, add_multirank],
+    "multirank": [add_multirank], "cpu": [add_cpu], "sweep": [add_sweep],
+    "browser": [add_h200, add_evil, add_multirank, add_sweep],
 }
 
 

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from _apptest import charts, label_path, open_app, run_labels, select_run, visit
-from _viewer_support import REPO, add_h200
+from _viewer_support import N4096, REPO, add_h200
 
 BAD = REPO / "tests" / "data" / "bad"
 OLD = REPO / "tests" / "data" / "old_schema_run"
@@ -53,7 +53,7 @@ def test_every_bad_input_shows_an_error_and_good_runs_still_work(tmp_path, monke
             rendered.append(label)
     assert len(errors) >= 12, sorted(errors)
     assert not any("matmul_add" in lbl for lbl in errors), errors
-    select_run(at, "matmul_add_n4096")
+    select_run(at, N4096)
     visit(at, "ops")
     assert len(charts(at)) == 2 and not at.error
     assert any("20251001" in lbl for lbl in rendered), rendered  # the old-schema run opens

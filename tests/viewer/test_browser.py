@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _viewer_support import APP, EVIL, REPO
+from _viewer_support import APP, EVIL, EVIL_FOLDER, N4096, REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -112,7 +112,7 @@ def _visit_all(page, url: str, visit) -> None:
 def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
     shots = Path(os.environ.get("SCREENSHOT_DIR", REPO / "artifacts"))
     shots.mkdir(parents=True, exist_ok=True)
-    runs = {"n4096": "matmul_add_n4096/20261130-070100-004096",
+    runs = {"n4096": N4096,
             "evil": "evil/20261130-070200-0000e1", "ranks": "ddp_step/20261130-070400-0000d2"}
     problems: list[str] = []
     dialogs: list[str] = []
@@ -155,7 +155,7 @@ def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
             page.wait_for_selector("text=Straggler: rank", timeout=60_000)
             _wait(page, 3)
             page.screenshot(path=str(shots / "viewer_ranks.png"), full_page=True)
-            bad = urllib.parse.quote(f"{EVIL[1]}/20261130-070210-0000e2")
+            bad = urllib.parse.quote(f"{EVIL_FOLDER}/20261130-070210-0000e2")
             page.goto(f"{viewer_url}/?run={bad}")
             _wait(page, 0)
             page.locator('[data-testid="stTopNavLink"]', has_text="Overview").click()

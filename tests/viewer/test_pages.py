@@ -17,7 +17,7 @@ from _apptest import (
     select_run,
     visit,
 )
-from _viewer_support import ALL_PAGES, EVIL, EVIL_RUN_NAME
+from _viewer_support import ALL_PAGES, EVIL, EVIL_RUN_NAME, N64, N4096
 
 
 def test_empty_folder_every_page(roots, monkeypatch):
@@ -48,9 +48,9 @@ def test_runs_list_shows_status_and_verdict(roots, monkeypatch):
     assert any(lbl.startswith("✗ boom/") and lbl.endswith(" · failed") for lbl in labels), labels
 
 
-@pytest.mark.parametrize("size,kind", [("n64", "overhead-bound"), ("n4096", "compute-bound")])
-def test_h200_every_page(roots, monkeypatch, size, kind):
-    at = select_run(open_app(roots["h200"], monkeypatch), f"matmul_add_{size}")
+@pytest.mark.parametrize("run,kind", [(N64, "overhead-bound"), (N4096, "compute-bound")])
+def test_h200_every_page(roots, monkeypatch, run, kind):
+    at = select_run(open_app(roots["h200"], monkeypatch), run)
     visit(at, "overview")
     assert_wired(at, "overview")
     assert any(kind in t for t in markdown_texts(at)), list(markdown_texts(at))
@@ -109,7 +109,7 @@ def test_failed_run_shows_error_and_others_work(roots, monkeypatch):
         visit(at, page)
         shown = " ".join(str(e.value) for e in at.error) + " ".join(c.value for c in at.code)
         assert "boom" in shown or "CUDA out of memory" in shown, (page, shown)
-    select_run(at, "matmul_add_n64")
+    select_run(at, N64)
     visit(at, "ops")
     assert len(charts(at)) == 2 and not at.error
     visit(at, "compare")
@@ -173,3 +173,15 @@ def test_big_trace_timeline_is_capped_and_says_so(tmp_path, monkeypatch):
     assert any(f"Drawing the first {MAX_DRAWN:,} of" in t for t in markdown_texts(at))
     drawn = [df for df in chart_data(at) if "lane" in df.columns]
     assert len(drawn) == 1 and len(drawn[0]) == MAX_DRAWN
+
+
+def test_size_sweep_on_the_h200_sweep(roots, monkeypatch):
+    at = visit(open_app(roots["sweep"], monkeypatch), "compare")
+    assert_wired(at, "compare")
+    (sweep,) = [s for s in charts(at) if s["title"].startswith("Size sweep of")]
+    (data,) = [df for df in chart_data(at) if "size" in df.columns]
+    assert sorted(data["size"].unique()) == [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    per_size = data.pivot_table(index="size", columns="measure", values="value")
+    cpu, gpu = per_size["CPU per step"], per_size["GPU work per step"]
+    assert cpu[64] > 10 * gpu[64]  # overhead-bound: the host dominates
+    assert gpu[8192] > cpu[8192]  # compute-bound: the GPU dominates

@@ -21,7 +21,7 @@ def _folder_with_outside_links(tmp_path: Path) -> Path:
     trace = (H200 / "matmul_add/n64_cold/trace.json").read_text()
     (root / "loose" / "plain.json").write_text(trace)
     (tmp_path / "secret.json").write_text(trace)
-    os.symlink(outside / "matmul_add_n64", root / "linked_run")
+    os.symlink(outside / "matmul_add", root / "linked_run")
     os.symlink(tmp_path / "secret.json", root / "loose" / "link.json")
     return root
 

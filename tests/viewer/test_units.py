@@ -77,7 +77,7 @@ def test_run_label_marks_failed_and_ranks(tmp_path):
                          "world_size": [1, 4], "error": ["boom", None]})
     assert run_label(runs, str(tmp_path / "a/1"), tmp_path) == "✗ a/1 · failed"
     label = run_label(runs, str(tmp_path / "b/2"), tmp_path)
-    assert label == "b/2 · complete · compute-bound · 4 ranks"
+    assert label == "b/2 · complete · compute-bound · 4 ranks"  # verdict from the listing
 
 
 def test_self_vs_total_chart_orders_by_total():

@@ -51,19 +51,37 @@ def render(ctx: Context) -> None:
             width="stretch",
         )
     size = _first(table, SIZE_COLS)
-    if size and cpu and gpu and table[size].notna().sum() >= 2:
-        st.altair_chart(
-            _charts.sweep(table.dropna(subset=[size]), size, [cpu, gpu],
-                          ["self CPU", "self GPU"], "Size sweep: CPU vs GPU time per size",
-                          "time (µs, log)"),
-            width="stretch",
-        )
-        st.caption("Where the GPU line crosses above the CPU line, overhead gives way to "
-                   "compute.")
-    elif len(good) >= 2:
-        st.caption("No size column in the comparison: the size sweep chart needs runs that "
-                   "record their problem size.")
+    drew = False
+    if size and len(table) == len(good):
+        groups = pd.Series([str(getattr(c.run, "name", "") or "") for c in good],
+                           index=table.index)
+        for group in dict.fromkeys(groups):
+            rows = table[(groups == group) & table[size].notna()]
+            if rows[size].nunique() >= 2:
+                _sweep(rows, size, group)
+                drew = True
+    if not drew and len(good) >= 2:
+        st.caption("Size sweep: pick two or more runs of the same function (same name) with "
+                   "different problem sizes to see CPU vs GPU time per size.")
     st.dataframe(table, hide_index=True, width="stretch")
+
+
+SWEEP_COLS = (("step_cpu_span_us_median", "CPU per step"),
+              ("step_gpu_work_us_median", "GPU work per step"))
+
+
+def _sweep(rows: pd.DataFrame, size: str, group: str) -> None:
+    cols = [(c, label) for c, label in SWEEP_COLS if c in rows.columns]
+    if len(cols) < 2:
+        return
+    st.altair_chart(
+        _charts.sweep(rows.sort_values(size), size, [c for c, _ in cols],
+                      [label for _, label in cols], f"Size sweep of {group}: CPU vs GPU per step",
+                      "median time per step (µs, log)"),
+        width="stretch",
+    )
+    st.caption("Where the GPU line rises above the CPU line, launch overhead gives way to "
+               "compute: below that size the GPU waits for the host.")
 
 
 def _relative(path: object, ctx: Context) -> str:
