@@ -129,7 +129,7 @@ def grouped_bars(
         .mark_bar()
         .encode(
             x=alt.X(f"{x}:N", title=None, sort=None,
-                    axis=alt.Axis(labelLimit=220, labelAngle=-20)),
+                    axis=alt.Axis(labelLimit=180, labelAngle=-30, labelOverlap=False)),
             xOffset=alt.XOffset("measure:N"),
             y=alt.Y("value:Q", title=y_title),
             color=alt.Color("measure:N", title=None),
