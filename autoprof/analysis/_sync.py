@@ -8,7 +8,10 @@ blocking device-to-host copy (`Memcpy DtoH` into pageable memory: `aten::to`, `.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+
+from autoprof.analysis._stats import isin_mask
 
 SYNC_NAMES = frozenset({
     "cudaDeviceSynchronize",
@@ -26,7 +29,7 @@ SYNC_NAMES = frozenset({
 def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
     """Row labels of the outermost ops (`aten::to` over `aten::_to_copy` over `aten::copy_`)
     that launched a device-to-host copy into pageable memory."""
-    copies = events[(events["cat"].eq("gpu_memcpy").to_numpy(dtype=bool))]
+    copies = events[isin_mask(events["cat"], ("gpu_memcpy",))]
     names = copies["name"]
     dtoh = names.str.contains("DtoH|Device -> Host", regex=True) & ~names.str.contains("Pinned")
     parent_of, cat_of = events["parent"], events["cat"]
@@ -44,11 +47,14 @@ def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
 
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost synchronising rows of `events` (CPU lane), in time order."""
-    cpu = events[events["lane"].eq("cpu").to_numpy(dtype=bool)]
-    marked = set(cpu.index[cpu["name"].isin(SYNC_NAMES).to_numpy()])
-    marked |= blocking_copy_ops(events) & set(cpu.index)
+    cpu = isin_mask(events["lane"], ("cpu",))  # a mask: most rows are CPU rows
+    marked = set(events.index[cpu & isin_mask(events["name"], SYNC_NAMES)])
+    copies = sorted(blocking_copy_ops(events))
+    if copies:  # only those that are CPU rows of `events`
+        at = events.index.get_indexer(copies)
+        marked |= {c for c, i in zip(copies, at, strict=True) if i >= 0 and cpu[i]}
     if not marked:
-        return cpu.iloc[0:0]
+        return events[np.zeros(len(events), dtype=bool)]
     parent_of = events["parent"]
     outermost = []
     for label in sorted(marked):

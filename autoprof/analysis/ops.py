@@ -55,6 +55,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis._stats import factorized, isin_mask
+
 Lane = Literal["cpu", "gpu"]
 
 OPS_COLUMNS = [
@@ -123,15 +125,15 @@ def self_vs_total(
     if rank is not None:
         keep &= (events["rank"] == rank).to_numpy(dtype=bool)
     if lane is not None:
-        keep &= (events["lane"] == lane).to_numpy(dtype=bool)
+        keep &= isin_mask(events["lane"], (lane,))
     return _aggregate(events, per_event, keep, key, key_names)
 
 
 def op_keys(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(key code per event, key names): torch's key is the name, with ``ProfilerStep#N``
     written ``ProfilerStep*`` (torch's ``_rewrite_name``)."""
-    codes, names = pd.factorize(events["name"].fillna(""), sort=False)
-    text = pd.Series(np.asarray(names, dtype=object), dtype=object)
+    codes, names = factorized(events["name"])  # NA is a name of its own here ...
+    text = pd.Series(names, dtype=object).fillna("")  # ... written "" (as fillna("") would)
     text = text.mask(text.str.startswith("ProfilerStep#").astype(bool), "ProfilerStep*")
     key_codes, key_names = pd.factorize(text, sort=False)
     return key_codes[codes].astype(np.int64), np.asarray(key_names, dtype=object)
@@ -146,10 +148,10 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     n = len(events)
     is_work = events["is_gpu_work"].to_numpy(dtype=bool)
     is_op = (
-        (events["lane"] == "cpu").to_numpy(dtype=bool)
+        isin_mask(events["lane"], ("cpu",))
         & ~is_work
-        & ~events["cat"].isin(_NOT_OP_CATS).to_numpy(dtype=bool)
-        & ~events["name"].isin(_TORCH_FILTERED_NAMES).to_numpy(dtype=bool)
+        & ~isin_mask(events["cat"], _NOT_OP_CATS)
+        & ~isin_mask(events["name"], _TORCH_FILTERED_NAMES)
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
     ts = events["ts_us"].to_numpy(dtype=np.float64)
@@ -232,7 +234,7 @@ def _adopt_profiler_overhead(
     the op running there. Give it the innermost op of the same rank's main thread (tid ==
     pid on Linux) that encloses it, so that op's Self CPU excludes the profiler's overhead
     and the overhead is its own row, as in torch's table."""
-    overhead = (events["cat"] == "overhead").to_numpy(dtype=bool)
+    overhead = isin_mask(events["cat"], ("overhead",))
     orphans = np.flatnonzero(is_op & (parent < 0) & overhead)
     if len(orphans) == 0:
         return parent
@@ -292,7 +294,7 @@ def _aggregate(
 ) -> pd.DataFrame:
     if not keep.any():
         return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS})
-    on_gpu = (events["lane"] == "gpu").to_numpy(dtype=bool)[keep]
+    on_gpu = isin_mask(events["lane"], ("gpu",))[keep]
     groups, where, inverse = np.unique(key[keep] * 2 + on_gpu, return_index=True,
                                        return_inverse=True)
     ts = events["ts_us"].to_numpy(dtype=np.float64)[keep]
@@ -321,8 +323,9 @@ def _common_shapes(
 ) -> np.ndarray:
     """Per group, the most common non-empty ``input_dims`` (the first seen wins a tie)."""
     shapes = np.full(n, "", dtype=object)
-    dims_code, dims = pd.factorize(events["input_dims"].fillna(""), sort=False)
-    dims_text = np.asarray(dims, dtype=object)
+    # NA and "" get codes of their own, both unshaped: the same groups as fillna("") gives
+    dims_code, dims = factorized(events["input_dims"])
+    dims_text = pd.Series(dims, dtype=object).fillna("").to_numpy(dtype=object)
     code = dims_code[keep]
     shaped = dims_text[code] != ""
     if not shaped.any():
@@ -348,7 +351,7 @@ def _dtype(column: str) -> str:
 def event_flops(events: pd.DataFrame) -> np.ndarray:
     """``flops`` per event, estimated from ``input_dims`` where the trace recorded none."""
     flops = events["flops"].to_numpy(dtype=np.float64).copy()
-    named = events["name"].isin(_FLOPS_INPUTS).to_numpy(dtype=bool)
+    named = isin_mask(events["name"], _FLOPS_INPUTS)
     todo = np.flatnonzero(np.isnan(flops) & named)
     if len(todo) == 0:
         return flops

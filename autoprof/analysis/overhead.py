@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis._stats import (
-    cpu_rows,
+    cpu_mask,
+    cpu_work_mask,
     finite_or_none,
     for_rank,
     gaps,
@@ -126,11 +127,11 @@ class _Parts:
 
 def _window(events: pd.DataFrame, work: pd.DataFrame) -> tuple[float, float]:
     steps = step_rows(events)
-    cpu = cpu_rows(events)
+    cpu = cpu_work_mask(events)  # a mask, not a copy of (nearly) every row
     if not steps.empty:
         start = float(steps["ts_us"].min())
-    elif not cpu.empty:
-        start = float(cpu["ts_us"].min())
+    elif cpu.any():
+        start = float(_masked(events, "ts_us", cpu).min())
     elif not work.empty:
         start = float(work["ts_us"].min())
     else:
@@ -140,8 +141,14 @@ def _window(events: pd.DataFrame, work: pd.DataFrame) -> tuple[float, float]:
     elif not steps.empty:
         end = float(steps["end_us"].max())
     else:
-        end = float(cpu["end_us"].max())
+        end = float(_masked(events, "end_us", cpu).max())
     return start, max(end, start)
+
+
+def _masked(events: pd.DataFrame, column: str, mask: np.ndarray) -> pd.Series:
+    """One column of the rows in `mask`, as a Series (pandas' NaN-skipping reductions, without
+    filtering the whole frame)."""
+    return pd.Series(events[column].to_numpy()[mask])
 
 
 def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> None:
@@ -155,9 +162,13 @@ def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> No
     if not linked.any():
         return
     launch_rows = ordered["launch_row"].to_numpy()[linked]
-    launches = events.reindex(launch_rows)
-    launch_end = launches["end_us"].to_numpy(dtype=float)
-    launch_dur = launches["dur_us"].to_numpy(dtype=float)
+    # what events.reindex(launch_rows) gives for these two columns (NaN for a label not in
+    # the table), without copying every column of the launch rows
+    at = events.index.get_indexer(launch_rows)
+    found = at >= 0
+    safe = np.where(found, at, 0)
+    launch_end = np.where(found, events["end_us"].to_numpy(dtype=float)[safe], np.nan)
+    launch_dur = np.where(found, events["dur_us"].to_numpy(dtype=float)[safe], np.nan)
     start = ordered["ts_us"].to_numpy(dtype=float)[linked]
     prev = np.nan_to_num(prev_end[linked], nan=-math.inf)
     ok = ~np.isnan(launch_end)
@@ -228,11 +239,13 @@ def _end_of_cycle_syncs(events: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray
     if not device_wide.any():
         return mask
     last = step_rows(events).groupby("rank").tail(1)
+    step_of, rank_of, cpu = events["step"].to_numpy(), events["rank"].to_numpy(), cpu_mask(events)
+    labels = events.index.to_numpy()
     for label, step in zip(last.index, last["step_no"], strict=True):
         rank = events.at[label, "rank"]
-        inside = events[(events["step"].to_numpy() == step) & (events["rank"].to_numpy() == rank)
-                        & (events["lane"].eq("cpu").to_numpy(dtype=bool))].drop(index=label)
-        final_end = float(inside["end_us"].max()) if len(inside) else -math.inf
+        # the step's other CPU rows, as a mask (filtering would copy a fifth of the table)
+        inside = (step_of == step) & (rank_of == rank) & cpu & (labels != label)
+        final_end = float(_masked(events, "end_us", inside).max()) if inside.any() else -math.inf
         mask |= (device_wide & (syncs["parent"].to_numpy() == label)
                  & (syncs["end_us"].to_numpy() >= final_end))
     return mask
@@ -245,7 +258,7 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.DataFrame,
               n_ranks: int) -> Overhead:
     work = gpu_work(events)
-    self_cpu = float(cpu_rows(events)["self_us"].sum())
+    self_cpu = float(_masked(events, "self_us", cpu_work_mask(events)).sum())
     self_gpu = float(work["dur_us"].sum())
     syncs = host_syncs(events)
     end_of_cycle = _end_of_cycle_syncs(events, syncs)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis._stats import (
+    cpu_mask,
     for_rank,
     median,
     name_matches,
@@ -72,10 +73,11 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     steps = step_rows(events)
     coll = _collective_rows(events)
     if steps.empty:  # the whole trace as one step
-        cpu = events[events["lane"].eq("cpu").to_numpy(dtype=bool)]
-        if cpu.empty:
+        cpu = cpu_mask(events)  # a mask: filtering would copy nearly every row
+        if not cpu.any():
             return pd.DataFrame(columns=["span_us", "collective_us", "compute_us", "collectives"])
-        spans = [(-1, float(cpu["ts_us"].min()), float(cpu["end_us"].max()))]
+        spans = [(-1, float(pd.Series(events["ts_us"].to_numpy()[cpu]).min()),
+                  float(pd.Series(events["end_us"].to_numpy()[cpu]).max()))]
     else:
         spans = [(int(s.step_no), float(s.ts_us), float(s.end_us))
                  for s in steps.itertuples(index=False)]

@@ -20,9 +20,10 @@ import pandas as pd
 
 from autoprof.analysis._stats import (
     Coverage,
-    cpu_rows,
+    cpu_work_mask,
     for_rank,
     gpu_work,
+    isin_mask,
     name_matches,
     require_columns,
     step_rows,
@@ -51,10 +52,26 @@ _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "se
           "step", "rank", "launch_row"]
 
 
+def launch_mask(events: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the runtime/driver rows that launch GPU work."""
+    runtime = isin_mask(events["cat"], LAUNCH_CATS)
+    return runtime & name_matches(events["name"], LAUNCH_NAME)
+
+
 def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
     """Runtime/driver rows that launch GPU work (kernel launches, async copies and sets)."""
-    runtime = events[events["cat"].isin(LAUNCH_CATS).to_numpy()]
-    return runtime[name_matches(runtime["name"], LAUNCH_NAME)]
+    return events[launch_mask(events)]
+
+
+def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None) -> pd.Series:
+    """Per (rank, step) of the rows in `mask`: the sum of `values`, or the row count (None).
+
+    Grouping plain arrays avoids copying the (mostly CPU) rows into a new frame; the sums
+    are pandas' own, so they equal a groupby on the filtered frame to the last bit."""
+    keys = [events["rank"].to_numpy()[mask], events["step"].to_numpy()[mask]]
+    if values is None:
+        return pd.Series(np.ones(int(mask.sum()), dtype=np.int64)).groupby(keys).size()
+    return pd.Series(events[values].to_numpy()[mask]).groupby(keys).sum()
 
 
 def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
@@ -94,14 +111,13 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in STEP_COLUMNS}).astype(
             {"rank": "int64", "step": "int64", "kernels": "int64", "launches": "int64"}
         )
-    keys = ["rank", "step"]
-    self_cpu = cpu_rows(events).groupby(keys)["self_us"].sum()
+    self_cpu = _per_key(events, cpu_work_mask(events), "self_us")
     work = gpu_work(events)
     groups = _work_groups(work)
     coverage = {int(r): Coverage(g["ts_us"].to_numpy(), g["end_us"].to_numpy())
                 for r, g in work.groupby("rank")}
     known_from = gpu_known_from(work)
-    launches = launch_calls(events).groupby(keys).size()
+    launches = _per_key(events, launch_mask(events), None)
 
     rows = []
     for step in steps.itertuples(index=False):
