@@ -60,24 +60,30 @@ def _steps(steps: pd.DataFrame) -> None:
 
 
 def _warmup(run: Any) -> None:
-    st.subheader("Warm-up calls (not traced)")
+    st.subheader("Untraced calls before profiling")
     manifest = getattr(run, "manifest", None) or {}
-    calls = manifest.get("warmup_call_ms")
     if not manifest:
         st.info("No manifest: warm-up calls are only known for runs recorded by autoprof.")
         return
-    if not calls:
-        st.write("This run made no untraced warm-up calls.")
+    warm = [float(c) for c in manifest.get("warmup_call_ms") or []]
+    wait = [float(c) for c in manifest.get("wait_call_ms") or []]
+    if not warm and not wait:
+        st.write("This run made no timed calls before the profiler recorded.")
         return
-    df = pd.DataFrame({"call": range(1, len(calls) + 1), "time_ms": [float(c) for c in calls]})
-    df["which"] = ["first call" if i == 0 else "later calls" for i in range(len(df))]
+    df = pd.DataFrame({
+        "call": range(1, len(warm) + len(wait) + 1),
+        "time_ms": warm + wait,
+        "which": ["warm-up call"] * len(warm) + ["schedule wait step"] * len(wait),
+    })
     st.altair_chart(
-        _charts.bars(df, "call", "time_ms", "Wall time of each warm-up call", "time (ms)",
-                     color="which", x_title="warm-up call"),
+        _charts.bars(df, "call", "time_ms", "Wall time of each untraced warm-up and wait-step call",
+                     "time (ms)", color="which", x_title="call"),
         width="stretch",
     )
-    st.caption("The first call usually pays for lazy initialisation (CUDA context, kernel "
-               "selection, allocator); that is why autoprof warms up before profiling.")
+    st.caption("Warm-up calls run before torch.profiler starts; schedule wait steps run under "
+               "it but are not recorded. Both are timed with a device sync. The first call "
+               "usually pays for lazy initialisation (CUDA context, kernel selection, "
+               "allocator); that is why autoprof warms up before profiling.")
 
 
 if __name__ == "__main__":
