@@ -104,9 +104,10 @@ class Run:
         return straggler_rank(self.events)
 
     def summary(self) -> dict[str, Any]:
-        from autoprof.analysis.summary import summarize
+        """``summarize(self)``; cached beside the first trace (see _summary_cache)."""
+        from autoprof.analysis._summary_cache import cached_summary
 
-        return summarize(self)
+        return cached_summary(self)
 
 
 def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:

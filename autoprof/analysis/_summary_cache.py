@@ -1,0 +1,131 @@
+"""The summary of a run, cached beside its first trace: ``<trace>.autoprof.summary.json``.
+
+``Run.summary()`` reads it when its key matches, else computes ``summarize(run)`` and writes
+it. The key is what the summary depends on: every trace as it is now (the loader cache's own
+key, ``_cache._key``: size, ``mtime_ns``, cache and autoprof versions), ``SUMMARY_VERSION``
+(bump it when the analysis rules change), the run's path, name and world size, its manifest
+(a SHA-256 of its canonical JSON: a manifest rewritten with a new status counts), and a
+fingerprint of the events table (row count, columns, sums of ``ts_us`` and ``dur_us``), so a
+Run whose events were filtered or replaced after loading is never answered from the cache.
+
+Same rules as the loader's cache: only runs whose traces total at least
+``AUTOPROF_CACHE_MIN_BYTES`` get one, ``AUTOPROF_CACHE=0`` turns it off, writes are atomic
+(temporary file + ``os.replace``), and a cache that is stale, unreadable or malformed is
+ignored (and rewritten). Nothing here ever makes ``summary()`` fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autoprof.analysis import _cache
+
+if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
+    from autoprof.analysis._diagnostic import RunLike
+
+SUMMARY_VERSION = 1
+SUFFIX = ".autoprof.summary.json"
+
+
+def summary_path(trace: Path) -> Path:
+    return trace.with_name(trace.name + SUFFIX)
+
+
+def _traces(run: RunLike) -> list[Path]:
+    return [Path(p) for p in getattr(run, "trace_paths", None) or []]
+
+
+def _events_fingerprint(run: RunLike) -> list[Any]:
+    events = run.events
+    sums = [repr(float(np.sum(events[c].to_numpy(dtype=float))))
+            for c in ("ts_us", "dur_us") if c in events.columns]
+    return [len(events), [str(c) for c in events.columns], sums]
+
+
+def summary_key(run: RunLike) -> dict[str, Any] | None:
+    """What a cached summary must match, or None when the run cannot be cached."""
+    traces = _traces(run)
+    if not traces:
+        return None
+    keys = [_cache._key(t) for t in traces]
+    if any(k is None for k in keys):
+        return None
+    manifest = getattr(run, "manifest", None)
+    manifest_text = json.dumps(manifest, sort_keys=True, default=str)
+    return {
+        "summary_version": SUMMARY_VERSION,
+        "traces": [[str(t), k] for t, k in zip(traces, keys, strict=True)],
+        "path": str(getattr(run, "path", "")),
+        "name": getattr(run, "name", None),
+        "world_size": getattr(run, "world_size", None),
+        "manifest_sha256": hashlib.sha256(manifest_text.encode()).hexdigest(),
+        "events": _events_fingerprint(run),
+    }
+
+
+def read_summary(run: RunLike, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The cached summary if its key equals ``key``, else None (never raises)."""
+    path = summary_path(_traces(run)[0])
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+        if not isinstance(stored, dict) or stored.get("key") != key:
+            return None
+        summary = stored.get("summary")
+        return summary if isinstance(summary, dict) else None
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def write_summary(run: RunLike, key: dict[str, Any], summary: dict[str, Any]) -> bool:
+    """Write the cache atomically; False (silently) when it cannot be written."""
+    target = summary_path(_traces(run)[0])
+    tmp_name = None
+    try:
+        text = json.dumps({"key": key, "summary": summary}, allow_nan=False)
+        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
+                                        dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as sink:
+            sink.write(text)
+        os.chmod(tmp_name, 0o666 & ~_cache._umask())  # mkstemp makes 0600; not secret
+        os.replace(tmp_name, target)
+        return True
+    except (OSError, ValueError, TypeError, RecursionError):
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+        return False
+
+
+def _cacheable(key: dict[str, Any] | None) -> bool:
+    if key is None or not _cache._enabled():
+        return False
+    total_bytes = sum(int(k["size"]) for _, k in key["traces"])
+    return total_bytes >= _cache._min_bytes()
+
+
+def cached_summary(run: RunLike) -> dict[str, Any]:
+    """``summarize(run)``, from the cache beside the run's first trace when it matches."""
+    from autoprof.analysis.summary import summarize
+
+    try:
+        key = summary_key(run)
+    except (OSError, ValueError, TypeError, KeyError):
+        key = None
+    if not _cacheable(key):
+        return summarize(run)
+    assert key is not None
+    cached = read_summary(run, key)
+    if cached is not None:
+        return cached
+    summary = summarize(run)
+    write_summary(run, key, summary)
+    return summary

@@ -1,0 +1,132 @@
+"""Run.summary() cached beside the trace: same answer as computing it, invalidated by change."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import autoprof.analysis.summary as summary_module
+from autoprof.analysis import _summary_cache, load
+from autoprof.analysis._synthetic import write_synthetic_trace
+from autoprof.analysis.summary import summarize
+
+
+@pytest.fixture(autouse=True)
+def _cache_small_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the caches skip traces under 4 MiB; these tests use small ones
+    monkeypatch.setenv("AUTOPROF_CACHE_MIN_BYTES", "0")
+    monkeypatch.delenv("AUTOPROF_CACHE", raising=False)
+
+
+def _trace(tmp_path: Path, n_events: int = 3000, seed: int = 0) -> Path:
+    path = tmp_path / "trace.json"
+    write_synthetic_trace(path, n_events, seed=seed)
+    return path
+
+
+def _no_summarize(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(run: object) -> dict[str, object]:
+        raise AssertionError("summarize() ran although the summary cache should answer")
+
+    monkeypatch.setattr(summary_module, "summarize", refuse)
+
+
+def test_second_open_reads_the_cache_and_gives_the_same_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    first = load(trace).summary()
+    cache = _summary_cache.summary_path(trace)
+    assert cache.is_file()
+    assert first == summarize(load(trace))  # the cached value is the computed one
+    assert first["events"] > 1000 and first["steps"]  # a real summary, not an empty one
+    _no_summarize(monkeypatch)
+    second = load(trace).summary()
+    assert second == first
+    assert json.dumps(second, sort_keys=True) == json.dumps(first, sort_keys=True)
+
+
+def test_a_changed_trace_invalidates_the_summary(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, seed=0)
+    old = load(trace).summary()
+    stat = trace.stat()
+    write_synthetic_trace(trace, 4000, seed=5)  # other content, other size
+    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    new = load(trace).summary()
+    assert new != old
+    assert new["events"] != old["events"]
+    assert new == summarize(load(trace))
+
+
+def test_same_size_new_mtime_invalidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _trace(tmp_path)
+    load(trace).summary()
+    cache = _summary_cache.summary_path(trace)
+    stored = json.loads(cache.read_text())
+    stored["summary"]["verdict"] = "planted"  # would show if the stale entry were used
+    cache.write_text(json.dumps(stored))
+    assert load(trace).summary()["verdict"] == "planted"  # key unchanged: the entry is used
+    stat = trace.stat()
+    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert load(trace).summary()["verdict"] != "planted"
+
+
+@pytest.mark.parametrize("content", ["", "{not json", "[1, 2]", '{"key": 1}'])
+def test_a_broken_cache_is_ignored_and_rewritten(tmp_path: Path, content: str) -> None:
+    trace = _trace(tmp_path)
+    expected = summarize(load(trace))
+    cache = _summary_cache.summary_path(trace)
+    cache.write_text(content)
+    assert load(trace).summary() == expected
+    assert json.loads(cache.read_text())["summary"] == expected
+
+
+def test_modified_events_are_not_answered_from_the_cache(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    run = load(trace)
+    full = run.summary()
+    run.events = run.events[run.events["lane"] == "cpu"]
+    part = run.summary()
+    assert part["events"] < full["events"]
+    assert part == summarize(run)
+
+
+def test_an_unwritable_folder_still_gives_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    monkeypatch.setattr(_summary_cache, "summary_path",
+                        lambda t: tmp_path / "missing-dir" / "x.json")
+    assert load(trace).summary() == summarize(load(trace))
+    assert not (tmp_path / "missing-dir").exists()
+
+
+def test_small_traces_and_cache_off_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    monkeypatch.setenv("AUTOPROF_CACHE_MIN_BYTES", str(trace.stat().st_size + 1))
+    load(trace).summary()
+    assert not _summary_cache.summary_path(trace).exists()
+    monkeypatch.setenv("AUTOPROF_CACHE_MIN_BYTES", "0")
+    monkeypatch.setenv("AUTOPROF_CACHE", "0")
+    load(trace).summary()
+    assert not _summary_cache.summary_path(trace).exists()
+
+
+def test_a_changed_manifest_invalidates(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_synthetic_trace(run_dir / "host_1.1.pt.trace.json", 3000, seed=0)
+    manifest = {"schema_version": 1, "name": "synthetic", "status": "partial",
+                "files": ["host_1.1.pt.trace.json"]}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    first = load(run_dir)
+    assert first.manifest is not None
+    assert first.summary()["status"] == "partial"
+    manifest["status"] = "complete"
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert load(run_dir).summary()["status"] == "complete"
