@@ -235,7 +235,10 @@ def _is_folder_of_runs(path: Path) -> bool:
     if not path.is_dir() or (path / "manifest.json").exists():
         return False
     found = find_runs(path)
-    return bool(len(found)) and any(Path(str(p)).parent != path for p in found["path"])
+    # run folders anywhere below, or traces in sub-folders (not loose per-rank traces here)
+    return bool(len(found)) and any(
+        Path(str(p)).is_dir() or Path(str(p)).parent != path for p in found["path"]
+    )
 
 
 def summary_of_runs(root: Path, as_json: bool) -> int:
