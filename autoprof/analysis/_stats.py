@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -21,7 +22,8 @@ NOT_CPU_WORK_CATS = frozenset({"Trace"})
 
 
 # Factorized string columns, keyed by their immutable Arrow data (see `factorized`).
-_FACTORIZED: OrderedDict[int, tuple[object, np.ndarray, np.ndarray]] = OrderedDict()
+_FACTORIZED: OrderedDict[int, tuple[weakref.ref[object], np.ndarray, np.ndarray]] = (
+    OrderedDict())
 _FACTORIZED_MAX = 8
 _FACTORIZED_LOCK = threading.Lock()
 
@@ -82,8 +84,9 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
     The analyses of one summary ask about the same string columns (name, cat, lane) a dozen
     times; factorizing a 1M-row column costs ~15 ms each time. Arrow-backed columns (what the
-    loader builds) are immutable, so their factorization is kept, keyed by the Arrow data
-    itself (held, so its id cannot be reused) in a small LRU; a column assigned anew has new
+    loader builds) are immutable, so their factorization is kept in a small LRU, keyed by the
+    Arrow data itself (a weak reference, checked on every hit, so a reused id never matches
+    and a dropped table is not kept alive); a column assigned anew or set in place has new
     Arrow data. Other columns (object dtype: mutable) are factorized every time. The arrays
     returned are read-only."""
     data = getattr(values.array, "_pa_array", None)
@@ -93,7 +96,7 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     key = id(data)
     with _FACTORIZED_LOCK:
         hit = _FACTORIZED.get(key)
-        if hit is not None and hit[0] is data:
+        if hit is not None and hit[0]() is data:
             _FACTORIZED.move_to_end(key)
             return hit[1], hit[2]
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
@@ -101,7 +104,9 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes.flags.writeable = False
     out.flags.writeable = False
     with _FACTORIZED_LOCK:
-        _FACTORIZED[key] = (data, codes, out)
+        for dead in [k for k, v in _FACTORIZED.items() if v[0]() is None]:
+            del _FACTORIZED[dead]
+        _FACTORIZED[key] = (weakref.ref(data), codes, out)
         while len(_FACTORIZED) > _FACTORIZED_MAX:
             _FACTORIZED.popitem(last=False)
     return codes, out
@@ -151,10 +156,9 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     new_block = np.empty(len(s), dtype=bool)
     new_block[0] = True
     new_block[1:] = s[1:] > running_end[:-1]
-    block_id = np.cumsum(new_block) - 1
     out_s = s[new_block]
-    out_e = np.zeros(len(out_s))
-    np.maximum.at(out_e, block_id, e)
+    # the largest end of each block (floored at 0, as a zero-initialised maximum.at gives)
+    out_e = np.maximum(np.maximum.reduceat(e, np.flatnonzero(new_block)), 0.0)
     return out_s, out_e
 
 
@@ -175,9 +179,18 @@ def gaps(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
     | [2, 4), [6, 7) | 0, 10 |  ->  | 0, 4, 7 | 2, 2, 3 |
     """
     s, e = merge_intervals(np.asarray(starts, float), np.asarray(ends, float))
-    keep = (e > lo) & (s < hi)
-    s = np.clip(s[keep], lo, hi)
-    e = np.clip(e[keep], lo, hi)
+    return gaps_merged(s, e, lo, hi)
+
+
+def gaps_merged(s: np.ndarray, e: np.ndarray, lo: float, hi: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """`gaps` for intervals already merged by `merge_intervals` (disjoint, sorted): merge
+    once, then ask about many windows. The intervals that reach into [lo, hi] are found by
+    binary search (ends and starts both increase), not by a mask over all of them."""
+    first = int(np.searchsorted(e, lo, side="right"))  # the first interval ending after lo
+    stop = int(np.searchsorted(s, hi, side="left"))  # intervals starting before hi
+    s = np.clip(s[first:max(stop, first)], lo, hi)
+    e = np.clip(e[first:max(stop, first)], lo, hi)
     gap_start = np.concatenate([[lo], e])
     lengths = np.concatenate([s, [hi]]) - gap_start
     positive = lengths > 0

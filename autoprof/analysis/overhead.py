@@ -15,7 +15,7 @@ from autoprof.analysis._stats import (
     cpu_work_mask,
     finite_or_none,
     for_rank,
-    gaps,
+    gaps_merged,
     gpu_work,
     median,
     merge_intervals,
@@ -192,9 +192,10 @@ def _idle_gaps(steps: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts
     keep = hi > lo
     win_s, win_e = merge_intervals(lo[keep], hi[keep])
     parts.step_window_us += float(np.sum(win_e - win_s))
-    s, e = work["ts_us"].to_numpy(float), work["end_us"].to_numpy(float)
+    # merged once for every window (merging per window made this O(windows x kernels))
+    s, e = merge_intervals(work["ts_us"].to_numpy(float), work["end_us"].to_numpy(float))
     for a, b in zip(win_s, win_e, strict=True):
-        starts, lengths = gaps(s, e, a, b)
+        starts, lengths = gaps_merged(s, e, a, b)
         big = lengths >= MIN_IDLE_GAP_US
         parts.gaps.append(lengths[big])
         parts.gap_starts.append(starts[big])

@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoprof.analysis._stats import factorized, isin_mask, name_matches
+from autoprof.analysis._stats import (
+    factorized,
+    gaps,
+    gaps_merged,
+    isin_mask,
+    merge_intervals,
+    name_matches,
+)
 
 VALUES = ["cpu", "gpu", None, "cpu", "", "Trace", "gpu", None]
 
@@ -48,3 +55,44 @@ def test_factorized_is_read_only_and_matches_pd_factorize() -> None:
         u if isinstance(u, str) else None for u in np.asarray(ref_uniques, dtype=object)]
     with pytest.raises(ValueError):
         codes[0] = 5
+
+
+def _merge_reference(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first merge_intervals (maximum.at into zeros), kept as the reference."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    running_end = np.maximum.accumulate(e)
+    new_block = np.concatenate([[True], s[1:] > running_end[:-1]])
+    out_e = np.zeros(int(new_block.sum()))
+    np.maximum.at(out_e, np.cumsum(new_block) - 1, e)
+    return s[new_block], out_e
+
+
+def _gaps_reference(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The first gaps(): a mask over every merged interval."""
+    s, e = _merge_reference(starts, ends)
+    keep = (e > lo) & (s < hi)
+    s, e = np.clip(s[keep], lo, hi), np.clip(e[keep], lo, hi)
+    gap_start = np.concatenate([[lo], e])
+    lengths = np.concatenate([s, [hi]]) - gap_start
+    return gap_start[lengths > 0], lengths[lengths > 0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_merge_and_gaps_equal_the_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    offset = float(rng.choice([-50.0, 0.0, 5e12]))  # negative ends too; absolute Kineto times
+    starts = offset + np.round(rng.uniform(0, 1000, n), 3)
+    ends = starts + np.round(rng.exponential(5, n), 3) * (rng.uniform(size=n) > 0.1)
+    s, e = merge_intervals(starts, ends)
+    ref_s, ref_e = _merge_reference(starts, ends)
+    assert s.tolist() == ref_s.tolist() and e.tolist() == ref_e.tolist()
+    for _ in range(20):
+        lo, hi = np.sort(offset + rng.uniform(-100, 1100, 2))
+        got = gaps_merged(s, e, float(lo), float(hi))
+        want = _gaps_reference(starts, ends, float(lo), float(hi))
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert [a.tolist() for a in gaps(starts, ends, float(lo), float(hi))] == [
+            a.tolist() for a in want]
