@@ -31,6 +31,7 @@ def _flush_sessions():
     decorator = sys.modules.get("autoprof._decorator")
     if decorator is not None:
         decorator._regions.clear()  # region names are process-wide; tests start afresh
+        decorator._settled.clear()
 
 
 def run_dirs(root: Path, name: str) -> list[Path]:
