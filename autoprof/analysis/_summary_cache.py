@@ -114,18 +114,22 @@ def _cacheable(key: dict[str, Any] | None) -> bool:
 
 def cached_summary(run: RunLike) -> dict[str, Any]:
     """``summarize(run)``, from the cache beside the run's first trace when it matches."""
-    from autoprof.analysis.summary import summarize
-
     try:
         key = summary_key(run)
     except (OSError, ValueError, TypeError, KeyError):
         key = None
-    if not _cacheable(key):
-        return summarize(run)
-    assert key is not None
+    if key is None or not _cacheable(key):
+        return _summarize(run)
     cached = read_summary(run, key)
     if cached is not None:
         return cached
-    summary = summarize(run)
+    summary = _summarize(run)
     write_summary(run, key, summary)
     return summary
+
+
+def _summarize(run: RunLike) -> dict[str, Any]:
+    # imported here: a cache hit does not load the analysis modules at all
+    from autoprof.analysis.summary import summarize
+
+    return summarize(run)
