@@ -228,7 +228,9 @@ def overhead(events: pd.DataFrame, rank: int | None = None, *,
                                       start, end)
         _launch_parts(ev, work, parts)
         _idle_gaps(steps, work, r, parts)
-    return _assemble(events, rank, parts, steps, len(ranks))
+    # one rank: its GPU work is the table's (gpu_work copies ~130k rows at 1M events)
+    all_work = work if len(ranks) == 1 else gpu_work(events)
+    return _assemble(events, rank, parts, steps, len(ranks), all_work)
 
 
 def _end_of_cycle_syncs(events: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
@@ -257,8 +259,7 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.DataFrame,
-              n_ranks: int) -> Overhead:
-    work = gpu_work(events)
+              n_ranks: int, work: pd.DataFrame) -> Overhead:
     self_cpu = float(_masked(events, "self_us", cpu_work_mask(events)).sum())
     self_gpu = float(work["dur_us"].sum())
     syncs = host_syncs(events)
