@@ -21,16 +21,8 @@ import pandas as pd
 
 from autoprof.analysis.ops import OPS_COLUMNS, self_vs_total
 
-CSV_COLUMNS = [
-    "name",
-    "calls",
-    "self_cpu_us",
-    "cpu_total_us",
-    "self_device_us",
-    "device_total_us",
-    "flops",
-    "input_shapes",
-]
+# ops.csv: the ops table's columns without `lane` (one row per op name in the file)
+CSV_COLUMNS = [c for c in OPS_COLUMNS if c != "lane"]
 
 # torch's sort keys (key_averages().table(sort_by=...)) -> our columns.
 _TORCH_SORT_KEYS = {
