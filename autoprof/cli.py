@@ -201,7 +201,6 @@ def _error(path: object, problem: str) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     from autoprof.analysis import TraceError, load
-    from autoprof.analysis.summary import summarize
 
     path = Path(args.path)
     if not path.exists():
@@ -219,7 +218,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         progress.done()
         return _error(path, err.strerror or str(err))
     progress.done()
-    summary = summarize(run)
+    summary = run.summary()  # cached beside big traces (analysis._summary_cache)
     if args.json:
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
     else:
