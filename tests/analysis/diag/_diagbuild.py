@@ -187,3 +187,22 @@ def matmul_like(steps: int = 4, cpu_step_us: float = 100.0, kernel_us: float = 2
         gpu_free = k_ts + kernel_us
         ts += span
     return t
+
+
+@dataclass
+class FakeRun:
+    """What `diagnose` and `summarize` read from a Run: events, manifest and a few names."""
+
+    events: pd.DataFrame
+    manifest: dict[str, Any] | None = None
+    name: str = "fake"
+    path: str = "fake"
+    world_size: int = 1
+    trace_paths: list[str] = field(default_factory=list)
+
+
+def ids(run: Any) -> dict[str, Any]:
+    """The run's diagnostics by id."""
+    from autoprof.analysis.diagnostics import diagnose
+
+    return {d.id: d for d in diagnose(run)}

@@ -5,34 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
-from _diagbuild import matmul_like
+from _diagbuild import FakeRun, ids, matmul_like
 
 from autoprof.analysis import load
 from autoprof.analysis._manifest import read_manifest
-from autoprof.analysis.diagnostics import Diagnostic, diagnose
 
 GPU_H200 = Path(__file__).resolve().parents[2] / "data" / "gpu_h200"
 RESULTS = json.loads((GPU_H200 / "validate_results.json").read_text())
 
-
-@dataclass
-class FakeRun:
-    events: pd.DataFrame
-    manifest: dict[str, Any] | None = None
-    name: str = "fake"
-    path: str = "fake"
-    world_size: int = 1
-    trace_paths: list[str] = field(default_factory=list)
-
-
-def ids(run: Any) -> dict[str, Diagnostic]:
-    return {d.id: d for d in diagnose(run)}
 
 
 def _manifest(warmup: int, warmup_ms: list[float], wait_ms: list[float] | None) -> dict:

@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
 import pytest
-from _diagbuild import Trace, matmul_like
+from _diagbuild import FakeRun, Trace, ids, matmul_like
 
-from autoprof.analysis.diagnostics import Diagnostic, checks, diagnose
-
-
-@dataclass
-class FakeRun:
-    events: pd.DataFrame
-    manifest: dict[str, Any] | None = None
-    name: str = "fake"
-    path: str = "fake"
-    world_size: int = 1
-    trace_paths: list[str] = field(default_factory=list)
-
-
-def ids(run: FakeRun) -> dict[str, Diagnostic]:
-    return {d.id: d for d in diagnose(run)}
+from autoprof.analysis.diagnostics import checks, diagnose
 
 
 def compute_bound(steps: int = 4, first_step_us: float | None = None) -> Trace:

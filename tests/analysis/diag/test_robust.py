@@ -4,26 +4,16 @@ no crash, JSON-able output, and nothing claimed that the data cannot support."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import pytest
-from _diagbuild import Trace, matmul_like
+from _diagbuild import FakeRun, Trace, matmul_like
 
 from autoprof.analysis.compare import compare
 from autoprof.analysis.ranks import rank_table, straggler_rank
 from autoprof.analysis.steps import per_step
 from autoprof.analysis.summary import summarize
 from autoprof.analysis.verdict import verdict
-
-
-@dataclass
-class FakeRun:
-    events: pd.DataFrame
-    manifest: dict[str, Any] | None = None
-    name: str = "fake"
-    path: str = "fake"
 
 
 def _empty() -> pd.DataFrame:
