@@ -13,6 +13,7 @@ profiled window run unrecorded and are not steps.
 from __future__ import annotations
 
 import atexit
+import math
 import sys
 import threading
 import time
@@ -115,6 +116,14 @@ class Session:
         self._prof: Any = None
         self._owner: int | None = None
         self._in_step = False  # the owner thread is inside one of our steps
+        # the owner's ident while the next call is a plain recorded step (call's fast path)
+        self._stepping_thread: int | None = None
+        self._record_function: Any = None
+        schedule = options.schedule
+        self._first_recorded_step = schedule.skip_first + schedule.wait
+        total = schedule.total_steps
+        self._total_steps: float = math.inf if total is None else total
+        self._sync_each_step = False  # options.sync on a run that records CUDA
         self._run: RunState | None = None
         self._activities: tuple[str, ...] = ("cpu",)
         self._writer = export.Writer()
@@ -128,7 +137,41 @@ class Session:
     # -- the two halves of one call (or one region entry) -------------------------------
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        token = self.begin()
+        if self._stepping_thread == threading.get_ident():
+            return self._recorded_step(fn, args, kwargs)
+        return self._finish_call(fn, args, kwargs, self.begin())
+
+    def _recorded_step(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """The steady state of a run: one recorded step on the owner thread, with nothing
+        to time and nothing to decide (benchmarked: recording steps/s, target 2). A nested
+        call of the same function sees ``_in_step`` and only adds its label."""
+        self._stepping_thread = None  # until this step ends: nested calls take the full path
+        try:
+            rf = self._record_function(self.name)
+            rf.__enter__()
+        except Exception:  # pragma: no cover - defensive: the full path warns and goes on
+            return self._finish_call(fn, args, kwargs, self.begin())
+        self._in_step = True
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self._end_recorded_step(rf, exc)
+            raise
+        self._end_recorded_step(rf, None)
+        return result
+
+    def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:
+        try:
+            self._end_step(rf, exc)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+
+    def _finish_call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+        token: Token,
+    ) -> Any:
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
@@ -149,6 +192,8 @@ class Session:
             return _PASS_TOKEN
 
     def _begin(self, depth: int) -> Token:
+        if self._in_step and self._owner == threading.get_ident():
+            return self._label()  # nested in our own step (the fast path keeps no depth)
         if depth == 0 and not self.done:
             live = _live
             if live is not None and live is not self and live._in_step:
@@ -170,7 +215,7 @@ class Session:
                     timed = self._before_recording()
                     if timed:
                         _sync_if_cuda_in_use()
-                    rf = torch_module().autograd.profiler.record_function(self.name)
+                    rf = self._record_function(self.name)
                     rf.__enter__()
                     self._in_step = True
                     if timed:
@@ -217,8 +262,7 @@ class Session:
         ``skip_first`` and first ``wait`` steps)? Such calls are timed like warm-up calls:
         torch.profiler records nothing then, so the device sync cannot disturb the trace."""
         run = self._run
-        schedule = self.options.schedule
-        return run is not None and run.steps_done < schedule.skip_first + schedule.wait
+        return run is not None and run.steps_done < self._first_recorded_step
 
     def _end_wait_step(self, rf: Any, started_ns: int, exc: BaseException | None) -> None:
         _sync_if_cuda_in_use()
@@ -230,7 +274,7 @@ class Session:
 
     def _end_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
-            if exc is None and self.options.sync and self._run and self._run.uses_cuda:
+            if exc is None and self._sync_each_step:
                 torch_module().cuda.synchronize()
         finally:
             self._in_step = False
@@ -252,9 +296,10 @@ class Session:
                 self._export_failed(problem, run.run_dir)
                 self._finish("failed")
                 return
-            total = schedule.total_steps
-            if total is not None and run.steps_done >= total:
+            if run.steps_done >= self._total_steps:
                 self._finish("complete")
+            elif run.steps_done >= self._first_recorded_step:
+                self._stepping_thread = self._owner
 
     # -- starting ----------------------------------------------------------------------
 
@@ -287,6 +332,7 @@ class Session:
                 self._finish("failed", _error(exc, "wait"))
                 return
             self._prof = prof
+            self._record_function = torch.autograd.profiler.record_function
             self._owner = threading.get_ident()
             self.state = "profiling"
             _live = self
@@ -313,6 +359,7 @@ class Session:
                 ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
             )
             self._run = RunState(run_dir, run_id, info, uses_cuda="cuda" in activities)
+            self._sync_each_step = self.options.sync and self._run.uses_cuda
             self._activities = activities
             self.run_dir = run_dir
             self._write_manifest("recording")
@@ -454,6 +501,7 @@ class Session:
         global _live
         run, prof = self._run, self._prof
         self._prof = None
+        self._stepping_thread = None
         if run is not None and error is not None and run.error is None:
             run.error = error
         if prof is not None and run is not None:

@@ -29,6 +29,22 @@ def test_recursion_only_adds_labels(traces_root):
     assert sum(n.startswith("ProfilerStep#") for n in names) == 1
 
 
+def test_recursion_in_every_active_step_of_a_longer_run(traces_root):
+    """Steps after the first go through Session's fast path; recursion there still labels."""
+    @autoprof(name="fib", warmup=0, schedule=dict(wait=1, warmup=1, active=4))
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    assert [fib(4) for _ in range(8)] == [3] * 8
+    run = only_run(traces_root, "fib")
+    fib.autoprof_session.flush()
+    m = manifest(run)
+    assert m["status"] == "complete" and m["steps_recorded"] == 4
+    names = event_names(trace_files(run)[0])
+    assert names.count("fib") == 4 * 9  # fib(4) makes 9 calls, in each of 4 recorded steps
+    assert sum(n.startswith("ProfilerStep#") for n in names) == 4
+
+
 def test_nested_session_only_labels_and_retires(traces_root):
     @autoprof(name="inner", warmup=1, schedule=TINY)
     def inner(x):
