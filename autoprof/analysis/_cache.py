@@ -4,7 +4,8 @@ An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_n
 ``CACHE_VERSION`` (all in the schema metadata, with the trace's top-level metadata and the
 load warnings). A cache whose key does not match, or that cannot be read, is ignored and
 rewritten; a folder that cannot be written just means no cache. Writes are atomic (temporary
-file + ``os.replace``), so a reader never sees half a cache.
+file + ``os.replace``), so a reader never sees half a cache. The write runs on a background
+thread (``wait_for_writes`` waits for it): the load that writes it already has its table.
 
 Only traces of at least ``AUTOPROF_CACHE_MIN_BYTES`` (default 4 MiB, ~10k events) get a
 cache: smaller ones decode in milliseconds, and caching them would only litter folders.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ import pyarrow.ipc as ipc
 
 from autoprof._version import __version__
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 
@@ -107,8 +109,15 @@ def _check_columns(events: pd.DataFrame) -> None:
         raise ValueError("cache holds other columns")
 
 
+_pending_lock = threading.Lock()
+_pending: list[threading.Thread] = []
+
+
 def write_cache(trace: Path, cached: Cached) -> bool:
-    """Write the cache atomically; returns False (silently) when the folder is not writable."""
+    """Start writing the cache, atomically, on a background thread (the caller has its table
+    already; the second open is the one that needs the file). Returns False when no cache
+    is due (disabled, small trace); a folder that is not writable just means no cache.
+    The thread is not a daemon: the interpreter finishes the file before it exits."""
     if not _enabled():
         return False
     key = _key(trace)
@@ -119,20 +128,38 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         "metadata": cached.metadata,
         "warnings": cached.warnings,
     }
-    target = cache_path(trace)
+    try:  # zero-copy: Arrow arrays over the frame's buffers (pandas copy-on-write keeps them)
+        table = pa.Table.from_pandas(cached.events, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return False
+    table = table.replace_schema_metadata({_KEY: msgspec.json.encode(meta)})
+    thread = threading.Thread(target=_write_table, args=(cache_path(trace), table),
+                              name="autoprof-cache-writer", daemon=False)
+    with _pending_lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending.append(thread)
+    thread.start()
+    return True
+
+
+def wait_for_writes(timeout_s: float | None = None) -> None:
+    """Block until every cache write started so far has finished (tests, benchmarks)."""
+    with _pending_lock:
+        pending = list(_pending)
+    for thread in pending:
+        thread.join(timeout_s)
+
+
+def _write_table(target: Path, table: pa.Table) -> None:
     tmp_name = None
     try:
-        table = pa.Table.from_pandas(cached.events, preserve_index=False)
-        table = table.replace_schema_metadata({_KEY: msgspec.json.encode(meta)})
         fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
                                         dir=target.parent)
         with os.fdopen(fd, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a cache is not secret
         os.replace(tmp_name, target)
-        return True
-    except (OSError, pa.ArrowException, TypeError, ValueError):
+    except Exception:  # no cache is the only consequence: never a traceback on a thread
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
-        return False

@@ -7,8 +7,10 @@ hundreds of MB of repeated Python strings.
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -85,9 +87,8 @@ class Interner:
         return np.fromiter(map(lookup, map(attrgetter(attr), objects)), dtype=np.int32,
                            count=len(objects))
 
-    def encode(self, values: list[Any]) -> npt.NDArray[np.int32]:
-        return np.fromiter(map(self.codes.__getitem__, values), dtype=np.int32,
-                           count=len(values))
+    def encode(self, values: Iterable[Any], count: int) -> npt.NDArray[np.int32]:
+        return np.fromiter(map(self.codes.__getitem__, values), dtype=np.int32, count=count)
 
     def values(self) -> list[Any]:
         return list(self.codes)
@@ -116,6 +117,16 @@ def _id_column(events: list[Any], attr: str) -> IntArray:
     except (TypeError, ValueError, OverflowError):
         values = [_id_or_none(v) for v in map(attrgetter(attr), events)]
         return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+
+
+def _dims_text(raw: bytes) -> str:
+    """Input dims as Kineto writes them (``[[64, 64], []]``), whatever the file's spacing."""
+    if not raw:
+        return ""
+    try:
+        return json.dumps(msgspec.json.decode(raw), ensure_ascii=False)
+    except (msgspec.DecodeError, ValueError, TypeError):
+        return raw.decode("utf-8", "replace")
 
 
 @dataclass
@@ -180,9 +191,9 @@ class ColumnBuilder:
         op_args = _pick(args, op_rows)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _column(op_args, "flops", np.float64)
-        dims = [bytes(d) if len(d) else b"" for d in map(attrgetter("input_dims"), op_args)]
+        dims = map(bytes, map(attrgetter("input_dims"), op_args))  # bytes(Raw()) == b""
         chunk["input_dims"] = np.zeros(n, dtype=np.int32)
-        chunk["input_dims"][op_rows] = self.dims.encode(dims)
+        chunk["input_dims"][op_rows] = self.dims.encode(dims, len(op_args))
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         chunk["device"] = _subset(args, device_rows, "device", n)
         chunk["stream"] = _subset(args, device_rows, "stream", n)
@@ -216,7 +227,7 @@ class ColumnBuilder:
             del parts
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
         kind_of_code = self._kinds()
-        dims_text = [bytes(d).decode("utf-8", "replace") for d in self.dims.values()]
+        dims_text = [_dims_text(bytes(d)) for d in self.dims.values()]
         self.chunks.clear()
         return RawColumns(
             kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),

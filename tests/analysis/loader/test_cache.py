@@ -9,8 +9,15 @@ import stat
 import pytest
 
 import autoprof.analysis.run as run_module
-from autoprof.analysis import load
-from autoprof.analysis._cache import cache_path
+from autoprof.analysis import load as load_now
+from autoprof.analysis._cache import cache_path, wait_for_writes
+
+
+def load(*args, **kwargs):
+    """``load``, then wait for the background cache write it started (if any)."""
+    run = load_now(*args, **kwargs)
+    wait_for_writes()
+    return run
 
 
 def _forbid_decoding(monkeypatch):

@@ -59,3 +59,40 @@ def test_chunked_decoding_equals_one_piece_decoding(tmp_path, monkeypatch):
 def test_too_few_events_is_a_value_error(tmp_path):
     with pytest.raises(ValueError):
         write_synthetic_trace(tmp_path / "t.json", 3)
+
+
+def test_compact_one_line_json_is_chunked_too(tmp_path, monkeypatch):
+    """A trace re-encoded without whitespace (as json.dump(separators=...) or msgspec write
+    it) is cut into chunks as well, instead of being decoded in one piece."""
+    import msgspec
+
+    import autoprof.analysis._decode as decode
+
+    indented = write_synthetic_trace(tmp_path / "indented.json", 30_000, seed=4)
+    compact = tmp_path / "compact.json"
+    compact.write_bytes(msgspec.json.encode(json.loads(indented.read_text())))
+    assert b"\n" not in compact.read_bytes()
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
+    pieces = []
+    real = decode._decode_events_list
+    monkeypatch.setattr(decode, "_decode_events_list",
+                        lambda doc, *a: pieces.append(len(doc)) or real(doc, *a))
+    events = load(compact).events
+    assert len(pieces) > 10  # chunks, not the whole-document fallback
+    assert events.equals(load(indented).events)
+
+
+def test_a_cut_inside_a_string_falls_back_to_one_piece(tmp_path, monkeypatch):
+    """An event name that contains what looks like an event boundary: a cut there cannot
+    decode, so the loader decodes the whole document instead; the names survive intact."""
+    import autoprof.analysis._decode as decode
+
+    path = write_synthetic_trace(tmp_path / "t.json", 5_000, seed=5)
+    trace = json.loads(path.read_text())
+    tricky = '}, {"ph": "X", "name": "fake"} ' * 4000  # ~140 KB inside one string
+    trace["traceEvents"][2_500]["name"] = tricky
+    path.write_text(json.dumps(trace))
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 64 * 1024)
+    events = load(path).events
+    assert (events["name"] == tricky).sum() == 1
+    assert len(events) == sum(1 for e in trace["traceEvents"] if e.get("ph") == "X")
