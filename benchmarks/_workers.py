@@ -259,7 +259,10 @@ def recording(kind: str, active: int, warmup_calls: int) -> dict[str, Any]:
             marks, first, _ = _run_torch_loop(active, warmup_calls, 0, out)
     last = first + active - 1
     window_s = marks[last] - marks[first]
-    return {"steps_per_s": (active - 1) / window_s, "window_s": window_s, "active": active}
+    step_us = sorted((b - a) * 1e6 for a, b in zip(marks[first:last], marks[first + 1:last + 1],
+                                                    strict=True))
+    return {"steps_per_s": (active - 1) / window_s, "window_s": window_s, "active": active,
+            "step_us_p10": step_us[len(step_us) // 10], "step_us_p50": step_us[len(step_us) // 2]}
 
 
 # ------------------------------------------------------------------------------ 3. export --
@@ -313,6 +316,17 @@ def _preimport_frames() -> float:
     return time.perf_counter() - t0
 
 
+def _rss_now_mb() -> float:
+    """This process's resident memory now (Linux VmRSS), MiB; nan where unreadable."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return float("nan")
+
+
 @task
 def load_autoprof(path: str) -> dict[str, Any]:
     """``autoprof.load(path).summary()``: what the viewer's overview needs."""
@@ -322,11 +336,14 @@ def load_autoprof(path: str) -> dict[str, Any]:
     try:
         import importlib
 
-        importlib.import_module("autoprof.analysis")
+        # what load and summary run, imported up front as HTA's TraceAnalysis import is
+        for module in ("autoprof.analysis.run", "autoprof.analysis.summary"):
+            importlib.import_module(module)
         load = autoprof.load
     except (ImportError, AttributeError) as exc:
         raise Unavailable(f"autoprof.load is not available: {exc}") from exc
     import_s += time.perf_counter() - t0
+    base_rss_mb = _rss_now_mb()
     t1 = time.perf_counter()
     run = load(path)
     t2 = time.perf_counter()
@@ -339,7 +356,7 @@ def load_autoprof(path: str) -> dict[str, Any]:
     t3 = time.perf_counter()
     json.dumps(summary, default=str)  # the overview must be JSON-able
     return {"work_s": t3 - t1, "load_s": t2 - t1, "summary_s": t3 - t2, "import_s": import_s,
-            "rows": int(len(run.events))}
+            "rows": int(len(run.events)), "base_rss_mb": base_rss_mb}
 
 
 @task
@@ -353,11 +370,12 @@ def load_hta(trace_dir: str) -> dict[str, Any]:
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     import_s += time.perf_counter() - t0
+    base_rss_mb = _rss_now_mb()
     t1 = time.perf_counter()
     analysis = TraceAnalysis(trace_dir=trace_dir)
     t2 = time.perf_counter()
     rows = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks())
-    return {"work_s": t2 - t1, "import_s": import_s, "rows": rows}
+    return {"work_s": t2 - t1, "import_s": import_s, "rows": rows, "base_rss_mb": base_rss_mb}
 
 
 def main(argv: list[str]) -> int:

@@ -47,7 +47,7 @@ class Plan:
         self.quick = quick
         self.call_repeats = 1 if quick else 5
         self.call_loop_s = 0.02 if quick else 0.2
-        self.rec_repeats = 1 if quick else 7
+        self.rec_repeats = 1 if quick else 15  # single processes spread +-40% here
         self.rec_active = 300 if quick else 3000
         self.export_sizes = [10_000] if quick else [10_000, 100_000]
         self.export_repeats = 1 if quick else 3
@@ -156,9 +156,17 @@ def target_recording(plan: Plan, raw: dict[str, Any]) -> list[Row]:
                         ("recording", {"kind": "torch", **common}, None), plan.rec_repeats)
     raw["recording"] = {"autoprof": [_plain(s) for s in ours],
                         "torch": [_plain(s) for s in base]}
-    return [Row.compare(f"2 recording: steps/s, {plan.rec_active} active steps",
+    row = Row.compare(f"2 recording: steps/s, {plan.rec_active} active steps",
                       _values(ours, "steps_per_s"), _values(base, "steps_per_s"),
-                      limit=0.95, unit="/s", higher_is_better=True)]
+                      limit=0.95, unit="/s", higher_is_better=True)
+    parts = []
+    for key in ("step_us_p10", "step_us_p50"):
+        o, _ = _values(ours, key)
+        b, _ = _values(base, key)
+        if o and b:
+            parts.append(f"median per-step {key[-3:]} {o.median:.1f} vs {b.median:.1f} us")
+    row.note = "; ".join(parts + ([row.note] if row.note else []))
+    return [row]
 
 
 def target_export(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
@@ -187,6 +195,12 @@ def target_export(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                         _values(samples["autoprof"], "blocked_s"),
                         _values(samples["torch"], "blocked_s"), limit=2.0, unit="s")
         alone, _ = _values(samples["torch"], "export_chrome_trace_s")
+        vs_alone = Row.compare(f"3 export: blocked at end vs export_chrome_trace alone, s, "
+                               f"~{n // 1000}k events", _values(samples["autoprof"], "blocked_s"),
+                               (alone, None if alone else "not measured"), limit=2.0, unit="s")
+        vs_alone.baseline_name = "export_chrome_trace alone"
+        vs_alone.note = ("most of both sides' blocked time is torch's own profiler stop "
+                         "(_disable_profiler), see docs/performance.md")
         deferred, _ = _values(samples["autoprof"], "deferred_s")
         got = events["autoprof"] or events["torch"]
         parts = [f"trace events {got[0] if got else '?'}"]
@@ -195,7 +209,7 @@ def target_export(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
         if deferred:
             parts.append(f"autoprof work deferred off the user's path {deferred.median:.3f} s")
         row.note = "; ".join(parts + ([row.note] if row.note else []))
-        rows.append(row)
+        rows += [row, vs_alone]
     return rows
 
 
@@ -243,7 +257,7 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                    f"{censored[0].timeout_s:.0f} s: its numbers are lower bounds (time limit; "
                    "peak RSS when killed), so this ratio is an upper bound")
             time_row.note = rss_row.note = why
-        rows += [time_row, rss_row]
+        rows += [time_row, rss_row, _rss_above_imports_row(first, hta, label)]
         budget = 0.5 if n >= 1_000_000 else None
         rows.append(Row.bounded(f"4 second open (cached): load, s, {label}",
                                 _values(second, "load_s"), _values(first, "load_s"),
@@ -252,6 +266,20 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                                 _values(second, "work_s"), _values(first, "work_s"),
                                 max_ours=budget, unit="s", baseline_name="first open"))
     return rows
+
+
+def _rss_above_imports_row(ours: list[Sample | str], hta: list[Sample | str], label: str
+                           ) -> Row:
+    """Peak RSS minus the RSS right after imports (numpy, pandas and the contender's own
+    modules): the memory the load itself takes. Both processes import pandas (and with it
+    pyarrow), ~100 MB here, which a whole-process ratio cannot go below."""
+    def above(samples: list[Sample | str]) -> tuple[Stats | None, str | None]:
+        nums = [s.peak_rss_mb - s.values["base_rss_mb"] for s in samples
+                if isinstance(s, Sample) and "base_rss_mb" in s.values]
+        return (Stats.of(nums), None) if nums else (None, "not measured")
+
+    return Row.compare(f"4 peak RSS above imports vs HTA, MB, {label}", above(ours), above(hta),
+                       limit=1 / 3, unit="MB")
 
 
 def _hta(trace: Path, out_root: Path, n: int, timeout_s: float) -> Sample | str:
