@@ -179,12 +179,15 @@ def region_record_function(loop_s: float, repeat: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- 2. recording --
-def _matmul_add_step() -> Callable[[], Any]:
+def _matmul_add_step(device: str = "cpu") -> Callable[[], Any]:
+    """The seed's ``x @ w + b`` at 64x64: float32 on the CPU, bf16 on a GPU."""
     import torch
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    x, w, b = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    x, w = (torch.randn(64, 64, device=device, dtype=dtype) for _ in range(2))
+    b = torch.randn(64, device=device, dtype=dtype)
 
     def step() -> Any:
         return torch.matmul(x, w) + b
@@ -196,12 +199,16 @@ _PROFILER_OPTIONS: dict[str, Any] = dict(record_shapes=True, with_flops=True, pr
                                          with_stack=False, with_modules=False)
 
 
-def _run_autoprof_loop(active: int, warmup_calls: int, trailing: int, out: str
-                       ) -> tuple[list[float], int]:
+def _activities(device: str) -> tuple[str, ...]:
+    return ("cpu",) if device == "cpu" else ("cpu", "cuda")
+
+
+def _run_autoprof_loop(active: int, warmup_calls: int, trailing: int, out: str,
+                       device: str = "cpu") -> tuple[list[float], int]:
     """Profiled loop under @autoprof; returns call start times and the first active index."""
-    step = _matmul_add_step()
+    step = _matmul_add_step(device)
     f = _decorator()(
-        name="bench_step", warmup=warmup_calls, out_dir=out, activities=("cpu",),
+        name="bench_step", warmup=warmup_calls, out_dir=out, activities=_activities(device),
         schedule=dict(wait=1, warmup=1, active=active, repeat=1), **_PROFILER_OPTIONS,
     )(step)
     marks = []
@@ -212,14 +219,15 @@ def _run_autoprof_loop(active: int, warmup_calls: int, trailing: int, out: str
     return marks, warmup_calls + 2
 
 
-def _run_torch_loop(active: int, warmup_calls: int, trailing: int, out: str
-                    ) -> tuple[list[float], int, float]:
+def _run_torch_loop(active: int, warmup_calls: int, trailing: int, out: str,
+                    device: str = "cpu") -> tuple[list[float], int, float]:
     """The same loop written by hand with torch.profiler; on_trace_ready exports the trace.
 
     Returns call start times, the first active index, and the export_chrome_trace time."""
     import torch.profiler as tp
 
-    step = _matmul_add_step()
+    step = _matmul_add_step(device)
+    kinds = {"cpu": tp.ProfilerActivity.CPU, "cuda": tp.ProfilerActivity.CUDA}
     export_s = [0.0]
 
     def on_ready(prof: Any) -> None:
@@ -232,7 +240,7 @@ def _run_torch_loop(active: int, warmup_calls: int, trailing: int, out: str
         marks.append(time.perf_counter())
         step()
     with tp.profile(
-        activities=[tp.ProfilerActivity.CPU],
+        activities=[kinds[a] for a in _activities(device)],
         schedule=tp.schedule(wait=1, warmup=1, active=active, repeat=1),
         on_trace_ready=on_ready, **_PROFILER_OPTIONS,
     ) as prof:
@@ -249,14 +257,17 @@ def _run_torch_loop(active: int, warmup_calls: int, trailing: int, out: str
 
 
 @task
-def recording(kind: str, active: int, warmup_calls: int) -> dict[str, Any]:
+def recording(kind: str, active: int, warmup_calls: int, device: str = "cpu"
+              ) -> dict[str, Any]:
     """Steps/s over the active steps only: from the first active call's start to the last
-    active call's start, so the profiler's start and the final export are both outside."""
+    active call's start, so the profiler's start and the final export are both outside.
+    On a GPU the calls only launch (no sync per step), as in a training loop."""
     with tempfile.TemporaryDirectory() as out:
         if kind == "autoprof":
-            marks, first = _run_autoprof_loop(active, warmup_calls, 0, out)
+            marks, first = _run_autoprof_loop(active, warmup_calls, 0, out, device)
+            _flush()  # its deferred writes must end before the folder is removed
         else:
-            marks, first, _ = _run_torch_loop(active, warmup_calls, 0, out)
+            marks, first, _ = _run_torch_loop(active, warmup_calls, 0, out, device)
     last = first + active - 1
     window_s = marks[last] - marks[first]
     step_us = sorted((b - a) * 1e6 for a, b in zip(marks[first:last], marks[first + 1:last + 1],

@@ -55,6 +55,7 @@ class Plan:
         self.load_repeats = 1 if quick else 3
         self.hta_timeout_s = 900.0
         self.load_steps: int | None = 5  # profiler steps per trace (None: the generator's)
+        self.device = "cpu"  # where target 2's loop runs ("cuda": on a GPU, CPU+CUDA traced)
 
 
 def _py(task: str, kwargs: dict[str, Any], python: str = sys.executable) -> list[str]:
@@ -151,12 +152,13 @@ def target_calls(plan: Plan, raw: dict[str, Any]) -> list[Row]:
 
 
 def target_recording(plan: Plan, raw: dict[str, Any]) -> list[Row]:
-    common = {"active": plan.rec_active, "warmup_calls": 50}
+    common = {"active": plan.rec_active, "warmup_calls": 50, "device": plan.device}
     ours, base = _pairs(("recording", {"kind": "autoprof", **common}, None),
                         ("recording", {"kind": "torch", **common}, None), plan.rec_repeats)
     raw["recording"] = {"autoprof": [_plain(s) for s in ours],
                         "torch": [_plain(s) for s in base]}
-    row = Row.compare(f"2 recording: steps/s, {plan.rec_active} active steps",
+    on = "" if plan.device == "cpu" else f", {plan.device}"
+    row = Row.compare(f"2 recording: steps/s, {plan.rec_active} active steps{on}",
                       _values(ours, "steps_per_s"), _values(base, "steps_per_s"),
                       limit=0.95, unit="/s", higher_is_better=True)
     parts = []
@@ -325,8 +327,11 @@ def main(argv: list[str] | None = None) -> int:
                              "own, about one per 700 events)")
     parser.add_argument("--load-sizes", default=None,
                         help="comma-separated event counts for target 4 (default by mode)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where target 2's matmul+add loop runs (cuda: bf16 on a GPU)")
     args = parser.parse_args(argv)
     plan = Plan(args.quick)
+    plan.device = args.device
     plan.load_steps = args.load_steps or None
     if args.load_sizes:
         plan.load_sizes = [int(x) for x in args.load_sizes.split(",")]
