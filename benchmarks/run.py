@@ -329,9 +329,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated event counts for target 4 (default by mode)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                         help="where target 2's matmul+add loop runs (cuda: bf16 on a GPU)")
+    parser.add_argument("--rec-repeats", type=int, default=None,
+                        help="fresh-process pairs for target 2 (default by mode)")
     args = parser.parse_args(argv)
     plan = Plan(args.quick)
     plan.device = args.device
+    plan.rec_repeats = args.rec_repeats or plan.rec_repeats
     plan.load_steps = args.load_steps or None
     if args.load_sizes:
         plan.load_sizes = [int(x) for x in args.load_sizes.split(",")]
