@@ -142,7 +142,8 @@ _regions: dict[str, Any] = {}
 _regions_lock = threading.Lock()
 _enabled_check: Callable[[], bool] | None = None
 # name -> True once its session is done (label only while a profiler records), False when
-# disabled: the one dict lookup a finished region costs before torch's "profiler on?" check
+# disabled: the one dict lookup a finished region costs before torch's "profiler on?" check.
+# settle() binds _enabled_check before it stores True, so region() calls it unchecked.
 _settled: dict[str, bool] = {}
 
 
@@ -152,7 +153,7 @@ def region(name: str, **options: Any) -> Any:
     recording session it only adds its label."""
     settled = _settled.get(name)
     if settled is not None:
-        if settled and _enabled_check is not None and _enabled_check():
+        if settled and _enabled_check():  # type: ignore[misc]  # bound before any True
             return _Label(name)
         return _NULL
     session = _regions.get(name)

@@ -1,0 +1,59 @@
+"""Where the end of a torch.profiler run spends its time: stop versus export_chrome_trace.
+
+    .venv/bin/python benchmarks/stop_cost.py [--steps 3000,30000]
+
+Profiles N steps of the 64x64 matmul+add loop (CPU activity, record_shapes and with_flops as
+in target 3), then times ``prof.stop()`` and ``prof.export_chrome_trace()`` separately. Since
+torch 2.5 the stop does not build FunctionEvents (that is lazy); what it spends is torch's own
+``_disable_profiler()``, Kineto finalizing the trace in C++ on the thread that started the
+profiler. That cost sits in front of any export, hand-written or autoprof's, and is why
+target 3's limit (blocked time at most 2x ``export_chrome_trace`` alone) is out of reach
+through torch.profiler: see docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import torch
+import torch.profiler as tp
+
+
+def measure(steps: int) -> dict[str, float]:
+    torch.manual_seed(0)
+    x, w, b = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+    prof = tp.profile(activities=[tp.ProfilerActivity.CPU], record_shapes=True, with_flops=True)
+    prof.start()
+    for _ in range(steps):
+        with tp.record_function("step"):
+            torch.matmul(x, w) + b
+    t0 = time.perf_counter()
+    prof.stop()
+    stop_s = time.perf_counter() - t0
+    disable_s = prof.profiler._stats.profiler_disable_call_duration_us / 1e6
+    with tempfile.TemporaryDirectory() as out:
+        path = os.path.join(out, "trace.json")
+        t0 = time.perf_counter()
+        prof.export_chrome_trace(path)
+        export_s = time.perf_counter() - t0
+        size_mb = os.path.getsize(path) / 1e6
+    return {"steps": steps, "stop_s": stop_s, "disable_profiler_s": disable_s,
+            "export_chrome_trace_s": export_s, "trace_mb": size_mb,
+            "stop_over_export": stop_s / export_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", default="3000,30000")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for steps in (int(s) for s in args.steps.split(",")):
+        print(json.dumps({k: round(v, 4) for k, v in measure(steps).items()}))
+
+
+if __name__ == "__main__":
+    main()
