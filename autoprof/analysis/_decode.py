@@ -6,9 +6,9 @@ entries, in Kineto's indented layout and in compact one-line JSON alike. The fil
 such boundaries every ~1 MiB; the head and tail (with all top-level metadata) decode as one
 document and each middle chunk as a JSON list, through msgspec typed structs, and each chunk
 becomes numpy columns before the next is decoded, so only one chunk of Python objects is
-alive at a time. If any chunk
-fails to decode, the whole file is decoded in one piece instead (same result, more memory),
-so a wrong cut can cost time but never change the answer.
+alive at a time. If any chunk fails to decode, the whole file is decoded in one piece
+instead (same result, more memory), so a wrong cut can cost time but never change the
+answer: a cut inside a string or a nested object leaves a chunk that cannot decode.
 """
 
 from __future__ import annotations

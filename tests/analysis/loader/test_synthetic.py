@@ -82,9 +82,24 @@ def test_compact_one_line_json_is_chunked_too(tmp_path, monkeypatch):
     assert events.equals(load(indented).events)
 
 
-def test_a_cut_inside_a_string_falls_back_to_one_piece(tmp_path, monkeypatch):
-    """An event name that contains what looks like an event boundary: a cut there cannot
-    decode, so the loader decodes the whole document instead; the names survive intact."""
+def _record_fallbacks(monkeypatch, decode) -> list[int]:
+    failed: list[int] = []
+    real = decode._decode_chunked
+
+    def chunked(*args):
+        try:
+            return real(*args)
+        except decode._ChunkFailed:
+            failed.append(1)
+            raise
+
+    monkeypatch.setattr(decode, "_decode_chunked", chunked)
+    return failed
+
+
+def test_boundary_text_inside_a_name_is_never_a_cut(tmp_path, monkeypatch):
+    """Inside a JSON string every quote is escaped, so text that looks like an event boundary
+    there never matches: the file is still chunked and the name survives intact."""
     import autoprof.analysis._decode as decode
 
     path = write_synthetic_trace(tmp_path / "t.json", 5_000, seed=5)
@@ -93,6 +108,25 @@ def test_a_cut_inside_a_string_falls_back_to_one_piece(tmp_path, monkeypatch):
     trace["traceEvents"][2_500]["name"] = tricky
     path.write_text(json.dumps(trace))
     monkeypatch.setattr(decode, "CHUNK_BYTES", 64 * 1024)
+    failed = _record_fallbacks(monkeypatch, decode)
     events = load(path).events
+    assert failed == []
     assert (events["name"] == tricky).sum() == 1
     assert len(events) == sum(1 for e in trace["traceEvents"] if e.get("ph") == "X")
+
+
+def test_a_cut_inside_nested_objects_falls_back_to_one_piece(tmp_path, monkeypatch):
+    """A list of objects inside one event's args does hold real boundaries: a cut there
+    cannot decode, so the whole document is decoded instead, with the same result."""
+    import autoprof.analysis._decode as decode
+
+    path = write_synthetic_trace(tmp_path / "t.json", 5_000, seed=6)
+    trace = json.loads(path.read_text())
+    trace["traceEvents"][2_500]["args"]["inputs"] = [{"name": "x", "id": i} for i in range(8000)]
+    path.write_text(json.dumps(trace))
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 64 * 1024)
+    failed = _record_fallbacks(monkeypatch, decode)
+    events = load(path).events
+    assert failed == [1]  # a cut fell inside the list, and the chunks were given up
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1024**3)  # one piece from the start
+    assert events.equals(load(path).events)
