@@ -8,7 +8,8 @@ document and each middle chunk as a JSON list, through msgspec typed structs, an
 becomes numpy columns before the next is decoded, so only one chunk of Python objects is
 alive at a time. If any chunk fails to decode, the whole file is decoded in one piece
 instead (same result, more memory), so a wrong cut can cost time but never change the
-answer: a cut inside a string or a nested object leaves a chunk that cannot decode.
+answer. (Inside a JSON string every quote is escaped, so a cut never falls there; one in a
+list of objects nested in an event's args can, and leaves a chunk that cannot decode.)
 """
 
 from __future__ import annotations
