@@ -130,3 +130,22 @@ def test_progress_covers_decompression_and_chunks_of_a_big_gz(tmp_path, monkeypa
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert any(m.startswith("decompressing") for _, m in seen)
     assert sum(m.startswith("decoded") for _, m in seen) >= 5
+
+
+def test_at_interpreter_exit_the_cache_is_written_inline(trace_copy, with_cache, monkeypatch):
+    """autoprof writes its tables from an atexit hook, after Python stopped waiting for
+    threads: a cache thread started then could be cut off, so the write happens inline."""
+    import threading
+
+    import autoprof.analysis._cache as cache
+
+    class Finished:
+        def is_alive(self) -> bool:
+            return False
+
+    started = []
+    monkeypatch.setattr(cache.threading, "main_thread", lambda: Finished())
+    monkeypatch.setattr(cache.threading, "Thread",
+                        lambda *a, **k: started.append(1) or threading.Thread(*a, **k))
+    load_now(trace_copy)  # no waiting: the file must be there already
+    assert cache_path(trace_copy).is_file() and started == []
