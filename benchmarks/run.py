@@ -52,7 +52,7 @@ class Plan:
         self.export_sizes = [10_000] if quick else [10_000, 100_000]
         self.export_repeats = 1 if quick else 3
         self.load_sizes = [10_000] if quick else [100_000, 1_000_000]
-        self.load_repeats = 1 if quick else 3
+        self.load_repeats = 1 if quick else 5
         self.hta_timeout_s = 900.0
         self.load_steps: int | None = 5  # profiler steps per trace (None: the generator's)
         self.device = "cpu"  # where target 2's loop runs ("cuda": on a GPU, CPU+CUDA traced)
