@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._ports import free_port
 from tests.core.conftest import event_names, manifest, only_run, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,17 +37,11 @@ RANK = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_two_gloo_ranks_share_one_run_folder(tmp_path, traces_root):
     script = tmp_path / "rank.py"
     script.write_text(RANK)
-    port = _free_port()
+    port = free_port()
     procs = []
     for rank in range(2):
         env = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import pytest
 from _viewer_support import APP, EVIL, EVIL_FOLDER, N4096, REPO
+
+from tests._ports import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -52,9 +53,7 @@ def chromium_exe() -> str:
 
 @pytest.fixture(scope="module")
 def viewer_url(roots, tmp_path_factory):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     log_path = tmp_path_factory.mktemp("viewer_server") / "server.log"
     env = dict(os.environ, AUTOPROF_DIR=str(roots["browser"]))
     with log_path.open("w") as log:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from _viewer_support import APP, REPO
+
+from tests._ports import free_port
 
 CONFIG = REPO / ".streamlit" / "config.toml"
 
@@ -42,9 +43,7 @@ def _listening(port: int) -> set[str]:
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp")
 def test_plain_streamlit_run_binds_to_localhost_only(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = dict(os.environ, AUTOPROF_DIR=str(tmp_path))
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(

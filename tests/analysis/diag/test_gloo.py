@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
@@ -10,6 +9,7 @@ import textwrap
 import pytest
 
 from autoprof.analysis import load
+from tests._ports import free_port
 
 WORKER = textwrap.dedent('''
     import os, sys, time
@@ -33,12 +33,6 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_gloo_two_ranks_straggler(tmp_path):
     pytest.importorskip("torch.distributed")
@@ -46,7 +40,7 @@ def test_gloo_two_ranks_straggler(tmp_path):
     script.write_text(WORKER)
     out = tmp_path / "job"
     out.mkdir()
-    port = str(_free_port())
+    port = str(free_port())
     procs = [subprocess.Popen([sys.executable, str(script), str(r), str(out), port],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
              for r in (0, 1)]
