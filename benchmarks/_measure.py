@@ -43,11 +43,12 @@ class MeasureTimeout(MeasureError):
         self.peak_rss_mb = peak_rss_mb  # VmHWM read just before the kill (nan if unknown)
 
 
-def _vm_hwm_mb(pid: int) -> float:
-    """Peak RSS so far of a live process (Linux ``VmHWM``), in MiB; nan if unreadable."""
+def proc_status_mb(pid: int | str, field: str) -> float:
+    """A memory field of ``/proc/<pid>/status`` (``VmHWM``: peak RSS so far, ``VmRSS``: RSS
+    now; pid ``"self"`` for this process), in MiB; nan if unreadable (not Linux)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024.0
     except (OSError, ValueError, IndexError):
         pass
@@ -72,7 +73,7 @@ def run_child(
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        peak = _vm_hwm_mb(proc.pid)
+        peak = proc_status_mb(proc.pid, "VmHWM")
         proc.kill()
         proc.communicate()
         raise MeasureTimeout(f"{' '.join(argv)}: timed out after {timeout_s:.0f} s",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import emit  # noqa: E402
+from _measure import emit, proc_status_mb  # noqa: E402
 
 _REPO = Path(__file__).resolve().parent.parent
 Task = Callable[..., dict[str, Any]]
@@ -327,17 +327,6 @@ def _preimport_frames() -> float:
     return time.perf_counter() - t0
 
 
-def _rss_now_mb() -> float:
-    """This process's resident memory now (Linux VmRSS), MiB; nan where unreadable."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return float("nan")
-
-
 @task
 def load_autoprof(path: str) -> dict[str, Any]:
     """``autoprof.load(path).summary()``: what the viewer's overview needs."""
@@ -354,7 +343,7 @@ def load_autoprof(path: str) -> dict[str, Any]:
     except (ImportError, AttributeError) as exc:
         raise Unavailable(f"autoprof.load is not available: {exc}") from exc
     import_s += time.perf_counter() - t0
-    base_rss_mb = _rss_now_mb()
+    base_rss_mb = proc_status_mb("self", "VmRSS")
     t1 = time.perf_counter()
     run = load(path)
     t2 = time.perf_counter()
@@ -381,7 +370,7 @@ def load_hta(trace_dir: str) -> dict[str, Any]:
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     import_s += time.perf_counter() - t0
-    base_rss_mb = _rss_now_mb()
+    base_rss_mb = proc_status_mb("self", "VmRSS")
     t1 = time.perf_counter()
     analysis = TraceAnalysis(trace_dir=trace_dir)
     t2 = time.perf_counter()
