@@ -42,13 +42,6 @@ def fmt_us(value_us: float | int | None) -> str:
     return f"{v * 1e3:.3g} ns"
 
 
-def fmt_ms(value_ms: float | int | None) -> str:
-    """A duration given in milliseconds."""
-    if value_ms is None:
-        return "n/a"
-    return fmt_us(float(value_ms) * 1e3)
-
-
 def fmt_pct(value_pct: float | int | None) -> str:
     if value_pct is None:
         return "n/a"

@@ -58,11 +58,6 @@ def launch_mask(events: pd.DataFrame) -> np.ndarray:
     return runtime & name_matches(events["name"], LAUNCH_NAME)
 
 
-def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
-    """Runtime/driver rows that launch GPU work (kernel launches, async copies and sets)."""
-    return events[launch_mask(events)]
-
-
 def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None) -> pd.Series:
     """Per (rank, step) of the rows in `mask`: the sum of `values`, or the row count (None).
 
