@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _ports import free_port
 
-from tests._ports import free_port
 from tests.core.conftest import event_names, manifest, only_run, trace_files
 
 REPO = Path(__file__).resolve().parents[2]

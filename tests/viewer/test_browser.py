@@ -19,9 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _ports import free_port
 from _viewer_support import APP, EVIL, EVIL_FOLDER, N4096, REPO
-
-from tests._ports import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")

@@ -11,9 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _ports import free_port
 from _viewer_support import APP, REPO
-
-from tests._ports import free_port
 
 CONFIG = REPO / ".streamlit" / "config.toml"
 

@@ -7,9 +7,9 @@ import sys
 import textwrap
 
 import pytest
+from _ports import free_port
 
 from autoprof.analysis import load
-from tests._ports import free_port
 
 WORKER = textwrap.dedent('''
     import os, sys, time

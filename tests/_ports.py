@@ -1,0 +1,14 @@
+"""A free localhost TCP port for tests that start servers or process groups.
+
+Imported as ``from _ports import free_port``: tests/ is on sys.path through its conftest."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (the OS picks it; closed again before returning)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
