@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 
 from autoprof._version import __version__
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 

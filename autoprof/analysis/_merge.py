@@ -29,6 +29,9 @@ def combine(frames: list[pd.DataFrame]) -> pd.DataFrame:
         shifted.append(frame)
         offset += len(frame)
     merged = pd.concat(shifted, ignore_index=True)
+    for col in _text_columns(frames[0]):  # tables with other categories concat as strings
+        if not isinstance(merged[col].dtype, pd.CategoricalDtype):
+            merged[col] = merged[col].astype("category")  # categories sorted, as each table's
     order = np.lexsort((merged["ts_us"].to_numpy(), merged["rank"].to_numpy()))
     new_pos = np.empty(len(order), dtype=np.int64)
     new_pos[order] = np.arange(len(order))
@@ -37,3 +40,7 @@ def combine(frames: list[pd.DataFrame]) -> pd.DataFrame:
         values = merged[col].to_numpy()
         merged[col] = np.where(values >= 0, new_pos[np.maximum(values, 0)], -1)
     return merged
+
+
+def _text_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]

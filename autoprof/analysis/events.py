@@ -58,7 +58,7 @@ def empty_events() -> pd.DataFrame:
     columns: dict[str, Any] = {}
     for col in COLUMNS:
         if col in strings:
-            columns[col] = pa.array([], pa.string())
+            columns[col] = _strings([], np.empty(0, np.int32))
         elif col in floats:
             columns[col] = np.empty(0, np.float64)
         elif col == "is_gpu_work":
@@ -199,8 +199,17 @@ def _innermost_op(parent: IntArray, launch: IntArray, is_op: BoolArray) -> IntAr
     return out
 
 
-def _strings(values: list[str], codes: npt.NDArray[Any]) -> pa.Array:
-    return pa.array(values, pa.string()).take(pa.array(codes))
+def _strings(values: list[str], codes: npt.NDArray[Any]) -> pa.DictionaryArray:
+    """A text column as an Arrow dictionary (a pandas ``category``): int32 codes into the
+    distinct values that occur, sorted, so sorting and grouping by the column order rows
+    as plain strings would. 4 bytes a row instead of each row's own string, and filters
+    and group-bys work on the codes."""
+    present = np.unique(codes)
+    distinct, inverse = np.unique(np.array(values, dtype=object)[present], return_inverse=True)
+    remap = np.zeros(len(values), dtype=np.int32)
+    remap[present] = inverse
+    return pa.DictionaryArray.from_arrays(pa.array(remap[codes], pa.int32()),
+                                          pa.array(distinct.tolist(), pa.string()))
 
 
 def to_frame(columns: dict[str, Any]) -> pd.DataFrame:

@@ -21,7 +21,13 @@ def check_events(events: pd.DataFrame) -> None:
         assert events[col].dtype == np.float64, col
     assert events["is_gpu_work"].dtype == bool
     for col in ("name", "cat", "lane", "input_dims"):
-        assert pd.api.types.is_string_dtype(events[col]), col
+        dtype = events[col].dtype
+        assert isinstance(dtype, pd.CategoricalDtype), (col, dtype)
+        categories = list(dtype.categories)
+        assert all(isinstance(c, str) for c in categories), col
+        assert categories == sorted(set(categories)), col  # distinct, sorted
+        used = set(events[col].cat.codes.unique().tolist())
+        assert used == set(range(len(categories))), col  # every category occurs
         assert not events[col].isna().any(), col
     n = len(events)
     if n == 0:

@@ -66,6 +66,21 @@ def test_distributed_run_merges_rank_manifests(tmp_path):
     assert (run.events["rank"].to_numpy()[kernels["launch_row"].to_numpy()] == 1).all()
 
 
+def test_ranks_with_other_text_values_merge_into_one_set_of_categories(tmp_path):
+    write_trace(tmp_path / "rank0.1.pt.trace.json", "n64_cold")
+    write_trace(tmp_path / "rank1.2.pt.trace.json", "n4096_cold")
+    run = load(tmp_path)
+    check_events(run.events)  # categorical text columns, sorted, every category used
+    dims = run.events.groupby("rank")["input_dims"].agg(lambda s: set(s.astype(str)))
+    assert "[[64, 64], [64, 64]]" in dims[0] and "[[64, 64], [64, 64]]" not in dims[1]
+    assert "[[4096, 4096], [4096, 4096]]" in dims[1]
+    each = [load(tmp_path / name).events for name in ("rank0.1.pt.trace.json",
+                                                      "rank1.2.pt.trace.json")]
+    for rank, alone in enumerate(each):
+        merged = run.events[run.events["rank"] == rank]
+        assert merged["name"].astype(str).tolist() == alone["name"].astype(str).tolist()
+
+
 def test_a_lone_trace_in_a_run_folder_takes_its_rank_from_the_manifest(tmp_path):
     run_dir = write_run(tmp_path, traces=("gpuhost_4242.1.pt.trace.json.gz",), rank=5,
                         world_size=8)
