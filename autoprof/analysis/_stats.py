@@ -87,8 +87,13 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     loader builds) are immutable, so their factorization is kept in a small LRU, keyed by the
     Arrow data itself (a weak reference, checked on every hit, so a reused id never matches
     and a dropped table is not kept alive); a column assigned anew or set in place has new
-    Arrow data. Other columns (object dtype: mutable) are factorized every time. The arrays
-    returned are read-only."""
+    Arrow data. A categorical column without NA (the loader's text columns) answers with
+    its own codes and categories (which may include values no row has). Other columns
+    (object dtype: mutable) are factorized every time. The cached arrays are read-only."""
+    if isinstance(values.dtype, pd.CategoricalDtype):  # the loader's text columns
+        codes = values.cat.codes.to_numpy()
+        if not len(codes) or codes.min() >= 0:  # no NA: the codes are a factorization
+            return codes.astype(np.intp), np.asarray(values.cat.categories, dtype=object)
     data = getattr(values.array, "_pa_array", None)
     if data is None:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)

@@ -57,6 +57,19 @@ def test_factorized_is_read_only_and_matches_pd_factorize() -> None:
         codes[0] = 5
 
 
+def test_factorized_categorical_answers_with_its_codes() -> None:
+    # the loader's text columns: categorical, no NA; after a filter, unused categories stay
+    full = pd.Series(["b", "a", "c", "b", "a"], dtype="category")
+    s = full[full != "c"]
+    codes, uniques = factorized(s)
+    assert codes.dtype == np.intp  # int8 category codes would overflow in key arithmetic
+    assert uniques[codes].tolist() == s.astype(str).tolist()
+    assert isin_mask(s, ["b"]).tolist() == [True, False, True, False]
+    assert name_matches(s, re.compile("^[ab]$")).all()
+    with_na = pd.Series(["b", None, "b"], dtype="category")  # NA: pandas' own factorize
+    assert isin_mask(with_na, ["b"]).tolist() == [True, False, True]
+
+
 def _merge_reference(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first merge_intervals (maximum.at into zeros), kept as the reference."""
     order = np.argsort(starts, kind="stable")
