@@ -43,6 +43,7 @@ def measure(steps: int) -> dict[str, float]:
     t0 = time.perf_counter()
     prof.stop()
     stop_s = time.perf_counter() - t0
+    assert prof.profiler is not None  # started and stopped above
     disable_s = prof.profiler._stats.profiler_disable_call_duration_us / 1e6
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "trace.json")
