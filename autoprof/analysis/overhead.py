@@ -301,5 +301,6 @@ def _assemble(events: pd.DataFrame, rank: int | None, parts: _Parts, steps: pd.D
         host_sync_in_steps_us=float(in_steps["dur_us"].sum()),
         step_cpu_span_us_median=finite_or_none(median(steps["cpu_span_us"])),
         step_gpu_work_us_median=finite_or_none(median(steps["gpu_work_us"])),
-        sync_names={str(k): int(v) for k, v in syncs["name"].value_counts().items()},
+        # a categorical column counts every category, also those no sync has: keep the ones seen
+        sync_names={str(k): int(v) for k, v in syncs["name"].value_counts().items() if v},
     )

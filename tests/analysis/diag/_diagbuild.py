@@ -32,6 +32,12 @@ class Ev:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+def _text(values: list[str]) -> pd.Categorical:
+    """A text column as the loader builds it (a categorical of sorted values), as analyses
+    see it after a filter: with one category that no row has."""
+    return pd.Categorical(values, categories=sorted(set(values) | {"~filtered-out"}))
+
+
 class Trace:
     """Events of one or more ranks; times in microseconds."""
 
@@ -113,9 +119,9 @@ class Trace:
                     p = parent[p]
                 op_row[i] = p
         return pd.DataFrame({
-            "name": [e.name for e in evs],
-            "cat": [e.cat for e in evs],
-            "lane": lane,
+            "name": _text([e.name for e in evs]),
+            "cat": _text([e.cat for e in evs]),
+            "lane": _text(lane),
             "is_gpu_work": [e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in evs],
             "pid": np.full(n, PID, np.int64),
             "tid": np.array([e.tid for e in evs], np.int64),
@@ -133,7 +139,8 @@ class Trace:
             "launch_row": launch_row,
             "op_row": op_row,
             "flops": np.full(n, np.nan),
-            "input_dims": [json.dumps(e.args["dims"]) if "dims" in e.args else "" for e in evs],
+            "input_dims": _text([json.dumps(e.args["dims"]) if "dims" in e.args else ""
+                                 for e in evs]),
             "rank": np.array([e.rank for e in evs], np.int64),
         })
 

@@ -42,7 +42,11 @@ def events(*rows: dict[str, Any]) -> pd.DataFrame:
             "rank": row.get("rank", 0),
         }
         table.append(full)
-    return pd.DataFrame(table)
+    frame = pd.DataFrame(table)
+    for col in ("name", "cat", "lane", "input_dims"):  # categoricals, as the loader builds them
+        if col in frame:
+            frame[col] = frame[col].astype("category")
+    return frame
 
 
 def cpu(name: str, ts_us: float, dur_us: float, parent: int = -1, **extra: Any) -> dict:
