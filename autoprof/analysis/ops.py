@@ -355,7 +355,7 @@ def event_flops(events: pd.DataFrame) -> np.ndarray:
     todo = np.flatnonzero(np.isnan(flops) & named)
     if len(todo) == 0:
         return flops
-    pairs = events[["name", "input_dims"]].iloc[todo].fillna("")
+    pairs = events[["name", "input_dims"]].iloc[todo].astype(object).fillna("")
     codes, unique = pd.factorize(pd.MultiIndex.from_frame(pairs), sort=False)
     estimate = np.array([_torch_flops(str(n), str(d)) for n, d in unique], dtype=np.float64)
     flops[todo] = estimate[codes]

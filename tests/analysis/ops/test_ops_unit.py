@@ -180,6 +180,13 @@ def test_flops_from_torch_formulas_when_the_trace_has_none() -> None:
     assert math.isnan(row(self_vs_total(ev), "aten::relu").flops)
 
 
+def test_flops_estimate_reads_missing_text_in_categorical_columns() -> None:
+    ev = events(cpu("aten::mm", 0, 1, input_dims="[[2, 3], [3, 4]]"), cpu("aten::mm", 2, 1))
+    ev.loc[1, "input_dims"] = None  # NA in a categorical: no shapes, not an error
+    flops = event_flops(ev)
+    assert flops[0] == 2 * 2 * 3 * 4 and math.isnan(flops[1])
+
+
 def test_input_shapes_is_the_most_common() -> None:
     ev = events(
         cpu("aten::add", 0, 1, input_dims="[[1], [1]]"),
