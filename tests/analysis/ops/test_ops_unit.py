@@ -181,8 +181,10 @@ def test_flops_from_torch_formulas_when_the_trace_has_none() -> None:
 
 
 def test_flops_estimate_reads_missing_text_in_categorical_columns() -> None:
-    ev = events(cpu("aten::mm", 0, 1, input_dims="[[2, 3], [3, 4]]"), cpu("aten::mm", 2, 1))
-    ev.loc[1, "input_dims"] = None  # NA in a categorical: no shapes, not an error
+    ev = events(cpu("aten::mm", 0, 1, input_dims="[[2, 3], [3, 4]]"),
+                cpu("aten::mm", 2, 1, input_dims="[[1, 1], [1, 1]]"))
+    ev.loc[1, "input_dims"] = None  # NA in a categorical without "": no shapes, not an error
+    assert "" not in ev["input_dims"].cat.categories
     flops = event_flops(ev)
     assert flops[0] == 2 * 2 * 3 * 4 and math.isnan(flops[1])
 
