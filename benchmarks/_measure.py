@@ -1,14 +1,16 @@
 """Run one measurement in a fresh Python process and collect what it reports.
 
 The child prints one JSON object on its last stdout line (``emit``), which carries the
-child's own peak resident memory: ``getrusage`` of the child itself and of the processes it
-waited for (HTA forks a parser process), so one measurement never sees another's memory.
+child's own peak resident memory: ``VmHWM`` of the child itself and ``getrusage`` of the
+processes it waited for (HTA forks a parser process), so one measurement never sees
+another's memory (see ``child_peak_rss_mb`` for why not ``getrusage`` of the child itself).
 The larger of the two is kept (not their sum, which favours a baseline that forks).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -92,12 +94,21 @@ def run_child(
 
 
 def child_peak_rss_mb() -> float:
-    """Peak RSS of the calling process and of the children it waited for, in MiB (Linux)."""
+    """Peak RSS of the calling process and of the children it waited for, in MiB (Linux).
+
+    The process's own peak is ``VmHWM``, not ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux
+    carries ``ru_maxrss`` across ``execve`` from the memory of the process that spawned it
+    (Python's subprocess starts children with vfork, so that is the runner's own peak), so
+    every child of a runner that had once grown to 195 MB reported at least 195 MB. A
+    child's ``ru_maxrss`` (RUSAGE_CHILDREN) starts at most at this process's own peak, so
+    the larger of the two is still the largest single process."""
     import resource
 
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, kids) / 1024.0
+    own = proc_status_mb("self", "VmHWM")
+    if math.isnan(own):  # no /proc (not Linux): the best there is
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    return max(own, kids)
 
 
 def emit(values: dict[str, Any]) -> None:

@@ -33,6 +33,24 @@ def test_run_child_returns_the_last_json_line_and_peak_rss() -> None:
     assert sample.wall_s > 0
 
 
+def test_peak_rss_is_the_childs_own_not_its_spawners() -> None:
+    # Linux keeps ru_maxrss across execve: a child spawned by a process that once held
+    # 256 MiB read >= 256 MiB from getrusage; VmHWM is the child's own
+    code = (
+        f"import sys; sys.path.insert(0, {str(BENCH)!r}); from _measure import emit; "
+        "emit({})"
+    )
+    spawner = (
+        f"import sys; sys.path.insert(0, {str(BENCH)!r}); from _measure import run_child, emit; "
+        "big = bytearray(256 * 2**20); big[::4096] = b'x' * len(big[::4096]); del big; "
+        f"sample = run_child([sys.executable, '-c', {code!r}]); "
+        "emit({'child_peak_mb': sample.peak_rss_mb})"
+    )
+    sample = run_child([sys.executable, "-c", spawner])
+    assert sample.peak_rss_mb >= 256  # the spawner itself did hold it
+    assert sample.values["child_peak_mb"] < 100  # a bare Python, not the spawner's 256 MiB
+
+
 def test_run_child_names_the_command_when_it_fails() -> None:
     with pytest.raises(MeasureError, match="exit status 3"):
         run_child([sys.executable, "-c", "import sys; sys.exit(3)"])
