@@ -214,7 +214,7 @@ def _strings(values: list[str], codes: npt.NDArray[Any]) -> pa.DictionaryArray:
 
 def to_frame(columns: dict[str, Any]) -> pd.DataFrame:
     """DataFrame over Arrow columns without copies: numeric columns stay the numpy arrays
-    they were (no block consolidation), strings become pandas' Arrow-backed ``str``."""
+    they were (no block consolidation), dictionary columns become pandas categoricals."""
     table = pa.table({k: columns[k] for k in COLUMNS})
     return table.to_pandas(split_blocks=True, self_destruct=True)
 
