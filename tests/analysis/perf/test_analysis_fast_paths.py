@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -109,3 +111,26 @@ def test_merge_and_gaps_equal_the_reference(seed: int) -> None:
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         assert [a.tolist() for a in gaps(starts, ends, float(lo), float(hi))] == [
             a.tolist() for a in want]
+
+
+_REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("trace", [
+    "tests/data/h200/matmul_add/n64_cold/trace.json",
+    "tests/data/h200/matmul_add/n4096_prewarm/trace.json",
+    "tests/data/gpu_h200/ddp_step/20261130-081205-bdf2d2",  # two ranks, merged
+])
+def test_categorical_text_columns_change_no_result(trace: str) -> None:
+    """The loader's categorical text columns give the summary and the ops table that the
+    same table with plain ``str`` columns gives, to the last bit."""
+    from autoprof.analysis import load
+    from autoprof.analysis.ops import self_vs_total
+    from autoprof.analysis.summary import summarize
+
+    run = load(_REPO / trace)
+    assert isinstance(run.events["name"].dtype, pd.CategoricalDtype)
+    plain = copy.copy(run)
+    plain.events = run.events.astype({c: "str" for c in ("name", "cat", "lane", "input_dims")})
+    assert summarize(plain) == summarize(run)
+    assert self_vs_total(plain.events).equals(self_vs_total(run.events))
