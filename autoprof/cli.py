@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -324,10 +323,15 @@ def cmd_view(args: argparse.Namespace) -> int:
     shown = directory.resolve() if directory else env.get("AUTOPROF_DIR", "./traces")
     print(f"autoprof: viewer for {shown} on http://{args.address}:{args.port or 8501}",
           file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # become the server (exec, not a child): Ctrl-C and a SIGTERM from a process manager
+    # reach streamlit itself, and no server is left running when `autoprof view` is stopped
     try:
-        return subprocess.call(argv, env=env)
-    except KeyboardInterrupt:
-        return 130
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        return _error(Path(argv[0]), f"could not start streamlit ({exc.strerror or exc})")
+    return 0  # not reached: execve does not return
 
 
 # --- entry point ---------------------------------------------------------------------------

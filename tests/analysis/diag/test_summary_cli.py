@@ -178,8 +178,19 @@ def test_view_starts_streamlit_on_localhost(tmp_path):
                 assert time.monotonic() < deadline, "streamlit did not start in 45 s"
                 time.sleep(0.5)
     finally:
-        proc.terminate()
+        proc.terminate()  # what a process manager sends
         proc.wait(timeout=20)
+    # `autoprof view` is the server (exec), so stopping it stops the server: nothing is left
+    # answering on the port (a child server used to outlive it, holding the port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                pass
+        except OSError:
+            break
+        assert time.monotonic() < deadline, "a server still answers after autoprof view ended"
+        time.sleep(0.2)
 
 
 def test_cli_summary_of_a_folder_of_runs():
