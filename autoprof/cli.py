@@ -331,7 +331,6 @@ def cmd_view(args: argparse.Namespace) -> int:
         os.execve(argv[0], argv, env)
     except OSError as exc:
         return _error(Path(argv[0]), f"could not start streamlit ({exc.strerror or exc})")
-    return 0  # not reached: execve does not return
 
 
 # --- entry point ---------------------------------------------------------------------------
