@@ -46,6 +46,8 @@ COLUMNS: tuple[str, ...] = (
     "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
     "launch_row", "op_row", "flops", "input_dims", "rank",
 )
+# pandas categoricals of str values (see docs/architecture.md); the rest are numbers/bools
+TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -53,11 +55,10 @@ BoolArray = npt.NDArray[np.bool_]
 
 def empty_events() -> pd.DataFrame:
     """The events table with no rows (right columns and dtypes)."""
-    strings = ("name", "cat", "lane", "input_dims")
     floats = ("ts_us", "dur_us", "end_us", "self_us", "flops")
     columns: dict[str, Any] = {}
     for col in COLUMNS:
-        if col in strings:
+        if col in TEXT_COLUMNS:
             columns[col] = _strings([], np.empty(0, np.int32))
         elif col in floats:
             columns[col] = np.empty(0, np.float64)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis._nesting import EPS_US
-from autoprof.analysis.events import COLUMNS
+from autoprof.analysis.events import COLUMNS, TEXT_COLUMNS
 
 INT_COLUMNS = ("pid", "tid", "device", "stream", "depth", "parent", "step", "correlation",
                "external_id", "launch_row", "op_row", "rank")
@@ -20,7 +20,7 @@ def check_events(events: pd.DataFrame) -> None:
     for col in FLOAT_COLUMNS:
         assert events[col].dtype == np.float64, col
     assert events["is_gpu_work"].dtype == bool
-    for col in ("name", "cat", "lane", "input_dims"):
+    for col in TEXT_COLUMNS:
         dtype = events[col].dtype
         assert isinstance(dtype, pd.CategoricalDtype), (col, dtype)
         categories = list(dtype.categories)

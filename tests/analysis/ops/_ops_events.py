@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.events import TEXT_COLUMNS
+
 _GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 _WORK_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
@@ -43,7 +45,7 @@ def events(*rows: dict[str, Any]) -> pd.DataFrame:
         }
         table.append(full)
     frame = pd.DataFrame(table)
-    for col in ("name", "cat", "lane", "input_dims"):  # categoricals, as the loader builds them
+    for col in TEXT_COLUMNS:  # categoricals, as the loader builds them
         if col in frame:
             frame[col] = frame[col].astype("category")
     return frame

@@ -125,12 +125,13 @@ def test_categorical_text_columns_change_no_result(trace: str) -> None:
     """The loader's categorical text columns give the summary and the ops table that the
     same table with plain ``str`` columns gives, to the last bit."""
     from autoprof.analysis import load
+    from autoprof.analysis.events import TEXT_COLUMNS
     from autoprof.analysis.ops import self_vs_total
     from autoprof.analysis.summary import summarize
 
     run = load(_REPO / trace)
     assert isinstance(run.events["name"].dtype, pd.CategoricalDtype)
     plain = copy.copy(run)
-    plain.events = run.events.astype({c: "str" for c in ("name", "cat", "lane", "input_dims")})
+    plain.events = run.events.astype({c: "str" for c in TEXT_COLUMNS})
     assert summarize(plain) == summarize(run)
     assert self_vs_total(plain.events).equals(self_vs_total(run.events))
