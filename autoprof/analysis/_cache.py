@@ -134,19 +134,21 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         return False
     table = table.replace_schema_metadata({_KEY: msgspec.json.encode(meta)})
     target = cache_path(trace)
-    if not threading.main_thread().is_alive():  # interpreter exit (autoprof's own atexit
-        _write_table(target, table)  # export): a thread started now would not be waited for
-        return True
-    thread = threading.Thread(target=_write_table, args=(target, table),
-                              name="autoprof-cache-writer", daemon=False)
-    try:
-        thread.start()
-    except RuntimeError:  # "can't create new thread at interpreter shutdown"
-        _write_table(target, table)
-        return True
-    with _pending_lock:
-        _pending[:] = [t for t in _pending if t.is_alive()]
-        _pending.append(thread)
+    # at interpreter exit (autoprof's own atexit export) a thread started now would not be
+    # waited for, or cannot start at all: then the file is written here and now
+    if threading.main_thread().is_alive():
+        thread = threading.Thread(target=_write_table, args=(target, table),
+                                  name="autoprof-cache-writer", daemon=False)
+        try:
+            thread.start()
+        except RuntimeError:  # "can't create new thread at interpreter shutdown"
+            pass
+        else:
+            with _pending_lock:
+                _pending[:] = [t for t in _pending if t.is_alive()]
+                _pending.append(thread)
+            return True
+    _write_table(target, table)
     return True
 
 
