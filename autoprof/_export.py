@@ -109,5 +109,5 @@ def _analysis_write_tables() -> Callable[[list[Path], Path], list[Path]]:
     try:
         from autoprof.analysis import write_tables as fn
     except ImportError:  # the package re-export may lag behind the module that defines it
-        from autoprof.analysis.tables import write_tables as fn
+        from autoprof.analysis.report.tables import write_tables as fn
     return fn  # type: ignore[no-any-return]

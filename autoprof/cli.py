@@ -1,6 +1,6 @@
 """The `autoprof` command: `autoprof summary PATH [--json]` and `autoprof view [DIR]`.
 
-The report is rendered from the same dict `--json` prints (autoprof.analysis.summary); this
+The report is rendered from the same dict `--json` prints (autoprof.analysis.report.summary); this
 module formats and launches, it computes no statistic. Bad input gives one line on stderr,
 `autoprof: error: <path>: <problem>`, and exit status 2.
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autoprof.analysis._stats import fmt_us
+from autoprof.analysis.metrics.stats import fmt_us
 
 WIDTH = 100
 
@@ -266,7 +266,7 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
         rows.append(entry)
     if shown:
         print(file=sys.stderr)
-    from autoprof.analysis.summary import jsonable
+    from autoprof.analysis.report.summary import jsonable
 
     if as_json:
         sys.stdout.write(json.dumps(jsonable({"path": str(root), "runs": rows,

@@ -1,6 +1,6 @@
 """Benchmark traces: synthetic Kineto traces of a given size, generated once, reused after.
 
-The generator is the project's own (``autoprof.analysis._synthetic.write_synthetic_trace``),
+The generator is the project's own (``tests/support/synthetic.py``),
 so the loader's tests and these benchmarks read the same shape of trace. Each size gets its
 own folder (HTA's ``TraceAnalysis`` takes a folder): ``<root>/n<events>/trace.json``.
 
@@ -38,9 +38,10 @@ def ensure_trace(root: Path, n_events: int, steps: int | None = None) -> Path:
         _merge_steps(source, tmp, steps)
         tmp.replace(path)
         return path
-    if str(_REPO) not in sys.path:
-        sys.path.insert(0, str(_REPO))
-    from autoprof.analysis._synthetic import write_synthetic_trace
+    tests = str(_REPO / "tests")  # the generator lives with the test support code
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from support.synthetic import write_synthetic_trace
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -17,7 +17,7 @@ def _no_profiler_left_running(monkeypatch, tmp_path):
     """Every test runs with its own traces folder, and no torch profiler may outlive it."""
     monkeypatch.setenv("AUTOPROF_DIR", str(tmp_path / "traces"))
     yield
-    cache = sys.modules.get("autoprof.analysis._cache")
+    cache = sys.modules.get("autoprof.analysis.loader.cache")
     if cache is not None:  # background cache writes must not outlive their test's folder
         cache.wait_for_writes()
     torch = sys.modules.get("torch")

@@ -164,7 +164,8 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
 
 
 def test_big_trace_timeline_is_capped_and_says_so(tmp_path, monkeypatch):
-    from autoprof.analysis._synthetic import write_synthetic_trace
+    from support.synthetic import write_synthetic_trace
+
     from viewer.views.timeline import MAX_DRAWN
 
     (tmp_path / "big").mkdir()

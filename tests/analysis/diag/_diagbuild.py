@@ -210,6 +210,6 @@ class FakeRun:
 
 def ids(run: Any) -> dict[str, Any]:
     """The run's diagnostics by id."""
-    from autoprof.analysis.diagnostics import diagnose
+    from autoprof.analysis.diagnose.runner import diagnose
 
     return {d.id: d for d in diagnose(run)}

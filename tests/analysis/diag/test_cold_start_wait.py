@@ -12,7 +12,7 @@ import pytest
 from _diagbuild import FakeRun, ids, matmul_like
 
 from autoprof.analysis import load
-from autoprof.analysis._manifest import read_manifest
+from autoprof.analysis.loader.manifest import read_manifest
 
 GPU_H200 = Path(__file__).resolve().parents[2] / "data" / "gpu_h200"
 RESULTS = json.loads((GPU_H200 / "validate_results.json").read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from _diagbuild import FakeRun, Trace, ids, matmul_like
 
-from autoprof.analysis.diagnostics import checks, diagnose
+from autoprof.analysis.diagnose.runner import checks, diagnose
 
 
 def compute_bound(steps: int = 4, first_step_us: float | None = None) -> Trace:

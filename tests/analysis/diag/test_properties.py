@@ -8,9 +8,9 @@ from _diagbuild import Trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoprof.analysis.overhead import overhead
-from autoprof.analysis.steps import per_step
-from autoprof.analysis.summary import summarize
+from autoprof.analysis.metrics.overhead import overhead
+from autoprof.analysis.metrics.steps import per_step
+from autoprof.analysis.report.summary import summarize
 
 launch = st.tuples(
     st.floats(0, 900),  # launch start inside the step

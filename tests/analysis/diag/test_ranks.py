@@ -8,7 +8,7 @@ import pytest
 from _diagbuild import Trace
 
 from autoprof.analysis import load
-from autoprof.analysis.ranks import RANK_COLUMNS, rank_table, straggler_rank
+from autoprof.analysis.metrics.ranks import RANK_COLUMNS, rank_table, straggler_rank
 
 STEP_US = 10_000.0
 

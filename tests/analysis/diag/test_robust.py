@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from _diagbuild import FakeRun, Trace, matmul_like
 
-from autoprof.analysis.compare import compare
-from autoprof.analysis.ranks import rank_table, straggler_rank
-from autoprof.analysis.steps import per_step
-from autoprof.analysis.summary import summarize
-from autoprof.analysis.verdict import verdict
+from autoprof.analysis.metrics.compare import compare
+from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
+from autoprof.analysis.metrics.steps import per_step
+from autoprof.analysis.metrics.verdict import verdict
+from autoprof.analysis.report.summary import summarize
 
 
 def _empty() -> pd.DataFrame:

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from _diagbuild import Trace, matmul_like
 
-from autoprof.analysis._stats import MissingColumnsError, gaps, merge_intervals, union_length
-from autoprof.analysis.overhead import overhead
-from autoprof.analysis.steps import STEP_COLUMNS, per_step
+from autoprof.analysis.metrics.overhead import overhead
+from autoprof.analysis.metrics.stats import MissingColumnsError, gaps, merge_intervals, union_length
+from autoprof.analysis.metrics.steps import STEP_COLUMNS, per_step
 
 
 def test_merge_and_gaps():

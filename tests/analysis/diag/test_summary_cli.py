@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.analysis import compare, load
-from autoprof.analysis.summary import summarize
+from autoprof.analysis.report.summary import summarize
 from autoprof.cli import Progress, build_parser, view_command, viewer_app
 
 REPO = Path(__file__).resolve().parents[3]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._nesting import EPS_US
-from autoprof.analysis.events import COLUMNS, TEXT_COLUMNS
+from autoprof.analysis.loader.events import COLUMNS, TEXT_COLUMNS
+from autoprof.analysis.loader.nesting import EPS_US
 
 INT_COLUMNS = ("pid", "tid", "device", "stream", "depth", "parent", "step", "correlation",
                "external_id", "launch_row", "op_row", "rank")

@@ -3,7 +3,7 @@ docs/loader.md). Run: .venv/bin/python tests/analysis/loader/measure_load.py [--
 
 Each measurement is its own Python process; ``load_s`` excludes imports (numpy, pandas and
 autoprof.analysis are imported first, like benchmarks/ does), ``peak_mb`` is the process's
-own VmHWM (its peak resident memory). Traces come from autoprof.analysis._synthetic
+own VmHWM (its peak resident memory). Traces come from support.synthetic
 (Kineto layout, ~330 B/event).
 """
 
@@ -27,7 +27,7 @@ mode, path = sys.argv[1], sys.argv[2]
 import numpy, pandas
 t0 = time.perf_counter()
 if mode in ("first", "cached"):
-    import autoprof.analysis.run as run_module
+    import autoprof.analysis.loader.run as run_module
 elif mode == "orjson":
     import orjson
 elif mode == "msgspec_any":
@@ -85,7 +85,7 @@ def measure(mode: str, path: Path, reps: int) -> dict[str, object]:
 
 
 def main() -> int:
-    from autoprof.analysis._synthetic import write_synthetic_trace
+    from support.synthetic import write_synthetic_trace
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])

@@ -8,9 +8,9 @@ import stat
 
 import pytest
 
-import autoprof.analysis.run as run_module
+import autoprof.analysis.loader.run as run_module
 from autoprof.analysis import load as load_now
-from autoprof.analysis._cache import cache_path, wait_for_writes
+from autoprof.analysis.loader.cache import cache_path, wait_for_writes
 
 
 def load(*args, **kwargs):
@@ -101,7 +101,7 @@ def test_a_permission_error_while_caching_does_not_fail_the_load(
     trace_copy, with_cache, monkeypatch
 ):
     """What a read-only folder does when not running as root (root ignores the mode bits)."""
-    import autoprof.analysis._cache as cache
+    import autoprof.analysis.loader.cache as cache
 
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
@@ -119,8 +119,9 @@ def test_small_traces_are_not_cached_by_default(trace_copy, monkeypatch):
 
 
 def test_progress_covers_decompression_and_chunks_of_a_big_gz(tmp_path, monkeypatch):
-    import autoprof.analysis._decode as decode
-    from autoprof.analysis._synthetic import write_synthetic_trace
+    from support.synthetic import write_synthetic_trace
+
+    import autoprof.analysis.loader.decode as decode
 
     monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
     path = write_synthetic_trace(tmp_path / "big.pt.trace.json.gz", 20_000, gz=True)
@@ -137,7 +138,7 @@ def test_at_interpreter_exit_the_cache_is_written_inline(trace_copy, with_cache,
     threads: a cache thread started then could be cut off, so the write happens inline."""
     import threading
 
-    import autoprof.analysis._cache as cache
+    import autoprof.analysis.loader.cache as cache
 
     class Finished:
         def is_alive(self) -> bool:

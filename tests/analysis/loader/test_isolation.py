@@ -1,5 +1,5 @@
 """The analysis layer never imports torch, streamlit or altair (checked in a fresh process),
-and every public name of autoprof.analysis resolves lazily."""
+and every public name of autoprof.analysis is what it names."""
 
 from __future__ import annotations
 
@@ -35,30 +35,20 @@ def test_loading_never_imports_torch_streamlit_or_altair(tmp_path):
     assert "BANNED []" in done.stdout
 
 
-def test_every_public_name_resolves():
-    import autoprof.analysis as analysis
-
-    missing = []
-    for name in analysis.__all__:
-        try:
-            getattr(analysis, name)
-        except (ImportError, AttributeError) as exc:  # a module not written yet
-            missing.append(f"{name}: {exc}")
-    loader_names = {"TraceError", "TraceFile", "read_trace", "build_events", "Run", "load",
-                    "find_runs"}
-    assert not [m for m in missing if m.split(":")[0] in loader_names]
-    assert set(analysis.__all__) == set(analysis._LAZY)
-
-
-def test_functions_named_like_their_module_stay_functions():
+def test_every_public_name_resolves_and_stays_itself():
+    """Every name in __all__ is bound; importing the stage modules (whose functions share a
+    module's short name: metrics/overhead.py defines overhead) never rebinds one."""
     import importlib
+    import types
 
     import autoprof.analysis as analysis
 
-    for name in ("overhead", "verdict", "compare"):
-        try:
-            importlib.import_module(f"autoprof.analysis.{name}")
-        except ImportError:
-            continue
+    for stage in ("loader", "metrics", "diagnose", "report"):
+        package = importlib.import_module(f"autoprof.analysis.{stage}")
+        for module in sorted((REPO / "autoprof" / "analysis" / stage).glob("*.py")):
+            importlib.import_module(f"{package.__name__}.{module.stem}")
+    for name in analysis.__all__:
+        value = getattr(analysis, name)
+        assert not isinstance(value, types.ModuleType), name
+    for name in ("overhead", "verdict", "compare", "load"):
         assert callable(getattr(analysis, name)), name
-        assert not isinstance(getattr(analysis, name), type(sys)), name

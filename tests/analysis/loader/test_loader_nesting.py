@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autoprof.analysis._nesting import EPS_US, nest, self_time
+from autoprof.analysis.loader.nesting import EPS_US, nest, self_time
 
 
 def stack_walk(new_group, ts, end):

@@ -7,9 +7,9 @@ import json
 
 import pytest
 from _invariants import check_events
+from support.synthetic import write_synthetic_trace
 
 from autoprof.analysis import load
-from autoprof.analysis._synthetic import write_synthetic_trace
 
 
 @pytest.mark.parametrize("n_events", [6, 100, 5_000])
@@ -44,7 +44,7 @@ def test_gzip_and_determinism(tmp_path):
 def test_chunked_decoding_equals_one_piece_decoding(tmp_path, monkeypatch):
     """Big files are cut at event boundaries and decoded chunk by chunk; the result must
     be identical to decoding the whole document at once."""
-    import autoprof.analysis._decode as decode
+    import autoprof.analysis.loader.decode as decode
 
     path = write_synthetic_trace(tmp_path / "t.json", 30_000, seed=2)
     monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
@@ -66,7 +66,7 @@ def test_compact_one_line_json_is_chunked_too(tmp_path, monkeypatch):
     it) is cut into chunks as well, instead of being decoded in one piece."""
     import msgspec
 
-    import autoprof.analysis._decode as decode
+    import autoprof.analysis.loader.decode as decode
 
     indented = write_synthetic_trace(tmp_path / "indented.json", 30_000, seed=4)
     compact = tmp_path / "compact.json"
@@ -100,7 +100,7 @@ def _record_fallbacks(monkeypatch, decode) -> list[int]:
 def test_boundary_text_inside_a_name_is_never_a_cut(tmp_path, monkeypatch):
     """Inside a JSON string every quote is escaped, so text that looks like an event boundary
     there never matches: the file is still chunked and the name survives intact."""
-    import autoprof.analysis._decode as decode
+    import autoprof.analysis.loader.decode as decode
 
     path = write_synthetic_trace(tmp_path / "t.json", 5_000, seed=5)
     trace = json.loads(path.read_text())
@@ -118,7 +118,7 @@ def test_boundary_text_inside_a_name_is_never_a_cut(tmp_path, monkeypatch):
 def test_a_cut_inside_nested_objects_falls_back_to_one_piece(tmp_path, monkeypatch):
     """A list of objects inside one event's args does hold real boundaries: a cut there
     cannot decode, so the whole document is decoded instead, with the same result."""
-    import autoprof.analysis._decode as decode
+    import autoprof.analysis.loader.decode as decode
 
     path = write_synthetic_trace(tmp_path / "t.json", 5_000, seed=6)
     trace = json.loads(path.read_text())

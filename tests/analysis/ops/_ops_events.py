@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.events import TEXT_COLUMNS
+from autoprof.analysis.loader.events import TEXT_COLUMNS
 
 _GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 _WORK_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}

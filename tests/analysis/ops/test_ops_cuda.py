@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import autoprof
-from autoprof.analysis.ops import self_vs_total
-from autoprof.analysis.tables import format_table
+from autoprof.analysis.metrics.ops import self_vs_total
+from autoprof.analysis.report.tables import format_table
 
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402

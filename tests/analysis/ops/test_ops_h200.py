@@ -16,8 +16,8 @@ import pytest
 from _ops_events import row
 
 import autoprof
-from autoprof.analysis.ops import self_vs_total
-from autoprof.analysis.tables import format_table
+from autoprof.analysis.metrics.ops import self_vs_total
+from autoprof.analysis.report.tables import format_table
 
 H200 = Path(__file__).resolve().parents[2] / "data" / "h200"
 CASES = sorted(p.name for p in (H200 / "matmul_add").iterdir() if p.is_dir())

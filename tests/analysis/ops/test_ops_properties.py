@@ -8,7 +8,7 @@ from _ops_events import cpu, events, kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoprof.analysis.ops import self_vs_total
+from autoprof.analysis.metrics.ops import self_vs_total
 
 NAMES = ["aten::sum", "aten::mm", "rec"]  # few names: recursion and folding happen often
 

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from autoprof.analysis import TraceError
-from autoprof.analysis.ops import OPS_COLUMNS, self_vs_total
-from autoprof.analysis.tables import CSV_COLUMNS, format_table, merge_ops, write_tables
+from autoprof.analysis.metrics.ops import OPS_COLUMNS, self_vs_total
+from autoprof.analysis.report.tables import CSV_COLUMNS, format_table, merge_ops, write_tables
 
 H200 = Path(__file__).resolve().parents[2] / "data" / "h200"
 N64 = H200 / "matmul_add" / "n64_cold" / "trace.json"
@@ -171,7 +171,7 @@ def test_failed_write_keeps_the_old_file_and_no_temp(
 def test_write_tables_never_imports_torch(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; "
-        "from autoprof.analysis.tables import write_tables; "
+        "from autoprof.analysis.report.tables import write_tables; "
         f"write_tables([Path({str(N64)!r})], Path({str(tmp_path)!r})); "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from _ops_events import annotation, cpu, events, kernel, launch, row
 
-from autoprof.analysis.ops import OPS_COLUMNS, event_flops, self_vs_total
+from autoprof.analysis.metrics.ops import OPS_COLUMNS, event_flops, self_vs_total
 
 
 def _matmul_add() -> pd.DataFrame:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoprof.analysis._stats import (
+from autoprof.analysis.metrics.stats import (
     factorized,
     gaps,
     gaps_merged,
@@ -125,9 +125,9 @@ def test_categorical_text_columns_change_no_result(trace: str) -> None:
     """The loader's categorical text columns give the summary and the ops table that the
     same table with plain ``str`` columns gives, to the last bit."""
     from autoprof.analysis import load
-    from autoprof.analysis.events import TEXT_COLUMNS
-    from autoprof.analysis.ops import self_vs_total
-    from autoprof.analysis.summary import summarize
+    from autoprof.analysis.loader.events import TEXT_COLUMNS
+    from autoprof.analysis.metrics.ops import self_vs_total
+    from autoprof.analysis.report.summary import summarize
 
     run = load(_REPO / trace)
     assert isinstance(run.events["name"].dtype, pd.CategoricalDtype)

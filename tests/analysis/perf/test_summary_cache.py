@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from support.synthetic import write_synthetic_trace
 
-import autoprof.analysis.summary as summary_module
-from autoprof.analysis import _summary_cache, load
-from autoprof.analysis._synthetic import write_synthetic_trace
-from autoprof.analysis.summary import summarize
+import autoprof.analysis.report.summary as summary_module
+from autoprof.analysis import load
+from autoprof.analysis.report import summary_cache as _summary_cache
+from autoprof.analysis.report.summary import summarize
 
 
 @pytest.fixture(autouse=True)

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autoprof.analysis import _cache
+from autoprof.analysis.loader import cache as _cache
 
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
-    from autoprof.analysis._diagnostic import RunLike
+    from autoprof.analysis.diagnose.context import RunLike
 
 SUMMARY_VERSION = 1
 SUFFIX = ".autoprof.summary.json"
@@ -130,6 +130,6 @@ def cached_summary(run: RunLike) -> dict[str, Any]:
 
 def _summarize(run: RunLike) -> dict[str, Any]:
     # imported here: a cache hit does not load the analysis modules at all
-    from autoprof.analysis.summary import summarize
+    from autoprof.analysis.report.summary import summarize
 
     return summarize(run)

@@ -24,10 +24,10 @@ from typing import Any
 
 import msgspec
 
-from autoprof.analysis import _schema as schema
-from autoprof.analysis._columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
-from autoprof.analysis._errors import TraceError
-from autoprof.analysis._source import read_bytes
+from autoprof.analysis.loader import schema
+from autoprof.analysis.loader.columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.source import read_bytes
 
 Progress = Callable[[float, str], None]
 Buffer = bytes | bytearray | mmap.mmap

@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._stats import (
+from autoprof.analysis.metrics.overhead import NEEDS as OVERHEAD_NEEDS
+from autoprof.analysis.metrics.overhead import Overhead, overhead
+from autoprof.analysis.metrics.stats import (
     cpu_mask,
     for_rank,
     median,
@@ -38,9 +40,7 @@ from autoprof.analysis._stats import (
     step_rows,
     union_length,
 )
-from autoprof.analysis.overhead import NEEDS as OVERHEAD_NEEDS
-from autoprof.analysis.overhead import Overhead, overhead
-from autoprof.analysis.verdict import classify
+from autoprof.analysis.metrics.verdict import classify
 
 COLLECTIVE_NAME = re.compile(
     r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from autoprof.analysis._errors import TraceError
+from autoprof.analysis.loader.errors import TraceError
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"

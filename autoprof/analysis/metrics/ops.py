@@ -55,7 +55,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._stats import factorized, isin_mask
+from autoprof.analysis.metrics.stats import factorized, isin_mask
 
 Lane = Literal["cpu", "gpu"]
 

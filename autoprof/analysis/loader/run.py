@@ -9,18 +9,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis import _cache
-from autoprof.analysis._columns import KIND_X
-from autoprof.analysis._decode import TraceFile, read_trace
-from autoprof.analysis._errors import TraceError
-from autoprof.analysis._inputs import Source, rank_from_name, resolve_source
-from autoprof.analysis._merge import combine
-from autoprof.analysis.events import build_events, empty_events
+from autoprof.analysis.loader import cache as _cache
+from autoprof.analysis.loader.columns import KIND_X
+from autoprof.analysis.loader.decode import TraceFile, read_trace
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.events import build_events, empty_events
+from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
+from autoprof.analysis.loader.merge import combine
 
 if TYPE_CHECKING:
-    from autoprof.analysis.diagnostics import Diagnostic
-    from autoprof.analysis.overhead import Overhead
-    from autoprof.analysis.verdict import Verdict
+    from autoprof.analysis.diagnose.runner import Diagnostic
+    from autoprof.analysis.metrics.overhead import Overhead
+    from autoprof.analysis.metrics.verdict import Verdict
 
 Progress = Callable[[float, str], None]
 
@@ -68,44 +68,44 @@ class Run:
     def ops(
         self, lane: Literal["cpu", "gpu"] | None = None, rank: int | None = None
     ) -> pd.DataFrame:
-        from autoprof.analysis.ops import self_vs_total
+        from autoprof.analysis.metrics.ops import self_vs_total
 
         return self_vs_total(self.events, lane=lane, rank=rank)
 
     def steps(self, rank: int | None = None) -> pd.DataFrame:
-        from autoprof.analysis.steps import per_step
+        from autoprof.analysis.metrics.steps import per_step
 
         return per_step(self.events, rank=rank)
 
     def overhead(self, rank: int | None = None) -> Overhead:
-        from autoprof.analysis.overhead import overhead
+        from autoprof.analysis.metrics.overhead import overhead
 
         return overhead(self.events, rank=rank)
 
     def verdict(self, rank: int | None = None) -> Verdict:
-        from autoprof.analysis.verdict import verdict
+        from autoprof.analysis.metrics.verdict import verdict
 
         return verdict(self.events, rank=rank)
 
     def diagnostics(self) -> list[Diagnostic]:
-        from autoprof.analysis.diagnostics import diagnose
+        from autoprof.analysis.diagnose.runner import diagnose
 
         return diagnose(self)
 
     def ranks(self) -> pd.DataFrame:
-        from autoprof.analysis.ranks import rank_table
+        from autoprof.analysis.metrics.ranks import rank_table
 
         return rank_table(self.events)
 
     @property
     def straggler_rank(self) -> int | None:
-        from autoprof.analysis.ranks import straggler_rank
+        from autoprof.analysis.metrics.ranks import straggler_rank
 
         return straggler_rank(self.events)
 
     def summary(self) -> dict[str, Any]:
         """``summarize(self)``; cached beside the first trace (see _summary_cache)."""
-        from autoprof.analysis._summary_cache import cached_summary
+        from autoprof.analysis.report.summary_cache import cached_summary
 
         return cached_summary(self)
 
@@ -234,7 +234,7 @@ def load(
 
 def find_runs(root: str | Path) -> pd.DataFrame:
     """One row per run folder or loose trace under ``root``; see _discover for the columns."""
-    from autoprof.analysis._discover import discover
+    from autoprof.analysis.loader.discover import discover
 
     return discover(Path(root))
 

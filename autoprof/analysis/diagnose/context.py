@@ -1,37 +1,18 @@
-"""The types of the diagnostics: a finding, a check, and the numbers checks share."""
+"""The analysis of one run: every number the checks, the summary, the CLI and the viewer
+read, each computed at most once (``Run.analysis`` holds one per loaded run)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
-from autoprof.analysis._stats import ranks_of
-from autoprof.analysis.overhead import Overhead, overhead
-from autoprof.analysis.ranks import rank_table, straggler_from
-from autoprof.analysis.steps import per_step
-from autoprof.analysis.verdict import Verdict, verdict_from
-
-Severity = Literal["info", "warning", "critical"]
-SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One finding: what (`message`), how sure (`evidence`, numbers), what to do (`hint`)."""
-
-    id: str
-    severity: Severity
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-    hint: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity, "message": self.message,
-                "evidence": dict(self.evidence), "hint": self.hint}
+from autoprof.analysis.metrics.overhead import Overhead, overhead
+from autoprof.analysis.metrics.ranks import rank_table, straggler_from
+from autoprof.analysis.metrics.stats import ranks_of
+from autoprof.analysis.metrics.steps import per_step
+from autoprof.analysis.metrics.verdict import Verdict, verdict_from
 
 
 class RunLike(Protocol):
@@ -78,15 +59,3 @@ class Context:
     @property
     def has_gpu(self) -> bool:
         return self.overhead.kernels > 0
-
-
-@dataclass(frozen=True)
-class Check:
-    """A named check: `applies` is its precondition (described by `needs`)."""
-
-    id: str
-    needs: str
-    applies: Callable[[Context], bool]
-    find: Callable[[Context], Diagnostic | None]
-
-

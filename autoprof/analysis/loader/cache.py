@@ -103,7 +103,7 @@ def read_cache(trace: Path) -> Cached | None:
 
 
 def _check_columns(events: pd.DataFrame) -> None:
-    from autoprof.analysis.events import COLUMNS
+    from autoprof.analysis.loader.events import COLUMNS
 
     if tuple(events.columns) != COLUMNS:
         raise ValueError("cache holds other columns")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from autoprof.analysis._errors import TraceError
-from autoprof.analysis._inputs import inside, is_trace_name
-from autoprof.analysis._manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.inputs import inside, is_trace_name
+from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 
 MAX_DEPTH = 5
 FIND_COLUMNS = (

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._diagnostic import Context, RunLike
-from autoprof.analysis.diagnostics import run_checks
+from autoprof.analysis.diagnose.context import Context, RunLike
+from autoprof.analysis.diagnose.runner import run_checks
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -49,7 +49,7 @@ def top_ops(events: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, 
     """The n ops with the most self CPU time and the n GPU rows with the most self device time
     (from ops.self_vs_total; empty lists if that module is not available)."""
     try:
-        from autoprof.analysis.ops import self_vs_total
+        from autoprof.analysis.metrics.ops import self_vs_total
     except ImportError:
         return {"by_self_cpu": [], "by_self_device": []}
     ops = self_vs_total(events)

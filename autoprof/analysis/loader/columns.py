@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from autoprof.analysis._schema import RAW_EMPTY, Args, Event, LooseEvent
+from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
 
 KIND_X, KIND_FLOW_START, KIND_FLOW_END, KIND_META, KIND_OTHER = 0, 1, 2, 3, 4
 _KIND_BY_PH = {"X": KIND_X, "s": KIND_FLOW_START, "f": KIND_FLOW_END, "M": KIND_META}

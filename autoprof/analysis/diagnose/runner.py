@@ -3,20 +3,14 @@
 `diagnose(run)` computes the shared numbers once (a `Context`), runs every check whose
 precondition holds, and returns the findings sorted by severity. The CLI and the viewer both
 render these records; nothing else decides what is wrong with a run. The checks themselves
-live in `_checks.py`; docs/analysis.md describes each id.
+live in `checks.py`; docs/analysis.md describes each id.
 """
 
 from __future__ import annotations
 
-from autoprof.analysis._checks import CHECKS
-from autoprof.analysis._diagnostic import (
-    SEVERITY_ORDER,
-    Check,
-    Context,
-    Diagnostic,
-    RunLike,
-    Severity,
-)
+from autoprof.analysis.diagnose.checks import CHECKS
+from autoprof.analysis.diagnose.context import Context, RunLike
+from autoprof.analysis.diagnose.records import SEVERITY_ORDER, Check, Diagnostic, Severity
 
 __all__ = [
     "Check", "Context", "Diagnostic", "RunLike", "Severity", "checks", "diagnose", "run_checks",

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof.analysis._cache import SUFFIX as CACHE_SUFFIX
-from autoprof.analysis._errors import TraceError
-from autoprof.analysis._manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
 _RANK_MANIFEST = re.compile(r"^rank(\d{1,6})\.manifest\.json$")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._stats import isin_mask
+from autoprof.analysis.metrics.stats import isin_mask
 
 SYNC_NAMES = frozenset({
     "cudaDeviceSynchronize",

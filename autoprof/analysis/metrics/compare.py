@@ -16,8 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.overhead import overhead
-from autoprof.analysis.verdict import verdict_from
+from autoprof.analysis.metrics.overhead import overhead
+from autoprof.analysis.metrics.verdict import verdict_from
 
 COMPARE_COLUMNS = [
     "name", "path", "size", "input_dims", "verdict", "gpu_busy_pct", "self_cpu_us",

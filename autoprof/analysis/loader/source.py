@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from autoprof.analysis._errors import TraceError
+from autoprof.analysis.loader.errors import TraceError
 
 DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
 _GZIP_MAGIC = b"\x1f\x8b"

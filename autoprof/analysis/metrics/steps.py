@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._stats import (
+from autoprof.analysis.metrics.stats import (
     Coverage,
     cpu_work_mask,
     for_rank,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis._stats import (
+from autoprof.analysis.metrics.stats import (
     cpu_mask,
     cpu_work_mask,
     finite_or_none,
@@ -26,8 +26,8 @@ from autoprof.analysis._stats import (
     step_rows,
     union_length,
 )
-from autoprof.analysis._sync import host_syncs
-from autoprof.analysis.steps import gpu_known_from, per_step
+from autoprof.analysis.metrics.steps import gpu_known_from, per_step
+from autoprof.analysis.metrics.sync import host_syncs
 
 # Communication kernels: they occupy the GPU (and count as busy) while often only waiting.
 COMM_KERNEL = re.compile(r"^(?:ncclKernel|ncclDevKernel|nccl)", re.IGNORECASE)

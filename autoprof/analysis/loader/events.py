@@ -23,9 +23,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (imported here, not lazily inside the first load)
 
-from autoprof.analysis._columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
-from autoprof.analysis._decode import TraceFile
-from autoprof.analysis._nesting import nest, self_time
+from autoprof.analysis.loader.columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
+from autoprof.analysis.loader.decode import TraceFile
+from autoprof.analysis.loader.nesting import nest, self_time
 
 MAX_DUR_US = 1e11  # ~28 hours: a longer "duration" is corrupt data, not a profile
 MAX_ABS_TS_US = 1e17

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.ops import OPS_COLUMNS, self_vs_total
+from autoprof.analysis.metrics.ops import OPS_COLUMNS, self_vs_total
 
 # ops.csv: the ops table's columns without `lane` (one row per op name in the file)
 CSV_COLUMNS = [c for c in OPS_COLUMNS if c != "lane"]
@@ -158,8 +158,8 @@ def write_tables(trace_paths: Iterable[Path], run_dir: Path) -> list[Path]:
 
 def ops_for_traces(trace_paths: Iterable[Path]) -> pd.DataFrame:
     """``self_vs_total`` of several traces, summed per (name, lane) in first-seen order."""
-    from autoprof.analysis._decode import read_trace
-    from autoprof.analysis.events import build_events
+    from autoprof.analysis.loader.decode import read_trace
+    from autoprof.analysis.loader.events import build_events
 
     tables = []
     for path in trace_paths:

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from autoprof.analysis._diagnostic import Check, Context, Diagnostic
-from autoprof.analysis._stats import fmt_us, median
+from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.diagnose.records import Check, Diagnostic
+from autoprof.analysis.metrics.stats import fmt_us, median
 
 COLD_START_RATIO = 1.75  # first step (or first warm-up call) vs the median of the rest
 COLD_START_UNTRACED_RATIO = 3.0  # first untraced call (synced) vs the median profiled step

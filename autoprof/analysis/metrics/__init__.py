@@ -1,0 +1,1 @@
+"""Metrics stage: the events table -> numbers (pure functions, DataFrame in, numbers out)."""
