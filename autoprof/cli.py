@@ -290,10 +290,9 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
 
 # --- view ----------------------------------------------------------------------------------
 
-def viewer_app() -> Path | None:
-    """viewer/app.py of the source tree this package was imported from, if present."""
-    app = Path(__file__).resolve().parent.parent / "viewer" / "app.py"
-    return app if app.is_file() else None
+def viewer_app() -> Path:
+    """The viewer's entry script, shipped in the package (autoprof/viewer/app.py)."""
+    return Path(__file__).resolve().parent / "viewer" / "app.py"
 
 
 def view_command(app: Path, directory: Path | None, address: str, port: int | None
@@ -301,7 +300,8 @@ def view_command(app: Path, directory: Path | None, address: str, port: int | No
     """The streamlit command line and environment that `autoprof view` runs."""
     argv = [sys.executable, "-m", "streamlit", "run", str(app),
             "--server.address", address, "--browser.gatherUsageStats", "false",
-            "--server.headless", "true"]
+            "--server.headless", "true", "--server.fileWatcherType", "none",
+            "--server.maxUploadSize", "512", "--client.toolbarMode", "viewer"]
     if port is not None:
         argv += ["--server.port", str(port)]
     env = dict(os.environ)
@@ -312,10 +312,10 @@ def view_command(app: Path, directory: Path | None, address: str, port: int | No
 
 def cmd_view(args: argparse.Namespace) -> int:
     app = viewer_app()
-    if app is None:
-        where = Path(__file__).resolve().parent.parent / "viewer" / "app.py"
-        return _error(where, "the viewer is not there; it ships with the autoprof source tree "
-                             "(run `autoprof view` from an editable install of a checkout)")
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        return _error(app, "the viewer needs streamlit: pip install streamlit altair")
     directory = Path(args.dir) if args.dir else None
     if directory is not None and not directory.is_dir():
         return _error(directory, "not a directory (give the folder that holds your runs)")

@@ -25,7 +25,7 @@ def open_app(root: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 
 
 def visit(at: AppTest, page: str) -> AppTest:
-    at.switch_page(f"views/{page}.py").run()
+    at.switch_page(f"../autoprof/viewer/pages/{page}.py").run()
     assert not at.exception, (page, [e.value for e in at.exception])
     return at
 

@@ -166,7 +166,7 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
 def test_big_trace_timeline_is_capped_and_says_so(tmp_path, monkeypatch):
     from support.synthetic import write_synthetic_trace
 
-    from viewer.views.timeline import MAX_DRAWN
+    from autoprof.viewer.views.timeline import MAX_DRAWN
 
     (tmp_path / "big").mkdir()
     write_synthetic_trace(tmp_path / "big" / "big.pt.trace.json", 4 * MAX_DRAWN)

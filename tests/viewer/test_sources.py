@@ -64,7 +64,7 @@ def test_upload_is_loaded_from_a_private_temp_folder(tmp_path, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     visit(at, "overview")
     assert any("compute-bound" in t for t in markdown_texts(at))
-    from viewer._loading import _upload_dir
+    from autoprof.viewer._loading import _upload_dir
 
     folder = _upload_dir()
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700

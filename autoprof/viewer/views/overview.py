@@ -7,11 +7,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import analysed
-from viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
-from viewer.views._common import call, current_run
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import analysed
+from autoprof.viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
+from autoprof.viewer.views._common import call, current_run
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
 _SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
@@ -106,6 +106,3 @@ def _diagnostics(run: Any) -> None:
                 hide_index=True,
             )
 
-
-if __name__ == "__main__":
-    render(context())

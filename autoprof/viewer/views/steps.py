@@ -7,11 +7,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import analysed
-from viewer._text import fmt_us
-from viewer.views._common import call, current_run
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import analysed
+from autoprof.viewer._text import fmt_us
+from autoprof.viewer.views._common import call, current_run
 
 FIRST = "first profiled step"
 LATER = "later steps"
@@ -85,6 +85,3 @@ def _warmup(run: Any) -> None:
                "usually pays for lazy initialisation (CUDA context, kernel selection, "
                "allocator); that is why autoprof warms up before profiling.")
 
-
-if __name__ == "__main__":
-    render(context())

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from viewer._context import Context
-from viewer._loading import Loaded
-from viewer._text import md_escape
+from autoprof.viewer._context import Context
+from autoprof.viewer._loading import Loaded
+from autoprof.viewer._text import md_escape
 
 T = TypeVar("T")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import analysed
-from viewer.views._common import call, current_run
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import analysed
+from autoprof.viewer.views._common import call, current_run
 
 _CHARTS = (
     ("step_time_us_median", "Step time (median)", "time (µs)"),
@@ -46,6 +46,3 @@ def render(ctx: Context) -> None:
                                  colors={"other ranks": "#4c78a8", "straggler": "#e45756"})
             slot.altair_chart(chart, width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")
-
-if __name__ == "__main__":
-    render(context())

@@ -7,10 +7,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import analysed
-from viewer.views._common import call, current_run
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import analysed
+from autoprof.viewer.views._common import call, current_run
 
 SORT_COLUMNS = ["cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us", "calls"]
 LANES = {"CPU": ("self_cpu_us", "cpu_total_us"), "GPU": ("self_device_us", "device_total_us")}
@@ -69,6 +69,3 @@ def _column_config(df: pd.DataFrame) -> dict[str, Any]:
             cfg[c] = st.column_config.NumberColumn(f"{c[:-3]} (µs)", format="%.2f")
     return cfg
 
-
-if __name__ == "__main__":
-    render(context())

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer._paths import OutsideFolderError, check_tree, inside, is_trace_name
+from autoprof.viewer._paths import OutsideFolderError, check_tree, inside, is_trace_name
 
 Progress = Callable[..., None]
 

@@ -8,12 +8,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import analysed
-from viewer._paths import inside
-from viewer._text import fmt_us, md_escape
-from viewer.views._common import call, current_run
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import analysed
+from autoprof.viewer._paths import inside
+from autoprof.viewer._text import fmt_us, md_escape
+from autoprof.viewer.views._common import call, current_run
 
 MAX_DRAWN = 2500
 MAX_DEPTH = 4
@@ -190,6 +190,3 @@ def _reader(path: Path) -> Any:
 
     return read
 
-
-if __name__ == "__main__":
-    render(context())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viewer._context import Context, context
-from viewer._runlist import display_table
-from viewer._text import md_escape
-from viewer.views._common import no_folder, show_error
+from autoprof.viewer._context import Context
+from autoprof.viewer._runlist import display_table
+from autoprof.viewer._text import md_escape
+from autoprof.viewer.views._common import no_folder, show_error
 
 
 def render(ctx: Context) -> None:
@@ -33,6 +33,3 @@ def render(ctx: Context) -> None:
         for _, row in errs.iterrows():
             show_error(f"{row.get('name', '')}: {row.get('status') or 'error'}", str(row["error"]))
 
-
-if __name__ == "__main__":
-    render(context())

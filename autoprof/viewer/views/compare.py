@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from viewer import _charts
-from viewer._context import Context, context
-from viewer._memo import across
-from viewer.views._common import call, no_folder, show_error
+from autoprof.viewer import _charts
+from autoprof.viewer._context import Context
+from autoprof.viewer._memo import across
+from autoprof.viewer.views._common import call, no_folder, show_error
 
 CPU_COLS = ("self_cpu_us", "cpu_us", "cpu_time_us")
 GPU_COLS = ("self_gpu_us", "gpu_us", "gpu_time_us", "self_device_us")
@@ -94,6 +94,3 @@ def _relative(path: object, ctx: Context) -> str:
 def _first(df: pd.DataFrame, names: tuple[str, ...]) -> Any:
     return next((c for c in names if c in df.columns), None)
 
-
-if __name__ == "__main__":
-    render(context())

@@ -1,13 +1,14 @@
-"""The pages. Each module has `render(ctx)`, only displays, and is run by st.navigation as a
-file page (its `__main__` block renders the context published by viewer/app.py)."""
+"""The pages' drawing code. Each module has `render(ctx)` and only displays what
+autoprof.analysis computed; the entry script (autoprof/viewer/app.py) owns navigation, shared
+state and loading, and runs the page files in pages/ (one line each: render the context)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-VIEWS = Path(__file__).resolve().parent
+PAGE_FILES = Path(__file__).resolve().parent.parent / "pages"
 
-# (file in this folder, title, url path); the first is the default page.
+# (file in pages/, title, url path); the first is the default page.
 PAGES: list[tuple[str, str, str]] = [
     ("runs.py", "Runs", "runs"),
     ("overview.py", "Overview", "overview"),

@@ -1,0 +1,147 @@
+"""autoprof viewer: the entry script (`streamlit run viewer/app.py [-- traces_dir]` or
+`autoprof view`).
+
+It owns navigation, shared state and loading; the pages in views/ only display what
+`autoprof.analysis` computed. Reads only inside the chosen traces folder.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+from autoprof.viewer._context import Context, publish
+from autoprof.viewer._loading import cached_run, find_runs, load_run, load_upload
+from autoprof.viewer._memo import analysed
+from autoprof.viewer._paths import default_root, resolve_root
+from autoprof.viewer._runlist import run_label, run_paths
+from autoprof.viewer.views import PAGE_FILES, PAGES
+
+SOURCES = ("Run in folder", "Trace by path", "Upload")
+AUTO_LOAD_MAX_RUNS = 12  # up to this many runs, all are loaded to show their verdicts
+
+
+def _root_from_args() -> str:
+    """`streamlit run viewer/app.py -- DIR` sets sys.argv to [app.py, DIR]; else the default."""
+    ours = bool(sys.argv) and Path(sys.argv[0]).name == "app.py"
+    args = [a for a in sys.argv[1:] if not a.startswith("-")] if ours else []
+    return args[0] if args else str(default_root())
+
+
+def _sidebar_root() -> Context:
+    text = st.sidebar.text_input(
+        "Traces folder", value=_root_from_args(), key="root",
+        help="Default: $AUTOPROF_DIR, else ./traces. The viewer reads nothing outside it.",
+    )
+    root = resolve_root(text or ".")
+    ctx = Context(root=root, root_exists=root.is_dir())
+    if st.sidebar.button("Refresh", help="Rescan the folder for new runs"):
+        find_runs.clear()
+    if ctx.root_exists:
+        ctx.runs, ctx.runs_error = find_runs(str(root))
+    return ctx
+
+
+def _verdicts(ctx: Context) -> None:
+    """Verdicts for the runs list: every run when there are few, else those already loaded."""
+    paths = run_paths(ctx.runs)
+    load_all = len(paths) <= AUTO_LOAD_MAX_RUNS or st.sidebar.checkbox(
+        f"Load all {len(paths)} runs to show their verdicts", key="load_all")
+    for p in paths:
+        loaded = load_run(ctx.root, Path(p)) if load_all else cached_run(ctx.root, Path(p))
+        if loaded is None or not loaded.ok:
+            continue
+        try:
+            ctx.verdicts[p] = str(analysed(loaded.run, "verdict").kind)
+        except Exception:  # noqa: BLE001 - the run's own pages show what went wrong
+            continue
+
+
+def _sidebar_selection(ctx: Context) -> None:
+    source = st.sidebar.radio("Show", SOURCES, key="source", horizontal=True)
+    if source == "Trace by path":
+        rel = st.sidebar.text_input(
+            "Trace or run folder (inside the traces folder)", key="open_path",
+            help="A .json / .json.gz torch.profiler trace, or a run folder.",
+        )
+        if rel.strip() and ctx.root_exists:
+            ctx.current = load_run(ctx.root, Path(rel.strip()))
+        return
+    if source == "Upload":
+        up = st.sidebar.file_uploader(
+            "torch.profiler trace", type=["json", "gz"], key="upload",
+            help="Written to a private temporary folder, then loaded.",
+        )
+        if up is not None:
+            ctx.current = load_upload(up.name, up.getvalue())
+        return
+    paths = run_paths(ctx.runs)
+    if not paths:
+        return
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    rel_of = {p: _relative(p, ctx.root) for p in paths}
+    wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
+    if wanted != st.session_state.get("_run_from_url"):  # a new link: follow it once
+        st.session_state["_run_from_url"] = wanted
+        if wanted in rel_of.values():
+            st.session_state["run"] = next(p for p in paths if rel_of[p] == wanted)
+    chosen = st.sidebar.selectbox(
+        "Run", paths, key="run", format_func=lambda p: labels.get(p, p),
+    )
+    if chosen:
+        st.query_params["run"] = st.session_state["_run_from_url"] = rel_of[chosen]
+        ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
+
+
+def _status(ctx: Context, path: str) -> str | None:
+    runs = ctx.runs
+    if runs is None or "status" not in runs.columns:
+        return None
+    match = runs.loc[runs["path"].astype(str) == path, "status"]
+    value = match.iloc[0] if len(match) else None
+    return None if value is None or value != value else str(value)  # NaN -> None
+
+
+def _sidebar_compare(ctx: Context) -> None:
+    paths = run_paths(ctx.runs)
+    labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
+    complete = [p for p in paths if _status(ctx, p) in ("complete", None)]
+    chosen = st.sidebar.multiselect(
+        "Runs to compare", paths, default=complete[:12], key="compare",
+        format_func=lambda p: labels.get(p, p),
+    )
+    ctx.compared = [load_run(ctx.root, Path(p), labels.get(p)) for p in chosen]
+    if ctx.current is not None and ctx.current.path not in {c.path for c in ctx.compared}:
+        if not chosen:
+            ctx.compared = [ctx.current]
+
+
+def main() -> None:
+    st.set_page_config(page_title="autoprof viewer", layout="wide")
+    ctx = _sidebar_root()
+    _verdicts(ctx)
+    _sidebar_selection(ctx)
+    pages = [
+        st.Page(PAGE_FILES / file, title=title, url_path=slug, default=(i == 0))
+        for i, (file, title, slug) in enumerate(PAGES)
+    ]
+    page = st.navigation(pages, position="top")
+    if page.url_path == "compare":
+        _sidebar_compare(ctx)
+    st.sidebar.caption("autoprof: everything is computed by autoprof.analysis; nothing leaves "
+                       "this machine.")
+    publish(ctx)
+    page.run()
+
+
+if __name__ == "__main__":  # `streamlit run` executes this file as __main__
+    main()
