@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
 from autoprof.analysis.metrics.stats import ranks_of
@@ -27,6 +28,12 @@ class RunLike(Protocol):
 
 class Context:
     """Numbers every check may use, each computed at most once."""
+
+    @staticmethod
+    def of(run: RunLike) -> Context:
+        """The run's own analysis when it keeps one (``Run.analysis``), else a new one."""
+        kept = getattr(run, "analysis", None)
+        return kept if isinstance(kept, Context) else Context(run)
 
     def __init__(self, run: RunLike) -> None:
         self.run = run
@@ -55,6 +62,13 @@ class Context:
     @cached_property
     def straggler(self) -> int | None:
         return straggler_from(self.ranks)
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Every check whose precondition holds, sorted by severity (diagnose/runner.py)."""
+        from autoprof.analysis.diagnose.runner import run_checks
+
+        return run_checks(self)
 
     @property
     def has_gpu(self) -> bool:

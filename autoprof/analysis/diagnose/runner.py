@@ -24,7 +24,7 @@ def checks() -> list[Check]:
 
 def diagnose(run: RunLike) -> list[Diagnostic]:
     """Run every check whose precondition holds; findings sorted by severity, then id order."""
-    return run_checks(Context(run))
+    return Context.of(run).diagnostics
 
 
 def run_checks(ctx: Context) -> list[Diagnostic]:

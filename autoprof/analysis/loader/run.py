@@ -18,6 +18,7 @@ from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_sour
 from autoprof.analysis.loader.merge import combine
 
 if TYPE_CHECKING:
+    from autoprof.analysis.diagnose.context import Context
     from autoprof.analysis.diagnose.runner import Diagnostic
     from autoprof.analysis.metrics.overhead import Overhead
     from autoprof.analysis.metrics.verdict import Verdict
@@ -51,6 +52,7 @@ class Run:
         self.trace_metadata = list(trace_metadata or [])
         self.world_size = world_size
         self.load_warnings = list(load_warnings or [])
+        self._analysis: Context | None = None
 
     @property
     def is_cuda(self) -> bool:
@@ -65,6 +67,17 @@ class Run:
         return (f"Run(path={str(self.path)!r}, name={self.name!r}, events={len(self.events)}, "
                 f"world_size={self.world_size}, is_cuda={self.is_cuda})")
 
+    @property
+    def analysis(self) -> Context:
+        """This run's analysis: every metric computed at most once, shared by the methods
+        below, the summary, the CLI and the viewer. Assigning new ``events`` starts a new one."""
+        from autoprof.analysis.diagnose.context import Context
+
+        kept = self._analysis
+        if kept is None or kept.events is not self.events:
+            kept = self._analysis = Context(self)
+        return kept
+
     def ops(
         self, lane: Literal["cpu", "gpu"] | None = None, rank: int | None = None
     ) -> pd.DataFrame:
@@ -73,38 +86,38 @@ class Run:
         return self_vs_total(self.events, lane=lane, rank=rank)
 
     def steps(self, rank: int | None = None) -> pd.DataFrame:
+        if rank is None:
+            return self.analysis.steps
         from autoprof.analysis.metrics.steps import per_step
 
         return per_step(self.events, rank=rank)
 
     def overhead(self, rank: int | None = None) -> Overhead:
+        if rank is None:
+            return self.analysis.overhead
         from autoprof.analysis.metrics.overhead import overhead
 
         return overhead(self.events, rank=rank)
 
     def verdict(self, rank: int | None = None) -> Verdict:
+        if rank is None:
+            return self.analysis.verdict
         from autoprof.analysis.metrics.verdict import verdict
 
         return verdict(self.events, rank=rank)
 
     def diagnostics(self) -> list[Diagnostic]:
-        from autoprof.analysis.diagnose.runner import diagnose
-
-        return diagnose(self)
+        return self.analysis.diagnostics
 
     def ranks(self) -> pd.DataFrame:
-        from autoprof.analysis.metrics.ranks import rank_table
-
-        return rank_table(self.events)
+        return self.analysis.ranks
 
     @property
     def straggler_rank(self) -> int | None:
-        from autoprof.analysis.metrics.ranks import straggler_rank
-
-        return straggler_rank(self.events)
+        return self.analysis.straggler
 
     def summary(self) -> dict[str, Any]:
-        """``summarize(self)``; cached beside the first trace (see _summary_cache)."""
+        """``summarize(self)``; cached beside the first trace (see report/summary_cache)."""
         from autoprof.analysis.report.summary_cache import cached_summary
 
         return cached_summary(self)

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.context import Context, RunLike
-from autoprof.analysis.diagnose.runner import run_checks
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -76,7 +75,7 @@ def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
 
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
-    ctx = Context(run)
+    ctx = Context.of(run)
     manifest = ctx.manifest
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = getattr(run, "path", "")
@@ -101,7 +100,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "steps": _records(ctx.steps),
         "warmup_call_ms": manifest.get("warmup_call_ms") or [],
         "wait_call_ms": manifest.get("wait_call_ms") or [],
-        "diagnostics": [d.to_dict() for d in run_checks(ctx)],
+        "diagnostics": [d.to_dict() for d in ctx.diagnostics],
         "top_ops": top_ops(ctx.events),
         "ranks": _records(ctx.ranks),
         "straggler_rank": ctx.straggler,

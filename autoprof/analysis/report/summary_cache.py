@@ -2,9 +2,11 @@
 
 ``Run.summary()`` reads it when its key matches, else computes ``summarize(run)`` and writes
 it. The key is what the summary depends on: every trace as it is now (the loader cache's own
-key, ``_cache._key``: size, ``mtime_ns``, cache and autoprof versions), ``SUMMARY_VERSION``
-(bump it when the analysis rules change), the run's path, name and world size, its manifest
-(a SHA-256 of its canonical JSON: a manifest rewritten with a new status counts), and a
+key, ``_cache._key``: size, ``mtime_ns``, cache and autoprof versions), ``code_hash()`` (a
+SHA-256 of every source file of the analysis package, so any change to a metric, a check or the
+report invalidates every cached summary without a hand-bumped version), the run's path, name
+and world size, its manifest (a SHA-256 of its canonical JSON: a manifest rewritten with a new
+status counts), and a
 fingerprint of the events table (row count, columns, sums of ``ts_us`` and ``dur_us``), so a
 Run whose events were filtered or replaced after loading is never answered from the cache.
 
@@ -17,6 +19,7 @@ ignored (and rewritten). Nothing here ever makes ``summary()`` fail.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -31,8 +34,19 @@ from autoprof.analysis.loader import cache as _cache
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
     from autoprof.analysis.diagnose.context import RunLike
 
-SUMMARY_VERSION = 1
 SUFFIX = ".autoprof.summary.json"
+
+
+@functools.cache
+def code_hash() -> str:
+    """SHA-256 over the analysis package's sources (path and bytes of every .py file)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for source in sorted(root.rglob("*.py")):
+        digest.update(source.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 def summary_path(trace: Path) -> Path:
@@ -61,7 +75,7 @@ def summary_key(run: RunLike) -> dict[str, Any] | None:
     manifest = getattr(run, "manifest", None)
     manifest_text = json.dumps(manifest, sort_keys=True, default=str)
     return {
-        "summary_version": SUMMARY_VERSION,
+        "analysis_code": code_hash(),
         "traces": [[str(t), k] for t, k in zip(traces, keys, strict=True)],
         "path": str(getattr(run, "path", "")),
         "name": getattr(run, "name", None),

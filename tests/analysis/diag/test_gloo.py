@@ -29,6 +29,7 @@ WORKER = textwrap.dedent('''
             dist.all_reduce(y)
             prof.step()
     prof.export_chrome_trace(os.path.join(out, f"rank{rank}.json"))
+    dist.barrier()  # neither rank tears gloo down while the other still talks to it
     dist.destroy_process_group()
 ''')
 

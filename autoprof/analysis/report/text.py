@@ -1,0 +1,142 @@
+"""The text report `autoprof summary` prints, rendered from the summary dict (`--json`).
+
+One function per section; `render_summary` puts them in order. Computes no statistic.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from autoprof.analysis.metrics.stats import fmt_us
+
+WIDTH = 100
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.1f}%"
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
+
+
+def _evidence(s: dict[str, Any]) -> list[str]:
+    ov = s.get("overhead") or {}
+    ratio = s.get("cpu_gpu_ratio")
+    lines = [
+        f"  self CPU time         {fmt_us(s.get('self_cpu_us'))}",
+        f"  self GPU time         {fmt_us(s.get('self_gpu_us'))}"
+        + (f"  (CPU/GPU {ratio:.1f}x)" if ratio is not None else ""),
+        f"  GPU busy              {_pct(s.get('gpu_busy_pct'))} of a {fmt_us(ov.get('window_us'))}"
+        " window (first step start to last GPU work end)",
+        f"  steps                 {ov.get('steps', 0)}  (CPU span median "
+        f"{fmt_us(ov.get('step_cpu_span_us_median'))}, GPU work median "
+        f"{fmt_us(ov.get('step_gpu_work_us_median'))})",
+        f"  GPU work items        {ov.get('kernels', 0)}  (launch calls in steps: "
+        f"{ov.get('launches', 0)}; shorter than their launch call: {ov.get('short_kernels', 0)})",
+    ]
+    if ov.get("launch_latency_us_p50") is not None:
+        lines.append(
+            f"  launch -> start       p50 {fmt_us(ov.get('launch_latency_us_p50'))}, p90 "
+            f"{fmt_us(ov.get('launch_latency_us_p90'))}, max "
+            f"{fmt_us(ov.get('launch_latency_us_max'))} ({_pct(ov.get('launch_queued_pct'))} "
+            "queued behind earlier GPU work)")
+    if ov.get("kernels"):
+        lines.append(
+            f"  GPU idle in steps     {ov.get('idle_gaps', 0)} gap(s), "
+            f"{fmt_us(ov.get('idle_gap_total_us'))} total, largest "
+            f"{fmt_us(ov.get('idle_gap_max_us'))}")
+    lines.append(
+        f"  host syncs            {ov.get('host_syncs', 0)} ({fmt_us(ov.get('host_sync_us'))}); "
+        f"inside steps: {ov.get('host_syncs_in_steps', 0)} "
+        f"({fmt_us(ov.get('host_sync_in_steps_us'))})")
+    return lines
+
+
+def _steps(steps: list[dict[str, Any]]) -> list[str]:
+    if not steps:
+        return ["  no ProfilerStep#N spans in this trace"]
+    head = (f"  {'rank':>4} {'step':>5} {'CPU span':>11} {'self CPU':>11} {'GPU work':>11} "
+            f"{'GPU busy':>11} {'GPU idle':>11} {'kernels':>8} {'launches':>9}")
+    lines = [head]
+    for st in steps:
+        lines.append(
+            f"  {st['rank']:>4} {st['step']:>5} {fmt_us(st['cpu_span_us']):>11} "
+            f"{fmt_us(st['self_cpu_us']):>11} {fmt_us(st['gpu_work_us']):>11} "
+            f"{fmt_us(st['gpu_busy_us']):>11} {fmt_us(st['gpu_idle_us']):>11} "
+            f"{st['kernels']:>8} {st['launches']:>9}")
+    return lines
+
+
+def _diagnostics(diags: list[dict[str, Any]]) -> list[str]:
+    if not diags:
+        return ["  no findings"]
+    lines: list[str] = []
+    for d in diags:
+        lines += _wrap(f"[{d['severity']}] {d['id']}: {d['message']}", "  ")
+        if d.get("hint"):
+            lines += _wrap(f"hint: {d['hint']}", "      ")
+    return lines
+
+
+def _short(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def _ops(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return ["  none"]
+    head = (f"  {'name':<52} {'calls':>6} {'self CPU':>11} {'CPU total':>11} "
+            f"{'self GPU':>11} {'GPU total':>11}")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"  {_short(str(r['name']), 52):<52} {r['calls']:>6} {fmt_us(r['self_cpu_us']):>11} "
+            f"{fmt_us(r['cpu_total_us']):>11} {fmt_us(r['self_device_us']):>11} "
+            f"{fmt_us(r['device_total_us']):>11}")
+    return lines
+
+
+def _ranks(s: dict[str, Any]) -> list[str]:
+    lines = [f"  {'rank':>4} {'step median':>12} {'collectives':>12} {'compute':>11} "
+             f"{'GPU busy':>9}"]
+    for r in s["ranks"]:
+        mark = "  <- straggler" if r["rank"] == s.get("straggler_rank") else ""
+        lines.append(
+            f"  {r['rank']:>4} {fmt_us(r['step_time_us_median']):>12} "
+            f"{fmt_us(r['collective_us_median']):>12} {fmt_us(r['compute_us_median']):>11} "
+            f"{_pct(r['gpu_busy_pct']):>9}{mark}")
+    return lines
+
+
+def render_summary(s: dict[str, Any]) -> str:
+    """The text report for a summary dict."""
+    device = s.get("device")
+    if isinstance(device, dict):
+        device = device.get("name")
+    ranks = s.get("world_size") or 1
+    lines = [
+        f"autoprof summary: {s.get('path')}",
+        f"run: {s.get('name')} | {ranks} rank(s) | {device or 'CPU'} | {s.get('events')} events"
+        + (f" | status {s['status']}" if s.get("status") else ""),
+        "",
+        f"VERDICT: {s['verdict']}",
+        *_wrap(str(s.get("verdict_reason", "")), "  "),
+        "",
+        "EVIDENCE",
+        *_evidence(s),
+        "",
+        "STEPS (times per profiler step)",
+        *_steps(s.get("steps") or []),
+        "",
+        f"DIAGNOSTICS ({len(s.get('diagnostics') or [])})",
+        *_diagnostics(s.get("diagnostics") or []),
+    ]
+    if len(s.get("ranks") or []) > 1:
+        lines += ["", "RANKS (medians per step)", *_ranks(s)]
+    top = s.get("top_ops") or {}
+    lines += ["", "TOP OPS BY SELF CPU TIME", *_ops(top.get("by_self_cpu") or [])]
+    if top.get("by_self_device"):
+        lines += ["", "TOP GPU WORK BY SELF GPU TIME", *_ops(top["by_self_device"])]
+    return "\n".join(lines) + "\n"
