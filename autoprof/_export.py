@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoprof._artifacts import temp_name
+from autoprof.runfolder import temp_name
 
 TRACE_SUFFIX = ".pt.trace.json.gz"
 GZIP_LEVEL = 1  # ~5x smaller than plain JSON at a fraction of level 9's time

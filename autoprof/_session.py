@@ -25,8 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from autoprof import _artifacts as artifacts
 from autoprof import _export as export
+from autoprof import runfolder as artifacts
 from autoprof._distributed import DistInfo, dist_info, shared_run_id
 from autoprof._options import Options, Phase
 from autoprof._warn import warn, warn_once

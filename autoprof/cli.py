@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autoprof.analysis.metrics.stats import fmt_us
 from autoprof.analysis.report.text import render_summary
+from autoprof.units import fmt_us
 
 # --- summary -------------------------------------------------------------------------------
 

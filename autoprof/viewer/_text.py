@@ -1,4 +1,4 @@
-"""Text helpers: user text shown safely, numbers shown with units.
+"""User text shown safely in Streamlit (numbers are formatted by autoprof.units).
 
 Op names come from user code. Anything user-written that must pass through a Streamlit call
 that interprets Markdown (titles, captions, alerts, metric labels) goes through `md_escape`
@@ -7,7 +7,6 @@ first, so `<script>` or `**x**` is shown literally. Tables and code blocks show 
 
 from __future__ import annotations
 
-import math
 import string
 
 _PUNCT = frozenset(string.punctuation)
@@ -21,52 +20,3 @@ def md_escape(text: object) -> str:
     """
     s = str(text).replace("\r", " ").replace("\n", " ")
     return "".join("\\" + c if c in _PUNCT else c for c in s)
-
-
-def fmt_us(value_us: float | int | None) -> str:
-    """A duration given in microseconds, in the largest unit that keeps it readable."""
-    if value_us is None:
-        return "n/a"
-    v = float(value_us)
-    if math.isnan(v):
-        return "n/a"
-    a = abs(v)
-    if a >= 1e6:
-        return f"{v / 1e6:.3g} s" if a < 1e8 else f"{v / 1e6:,.0f} s"
-    if a >= 1e3:
-        return f"{v / 1e3:.3g} ms" if a < 1e5 else f"{v / 1e3:,.0f} ms"
-    if a >= 1:
-        return f"{v:.3g} µs"
-    if a == 0:
-        return "0 µs"
-    return f"{v * 1e3:.3g} ns"
-
-
-def fmt_pct(value_pct: float | int | None) -> str:
-    if value_pct is None:
-        return "n/a"
-    v = float(value_pct)
-    if math.isnan(v):
-        return "n/a"
-    return f"{v:.1f} %" if abs(v) >= 0.1 or v == 0 else f"{v:.2g} %"
-
-
-_UNIT_TOKENS = {"us": 1.0, "ms": 1e3, "ns": 1e-3}
-
-
-def fmt_value(key: str, value: object) -> str:
-    """Format one evidence value using the unit its key names (`_us`, `_ms`, `_ns`, `_pct`,
-    anywhere in the key: `step_cpu_span_us_median`)."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    tokens = key.lower().split("_")
-    if "pct" in tokens:
-        return fmt_pct(value)
-    for token, to_us in _UNIT_TOKENS.items():
-        if token in tokens:
-            return fmt_us(float(value) * to_us)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return f"{value:,}"

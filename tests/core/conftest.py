@@ -35,7 +35,7 @@ def _flush_sessions():
 
 
 def run_dirs(root: Path, name: str) -> list[Path]:
-    from autoprof._artifacts import safe_component
+    from autoprof.runfolder import safe_component
 
     folder = root / safe_component(name)
     return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 SAME_NAME = textwrap.dedent(
     """
     import sys, time, pathlib, torch
-    import autoprof._artifacts as artifacts
+    import autoprof.runfolder as artifacts
     from autoprof import autoprof
 
     fixed = iter(["20260101-000000-abcdef"])  # both processes first try the same run id

@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 from _viewer_support import REPO  # noqa: F401  (puts the repository on sys.path)
 
+from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._paths import OutsideFolderError, check_tree, inside
 from autoprof.viewer._runlist import run_label
-from autoprof.viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
+from autoprof.viewer._text import md_escape
 
 
 def test_inside_accepts_children_and_refuses_escapes(tmp_path):

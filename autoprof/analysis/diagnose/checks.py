@@ -11,7 +11,8 @@ import numpy as np
 
 from autoprof.analysis.diagnose.context import Context
 from autoprof.analysis.diagnose.records import Check, Diagnostic
-from autoprof.analysis.metrics.stats import fmt_us, median
+from autoprof.analysis.metrics.stats import median
+from autoprof.units import fmt_us
 
 COLD_START_RATIO = 1.75  # first step (or first warm-up call) vs the median of the rest
 COLD_START_UNTRACED_RATIO = 3.0  # first untraced call (synced) vs the median profiled step

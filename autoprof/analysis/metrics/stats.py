@@ -237,14 +237,3 @@ def finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
-
-
-def fmt_us(value: float | None) -> str:
-    """A duration for people: `8.3 us`, `1.25 ms`, `2.10 s` (`n/a` for None/NaN)."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.2f} s"
-    if abs(value) >= 1000:
-        return f"{value / 1000:.2f} ms"
-    return f"{value:.1f} us"

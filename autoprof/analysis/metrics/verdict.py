@@ -28,7 +28,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from autoprof.analysis.metrics.overhead import Overhead, overhead
-from autoprof.analysis.metrics.stats import finite_or_none, fmt_us
+from autoprof.analysis.metrics.stats import finite_or_none
+from autoprof.units import fmt_us
 
 VerdictKind = Literal["overhead-bound", "compute-bound", "mixed", "cpu-only"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from autoprof.analysis.metrics.stats import fmt_us
+from autoprof.units import fmt_us
 
 WIDTH = 100
 

@@ -7,10 +7,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
-from autoprof.viewer._text import fmt_pct, fmt_us, fmt_value, md_escape
+from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import call, current_run
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}

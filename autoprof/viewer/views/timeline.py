@@ -8,11 +8,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
 from autoprof.viewer._paths import inside
-from autoprof.viewer._text import fmt_us, md_escape
+from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import call, current_run
 
 MAX_DRAWN = 2500

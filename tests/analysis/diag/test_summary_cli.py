@@ -67,7 +67,7 @@ def test_cli_summary_text_verdict_first_with_units():
     out = res.stdout
     assert out.index("VERDICT: overhead-bound") < out.index("EVIDENCE") < out.index(
         "DIAGNOSTICS") < out.index("TOP OPS BY SELF CPU TIME")
-    assert "self CPU time         415.2 us" in out
+    assert "self CPU time         415 µs" in out
     assert "hint:" in out
     assert "[warning] overhead-bound" in out
 
