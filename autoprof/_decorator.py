@@ -17,6 +17,7 @@ from typing import Any, TypeVar, overload
 
 from autoprof import _session
 from autoprof._options import Options, Schedule, env_enabled, make_options
+from autoprof.runfolder import kineto_label
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +63,7 @@ def decorate(fn: F, options: Options) -> F:
 
     def labelled(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if profiler_enabled():
-            with _session.torch_module().autograd.profiler.record_function(session.name):
+            with _session.torch_module().autograd.profiler.record_function(session.label):
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -100,7 +101,8 @@ class _Label:
     __slots__ = ("_rf",)
 
     def __init__(self, name: str) -> None:
-        self._rf = _session.torch_module().autograd.profiler.record_function(name)
+        self._rf = _session.torch_module().autograd.profiler.record_function(
+            kineto_label(name))
 
     def __enter__(self) -> None:
         self._rf.__enter__()

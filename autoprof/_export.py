@@ -1,113 +1,136 @@
 """Getting a finished profile onto disk without stalling the user's program.
 
-Only the part that needs the live profiler runs while the program waits: kineto writes the
-plain trace JSON to a hidden temporary file. Everything else (gzip into the final
-``<worker>.<time_ns>.pt.trace.json.gz`` name, ``table.txt``/``ops.csv`` through
-``autoprof.analysis.write_tables``, the final manifest) runs later, in order, on short-lived
-non-daemon threads, so the interpreter finishes them before it exits.
+Only what needs the live profiler runs in the user's process: torch's stop and Kineto's
+export of each cycle into a hidden plain file (``.<trace>.raw``). Everything else
+(compression, the check that the trace parses, ``table.txt``/``ops.csv``, the final manifest)
+is done by the run's finisher, ``python -m autoprof.finish --watch RUN_DIR``: a separate
+process started when the run opens, in its own session (a Ctrl+C of the job does not reach
+it), at low priority, without torch. It waits on a pipe; the end of the run hands it the
+manifest, and if the program dies first the pipe's EOF tells it to finish what is on disk.
+So the user's process never imports pandas, pyarrow or msgspec because of recording.
 """
 
 from __future__ import annotations
 
-import gzip
+import json
 import os
-import shutil
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from autoprof.runfolder import temp_name
+from autoprof import env
+from autoprof import runfolder as rf
 
-TRACE_SUFFIX = ".pt.trace.json.gz"
-GZIP_LEVEL = 1  # ~5x smaller than plain JSON at a fraction of level 9's time
+FINISHER_MODULE = "autoprof.finish"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
-_at_exit = False
-
-
-def mark_exiting() -> None:
-    """From now on jobs run inline: a new thread cannot be started at interpreter exit."""
-    global _at_exit
-    _at_exit = True
-
-
-class Writer:
-    """Runs one session's deferred jobs one after another, off the caller's thread."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last: threading.Thread | None = None
-
-    def submit(self, job: Callable[[], None], background: bool = True) -> None:
-        if not background or _at_exit:
-            self.join()
-            job()
-            return
-        with self._lock:
-            previous = self._last
-
-            def run() -> None:
-                if previous is not None:
-                    previous.join()
-                job()
-
-            thread = threading.Thread(target=run, name="autoprof-writer", daemon=False)
-            thread.start()
-            self._last = thread
-
-    def join(self, timeout_s: float | None = None) -> None:
-        with self._lock:
-            last = self._last
-        if last is not None and last is not threading.current_thread():
-            last.join(timeout_s)
+_finishers: list[Finisher] = []  # open pipes a forked child must close
+_finishers_lock = threading.Lock()
 
 
 def trace_paths_for(run_dir: Path, worker: str) -> tuple[Path, Path]:
-    """(hidden plain-JSON temporary, final gzipped name) for one schedule cycle, named as
-    ``torch.profiler.tensorboard_trace_handler`` names its files."""
-    final = run_dir / f"{worker}.{time.time_ns()}{TRACE_SUFFIX}"
-    raw = final.with_name(f".{final.name[: -len('.gz')]}.{os.getpid()}.raw.tmp")
-    return raw, final
+    """(hidden plain-JSON file the profiler writes, final gzipped name) for one schedule
+    cycle, named as ``torch.profiler.tensorboard_trace_handler`` names its files."""
+    final = run_dir / f"{worker}.{time.time_ns()}{rf.TRACE_SUFFIX}"
+    return final.with_name(rf.raw_trace_name(final.name)), final
 
 
 def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]:
-    """Blocking part: the profiler writes its cycle to the hidden temporary file."""
+    """Blocking part: the profiler writes its cycle to the hidden plain file."""
     raw, final = trace_paths_for(run_dir, worker)
     prof.export_chrome_trace(str(raw))
     return raw, final
 
 
-def gzip_into_place(raw: Path, final: Path) -> None:
-    """Deferred part: compress under a temporary name, rename, drop the plain file."""
-    tmp = temp_name(final)
-    try:
-        with open(raw, "rb") as src, gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-        os.replace(tmp, final)
-    finally:
-        for leftover in (tmp, raw):
+class Finisher:
+    """The user-process side of one run's finisher process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path, run_dir: Path) -> None:
+        self.proc = proc
+        self.log = log
+        self.run_dir = run_dir
+        self._pid = os.getpid()
+        self._stdin: IO[bytes] | None = proc.stdin
+
+    @classmethod
+    def start(cls, run_dir: Path, rank: int | None) -> Finisher:
+        """Start the finisher of ``run_dir``; raises OSError when it cannot be started."""
+        log = run_dir / rf.FINISH_LOG
+        argv = [sys.executable, "-m", FINISHER_MODULE, "--watch",
+                "--rank-timeout", str(env.dist_finish_timeout_s())]
+        if rank is not None:
+            argv += ["--rank", str(rank)]
+        argv.append(str(run_dir))
+        child_env = dict(os.environ)
+        path = child_env.get("PYTHONPATH")
+        child_env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
+                env=child_env, start_new_session=True, close_fds=True,
+            )
+        finisher = cls(proc, log, run_dir)
+        with _finishers_lock:
+            _finishers.append(finisher)
+        return finisher
+
+    def hand_over(self, manifest: dict[str, Any]) -> str | None:
+        """Give the finisher the run's manifest and let it go; None, or why it failed."""
+        stdin, self._stdin = self._stdin, None
+        if stdin is None or os.getpid() != self._pid:
+            return None
+        try:
+            stdin.write(json.dumps(manifest, default=str).encode() + b"\n")
+            stdin.close()
+        except OSError:
+            pass  # the finisher is gone: died() says why
+        finally:
+            with _finishers_lock:
+                if self in _finishers:
+                    _finishers.remove(self)
+        return self.died()
+
+    def died(self) -> str | None:
+        """Why the finisher ended with an error, if it did (its stderr's last line)."""
+        code = self.proc.poll()
+        if code in (None, 0):
+            return None
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return f"exit status {code}" + (f": {lines[-1]}" if lines else "")
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait for the finisher to end; False if it is still running after ``timeout_s``."""
+        if os.getpid() != self._pid:
+            return True
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        if self.proc.returncode == 0:
             try:
-                leftover.unlink()
+                self.log.unlink()
             except OSError:
                 pass
+        return True
 
 
-def write_tables(trace_paths: list[Path], run_dir: Path) -> tuple[list[Path], str | None]:
-    """table.txt and ops.csv via the analysis layer; (paths, None) or ([], why not)."""
-    try:
-        analysis_write_tables = _analysis_write_tables()
-    except Exception as exc:
-        return [], f"autoprof.analysis.write_tables is not available ({type(exc).__name__}: {exc})"
-    try:
-        return [Path(p) for p in analysis_write_tables(trace_paths, run_dir)], None
-    except Exception as exc:
-        return [], f"write_tables failed ({type(exc).__name__}: {exc})"
+def _close_in_child() -> None:
+    """A forked child must not hold the parent's pipes open: the finisher waits for EOF."""
+    for finisher in _finishers:
+        stdin, finisher._stdin = finisher._stdin, None
+        if stdin is not None:
+            try:
+                stdin.close()  # the child's copy only: the parent's pipe stays open
+            except OSError:
+                pass
+    _finishers.clear()
 
 
-def _analysis_write_tables() -> Callable[[list[Path], Path], list[Path]]:
-    try:
-        from autoprof.analysis import write_tables as fn
-    except ImportError:  # the package re-export may lag behind the module that defines it
-        from autoprof.analysis.report.tables import write_tables as fn
-    return fn  # type: ignore[no-any-return]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)

@@ -13,6 +13,7 @@ profiled window run unrecorded and are not steps.
 from __future__ import annotations
 
 import atexit
+import json
 import math
 import sys
 import threading
@@ -21,11 +22,11 @@ import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from autoprof import _export as export
+from autoprof import env
 from autoprof import runfolder as artifacts
 from autoprof._distributed import DistInfo, dist_info, shared_run_id
 from autoprof._options import Options, Phase
@@ -64,7 +65,14 @@ def _sync_if_cuda_in_use() -> None:
 
 
 def _error(exc: BaseException, phase: Phase | str) -> dict[str, str]:
-    return {"type": type(exc).__name__, "message": str(exc), "phase": phase}
+    return artifacts.error_record(exc, phase)
+
+
+def _failure(exc: BaseException | None) -> BaseException | None:
+    """``exc`` unless it is a successful exit (``sys.exit()``, ``sys.exit(0)``)."""
+    if isinstance(exc, SystemExit) and exc.code in (None, 0):
+        return None
+    return exc
 
 
 @dataclass
@@ -86,6 +94,7 @@ class RunState:
     tables_error: str | None = None
     error: dict[str, str] | None = None
     wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
+    requested: artifacts.Status | None = None  # the status handed to the finisher
 
 
 class Session:
@@ -126,7 +135,8 @@ class Session:
         self._sync_each_step = False  # options.sync on a run that records CUDA
         self._run: RunState | None = None
         self._activities: tuple[str, ...] = ("cpu",)
-        self._writer = export.Writer()
+        self._finisher: export.Finisher | None = None
+        self.label = artifacts.kineto_label(name)  # what Kineto writes into the trace
         self._warned = False
         _sessions.add(self)
         _register_atexit()
@@ -149,7 +159,7 @@ class Session:
         call of the same function sees ``_in_step`` and only adds its label."""
         self._stepping_thread = None  # until this step ends: nested calls take the full path
         try:
-            rf = self._record_function(self.name)
+            rf = self._record_function(self.label)
             rf.__enter__()
         except Exception:  # pragma: no cover - defensive: the full path warns and goes on
             return self._finish_call(fn, args, kwargs, self.begin())
@@ -164,7 +174,7 @@ class Session:
 
     def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
-            self._end_step(rf, exc)
+            self._end_step(rf, _failure(exc))
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
 
@@ -215,7 +225,7 @@ class Session:
                     timed = self._before_recording()
                     if timed:
                         _sync_if_cuda_in_use()
-                    rf = self._record_function(self.name)
+                    rf = self._record_function(self.label)
                     rf.__enter__()
                     self._in_step = True
                     if timed:
@@ -226,6 +236,7 @@ class Session:
     def end(self, token: Token, exc: BaseException | None) -> None:
         """Never raises: profiling must not break the user's program."""
         kind, payload = token
+        exc = _failure(exc)
         try:
             if kind == _STEP:
                 self._end_step(payload, exc)
@@ -244,7 +255,7 @@ class Session:
     def _label(self) -> Token:
         if not profiler_enabled():
             return _PASS_TOKEN
-        rf = torch_module().autograd.profiler.record_function(self.name)
+        rf = torch_module().autograd.profiler.record_function(self.label)
         rf.__enter__()
         return (_LABEL, rf)
 
@@ -363,6 +374,7 @@ class Session:
             self._activities = activities
             self.run_dir = run_dir
             self._write_manifest("recording")
+            self._start_finisher(self._run)
             return self._run
         except Exception as exc:
             where = self.run_dir or out_dir / artifacts.safe_component(self.name)
@@ -410,7 +422,9 @@ class Session:
     # -- exporting ---------------------------------------------------------------------
 
     def _on_trace_ready(self, prof: Any) -> None:
-        """Called by torch.profiler at the end of each cycle; never raises."""
+        """Called by torch.profiler at the end of each cycle: the cycle's plain trace goes
+        to a hidden file the finisher compresses. Never raises, but a KeyboardInterrupt in
+        the middle of the export fails the run (its trace is cut) and then goes on."""
         run = self._run
         if run is None:
             return
@@ -419,34 +433,68 @@ class Session:
             return  # flushed right at a cycle's start: nothing of ours in it
         run.recorded_exported = recorded
         try:
-            raw, final = export.export_raw_trace(prof, run.run_dir, run.dist.worker)
+            export.export_raw_trace(prof, run.run_dir, run.dist.worker)
         except Exception as exc:
             self._export_failed(exc, run.run_dir)
             return
+        except BaseException as exc:
+            self._export_failed(exc, run.run_dir)
+            raise
         run.cycles += 1
-        self._writer.submit(partial(self._job_gzip, run, raw, final))
 
-    def _job_gzip(self, run: RunState, raw: Path, final: Path) -> None:
+    def _start_finisher(self, run: RunState) -> None:
         try:
-            export.gzip_into_place(raw, final)
-            with self._lock:
-                run.traces.append(final.name)
-                if self.state != "done":
-                    self._write_manifest("recording")
+            self._finisher = export.Finisher.start(
+                run.run_dir, run.dist.rank if run.dist.initialized else None)
         except Exception as exc:
-            self._export_failed(exc, final)
+            self._finisher = None
+            self._warn(
+                f"autoprof: cannot start the finisher of {run.run_dir} ({type(exc).__name__}: "
+                f"{exc}); the run will stay 'recording' until you run "
+                f"`python -m autoprof.finish {run.run_dir}`"
+            )
 
-    def _job_finalize(self, run: RunState, status: artifacts.Status) -> None:
-        if run.traces and run.dist.rank == 0:  # under torch.distributed: rank 0's tables
-            paths, problem = export.write_tables([run.run_dir / t for t in run.traces], run.run_dir)
-            run.tables = [p.name for p in paths]
-            run.tables_error = problem
-            if problem:
-                self._warn(f"autoprof: {run.run_dir}: table.txt and ops.csv not written: {problem}")
+    def _hand_over(self, run: RunState, status: artifacts.Status) -> None:
+        """Give the run to its finisher (which decides the final status after its writes)."""
+        manifest = self._manifest("recording")
+        manifest["requested_status"] = status
+        run.requested = status
+        finisher = self._finisher
+        problem = finisher.hand_over(manifest) if finisher is not None else "not started"
+        if problem is not None:
+            self._finisher_failed(run, problem)
+
+    def _finisher_failed(self, run: RunState, problem: str) -> None:
+        """The finisher is gone: the folder keeps what ``python -m autoprof.finish`` needs."""
         try:
-            self._write_manifest(status)
+            self._write_manifest("recording", requested=run.requested)
         except Exception as exc:
             self._export_failed(exc, run.run_dir / artifacts.MANIFEST)
+            return
+        self._warn(
+            f"autoprof: the finisher of {run.run_dir} failed ({problem}); the run stays "
+            f"'recording' until you run `python -m autoprof.finish {run.run_dir}` "
+            "where autoprof can be imported"
+        )
+
+    def _report_finished(self, run: RunState, finisher: export.Finisher) -> None:
+        """After the finisher: one warning if the run failed or has no tables."""
+        name = (artifacts.rank_manifest(run.dist.rank) if run.dist.initialized
+                else artifacts.MANIFEST)
+        try:
+            manifest = json.loads((run.run_dir / name).read_bytes())
+        except (OSError, ValueError) as exc:
+            why = finisher.died() or f"{type(exc).__name__}: {exc}"
+            self._warn(f"autoprof: could not write the profile of {self.name!r} to "
+                       f"{run.run_dir}: the finisher could not finish it ({why})")
+            return
+        error = manifest.get("error") or {}
+        if manifest.get("status") == "failed" and error.get("phase") == "export":
+            self._warn(f"autoprof: could not write the profile of {self.name!r} to "
+                       f"{run.run_dir}: {error.get('type')}: {error.get('message')}")
+        elif manifest.get("tables_error"):
+            self._warn(f"autoprof: {run.run_dir}: table.txt and ops.csv not written: "
+                       f"{manifest['tables_error']}")
 
     def _export_failed(self, exc: BaseException, path: Path) -> None:
         run = self._run
@@ -457,10 +505,9 @@ class Session:
             f"{type(exc).__name__}: {exc}; the program goes on"
         )
 
-    def _write_manifest(self, status: artifacts.Status) -> None:
+    def _manifest(self, status: artifacts.Status) -> dict[str, Any]:
         run = self._run
-        if run is None:
-            return
+        assert run is not None
         dist = run.dist
         identity = {
             "name": self.name,
@@ -473,7 +520,7 @@ class Session:
             "world_size": dist.world_size,
             "device": artifacts.device_info(run.uses_cuda),
         }
-        manifest = artifacts.build_manifest(
+        return artifacts.build_manifest(
             status=status,
             identity=identity,
             options=self.options.as_manifest(),
@@ -482,12 +529,23 @@ class Session:
             warmup_call_ms=self.warmup_call_ms,
             wait_call_ms=run.wait_call_ms,
             steps_recorded=self.options.schedule.recorded_steps(run.steps_done),
-            files=run.traces + run.tables,
+            files=(),
             error=run.error,
-            extra={"tables_error": run.tables_error},
+            extra={"tables_error": None},
         )
+
+    def _write_manifest(self, status: artifacts.Status,
+                        requested: artifacts.Status | None = None) -> None:
+        run = self._run
+        if run is None:
+            return
+        manifest = self._manifest(status)
+        if requested is not None:
+            manifest["requested_status"] = requested
+        dist = run.dist
         if dist.initialized:
-            artifacts.atomic_write_json(run.run_dir / f"rank{dist.rank}.manifest.json", manifest)
+            artifacts.atomic_write_json(
+                run.run_dir / artifacts.rank_manifest(dist.rank), manifest)
             if dist.rank != 0:
                 return
             manifest["ranks"] = list(range(dist.world_size))
@@ -521,7 +579,7 @@ class Session:
                 status = "failed"
             elif status == "partial" and self.options.schedule.repeat == 0 and run.cycles:
                 status = "complete"  # repeat=0 runs until stopped: each saved cycle is whole
-            self._writer.submit(partial(self._job_finalize, run, status))
+            self._hand_over(run, status)
         self._retire()
 
     def _retire(self, covered: bool = False) -> None:
@@ -533,13 +591,28 @@ class Session:
         if self.on_done is not None:
             self.on_done()
 
-    def flush(self, wait: bool = True) -> None:
-        """End a run still recording (status ``partial``) and wait for its files."""
+    def flush(self, wait: bool = True, timeout_s: float | None = None) -> None:
+        """End a run still recording (status ``partial``) and wait, at most ``timeout_s``
+        (default ``AUTOPROF_FINISH_TIMEOUT_S``), for its finisher to write its files."""
         with self._lock:
             if self.state == "profiling":
                 self._finish("partial")
-        if wait:
-            self._writer.join()
+            finisher, run = self._finisher, self._run
+        if not wait or finisher is None or run is None:
+            return
+        if finisher.wait(env.finish_timeout_s() if timeout_s is None else timeout_s):
+            self._finisher = None
+            problem = finisher.died()
+            if problem is not None:
+                self._finisher_failed(run, problem)
+            else:
+                self._report_finished(run, finisher)
+        else:
+            warn_once(
+                "finisher-slow",
+                f"autoprof: the run {run.run_dir} is still being finished by process "
+                f"{finisher.proc.pid}; it finishes on its own",
+            )
 
     def _warn(self, message: str) -> None:
         if not self._warned:
@@ -548,13 +621,18 @@ class Session:
 
 
 def flush_all(wait: bool = True) -> None:
-    """Flush every session of this process (runs still recording end as ``partial``)."""
-    for session in list(_sessions):
-        session.flush(wait=wait)
+    """Flush every session of this process (runs still recording end as ``partial``), then
+    wait for their finishers, all within one ``AUTOPROF_FINISH_TIMEOUT_S``."""
+    sessions = list(_sessions)
+    for session in sessions:
+        session.flush(wait=False)
+    if wait:
+        deadline = time.monotonic() + env.finish_timeout_s()
+        for session in sessions:
+            session.flush(timeout_s=max(0.0, deadline - time.monotonic()))
 
 
 def _at_exit() -> None:
-    export.mark_exiting()
     try:
         flush_all()
     except Exception as exc:  # pragma: no cover - nothing may escape at exit

@@ -1,24 +1,65 @@
-"""Run folders on disk: run ids, atomic writes, the manifest. No torch import at module level.
+"""The run-folder contract, shared by the writer (recording, the finisher) and the readers.
+
+A run folder ``<out_dir>/<name>/<run_id>/`` holds ``manifest.json`` (``rank<R>.manifest.json``
+per rank under torch.distributed), one gzipped Chrome trace per schedule cycle
+(``<worker>.<time_ns>.pt.trace.json.gz``), and ``table.txt``/``ops.csv``. While a run records,
+each cycle's plain trace waits under a hidden ``.<trace name>.raw`` name for the finisher
+(``python -m autoprof.finish``), which compresses it, writes the tables and decides the status.
 
 A reader never sees half a file: everything is written under a hidden temporary name
-(``.<name>.<pid>.tmp``) in the same folder, flushed, then renamed into place.
+(``.<name>.<pid>.<random>.tmp``) in the same folder, then renamed into place. No torch import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
+import re
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 SCHEMA_VERSION = 1
 Status = Literal["recording", "complete", "failed", "partial"]
+STATUSES: tuple[Status, ...] = ("recording", "complete", "failed", "partial")
+FINAL_STATUSES: tuple[Status, ...] = ("complete", "failed", "partial")
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 16 * 1024**2
+TRACE_SUFFIX = ".pt.trace.json.gz"
+RAW_SUFFIX = ".raw"  # a cycle's plain trace before the finisher compresses it
+TABLE_TXT = "table.txt"
+OPS_CSV = "ops.csv"
+FINISH_LOCK = ".finish.lock"
+FINISH_LOG = ".finish.log"
+MAX_ERROR_CHARS = 4000  # an exception message longer than this is cut in the manifest
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")
+
+
+def rank_manifest(rank: int) -> str:
+    """Each rank's own manifest under torch.distributed (rank 0 also writes ``MANIFEST``)."""
+    return f"rank{rank}.manifest.json"
+
+
+def raw_trace_name(final_name: str) -> str:
+    """``w.1.pt.trace.json.gz`` -> ``.w.1.pt.trace.json.raw``: hidden, found by the finisher."""
+    return f".{final_name[: -len('.gz')]}{RAW_SUFFIX}"
+
+
+def final_trace_name(raw_name: str) -> str:
+    """The inverse of :func:`raw_trace_name`."""
+    return f"{raw_name[1 : -len(RAW_SUFFIX)]}.gz"
+
+
+def kineto_label(name: str) -> str:
+    """A ``record_function`` label Kineto can write into JSON: it writes labels unescaped, so
+    a double quote, a backslash or a control character would make the whole trace invalid."""
+    return "".join("'" if c == '"' else "/" if c == "\\" else " " if c < " " else c
+                   for c in name)
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -32,25 +73,69 @@ def utc_now_iso() -> str:
 
 
 def temp_name(path: Path) -> Path:
-    """The hidden temporary sibling ``path`` is written to before the rename."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """The hidden temporary sibling ``path`` is written to before the rename: the pid says
+    whose it is (the finisher removes those of processes that are gone), the random part
+    keeps two threads of one process apart."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(3).hex()}.tmp")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+@contextlib.contextmanager
+def atomic_open(path: Path, fsync: bool = True) -> Iterator[IO[bytes]]:
+    """A binary file that appears at ``path`` only when the ``with`` block ends without error;
+    on any error the temporary file is removed and the error goes on. ``fsync=False`` for
+    caches, which may be lost in a power cut without harm."""
     tmp = temp_name(path)
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
 
 
+def atomic_write_bytes(path: Path, data: bytes, fsync: bool = True) -> None:
+    with atomic_open(path, fsync=fsync) as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: Path, text: str, fsync: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, default=str) + "\n").encode())
+
+
+def stale_temps(folder: Path) -> list[Path]:
+    """Temporary files in ``folder`` whose writing process is gone (killed, disk full)."""
+    stale = []
+    for path in folder.iterdir():
+        match = _TEMP.match(path.name)
+        if match and not pid_alive(int(match["pid"])):
+            stale.append(path)
+    return stale
+
+
+def pid_alive(pid: int) -> bool:
+    """Is a process with this id running on this host (a zombie counts as gone)?"""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _unlink_quietly(path: Path) -> None:
@@ -58,6 +143,18 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
+
+
+def error_record(exc: BaseException, phase: str) -> dict[str, str]:
+    """``{type, message, phase}`` for the manifest; never raises (an exception whose
+    ``str()`` raises still gets a record) and cuts very long messages."""
+    try:
+        message = str(exc)
+    except Exception as problem:
+        message = f"<str() of the exception raised {type(problem).__name__}>"
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + f"... ({len(message)} characters, cut)"
+    return {"type": type(exc).__name__, "message": message, "phase": phase}
 
 
 def create_run_dir(out_dir: Path, name: str, run_id: str, exist_ok: bool = False) -> Path:

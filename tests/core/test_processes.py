@@ -48,21 +48,22 @@ KILLED = textwrap.dedent(
     import autoprof._export as export
     from autoprof import autoprof
 
-    def stuck(src, dst, length=0):
-        dst.write(src.read(1000))  # half a file under the temporary name, then hang
+    def stuck(prof, run_dir, worker):
+        raw, final = export.trace_paths_for(run_dir, worker)
+        raw.write_text('{"traceEvents": [{"name": "half')  # half a trace, then hang
         print("EXPORTING", flush=True)
         time.sleep(600)
         raise SystemExit("never reached: the test kills this process")
 
-    export.shutil.copyfileobj = stuck
+    export.export_raw_trace = stuck
 
     @autoprof(name="killed", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
     def f(x):
         return x + 1
 
+    import threading
+    threading.Thread(target=lambda: print("RETURNED", flush=True)).start()
     f(torch.ones(2)); f(torch.ones(2))
-    print("RETURNED", flush=True)
-    time.sleep(120)
     """
 )
 
@@ -128,14 +129,20 @@ def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, tr
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     (run,) = run_dirs(traces_root, "killed")
-    m = manifest(run)
-    assert m["status"] == "recording"  # the manifest tells the run never finished
-    assert m["files"] == [] and m["ended_at"] is None
-    visible = [p for p in run.iterdir() if not p.name.startswith(".")]
-    assert [p.name for p in visible] == ["manifest.json"]  # the half trace stays hidden
-    assert any(p.name.endswith(".tmp") for p in run.iterdir())
+    m = _wait_finished(run)
+    assert m["status"] == "failed"  # the finisher saw the half trace: never "complete"
+    assert "is not valid JSON" in m["error"]["message"] and m["files"] == []
+    assert [p.name for p in run.iterdir()] == ["manifest.json"]  # no half or hidden file
     from autoprof.analysis import find_runs
 
     listed = find_runs(traces_root)
-    assert list(listed["status"]) == ["recording"]  # the reader does not call it complete
+    assert list(listed["status"]) == ["failed"]
 
+
+def _wait_finished(run: Path, timeout_s: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        m = manifest(run)
+        if m["status"] != "recording" or time.monotonic() > deadline:
+            return m
+        time.sleep(0.1)

@@ -132,23 +132,26 @@ def test_tables_are_written_by_the_analysis_layer(traces_root):
     assert "tables" in (run / "table.txt").read_text()
 
 
-def test_missing_analysis_still_completes_with_one_warning(monkeypatch, traces_root):
+def test_missing_analysis_still_completes(monkeypatch, traces_root):
+    """The finisher without the analysis layer: the run is complete, tables_error says why."""
+    import sys
+
     import autoprof._export as export
+    import autoprof.finish as finish
 
-    def broken(trace_paths, run_dir):
-        raise ImportError("analysis not installed")
-
-    monkeypatch.setattr(export, "_analysis_write_tables", lambda: broken)
+    monkeypatch.setattr(export, "FINISHER_MODULE", "autoprof_no_such_finisher")
     fn = autoprof(name="notables", warmup=0, schedule=TINY)(_matmul_add)
     x = torch.ones(2, 2)
-    with pytest.warns(UserWarning, match="table.txt and ops.csv not written") as caught:
+    with pytest.warns(UserWarning, match="python -m autoprof.finish"):
         fn(x, x, x)
         fn(x, x, x)
         fn.autoprof_session.flush()
-    assert len([w for w in caught if "autoprof" in str(w.message)]) == 1
     run = only_run(traces_root, "notables")
+    assert manifest(run)["status"] == "recording"
+    monkeypatch.setitem(sys.modules, "autoprof.analysis.report.tables", None)  # not importable
+    finish.finish_folder(run)
     m = manifest(run)
     assert m["status"] == "complete"
-    assert "analysis not installed" in m["tables_error"]
+    assert "autoprof.analysis is not available" in m["tables_error"]
     assert not (run / "table.txt").exists()
     assert json.loads(gzip.decompress(trace_files(run)[0].read_bytes()))["traceEvents"]

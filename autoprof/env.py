@@ -1,0 +1,83 @@
+"""Every ``AUTOPROF_*`` environment variable, read in one place with one set of rules.
+
+A flag is off for ``0``, ``false``, ``off`` or ``no`` in any case, and on for anything else;
+a number that does not parse or is not positive falls back to its default. docs/environment.md
+has the table of the variables below. No torch, no pandas: the recording process imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FALSE_WORDS = frozenset({"0", "false", "off", "no"})
+DEFAULT_OUT_DIR = "traces"
+DEFAULT_CACHE_MIN_BYTES = 4 * 1024**2
+DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
+DEFAULT_DIST_TIMEOUT_S = 30.0
+DEFAULT_FINISH_TIMEOUT_S = 30.0
+
+
+def flag(name: str, default: bool = True) -> bool:
+    """``name`` as a switch: unset or blank gives ``default``."""
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return default
+    return text not in FALSE_WORDS
+
+
+def positive_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    try:
+        value = int(text)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def positive_float(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    return value if value > 0 and value != float("inf") else default
+
+
+def out_dir(default: str = DEFAULT_OUT_DIR) -> Path:
+    """``AUTOPROF_DIR``, the traces root for recording and for the viewer, else ``traces``."""
+    text = os.environ.get("AUTOPROF_DIR", "").strip()
+    return Path(text or default)
+
+
+def enabled() -> bool:
+    """``AUTOPROF``: off makes ``@autoprof`` return the function itself and regions no-ops."""
+    return flag("AUTOPROF")
+
+
+def cache_enabled() -> bool:
+    """``AUTOPROF_CACHE``: off stops reading and writing the caches beside traces."""
+    return flag("AUTOPROF_CACHE")
+
+
+def cache_min_bytes() -> int:
+    return positive_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)
+
+
+def max_trace_bytes() -> int:
+    return positive_int("AUTOPROF_MAX_TRACE_BYTES", DEFAULT_MAX_TRACE_BYTES)
+
+
+def dist_timeout_s() -> float:
+    """How long a rank waits for rank 0's run id (through the c10d store)."""
+    return positive_float("AUTOPROF_DIST_TIMEOUT_S", DEFAULT_DIST_TIMEOUT_S)
+
+
+def dist_finish_timeout_s() -> float:
+    """How long rank 0's finisher waits for the other ranks' manifests (same variable)."""
+    return dist_timeout_s()
+
+
+def finish_timeout_s() -> float:
+    """How long ``autoprof.flush()`` and interpreter exit wait for a run's finisher."""
+    return positive_float("AUTOPROF_FINISH_TIMEOUT_S", DEFAULT_FINISH_TIMEOUT_S)
