@@ -11,6 +11,7 @@ import numpy as np
 
 from autoprof.analysis.diagnose.context import Context
 from autoprof.analysis.diagnose.records import Check, Diagnostic
+from autoprof.analysis.metrics.efficiency import low_efficiency_diagnostic
 from autoprof.analysis.metrics.stats import median
 from autoprof.units import fmt_us
 
@@ -371,4 +372,6 @@ CHECKS: tuple[Check, ...] = (
           lambda c: c.has_gpu, _short_kernels),
     Check("no-profiler-warmup", "needs a manifest with options.schedule",
           lambda c: _schedule(c) is not None, _no_profiler_warmup),
+    Check("low-efficiency", "needs GPU work and a verdict other than overhead-bound",
+          lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
 )

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.metrics.efficiency import Efficiency
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
 from autoprof.analysis.metrics.stats import ranks_of
@@ -69,6 +70,14 @@ class Context:
         from autoprof.analysis.diagnose.runner import run_checks
 
         return run_checks(self)
+
+    @cached_property
+    def efficiency(self) -> Efficiency:
+        """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
+        from autoprof.analysis.metrics.efficiency import device_name, efficiency
+
+        device = device_name(self.manifest, getattr(self.run, "trace_metadata", None) or [])
+        return efficiency(self.events, device, steps=self.steps)
 
     @property
     def has_gpu(self) -> bool:

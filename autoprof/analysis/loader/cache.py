@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 
 from autoprof._version import __version__
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 

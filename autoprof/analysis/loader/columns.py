@@ -145,6 +145,7 @@ class ColumnBuilder:
     names: Interner = field(default_factory=Interner)
     cats: Interner = field(default_factory=Interner)
     dims: Interner = field(default_factory=lambda: Interner(b""))
+    types: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
     chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
     metadata: Metadata = field(default_factory=Metadata)
@@ -194,6 +195,9 @@ class ColumnBuilder:
         dims = map(bytes, map(attrgetter("input_dims"), op_args))  # bytes(Raw()) == b""
         chunk["input_dims"] = np.zeros(n, dtype=np.int32)
         chunk["input_dims"][op_rows] = self.dims.encode(dims, len(op_args))
+        types = map(bytes, map(attrgetter("input_types"), op_args))
+        chunk["input_types"] = np.zeros(n, dtype=np.int32)
+        chunk["input_types"][op_rows] = self.types.encode(types, len(op_args))
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         chunk["device"] = _subset(args, device_rows, "device", n)
         chunk["stream"] = _subset(args, device_rows, "stream", n)
@@ -219,7 +223,7 @@ class ColumnBuilder:
             self.metadata.thread_names[(pid, tid)] = args.name
 
     def finish(self) -> RawColumns:
-        keys = ("ph", "name", "cat", "input_dims", *INT_COLUMNS, *FLOAT_COLUMNS)
+        keys = ("ph", "name", "cat", "input_dims", "input_types", *INT_COLUMNS, *FLOAT_COLUMNS)
         merged: dict[str, np.ndarray] = {}
         for key in keys:  # pop as we go: never the chunks and the whole column twice over
             parts = [c.pop(key) for c in self.chunks]
@@ -228,12 +232,14 @@ class ColumnBuilder:
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
         kind_of_code = self._kinds()
         dims_text = [_dims_text(bytes(d)) for d in self.dims.values()]
+        types_text = [_dims_text(bytes(t)) for t in self.types.values()]
         self.chunks.clear()
         return RawColumns(
             kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),
             name=merged["name"].astype(np.int32, copy=False),
             cat=merged["cat"].astype(np.int32, copy=False),
             input_dims=merged["input_dims"].astype(np.int32, copy=False),
+            input_types=merged["input_types"].astype(np.int32, copy=False),
             pid=merged["pid"],
             tid=merged["tid"],
             ts=merged["ts"].astype(np.float64, copy=False),
@@ -247,19 +253,21 @@ class ColumnBuilder:
             names=[str(v) for v in self.names.values()],
             cats=[str(v) for v in self.cats.values()],
             dims=dims_text,
+            types=types_text,
         )
 
 
 @dataclass
 class RawColumns:
     """Every ``traceEvents`` entry as columns (``kind``: 0 X, 1 flow start, 2 flow end,
-    3 metadata, 4 other). ``name``/``cat``/``input_dims`` are codes into ``names``/``cats``/
-    ``dims``. Missing numbers are NaN (floats) or -1 (ints)."""
+    3 metadata, 4 other). ``name``/``cat``/``input_dims``/``input_types`` are codes into ``names``/
+    ``cats``/``dims``/``types``. Missing numbers are NaN (floats) or -1 (ints)."""
 
     kind: npt.NDArray[np.int8]
     name: npt.NDArray[np.int32]
     cat: npt.NDArray[np.int32]
     input_dims: npt.NDArray[np.int32]
+    input_types: npt.NDArray[np.int32]
     pid: IntArray
     tid: IntArray
     ts: FloatArray
@@ -273,6 +281,7 @@ class RawColumns:
     names: list[str]
     cats: list[str]
     dims: list[str]
+    types: list[str]
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -294,11 +303,14 @@ def coerce_loose(loose: LooseEvent) -> Event:
         return -1 if found is None else found
 
     dims = raw_args.get("Input Dims")
+    types = raw_args.get("Input type")
     args = Args(
         correlation=int(ident(raw_args.get("correlation"))),
         external_id=int(ident(raw_args.get("External id"))),
         flops=_float_or_nan(raw_args.get("flops")),
         input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,
+        input_types=(msgspec.Raw(msgspec.json.encode(types)) if types is not None
+                     else RAW_EMPTY),
         device=int(ident(raw_args.get("device"))),
         stream=int(ident(raw_args.get("stream"))),
         name=raw_args.get("name"),

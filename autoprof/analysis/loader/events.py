@@ -44,10 +44,10 @@ _STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 COLUMNS: tuple[str, ...] = (
     "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
     "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
-    "launch_row", "op_row", "flops", "input_dims", "rank",
+    "launch_row", "op_row", "flops", "input_dims", "input_types", "rank",
 )
 # pandas categoricals of str values (see docs/architecture.md); the rest are numbers/bools
-TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims")
+TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims", "input_types")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -303,6 +303,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
         "op_row": op_row,
         "flops": c.flops[rows],
         "input_dims": _strings(c.dims, c.input_dims[rows]),
+        "input_types": _strings(c.types, c.input_types[rows]),
         "rank": np.full(len(rows), rank, dtype=np.int64),
     }
     frame = to_frame(columns)

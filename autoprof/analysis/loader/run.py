@@ -112,6 +112,11 @@ class Run:
     def ranks(self) -> pd.DataFrame:
         return self.analysis.ranks
 
+    def efficiency(self) -> pd.DataFrame:
+        """Per kernel name: FLOPs, bytes, TFLOP/s, GB/s, shares of the device's peak,
+        arithmetic intensity and roofline ``bound`` (metrics/efficiency.py)."""
+        return self.analysis.efficiency.kernels
+
     @property
     def straggler_rank(self) -> int | None:
         return self.analysis.straggler

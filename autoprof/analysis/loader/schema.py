@@ -21,6 +21,7 @@ class Args(msgspec.Struct, gc=False):
     external_id: int = msgspec.field(default=-1, name="External id")
     flops: float = math.nan
     input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input type")
     device: int = -1
     stream: int = -1
     name: Any = None  # metadata events: process_name / thread_name

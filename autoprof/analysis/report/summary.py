@@ -6,7 +6,8 @@ Keys (times in microseconds unless the name says otherwise):
 `self_cpu_us`, `self_gpu_us`, `cpu_gpu_ratio`, `overhead` (every Overhead field), `steps`
 (per_step rows), `warmup_call_ms`, `wait_call_ms`, `diagnostics` (`{id, severity, message, evidence,
 hint}`), `top_ops` (`by_self_cpu` and `by_self_device`: self_vs_total rows), `ranks`
-(rank_table rows), `straggler_rank` (int or null).
+(rank_table rows), `straggler_rank` (int or null), `efficiency` (metrics/efficiency.py:
+`device`, `peak`, `step_tflops`, `mfu_pct`, `kernels`, ...).
 """
 
 from __future__ import annotations
@@ -104,5 +105,6 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "top_ops": top_ops(ctx.events),
         "ranks": _records(ctx.ranks),
         "straggler_rank": ctx.straggler,
+        "efficiency": ctx.efficiency.to_dict(),
     }
     return jsonable(out)  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from autoprof.units import fmt_us
+from autoprof.units import fmt_pct, fmt_us, fmt_value
 
 WIDTH = 100
 
@@ -110,6 +110,35 @@ def _ranks(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _num(key: str, value: Any) -> str:
+    return fmt_pct(value) if key.endswith("pct") else fmt_value(key, value)
+
+
+def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
+    """The EFFICIENCY section: [] for a run without GPU work."""
+    if not e or not e.get("kernels"):
+        return []
+    peak = e.get("peak") or {}
+    roof = (peak.get("tflops") or {}).get(e.get("dtype") or "")
+    lines = ["", f"EFFICIENCY ({e.get('device') or 'unknown device'}; peak "
+             f"{e.get('dtype') or ''} {_num('tflops', roof)} TFLOP/s, "
+             f"{_num('gbps', peak.get('gbps'))} GB/s)",
+             f"  per step: {_num('tflops', e.get('step_tflops'))} TFLOP/s, MFU "
+             f"{_num('mfu_pct', e.get('mfu_pct'))}; GPU time at >= 50% of its roofline: "
+             f"{_num('pct', e.get('at_half_peak_pct'))}",
+             f"  {'kernel':<44} {'calls':>5} {'GPU time':>9} {'TFLOP/s':>8} {'%peak':>7} "
+             f"{'GB/s':>7} {'%peak':>7} {'FLOP/B':>7} bound"]
+    for k in e["kernels"][:top]:
+        lines.append(
+            f"  {_short(str(k['name']), 44):<44} {k['calls']:>5} {fmt_us(k['gpu_us']):>9} "
+            f"{_num('tflops', k['tflops']):>8} {_num('pct', k['pct_of_peak_flops']):>7} "
+            f"{_num('gbps', k['gbps']):>7} {_num('pct', k['pct_of_peak_bw']):>7} "
+            f"{_num('intensity', k['intensity']):>7} {k.get('bound') or 'n/a'}")
+    for note in e.get("notes") or []:
+        lines += _wrap(f"note: {note}", "  ")
+    return lines
+
+
 def render_summary(s: dict[str, Any]) -> str:
     """The text report for a summary dict."""
     device = s.get("device")
@@ -133,6 +162,7 @@ def render_summary(s: dict[str, Any]) -> str:
         f"DIAGNOSTICS ({len(s.get('diagnostics') or [])})",
         *_diagnostics(s.get("diagnostics") or []),
     ]
+    lines += _efficiency(s.get("efficiency"))
     if len(s.get("ranks") or []) > 1:
         lines += ["", "RANKS (medians per step)", *_ranks(s)]
     top = s.get("top_ops") or {}

@@ -1,0 +1,414 @@
+"""How close the GPU work runs to the hardware: achieved TFLOP/s and GB/s against the device's
+roof, per kernel (grouped by name), per launching op, and per step (MFU).
+
+Each GPU work item takes the FLOPs and bytes of the op that launched it (the innermost
+``cpu_op`` around the launch call, else the nearest enclosing op with a formula; see
+metrics/flops.py). An op that launched several kernels shares its FLOPs and bytes among them
+by duration, so they all show the op's rate:
+
+| kernel | op | dur_us | flops | tflops |
+| --- | --- | --- | --- | --- |
+| nchwToNhwc | aten::cudnn_convolution | 10 | 1e9 | 100 |
+| fprop_implicit_gemm | aten::cudnn_convolution | 90 | 9e9 | 100 |
+
+``bound`` is the roofline's side: ``compute`` when the arithmetic intensity (FLOPs / byte)
+reaches the device's ridge point for the kernel's dtype, else ``memory``. A kernel's share
+of its roof (``pct_of_roofline``) is achieved TFLOP/s over min(peak, intensity x bandwidth).
+A step's time is the longer of its CPU span and the span of its GPU work (first start to last
+end), so MFU = the step's FLOPs / that time / the peak of the dtype that did most FLOPs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.metrics.flops import has_rule, is_matrix_op, op_costs
+from autoprof.analysis.metrics.peaks import Peak, peak_for
+from autoprof.analysis.metrics.stats import require_columns
+
+HALF_PEAK_PCT = 50.0  # "at >= 50% of peak": the share of GPU time reported
+FAR_FROM_ROOF = 5  # kernels listed as farthest from the roofline
+_TF32_KERNEL = re.compile(r"tf32|xf32", re.IGNORECASE)
+_NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
+          "step", "rank", "flops", "input_dims"]
+
+KERNEL_COLUMNS = ["name", "calls", "gpu_us", "flops", "tflops", "pct_of_peak_flops", "bytes",
+                  "gbps", "pct_of_peak_bw", "intensity", "bound", "dtype", "pct_of_roofline",
+                  "flops_source", "shared", "input_dims"]
+STEP_COLUMNS = ["rank", "step", "flops", "step_us", "tflops", "mfu_pct", "gpu_span_us",
+                "gpu_span_tflops"]
+NO_SHAPES = ("the trace has no input shapes, so no FLOPs or bytes: profile with "
+             "record_shapes=True (e.g. @autoprof(record_shapes=True, with_flops=True))")
+
+
+@dataclass
+class Efficiency:
+    """The roofline view of one run (``Context.efficiency``)."""
+
+    device: str | None
+    peak: Peak
+    kernels: pd.DataFrame  # KERNEL_COLUMNS, by gpu_us, largest first
+    ops: pd.DataFrame  # same columns, grouped by the launching op's name
+    steps: pd.DataFrame  # STEP_COLUMNS
+    step_tflops: float | None = None  # median over steps
+    mfu_pct: float | None = None
+    dtype: str | None = None  # the dtype that did most FLOPs (MFU's roof)
+    at_half_peak_pct: float | None = None  # share of GPU time at >= 50% of the roofline
+    gpu_us: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def far_from_roofline(self, n: int = FAR_FROM_ROOF) -> pd.DataFrame:
+        """Kernels with the most GPU time lost to the roofline: gpu_us x (1 - efficiency)."""
+        k = self.kernels.dropna(subset=["pct_of_roofline"])
+        lost = k["gpu_us"] * (1 - k["pct_of_roofline"].clip(upper=100) / 100)
+        return k.assign(lost_us=lost).sort_values("lost_us", ascending=False).head(n)
+
+    def to_dict(self) -> dict[str, Any]:
+        far = self.far_from_roofline()
+        return {
+            "device": self.device,
+            "peak": self.peak.to_dict(),
+            "dtype": self.dtype,
+            "step_tflops": self.step_tflops,
+            "mfu_pct": self.mfu_pct,
+            "at_half_peak_pct": self.at_half_peak_pct,
+            "notes": list(self.notes),
+            "kernels": self.kernels.to_dict(orient="records"),
+            "ops": self.ops.to_dict(orient="records"),
+            "steps": self.steps.to_dict(orient="records"),
+            "far_from_roofline": far[["name", "gpu_us", "pct_of_roofline", "lost_us"]]
+            .to_dict(orient="records"),
+        }
+
+
+def device_name(manifest: dict[str, Any] | None, trace_metadata: list[dict[str, Any]]
+                ) -> str | None:
+    """The device name from the manifest (``device.name``), else the trace's
+    ``deviceProperties``; None on a CPU-only run."""
+    device = (manifest or {}).get("device")
+    if isinstance(device, dict) and isinstance(device.get("name"), str):
+        return str(device["name"])
+    for meta in trace_metadata:
+        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            name = props[0].get("name")
+            if isinstance(name, str):
+                return name
+    return None
+
+
+def _cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
+    """For each launching op row, the row whose cost counts: the op itself when flops.py has
+    a formula for it, else its nearest enclosing cpu_op that has one (-1 if none)."""
+    names = events["name"].astype(object).to_numpy()
+    parent = events["parent"].to_numpy()
+    cats = events["cat"].astype(object).to_numpy()
+    out = {}
+    for row in np.unique(op_row[op_row >= 0]).tolist():
+        r = row
+        while r >= 0 and cats[r] == "cpu_op" and not has_rule(str(names[r])):
+            r = int(parent[r])
+        out[row] = r if r >= 0 and cats[r] == "cpu_op" else -1
+    return np.array([out.get(int(r), -1) if r >= 0 else -1 for r in op_row], dtype=np.int64)
+
+
+def _peak_dtype(dtype: str, kernel: str) -> str:
+    return "tf32" if dtype == "fp32" and _TF32_KERNEL.search(kernel) else dtype
+
+
+def _work_table(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
+    work = events[events["is_gpu_work"].to_numpy(dtype=bool)]
+    cost_row = _cost_rows(events, work["op_row"].to_numpy())
+    has_op = cost_row >= 0
+    ops = events.iloc[np.unique(cost_row[has_op])]
+    costs = op_costs(ops) if len(ops) else op_costs(events.iloc[:0])
+    by_row = costs.set_axis(ops.index if len(ops) else costs.index)
+    table = pd.DataFrame({
+        "name": work["name"].astype(str).to_numpy(),
+        "is_kernel": work["cat"].astype(str).str.lower().eq("kernel").to_numpy(),
+        "dur_us": work["dur_us"].to_numpy(dtype=float),
+        "ts_us": work["ts_us"].to_numpy(dtype=float),
+        "end_us": work["end_us"].to_numpy(dtype=float),
+        "step": work["step"].to_numpy(),
+        "rank": work["rank"].to_numpy(),
+        "cost_row": cost_row,
+    })
+    table["op"] = ""
+    table["op_flops"] = np.nan
+    table["op_bytes"] = np.nan
+    table["dtype"] = ""
+    table["flops_source"] = ""
+    table["input_dims"] = ""
+    if has_op.any():
+        rows = cost_row[has_op]
+        picked = by_row.loc[events.index[rows]]
+        table.loc[has_op, "op"] = events["name"].astype(str).to_numpy()[rows]
+        table.loc[has_op, "op_flops"] = picked["flops"].to_numpy()
+        table.loc[has_op, "op_bytes"] = picked["bytes"].to_numpy()
+        table.loc[has_op, "dtype"] = picked["dtype"].to_numpy()
+        table.loc[has_op, "flops_source"] = picked["flops_source"].to_numpy()
+        table.loc[has_op, "input_dims"] = events["input_dims"].astype(str).to_numpy()[rows]
+    table["dtype"] = [_peak_dtype(d, n) for d, n in zip(table["dtype"], table["name"],
+                                                       strict=True)]
+    # an op's kernels share its cost by duration; its memsets / memcpys get a share only
+    # when the op itself only moves memory (copy_, fill_: no FLOPs)
+    memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
+    takes = table["is_kernel"].to_numpy() | memory_op
+    table.loc[~takes, ["op_flops", "op_bytes", "flops_source", "dtype"]] = [np.nan, np.nan, "",
+                                                                           ""]
+    sharing = table["cost_row"].where(takes, -1)
+    dur = table["dur_us"].where(takes, 0.0)
+    op_dur = dur.groupby(sharing).transform("sum").to_numpy()
+    op_kernels = dur.groupby(sharing).transform("size").to_numpy()
+    share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
+    table["flops"] = table["op_flops"] * share
+    table["bytes"] = table["op_bytes"] * share
+    table["shared"] = has_op & takes & (op_kernels > 1)
+    table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)
+    table["bytes_us"] = table["dur_us"].where(table["bytes"].notna(), 0.0)
+    return table
+
+
+def _sum_or_nan(values: pd.Series) -> float:
+    return float(values.sum()) if values.notna().any() else math.nan
+
+
+def _mode(values: pd.Series) -> str:
+    v = values[values != ""]
+    return str(v.mode().iloc[0]) if len(v) else ""
+
+
+def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
+    """The kernel (or op) table: one row per distinct ``key``, by gpu_us, largest first."""
+    if work.empty:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in KERNEL_COLUMNS})
+    g = work.groupby(key, sort=False, observed=True)
+    out = pd.DataFrame({
+        "name": list(g.groups),
+        "calls": g.size().to_numpy(),
+        "gpu_us": g["dur_us"].sum().to_numpy(),
+        "flops": g["flops"].agg(_sum_or_nan).to_numpy(),
+        "bytes": g["bytes"].agg(_sum_or_nan).to_numpy(),
+        "dtype": g["dtype"].agg(_mode).to_numpy(),
+        "flops_source": g["flops_source"].agg(_mode).to_numpy(),
+        "input_dims": g["input_dims"].agg(_mode).to_numpy(),
+        "shared": g["shared"].any().to_numpy(),
+        "flops_us": g["flops_us"].sum().to_numpy(),
+        "bytes_us": g["bytes_us"].sum().to_numpy(),
+    })
+    # rates over the calls whose cost is known (a kernel already running when the trace
+    # began has no launch, hence no op and no cost)
+    out["tflops"] = out["flops"] / (out["flops_us"].where(out["flops_us"] > 0) * 1e-6) / 1e12
+    out["gbps"] = out["bytes"] / (out["bytes_us"].where(out["bytes_us"] > 0) * 1e-6) / 1e9
+    out["intensity"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
+    roof = np.array([peak.for_dtype(d) or np.nan for d in out["dtype"]], dtype=float)
+    bw = peak.gbps or np.nan
+    out["pct_of_peak_flops"] = 100 * out["tflops"] / roof
+    out["pct_of_peak_bw"] = 100 * out["gbps"] / bw
+    ridge = roof * 1e12 / (bw * 1e9)
+    bound = np.where(out["intensity"] >= ridge, "compute", "memory")
+    known = out["intensity"].notna() & np.isfinite(ridge)
+    out["bound"] = pd.Series([b if k else None for b, k in zip(bound, known, strict=True)],
+                             dtype=object, index=out.index)
+    attainable = np.minimum(roof, out["intensity"] * bw * 1e9 / 1e12)
+    by_flops = 100 * out["tflops"] / attainable
+    flopless = out["flops"].fillna(0) <= 0  # copies and fills: bandwidth is their roof
+    out["pct_of_roofline"] = np.where(flopless, out["pct_of_peak_bw"], by_flops)
+    out = out.sort_values("gpu_us", ascending=False, kind="stable").reset_index(drop=True)
+    return out[KERNEL_COLUMNS]
+
+
+def _steps(work: pd.DataFrame, steps: pd.DataFrame | None, peak: Peak, dtype: str | None
+           ) -> pd.DataFrame:
+    """Per step: FLOPs of its GPU work, its time (max of CPU span and GPU span), TFLOP/s and
+    MFU over that time, and TFLOP/s over the GPU span alone (what CUDA events around the
+    step's GPU work would measure)."""
+    in_step = work[work["step"] >= 0]
+    if in_step.empty:
+        return pd.DataFrame({c: pd.Series(dtype=float) for c in STEP_COLUMNS})
+    g = in_step.groupby(["rank", "step"], sort=True)
+    out = pd.DataFrame({
+        "flops": g["flops"].agg(_sum_or_nan),
+        "gpu_span_us": g["end_us"].max() - g["ts_us"].min(),
+    }).reset_index()
+    cpu_span = pd.Series(0.0, index=out.index)
+    if steps is not None and not steps.empty and "cpu_span_us" in steps:
+        spans = steps.set_index(["rank", "step"])["cpu_span_us"]
+        keys = pd.MultiIndex.from_frame(out[["rank", "step"]])
+        cpu_span = pd.Series(spans.reindex(keys).to_numpy(dtype=float), index=out.index)
+    out["step_us"] = np.fmax(out["gpu_span_us"].to_numpy(), cpu_span.fillna(0).to_numpy())
+    out["tflops"] = out["flops"] / (out["step_us"].where(out["step_us"] > 0) * 1e-6) / 1e12
+    roof = peak.for_dtype(dtype) if dtype else None
+    out["mfu_pct"] = 100 * out["tflops"] / roof if roof else np.nan
+    span = out["gpu_span_us"].where(out["gpu_span_us"] > 0) * 1e-6
+    out["gpu_span_tflops"] = out["flops"] / span / 1e12
+    return out[STEP_COLUMNS]
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value is not None and np.isfinite(value) else None
+
+
+def efficiency(events: pd.DataFrame, device: str | None = None, *,
+               steps: pd.DataFrame | None = None, peak_tflops: float | None = None,
+               peak_gbps: float | None = None) -> Efficiency:
+    """The roofline view of ``events`` on ``device`` (see the module doc).
+
+    ``steps`` is metrics.steps.per_step's table (for the CPU span of each step); a given
+    ``peak_tflops`` / ``peak_gbps`` (else AUTOPROF_PEAK_TFLOPS / AUTOPROF_PEAK_GBPS) replaces
+    the device table's figures.
+    """
+    require_columns(events, _NEEDS, "efficiency")
+    peak = peak_for(device, peak_tflops, peak_gbps)
+    work = _work_table(events)
+    notes: list[str] = []
+    if work.empty:
+        notes.append("no GPU work in this trace")
+    has_shapes = "input_dims" in events and bool((events["input_dims"].astype(str) != "").any())
+    if not work.empty and not has_shapes and work["flops_source"].eq("").all():
+        notes.append(NO_SHAPES)
+    if not peak.tflops and not peak.gbps:
+        notes.append(f"no peak figures for device {device!r}: shares of peak are null; set "
+                     "AUTOPROF_PEAK_TFLOPS / AUTOPROF_PEAK_GBPS to supply them")
+    if bool(work["shared"].any()) if not work.empty else False:
+        notes.append("ops that launched several kernels share their FLOPs and bytes among "
+                      "them by duration")
+    with_flops = work[work["flops"].fillna(0) > 0]
+    dtype = None
+    if not with_flops.empty:
+        by_dtype = with_flops.groupby("dtype")["flops"].sum()
+        dtype = str(by_dtype.idxmax()) or None
+    kernels = _grouped(work, "name", peak)
+    ops = _grouped(work.assign(op=work["op"].replace("", "(no op)")), "op", peak)
+    per_step = _steps(work, steps, peak, dtype)
+    total_us = float(work["dur_us"].sum())
+    good = kernels["pct_of_roofline"].astype(float) >= HALF_PEAK_PCT
+    known_us = float(kernels.loc[kernels["pct_of_roofline"].notna(), "gpu_us"].sum())
+    at_half = 100 * float(kernels.loc[good, "gpu_us"].sum()) / known_us if known_us else None
+    step_tflops = _finite(float(per_step["tflops"].median())) if len(per_step) else None
+    mfu = _finite(float(per_step["mfu_pct"].median())) if len(per_step) else None
+    return Efficiency(device=device, peak=peak, kernels=kernels, ops=ops, steps=per_step,
+                      step_tflops=step_tflops, mfu_pct=mfu, dtype=dtype,
+                      at_half_peak_pct=at_half, gpu_us=total_us, notes=notes)
+
+
+def matrix_kernels(eff: Efficiency) -> pd.DataFrame:
+    """Rows of the op table for matrix products, convolutions and attention."""
+    return eff.ops[[is_matrix_op(str(n)) for n in eff.ops["name"]]]
+
+
+# --- the low-efficiency finding --------------------------------------------------------------
+
+LOW_EFFICIENCY_PCT = 50.0  # a matrix op under this share of its roofline is far from it
+BIG_OP_SHARE = 0.10  # ... and it matters when it holds this share of the GPU time
+SMALL_GEMM_FLOPS = 1e9  # FLOPs per call under which a matrix op is too small to fill a GPU
+_TENSOR_CORE_GAIN = 2.0  # fp32 is worth flagging when tf32 is at least this much faster
+_ALIGN = {"bf16": 8, "fp16": 8, "tf32": 4, "fp32": 4, "fp8": 16}
+
+
+def _dims(text: str) -> list[list[int]]:
+    try:
+        dims = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
+
+
+def _aligned_sizes(op: str, dims: list[list[int]]) -> list[int]:
+    """The sizes tensor cores want aligned: a matrix product's M/K/N, a convolution's input
+    and output channels, attention's head dimension."""
+    base = op.split("::", 1)[-1]
+    if "conv" in base and len(dims) >= 2 and len(dims[0]) >= 2:
+        return [dims[0][1], dims[1][0]]
+    if "attention" in base:
+        return [dims[0][-1]] if dims else []
+    if len(dims) >= 2 and len(dims[0]) >= 2 and dims[1]:
+        if base in ("addmm", "baddbmm") and len(dims) >= 3:
+            dims = dims[1:]
+        return [dims[0][-2], dims[0][-1], dims[1][-1]]
+    return []
+
+
+def _why_slow(row: pd.Series, peak: Peak) -> list[str]:
+    """Why a matrix op runs far under its roof, as short phrases ([] when it does not)."""
+    reasons = []
+    tf32, fp32 = peak.for_dtype("tf32"), peak.for_dtype("fp32")
+    if row["dtype"] == "fp32" and tf32 and fp32 and tf32 >= _TENSOR_CORE_GAIN * fp32:
+        reasons.append(f"fp32 on CUDA cores (roof {fp32:g} TFLOP/s; TF32 tensor cores "
+                       f"{tf32:g}, bf16 {peak.for_dtype('bf16') or 0:g})")
+    pct = row["pct_of_roofline"]
+    if not (pct < LOW_EFFICIENCY_PCT):  # also NaN: no roof to compare with
+        return reasons
+    align = _ALIGN.get(str(row["dtype"]))
+    sizes = _aligned_sizes(str(row["name"]), _dims(str(row["input_dims"])))
+    if align and any(d % align for d in sizes):
+        reasons.append(f"sizes {sizes} not all multiples of {align}")
+    if row["calls"] and row["flops"] / row["calls"] < SMALL_GEMM_FLOPS:
+        reasons.append(f"small problem ({row['flops'] / row['calls'] / 1e6:.3g} MFLOP a call)")
+    return reasons or ["no cause visible in the shapes"]
+
+
+def low_efficiency(eff: Efficiency) -> tuple[list[dict[str, Any]], str] | None:
+    """The matrix ops with the most GPU time that sit far under the roofline (or run fp32
+    where tensor cores would be several times faster), and a hint; None when there are none.
+    """
+    if not eff.gpu_us:
+        return None
+    big = matrix_kernels(eff)
+    big = big[(big["gpu_us"] >= BIG_OP_SHARE * eff.gpu_us) & big["flops"].notna()]
+    found = []
+    for _, row in big.iterrows():
+        reasons = _why_slow(row, eff.peak)
+        if reasons:
+            found.append({"op": row["name"], "gpu_us": float(row["gpu_us"]),
+                          "tflops": _finite(row["tflops"]), "dtype": row["dtype"],
+                          "pct_of_roofline": _finite(row["pct_of_roofline"]),
+                          "reasons": reasons})
+    if not found:
+        return None
+    hints = []
+    text = " ".join(" ".join(f["reasons"]) for f in found)
+    if "fp32" in text:
+        hints.append("let fp32 matmuls use tensor cores: torch.set_float32_matmul_precision("
+                     "'high') (TF32), or run the model under torch.autocast('cuda', "
+                     "dtype=torch.bfloat16)")
+    if "multiples" in text:
+        hints.append("pad hidden sizes, vocabularies and batch to multiples of 8 (16 for fp8)")
+    if "small problem" in text:
+        hints.append("give each matmul more work: a larger batch, or fuse small ones "
+                     "(torch.compile)")
+    if not hints:
+        hints.append("compare kernels with torch.backends.cudnn.benchmark=True or "
+                     "torch.compile(mode='max-autotune')")
+    return found, "; ".join(hints) + "."
+
+
+def low_efficiency_diagnostic(eff: Efficiency, verdict: str) -> Diagnostic | None:
+    """The ``low-efficiency`` finding: on a run that is not overhead-bound, the matrix ops
+    with the most GPU time sit far under the roofline (see ``low_efficiency``)."""
+    if verdict in ("overhead-bound", "cpu-only"):
+        return None
+    found = low_efficiency(eff)
+    if found is None:
+        return None
+    ops, hint = found
+    worst = ops[0]
+    pct = worst["pct_of_roofline"]
+    share = 100 * sum(o["gpu_us"] for o in ops) / eff.gpu_us
+    message = (f"{len(ops)} matrix op(s) holding {share:.0f}% of the GPU time run far under "
+               f"the device's roof: {worst['op']} at {worst['tflops'] or 0:.3g} TFLOP/s "
+               f"({'n/a' if pct is None else f'{pct:.0f}%'} of its roofline), "
+               f"{'; '.join(worst['reasons'])}.")
+    return Diagnostic(id="low-efficiency", severity="warning", message=message,
+                      evidence={"device": eff.device, "ops": ops,
+                                "gpu_share_pct": round(share, 1),
+                                "mfu_pct": eff.mfu_pct}, hint=hint[:1].upper() + hint[1:])

@@ -1,0 +1,100 @@
+"""FLOPs and bytes from shapes and dtypes: one formula per test, numbers worked by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from autoprof.analysis.metrics.flops import has_rule, op_cost, op_costs
+
+
+def cost(name: str, dims: list, types: list, flops: float = math.nan):
+    return op_cost(name, json.dumps(dims), json.dumps(types), flops)
+
+
+def test_mm_counts_two_mnk_and_three_operands() -> None:
+    c = cost("aten::mm", [[64, 32], [32, 16]], ["c10::BFloat16"] * 2)
+    assert c.flops == 2 * 64 * 32 * 16
+    assert c.bytes == (64 * 32 + 32 * 16 + 64 * 16) * 2
+    assert (c.dtype, c.flops_source, c.bytes_source) == ("bf16", "shapes", "shapes")
+
+
+def test_addmm_reads_the_bias_and_multiplies_inputs_one_and_two() -> None:
+    c = cost("aten::addmm", [[16], [64, 32], [32, 16], [], []],
+             ["float", "float", "float", "Scalar", "Scalar"])
+    assert c.flops == 2 * 64 * 32 * 16
+    assert c.bytes == (16 + 64 * 32 + 32 * 16 + 64 * 16) * 4
+    assert c.dtype == "fp32"
+
+
+def test_bmm_and_broadcast_matmul_multiply_by_the_batch() -> None:
+    assert cost("aten::bmm", [[4, 8, 2], [4, 2, 3]], ["c10::Half"] * 2).flops == 2 * 4 * 8 * 2 * 3
+    c = cost("aten::matmul", [[5, 1, 8, 2], [4, 2, 3]], ["c10::Half"] * 2)
+    assert c.flops == 2 * 20 * 8 * 2 * 3
+    assert c.dtype == "fp16"
+    assert math.isnan(cost("aten::mm", [[4, 3], [5, 6]], ["float"] * 2).flops)  # K mismatch
+
+
+def test_linear_uses_the_transposed_weight() -> None:
+    c = cost("aten::linear", [[8, 128, 512], [1024, 512], [1024]], ["c10::BFloat16"] * 3)
+    assert c.flops == 2 * 8 * 128 * 512 * 1024
+
+
+def test_convolution_with_groups_and_same_size_output() -> None:
+    # 2 x 32 x 10 x 10 input, 64 filters of 8 channels (groups = 4), 3x3
+    c = cost("aten::cudnn_convolution", [[2, 32, 10, 10], [64, 8, 3, 3], [], []],
+             ["c10::BFloat16", "c10::BFloat16", "ScalarList", "ScalarList"])
+    assert c.flops == 2 * (2 * 64 * 10 * 10) * 8 * 9
+    assert c.bytes == (2 * 32 * 100 + 64 * 8 * 9 + 2 * 64 * 100) * 2
+
+
+@pytest.mark.parametrize(("name", "q"), [
+    ("aten::scaled_dot_product_attention", [2, 4, 128, 64]),
+    ("aten::_cudnn_attention_forward", [2, 4, 128, 64]),
+    ("aten::_flash_attention_forward", [2, 128, 4, 64]),  # (batch, seq, heads, dim)
+])
+def test_attention_forward_is_four_b_h_l_l_d(name: str, q: list[int]) -> None:
+    c = cost(name, [q, q, q, [], []], ["c10::BFloat16"] * 3 + ["", "Scalar"])
+    assert c.flops == 4 * 2 * 4 * 128 * 128 * 64
+
+
+def test_elementwise_bytes_are_inputs_plus_broadcast_output() -> None:
+    c = cost("aten::add", [[64, 64], [64], []], ["float", "float", "Scalar"])
+    assert c.flops == 64 * 64
+    assert c.bytes == (64 * 64 + 64 + 64 * 64) * 4
+    inplace = cost("aten::add_", [[64, 64], [1, 64], []], ["float", "float", "Scalar"])
+    assert inplace.bytes == (64 * 64 + 64 + 64 * 64) * 4
+    relu = cost("aten::relu", [[10]], ["c10::BFloat16"])
+    assert (relu.flops, relu.bytes) == (10, 40)
+
+
+def test_copy_reduction_and_fill() -> None:
+    assert cost("aten::copy_", [[100], [100], []], ["c10::Half", "float", "Scalar"]).bytes == 600
+    assert cost("aten::copy_", [[100], [100], []], ["c10::Half", "float", "Scalar"]).flops == 0
+    assert cost("aten::sum", [[100, 10], [], []], ["float", "ScalarList", "Scalar"]).bytes == 4000
+    assert cost("aten::fill_", [[100], []], ["double", "Scalar"]).bytes == 800
+
+
+def test_recorded_flops_win_and_unknown_ops_have_nothing() -> None:
+    c = cost("aten::mm", [[2, 2], [2, 2]], ["float"] * 2, flops=5.0)
+    assert (c.flops, c.flops_source, c.bytes) == (5.0, "trace", 48.0)
+    none = cost("aten::nonzero", [[10]], ["float"])
+    assert math.isnan(none.flops) and math.isnan(none.bytes) and none.flops_source == ""
+    assert not has_rule("aten::nonzero") and has_rule("aten::gelu_")
+    no_shapes = op_cost("aten::mm", "", "")
+    assert math.isnan(no_shapes.flops) and no_shapes.dtype == ""
+
+
+def test_op_costs_keeps_the_index_and_handles_missing_columns() -> None:
+    ops = pd.DataFrame({"name": ["aten::mm", "aten::relu", "aten::mm"],
+                        "input_dims": ["[[2, 3], [3, 4]]", "[[5]]", "[[2, 3], [3, 4]]"],
+                        "input_types": ['["float", "float"]', '["float"]', '["float", "float"]'],
+                        "flops": [math.nan, math.nan, 7.0]}, index=[10, 20, 30])
+    out = op_costs(ops)
+    assert list(out.index) == [10, 20, 30]
+    assert list(out["flops"]) == [48.0, 5.0, 7.0]
+    assert list(out["flops_source"]) == ["shapes", "shapes", "trace"]
+    assert op_costs(ops.iloc[:0]).empty
