@@ -6,7 +6,7 @@ from pathlib import Path
 
 from autoprof import cli
 
-RUNS = Path(__file__).resolve().parents[2] / "data" / "gpu_h200" / "matmul_add"
+RUNS = Path(__file__).resolve().parents[3] / "traces" / "examples" / "matmul_add"
 
 
 def test_folder_of_run_folders_prints_one_line_per_run(capsys):

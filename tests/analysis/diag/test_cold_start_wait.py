@@ -16,6 +16,7 @@ from autoprof.analysis.loader.manifest import read_manifest
 
 GPU_H200 = Path(__file__).resolve().parents[2] / "data" / "gpu_h200"
 RESULTS = json.loads((GPU_H200 / "validate_results.json").read_text())
+EXAMPLES = Path(__file__).resolve().parents[3] / "traces" / "examples"  # the seed runs
 
 
 
@@ -95,7 +96,7 @@ def test_old_manifest_without_wait_call_ms_reads_as_empty(tmp_path):
 def _seed_dir(size: int, warm: bool) -> Path:
     (entry,) = [s for s in RESULTS["seed"] if s["size"] == size and s["warmup"] == warm]
     parts = Path(entry["path"]).parts
-    return GPU_H200 / parts[-2] / parts[-1]
+    return EXAMPLES / parts[-2] / parts[-1]
 
 
 # 64: the first profiled step is slow as well (488 us vs 222 us median: 2.2x) -> warning;

@@ -119,7 +119,7 @@ _REPO = Path(__file__).resolve().parents[3]
 @pytest.mark.parametrize("trace", [
     "tests/data/h200/matmul_add/n64_cold/trace.json",
     "tests/data/h200/matmul_add/n4096_prewarm/trace.json",
-    "tests/data/gpu_h200/ddp_step/20261130-081205-bdf2d2",  # two ranks, merged
+    "traces/examples/ddp_step/20261130-081205-bdf2d2",  # two ranks, merged
 ])
 def test_categorical_text_columns_change_no_result(trace: str) -> None:
     """The loader's categorical text columns give the summary and the ops table that the
