@@ -129,7 +129,7 @@ def _decide(manifest: Manifest, cycles: int, error: dict[str, str] | None) -> Ma
         manifest["error"] = prior = error
     if prior is not None:
         status = "failed"
-    elif cycles == 0:
+    elif cycles == 0 and asked != "partial":  # flushed before a recorded step: no trace
         status = "failed"
         manifest["error"] = {
             "type": "NoTrace",
@@ -189,6 +189,8 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
             manifest["tables_error"] = problem
         manifest["files"] = sorted(set(names))
         _write_manifest(path, manifest)
+        with contextlib.suppress(OSError):  # a failed finisher's log: this one replaces it
+            (run_dir / rf.FINISH_LOG).unlink()
         return manifest
 
 
