@@ -412,3 +412,15 @@ def low_efficiency_diagnostic(eff: Efficiency, verdict: str) -> Diagnostic | Non
                       evidence={"device": eff.device, "ops": ops,
                                 "gpu_share_pct": round(share, 1),
                                 "mfu_pct": eff.mfu_pct}, hint=hint[:1].upper() + hint[1:])
+
+
+def roof_line(peak: Peak, dtype: str, lo: float, hi: float, points: int = 64) -> pd.DataFrame:
+    """The roofline of ``dtype`` from ``lo`` to ``hi`` FLOPs/byte (log-spaced, with the ridge
+    point itself): ``intensity``, ``tflops`` = min(peak, intensity x bandwidth). Empty when
+    the device has no figures for ``dtype``."""
+    top, ridge = peak.for_dtype(dtype), peak.ridge(dtype)
+    if top is None or ridge is None or not (0 < lo < hi):
+        return pd.DataFrame({"intensity": [], "tflops": []})
+    xs = np.unique(np.append(np.geomspace(lo, hi, points), ridge if lo < ridge < hi else lo))
+    bw = float(peak.gbps or 0)
+    return pd.DataFrame({"intensity": xs, "tflops": np.minimum(top, xs * bw / 1e3)})

@@ -17,4 +17,5 @@ PAGES: list[tuple[str, str, str]] = [
     ("steps.py", "Steps and warm-up", "steps"),
     ("compare.py", "Compare", "compare"),
     ("ranks.py", "Ranks", "ranks"),
+    ("roofline.py", "Roofline", "roofline"),
 ]
