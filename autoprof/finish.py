@@ -258,7 +258,7 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
         for path in ranks:
             result = finish_one(run_dir, path.name) or result
         top = read_manifest(run_dir / rf.MANIFEST)
-        if top.get("status") == "recording":
+        if top.get("status") == "recording" or top.get("missing_ranks"):
             rank0 = read_manifest(run_dir / rf.rank_manifest(0))
             return merge_ranks(run_dir, rank0, rank_timeout_s)
         return result
