@@ -7,7 +7,7 @@ the run folder's ``Path`` when the analysis layer cannot load it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,16 @@ from autoprof._session import Session
 from autoprof._warn import warn
 
 
-def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def check(
+    fn: Callable[..., Any], *args: Any, try_fixes: str | Sequence[str] | None = None,
+    **kwargs: Any,
+) -> Any:
     """Run ``fn(*args, **kwargs)`` through one full profile and return the run.
 
     ``fn`` may itself be ``@autoprof``-decorated: its options (name, warm-up, schedule, ...)
     are used, on the undecorated function, in a fresh session.
+    ``try_fixes`` (``"auto"``, ``"all"`` or fix names; default: the decorator's option) then
+    measures each fix on the same arguments and writes ``whatif.json`` (autoprof.whatif).
     """
     session: Session | None = getattr(fn, "autoprof_session", None)
     if session is not None:
@@ -29,6 +34,11 @@ def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         target = fn.__wrapped__  # type: ignore[attr-defined]
     else:
         options, target = make_options(), fn
+    fixes = try_fixes if try_fixes is not None else options.try_fixes
+    if fixes:
+        from autoprof.whatif import validate
+
+        validate(fixes)
     if options.schedule.repeat == 0:
         from dataclasses import replace
 
@@ -46,7 +56,23 @@ def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return None
     if fresh.run_dir is None:
         return None
+    if fixes:
+        _what_if(target, args, kwargs, fixes, fresh.run_dir, options)
     return _load(fresh.run_dir)
+
+
+def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+             fixes: str | Sequence[str], run_dir: Path, options: Any) -> None:
+    """Try the fixes; a failure of autoprof's own is a warning, never the user's error."""
+    try:
+        from autoprof.whatif import what_if
+
+        run = _load(run_dir)
+        summary = run.summary() if hasattr(run, "summary") else None
+        what_if(target, args, kwargs, fixes, summary=summary, run_dir=run_dir, options=options)
+    except Exception as exc:
+        warn(f"autoprof.check: trying the fixes failed ({type(exc).__name__}: {exc}); "
+             f"the run in {run_dir} is complete without them")
 
 
 def _load(run_dir: Path) -> Any:

@@ -72,6 +72,14 @@ class Context:
         return run_checks(self)
 
     @cached_property
+    def whatif(self) -> list[dict[str, Any]]:
+        """The fixes tried on the function (the run folder's whatif.json; [] when none, or
+        when the file is unreadable: a warning names it and the rest of the run still reads)."""
+        from autoprof.analysis.loader.whatif import whatif_or_warn
+
+        return whatif_or_warn(getattr(self.run, "path", None))
+
+    @cached_property
     def efficiency(self) -> Efficiency:
         """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
         from autoprof.analysis.metrics.efficiency import device_name, efficiency

@@ -17,6 +17,7 @@ from typing import Any
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
 _RANK_MANIFEST = re.compile(r"^rank(\d{1,6})\.manifest\.json$")
@@ -40,7 +41,7 @@ def is_trace_name(name: str) -> bool:
     lower = name.lower()
     if lower.endswith(CACHE_SUFFIX) or lower.endswith(".tmp") or lower.startswith("."):
         return False
-    if lower == MANIFEST_NAME or lower.endswith(".manifest.json"):
+    if lower in (MANIFEST_NAME, WHATIF_NAME) or lower.endswith(".manifest.json"):
         return False
     return lower.endswith(".json") or lower.endswith(".json.gz")
 

@@ -105,6 +105,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "top_ops": top_ops(ctx.events),
         "ranks": _records(ctx.ranks),
         "straggler_rank": ctx.straggler,
+        "whatif": ctx.whatif,
         "efficiency": ctx.efficiency.to_dict(),
     }
     return jsonable(out)  # type: ignore[no-any-return]

@@ -139,6 +139,52 @@ def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
     return lines
 
 
+def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[str]:
+    """One row per fix tried (autoprof.check(..., try_fixes=...)), then what each finding's
+    suggested fix measured."""
+    head = (f"  {'fix':<24} {'result':<15} {'speedup (IQR)':<20} {'original -> fixed':<22} "
+            f"{'outputs':<18} {'setup':>8}  break-even")
+    lines = [head]
+    for r in results:
+        lines.append(f"  {_short(str(r.get('fix')), 24):<24} {str(r.get('status', '')):<15} "
+                     + (_whatif_numbers(r) if r.get("fixed_us") is not None else
+                        str(r.get("reason") or "")))
+        if r.get("fixed_verdict"):
+            lines += _wrap(f"profiled with the fix: {r['fixed_verdict']} "
+                           f"({r.get('fixed_verdict_reason') or ''})", "      ")
+    for d in diags:
+        for r in results:
+            if d.get("id") in (r.get("suggested_by") or []):
+                lines += _wrap(f"{d['id']}: suggests {r.get('fix')}; measured: "
+                               f"{_whatif_outcome(r)}", "  ")
+    return lines
+
+
+def _whatif_numbers(r: dict[str, Any]) -> str:
+    speedup = r.get("speedup") or r.get("measured_speedup")
+    band = (f" ({r['speedup_low']:.2f}-{r['speedup_high']:.2f})"
+            if r.get("speedup_low") is not None and r.get("speedup_high") is not None else "")
+    ratio = f"{speedup:.2f}x{band}" if speedup is not None else "n/a"
+    times = f"{fmt_us(r.get('baseline_us'))} -> {fmt_us(r.get('fixed_us'))}"
+    err = r.get("max_abs_error")
+    match = r.get("outputs_match")
+    outputs = ("not compared" if match is None else "match" if match else "DIFFER") + (
+        f" ({err:.2g})" if isinstance(err, int | float) else "")
+    setup = r.get("setup_s")
+    setup_text = fmt_us(setup * 1e6) if isinstance(setup, int | float) else "n/a"
+    calls = r.get("break_even_calls")
+    return (f"{ratio:<20} {times:<22} {outputs:<18} {setup_text:>8}  "
+            + (f"{calls:,} calls" if calls else "-"))
+
+
+def _whatif_outcome(r: dict[str, Any]) -> str:
+    status = r.get("status")
+    if status in ("faster", "slower", "no change") and r.get("speedup") is not None:
+        compared = "outputs match" if r.get("outputs_match") else "outputs not compared"
+        return f"{status}, {r['speedup']:.2f}x, {compared}"
+    return f"{status}: {r.get('reason') or ''}".rstrip(": ")
+
+
 def render_summary(s: dict[str, Any]) -> str:
     """The text report for a summary dict."""
     device = s.get("device")
@@ -163,6 +209,9 @@ def render_summary(s: dict[str, Any]) -> str:
         *_diagnostics(s.get("diagnostics") or []),
     ]
     lines += _efficiency(s.get("efficiency"))
+    if s.get("whatif"):
+        lines += ["", "WHAT-IF (fixes measured on this function)",
+                  *_whatif(s["whatif"], s.get("diagnostics") or [])]
     if len(s.get("ranks") or []) > 1:
         lines += ["", "RANKS (medians per step)", *_ranks(s)]
     top = s.get("top_ops") or {}

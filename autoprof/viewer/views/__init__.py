@@ -17,5 +17,6 @@ PAGES: list[tuple[str, str, str]] = [
     ("steps.py", "Steps and warm-up", "steps"),
     ("compare.py", "Compare", "compare"),
     ("ranks.py", "Ranks", "ranks"),
+    ("whatif.py", "What-if", "what-if"),
     ("roofline.py", "Roofline", "roofline"),
 ]

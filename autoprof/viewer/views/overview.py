@@ -13,6 +13,7 @@ from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import roofline
+from autoprof.viewer.views import whatif
 from autoprof.viewer.views._common import call, current_run
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
@@ -30,6 +31,7 @@ def render(ctx: Context) -> None:
     roofline.show_mfu(run)
     _evidence(run, verdict)
     _diagnostics(run)
+    whatif.show_best(run)
     manifest = getattr(run, "manifest", None)
     with st.expander("Manifest", expanded=False):
         if manifest:

@@ -1,0 +1,78 @@
+"""Reading a run folder's ``whatif.json``: the fixes autoprof tried on the user's function.
+
+Written by ``autoprof.whatif`` (``autoprof.check(..., try_fixes=...)``): an object with
+``schema_version`` and ``results``, a list of one record per fix (``fix``, ``applicable``,
+``reason``, ``status``, ``baseline_us``, ``fixed_us``, ``speedup``, ``outputs_match``,
+``max_abs_error``, ``setup_s``, ...). A run without the file has no results (``[]``); a file
+that is not such an object raises TraceError naming it (``whatif_or_warn`` turns that into a
+warning, for the summary).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from autoprof.analysis.loader.errors import TraceError
+
+WHATIF_NAME = "whatif.json"
+WHATIF_SCHEMA_VERSION = 1
+MAX_WHATIF_BYTES = 16 * 1024**2
+REQUIRED = ("fix", "applicable")
+
+
+def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:
+    """The result records of ``<run_path>/whatif.json``; ``[]`` when there is none."""
+    if run_path is None or not Path(run_path).is_dir():
+        return []
+    path = Path(run_path) / WHATIF_NAME
+    try:
+        if not path.is_file():
+            return []
+        if path.stat().st_size > MAX_WHATIF_BYTES:
+            raise TraceError(path, f"larger than {MAX_WHATIF_BYTES} bytes: not a what-if record")
+        raw = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise TraceError(path, f"not valid JSON ({exc})") from None
+    return _results(path, raw)
+
+
+def whatif_or_warn(run_path: str | Path | None) -> list[dict[str, Any]]:
+    """``read_whatif``, but a bad file is a warning (``path: problem``) and ``[]``: the trace
+    analysis of the run does not depend on it."""
+    try:
+        return read_whatif(run_path)
+    except TraceError as err:
+        warnings.warn(f"{err} (what-if results ignored)", stacklevel=2)
+        return []
+
+
+def _results(path: Path, raw: Any) -> list[dict[str, Any]]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("results"), list):
+        found = sorted(raw)[:10] if isinstance(raw, dict) else type(raw).__name__
+        raise TraceError(path, f"expected an object with a 'results' list (found: {found})")
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise TraceError(path, f"schema_version {version!r} is not a positive integer")
+    if version > WHATIF_SCHEMA_VERSION:
+        raise TraceError(path, f"schema_version {version} is newer than this autoprof reads "
+                               f"({WHATIF_SCHEMA_VERSION}); upgrade autoprof")
+    out = []
+    for i, record in enumerate(raw["results"]):
+        if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
+            raise TraceError(path, f"results[{i}] is not a record with {list(REQUIRED)}")
+        out.append(record)
+    return out
+
+
+def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The result measured ``faster`` with the largest speedup, or None. Its outputs matched,
+    or could not be compared (``outputs_match`` None: the original's own outputs change from
+    call to call, as a training step's do)."""
+    good = [r for r in results if r.get("status") == "faster"
+            and r.get("outputs_match") is not False and isinstance(r.get("speedup"), int | float)]
+    return max(good, key=lambda r: float(r["speedup"]), default=None)

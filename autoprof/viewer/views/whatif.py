@@ -1,0 +1,121 @@
+"""What-if: the fixes autoprof.check(..., try_fixes=...) measured on the function: a bar per
+fix (speedup, with the interquartile band) and the table of every result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from autoprof.analysis.loader.whatif import best_fix
+from autoprof.units import fmt_us
+from autoprof.viewer._context import Context
+from autoprof.viewer._text import md_escape
+from autoprof.viewer.views._common import call, current_run
+
+_STATUS_COLORS = {"faster": "#54a24b", "no change": "#9ecae9", "slower": "#e45756",
+                  "outputs differ": "#eeca3b"}
+HOW = ("No fixes were tried for this run. Measure them on your function with "
+       "`autoprof.check(fn, *args, try_fixes=\"auto\")` (or a tuple of fix names: compile, "
+       "compile-reduce-overhead, cuda-graph, inference-mode, bf16, channels-last).")
+
+
+def results_of(run: Any) -> list[dict[str, Any]]:
+    analysis = getattr(run, "analysis", None)
+    return list(getattr(analysis, "whatif", None) or [])
+
+
+def best_line(run: Any) -> str | None:
+    """One sentence naming the best measured fix, for the Overview; None when there is none."""
+    try:
+        results = results_of(run)
+    except Exception:  # noqa: BLE001 - the Overview must draw without it
+        return None
+    best = best_fix(results)
+    if best is None:
+        return "No fix tried was measured faster with matching outputs." if results else None
+    outputs = "outputs match" if best.get("outputs_match") else "outputs not compared"
+    return (f"Best measured fix: **{md_escape(best['fix'])}**, {float(best['speedup']):.2f}x "
+            f"faster ({fmt_us(best.get('baseline_us'))} -> {fmt_us(best.get('fixed_us'))} per "
+            f"call, {outputs}). See the What-if page.")
+
+
+def render(ctx: Context) -> None:
+    run = current_run(ctx, "What-if")
+    if run is None:
+        return
+    results = call("What-if results", lambda: results_of(run))
+    if results is None:
+        return
+    if not results:
+        st.info(HOW)
+        return
+    line = best_line(run)
+    if line:
+        st.success(line)
+    measured = [r for r in results if r.get("fixed_us") is not None]
+    if measured:
+        st.altair_chart(speedup_chart(_chart_frame(measured)), width="stretch")
+        st.caption("Speedup = the original's median time per call / the fix's, both measured "
+                   "untraced, warmed up and synchronised, their samples taken in turn; the band "
+                   "spans the quartiles. A fix whose outputs differ is never counted as a "
+                   "speedup (its bar shows the time ratio only).")
+    st.dataframe(_table(results), hide_index=True, width="stretch")
+
+
+def _chart_frame(measured: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "fix": [str(r["fix"]) for r in measured],
+        "speedup": [float(r.get("speedup") or r.get("measured_speedup") or 0.0)
+                    for r in measured],
+        "low": [r.get("speedup_low") for r in measured],
+        "high": [r.get("speedup_high") for r in measured],
+        "status": [str(r.get("status")) for r in measured],
+    })
+
+
+def speedup_chart(df: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
+    """Bars of `speedup` per `fix` colored by `status`, a `low`-`high` rule, a line at 1x."""
+    statuses = sorted(set(df["status"]))
+    color = alt.Color("status:N", title=None, scale=alt.Scale(
+        domain=statuses, range=[_STATUS_COLORS.get(s, "#bab0ac") for s in statuses]))
+    base = alt.Chart(df).encode(y=alt.Y("fix:N", title=None, sort=None))
+    bars = base.mark_bar().encode(
+        x=alt.X("speedup:Q", title="speedup (x, original time / fixed time)"), color=color,
+        tooltip=[alt.Tooltip("fix:N"), alt.Tooltip("status:N"),
+                 alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+                 alt.Tooltip("high:Q", format=".2f")])
+    band = base.transform_filter("isValid(datum.low)").mark_rule(color="black").encode(
+        x="low:Q", x2="high:Q")
+    one = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(x="x:Q")
+    return alt.layer(bars, band, one).properties(title="Measured speedup per fix")
+
+
+def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        setup = r.get("setup_s")
+        rows.append({
+            "fix": r.get("fix"),
+            "result": r.get("status"),
+            "speedup": None if r.get("speedup") is None else round(float(r["speedup"]), 2),
+            "original": fmt_us(r.get("baseline_us")),
+            "fixed": fmt_us(r.get("fixed_us")),
+            "outputs match": r.get("outputs_match"),
+            "max abs error": r.get("max_abs_error"),
+            "setup": fmt_us(setup * 1e6) if isinstance(setup, int | float) else "n/a",
+            "break-even calls": r.get("break_even_calls"),
+            "profiled with the fix": r.get("fixed_verdict"),
+            "reason": r.get("reason") or "",
+            "what it does": r.get("doc") or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def show_best(run: Any) -> None:
+    """The Overview's line naming the best measured fix (nothing when no fix was tried)."""
+    line = best_line(run)
+    if line:
+        st.info(line)

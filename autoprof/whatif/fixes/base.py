@@ -1,0 +1,50 @@
+"""What a fix is: a name, a doc line, a precondition and an apply step.
+
+``precondition(call)`` returns None when the fix can be tried, else the reason it cannot
+("no CUDA device"). ``apply(call)`` returns an :class:`Applied`: the function to call instead
+of the user's, and how to prepare the arguments it is called with (untimed, like a user
+converting their inputs once). ``apply`` raises :class:`NotApplicable` when it finds out late
+(a graph capture that fails); any other exception is reported as the fix raising.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from autoprof.whatif.call import Args, Call
+
+
+class NotApplicable(Exception):  # noqa: N818 -- a result, not an error
+    """The fix cannot be tried on this call; ``str()`` is the reason shown to the user."""
+
+
+def _same(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args:
+    return args, kwargs
+
+
+@dataclass(frozen=True)
+class Applied:
+    fn: Callable[..., Any]
+    prepare: Callable[[tuple[Any, ...], dict[str, Any]], Args] = _same
+
+
+@dataclass(frozen=True)
+class Fix:
+    name: str
+    doc: str
+    precondition: Callable[[Call], str | None]
+    apply: Callable[[Call], Applied]
+    compute_dtype: str | None = None  # the precision the fix computes in, for the comparison
+
+
+def needs_cuda(call: Call) -> str | None:
+    """The reason a CUDA-only fix cannot run here, or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    if call.device != "cuda":
+        return "the inputs are not on a CUDA device"
+    return None

@@ -1,0 +1,124 @@
+"""``cuda-graph``: capture one call in a CUDA graph (static inputs), then replay it.
+
+Replaying costs one launch for the whole call, so a function made of many small kernels stops
+paying the host's launch cost per kernel. A call that synchronises with the host (``.item()``,
+``.cpu()``, printing a tensor) cannot be captured; the precondition finds that by running the
+call once under ``torch.cuda.set_sync_debug_mode("error")`` and names the user's line.
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from typing import Any
+
+from autoprof.whatif.call import Call, tensors_in
+from autoprof.whatif.fixes.base import Applied, Fix, NotApplicable, needs_cuda
+
+CAPTURE_WARMUP = 3
+_LIBRARY_PARTS = ("/torch/", "/autoprof/whatif/", "/site-packages/", "/dist-packages/")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _user_line(exc: BaseException) -> str | None:
+    """``file:line `code``` of the innermost frame outside torch and autoprof."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not any(part in f.filename.replace("\\", "/") for part in _LIBRARY_PARTS)]
+    if not frames:
+        return None
+    f = frames[-1]
+    where = f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}"
+    return f"{where} `{f.line}`" if f.line else where
+
+
+def synchronises(call: Call) -> str | None:
+    """Why the call cannot be captured because it waits for the GPU, or None."""
+    import torch
+
+    args, kwargs = call.fresh()
+    torch.cuda.synchronize()
+    previous = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        call.fn(*args, **kwargs)
+    except RuntimeError as exc:
+        if "synchroniz" not in str(exc):
+            return None  # not a sync: let the capture report it
+        where = _user_line(exc)
+        return ("function synchronises with the host (.item(), .cpu(), .tolist(), a tensor in "
+                "an if): " + (f"at {where}" if where else first_line(exc)))
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+        torch.cuda.synchronize()
+    return None
+
+
+def _precondition(call: Call) -> str | None:
+    return needs_cuda(call) or synchronises(call)
+
+
+class _StaticInputs:
+    """The captured graph's input tensors, refreshed from each call's arguments. A tensor that
+    is the very one copied last time, unmodified since (same ``_version``), is not copied
+    again: replaying on unchanged inputs costs no copy kernels."""
+
+    def __init__(self, static: Any) -> None:
+        self.static = list(tensors_in(static))
+        self.last: list[tuple[Any, int]] = []
+
+    def refresh(self, new: Any) -> None:
+        sources = list(tensors_in(new))
+        if len(sources) != len(self.static):
+            raise ValueError(f"the graph was captured with {len(self.static)} input tensors, "
+                             f"this call passes {len(sources)}")
+        seen = [(t, t._version) for t in sources]
+        if len(seen) == len(self.last) and all(
+                a is b and va == vb for (a, va), (b, vb) in zip(seen, self.last, strict=True)):
+            return
+        for dst, src in zip(self.static, sources, strict=True):
+            if dst is not src:
+                dst.detach().copy_(src.detach())
+        self.last = [(t, t._version) for t in sources]
+
+
+def _apply(call: Call) -> Applied:
+    import torch
+
+    fn = call.fn
+    static_args, static_kwargs = call.fresh()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(CAPTURE_WARMUP):
+            fn(*static_args, **static_kwargs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            static_out = fn(*static_args, **static_kwargs)
+    except Exception as exc:
+        torch.cuda.synchronize()
+        raise NotApplicable(f"graph capture failed: {first_line(exc)}") from None
+    inputs = _StaticInputs((static_args, static_kwargs))
+
+    @functools.wraps(fn)
+    def replay(*args: Any, **kwargs: Any) -> Any:
+        inputs.refresh((args, kwargs))
+        graph.replay()
+        return static_out
+
+    replay.graph = graph  # type: ignore[attr-defined]  # keeps the captured memory alive
+    return Applied(replay)
+
+
+FIX = Fix(
+    name="cuda-graph",
+    doc="torch.cuda.graphs: the whole call captured once and replayed, one launch per call "
+        "instead of one per kernel",
+    precondition=_precondition,
+    apply=_apply,
+)

@@ -1,0 +1,147 @@
+"""Trying fixes on the user's call: the original and each fix measured the same way.
+
+Every trial runs on fresh copies of the arguments inside :func:`user_state_kept`, so the
+user's inputs, grad mode and RNG state are as they were afterwards. A fix that raises is a
+result (``status="raised"``); a fix whose outputs differ is reported as such, never as a
+speedup.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autoprof.whatif.call import Call
+from autoprof.whatif.compare import Comparison, compare_outputs
+from autoprof.whatif.fixes import FIXES, Applied, Fix, NotApplicable
+from autoprof.whatif.fixes.cuda_graph import first_line
+from autoprof.whatif.guard import seeded, user_state_kept
+from autoprof.whatif.harness import (
+    DEFAULT_SAMPLES,
+    Timing,
+    measure,
+    measure_interleaved,
+    timed_call,
+)
+from autoprof.whatif.result import FixResult, break_even, classify
+
+
+@dataclass
+class Trial:
+    """A result plus, while it is alive, the fixed callable and its prepared inputs (to profile
+    the best fix)."""
+
+    result: FixResult
+    applied: Applied | None = None
+    inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+
+
+def _timed(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: str,
+           samples: int) -> Timing:
+    return measure(lambda: fn(*args, **kwargs), device, samples=samples)
+
+
+def measure_baseline(call: Call, samples: int = DEFAULT_SAMPLES) -> Timing:
+    """The original function on fresh inputs; also sets ``call.reference`` (seeded output) and
+    ``call.unstable`` when a second seeded call disagrees with the first (the function updates
+    state, like a training step, or is nondeterministic): its outputs cannot judge a fix."""
+    with user_state_kept():
+        args, kwargs = call.fresh()
+        seeded()
+        call.reference = call.fn(*args, **kwargs)
+        args, kwargs = call.fresh()
+        seeded()
+        again = compare_outputs(call.reference, call.fn(*args, **kwargs))
+        call.unstable = again.problem
+        args, kwargs = call.fresh()
+        return _timed(call.fn, args, kwargs, call.device, samples)
+
+
+def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPLES) -> Trial:
+    """One fix on ``call`` (``measure_baseline`` must have run), timed in turn with the original
+    (whose times in the result are from these interleaved samples). Never raises for the
+    fix's own failures: those are the result."""
+    result = FixResult(fix.name, fix.doc, applicable=True, status="raised",
+                       baseline_us=baseline.median_us, baseline_spread_us=baseline.spread_us)
+    with user_state_kept():
+        try:
+            reason = fix.precondition(call)
+            if reason is not None:
+                raise NotApplicable(reason)
+            started = time.perf_counter()
+            applied = fix.apply(call)
+            args, kwargs = applied.prepare(*call.fresh())
+            seeded()
+            out, _ = timed_call(lambda: applied.fn(*args, **kwargs), call.device)
+            first_s = time.perf_counter() - started
+            comparison = compare_outputs(call.reference, out, fix.compute_dtype)
+            del out
+            base_args, base_kwargs = call.fresh()
+            baseline, timing = measure_interleaved(
+                [lambda: call.fn(*base_args, **base_kwargs), lambda: applied.fn(*args, **kwargs)],
+                call.device, samples=samples)
+        except NotApplicable as exc:
+            result.applicable, result.status, result.reason = False, "not applicable", str(exc)
+            return Trial(result)
+        except Exception as exc:
+            result.error = first_line(exc)
+            result.reason = f"the fix raised {result.error}"
+            return Trial(result)
+    result.baseline_us, result.baseline_spread_us = baseline.median_us, baseline.spread_us
+    if call.unstable is not None:
+        comparison = Comparison(True, None, None, None)
+        result.mismatch = ("outputs not compared: two calls of the original disagree (it "
+                           f"updates state or is nondeterministic): {call.unstable}")
+    _fill(result, baseline, timing, comparison, max(0.0, first_s - timing.median_us * 1e-6))
+    if call.unstable is not None:
+        result.outputs_match = None
+    return Trial(result, applied, (args, kwargs))
+
+
+def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
+          setup_s: float) -> None:
+    result.fixed_us, result.fixed_spread_us = timing.median_us, timing.spread_us
+    result.samples, result.calls_per_sample, result.clock = (
+        len(timing.samples_us), timing.calls_per_sample, timing.clock)
+    result.outputs_match = comparison.match
+    result.max_abs_error, result.tolerance = comparison.max_abs_error, comparison.tolerance
+    result.mismatch = comparison.problem or result.mismatch
+    result.setup_s = setup_s
+    ratio = baseline.median_us / timing.median_us if timing.median_us > 0 else None
+    result.measured_speedup = ratio
+    if not comparison.match:
+        result.status = "outputs differ"
+        result.reason = f"the fix changes the outputs: {comparison.problem}"
+        return
+    if ratio is None:
+        result.status = "no change"
+        return
+    low = baseline.p25_us / timing.p75_us if timing.p75_us > 0 else ratio
+    high = baseline.p75_us / timing.p25_us if timing.p25_us > 0 else ratio
+    result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
+    result.status = classify(ratio, low, high)
+    result.break_even_calls = break_even(setup_s, baseline.median_us, timing.median_us)
+
+
+def try_fixes(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    names: Sequence[str],
+    samples: int = DEFAULT_SAMPLES,
+) -> tuple[Timing, list[Trial]]:
+    """The baseline and one trial per named fix, in the order given."""
+    unknown = [n for n in names if n not in FIXES]
+    if unknown:
+        raise ValueError(f"unknown fix(es) {unknown}; known: {list(FIXES)}")
+    call = Call(fn, tuple(args), dict(kwargs))
+    baseline = measure_baseline(call, samples)
+    return baseline, [try_fix(FIXES[n], call, baseline, samples) for n in names]
+
+
+def best(trials: Sequence[Trial]) -> Trial | None:
+    """The fastest fix measured faster with matching outputs, or None."""
+    good = [t for t in trials if t.result.status == "faster" and t.applied is not None]
+    return max(good, key=lambda t: t.result.speedup or 0.0, default=None)

@@ -1,0 +1,140 @@
+"""autoprof.check(..., try_fixes=...): whatif.json in the run folder, the summary, the CLI."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import autoprof
+from autoprof import autoprof as autoprof_decorator
+from autoprof.analysis.loader.whatif import read_whatif
+from autoprof.analysis.report.text import render_summary
+
+TINY = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
+
+
+def _manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def test_check_writes_whatif_json_lists_it_and_the_summary_shows_it():
+    w = torch.randn(16, 16, requires_grad=True)
+
+    @autoprof_decorator(name="fwd", warmup=1, schedule=TINY,
+                        try_fixes=("inference-mode", "cuda-graph"))
+    def forward(x):
+        return torch.relu(x @ w)
+
+    run = autoprof.check(forward, torch.randn(8, 16))
+    run_dir = Path(run.path)
+    record = json.loads((run_dir / "whatif.json").read_text())
+    assert record["schema_version"] == 1 and record["tried"] == ["inference-mode", "cuda-graph"]
+    assert "whatif.json" in _manifest(run_dir)["files"]
+    assert [t.name for t in run.trace_paths if t.name == "whatif.json"] == []  # not a trace
+
+    whatif = run.summary()["whatif"]
+    assert [r["fix"] for r in whatif] == ["inference-mode", "cuda-graph"]
+    inference, graph = whatif
+    assert inference["applicable"] and inference["outputs_match"] is True
+    assert inference["baseline_us"] > 0 and inference["fixed_us"] > 0
+    assert inference["speedup"] == pytest.approx(inference["baseline_us"] / inference["fixed_us"])
+    assert graph == {**graph, "applicable": False, "reason": "no CUDA device", "speedup": None}
+    text = render_summary(run.summary())
+    assert "WHAT-IF" in text and "no CUDA device" in text
+    assert any(line.lstrip().startswith("inference-mode") and "match" in line
+               for line in text.splitlines())
+
+
+def test_the_check_keyword_overrides_the_decorator_option_and_bad_names_fail_early():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    with pytest.raises(ValueError, match="unknown fix"):
+        autoprof.check(f, torch.ones(2), try_fixes=("compile", "turbo"))
+    assert calls == []  # refused before the function ran
+
+    @autoprof_decorator(name="g", warmup=0, schedule=TINY, try_fixes="all")
+    def g(x):
+        return x + 1
+
+    run = autoprof.check(g, torch.ones(2), try_fixes="channels-last")
+    assert [r["fix"] for r in run.summary()["whatif"]] == ["channels-last"]
+
+
+def test_without_try_fixes_nothing_is_tried():
+    run = autoprof.check(lambda x: x * 2, torch.ones(2))
+    assert not (Path(run.path) / "whatif.json").exists()
+    assert run.summary()["whatif"] == []
+    assert "WHAT-IF" not in render_summary(run.summary())
+
+
+def test_a_failure_inside_whatif_is_a_warning_and_the_run_is_returned(monkeypatch):
+    import autoprof.whatif as whatif
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("harness bug")
+
+    monkeypatch.setattr(whatif, "what_if", broken)
+    with pytest.warns(autoprof.AutoprofWarning, match="trying the fixes failed.*harness bug"):
+        run = autoprof.check(lambda x: x * 2, torch.ones(2), try_fixes=("bf16",))
+    assert len(run.events) > 0
+
+
+@pytest.mark.parametrize("content,problem", [
+    ("{not json", "not valid JSON"),
+    ('{"results": []}', "schema_version None"),
+    ('{"schema_version": 9, "results": []}', "newer than this autoprof reads"),
+    ('{"schema_version": 1, "results": [{"fix": "x"}]}', "results[0] is not a record"),
+    ('[1, 2]', "expected an object with a 'results' list"),
+])
+def test_a_bad_whatif_json_names_the_file_and_the_problem(tmp_path, content, problem):
+    from autoprof.analysis import TraceError
+
+    (tmp_path / "whatif.json").write_text(content)
+    with pytest.raises(TraceError) as err:
+        read_whatif(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'whatif.json'}: ")
+    assert problem in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bad_whatif_json_leaves_the_rest_of_the_summary_readable():
+    run = autoprof.check(lambda x: x * 2, torch.ones(2))
+    (Path(run.path) / "whatif.json").write_text("{not json")
+    fresh = autoprof.load(run.path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = fresh.summary()
+    assert summary["whatif"] == [] and summary["verdict"] == "cpu-only"
+    assert any("whatif.json: not valid JSON" in str(w.message) for w in caught)
+
+
+def test_writer_and_reader_agree_on_the_file_name_and_version():
+    from autoprof.analysis.loader import whatif as reader
+    from autoprof.whatif import record as writer
+
+    assert writer.WHATIF_NAME == reader.WHATIF_NAME == "whatif.json"
+    assert writer.WHATIF_SCHEMA_VERSION == reader.WHATIF_SCHEMA_VERSION
+
+
+def test_best_fix_skips_changed_outputs_and_slower_fixes():
+    from autoprof.analysis.loader.whatif import best_fix
+
+    results = [
+        {"fix": "bf16", "applicable": True, "status": "outputs differ", "speedup": None,
+         "measured_speedup": 9.0, "outputs_match": False},
+        {"fix": "compile", "applicable": True, "status": "faster", "speedup": 2.0,
+         "outputs_match": True},
+        {"fix": "cuda-graph", "applicable": True, "status": "faster", "speedup": 3.0,
+         "outputs_match": None},
+        {"fix": "channels-last", "applicable": True, "status": "slower", "speedup": 0.5,
+         "outputs_match": True},
+    ]
+    assert best_fix(results)["fix"] == "cuda-graph"
+    assert best_fix(results[:1] + results[3:]) is None
