@@ -37,12 +37,13 @@ from autoprof.analysis.metrics.stats import require_columns
 HALF_PEAK_PCT = 50.0  # "at >= 50% of peak": the share of GPU time reported
 FAR_FROM_ROOF = 5  # kernels listed as farthest from the roofline
 _TF32_KERNEL = re.compile(r"tf32|xf32", re.IGNORECASE)
+_LAYOUT_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
 _NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
           "step", "rank", "flops", "input_dims"]
 
 KERNEL_COLUMNS = ["name", "calls", "gpu_us", "flops", "tflops", "pct_of_peak_flops", "bytes",
                   "gbps", "pct_of_peak_bw", "intensity", "bound", "dtype", "pct_of_roofline",
-                  "flops_source", "shared", "input_dims"]
+                  "flops_source", "shared", "input_dims", "layout_pct"]
 STEP_COLUMNS = ["rank", "step", "flops", "step_us", "tflops", "mfu_pct", "gpu_span_us",
                 "gpu_span_tflops"]
 NO_SHAPES = ("the trace has no input shapes, so no FLOPs or bytes: profile with "
@@ -173,6 +174,8 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     table["flops"] = table["op_flops"] * share
     table["bytes"] = table["op_bytes"] * share
     table["shared"] = has_op & takes & (op_kernels > 1)
+    layout = table["name"].map(lambda n: bool(_LAYOUT_KERNEL.search(n)))
+    table["layout_us"] = table["dur_us"].where(layout, 0.0)
     table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)
     table["bytes_us"] = table["dur_us"].where(table["bytes"].notna(), 0.0)
     return table
@@ -204,7 +207,9 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
         "shared": g["shared"].any().to_numpy(),
         "flops_us": g["flops_us"].sum().to_numpy(),
         "bytes_us": g["bytes_us"].sum().to_numpy(),
+        "layout_us": g["layout_us"].sum().to_numpy(),
     })
+    out["layout_pct"] = 100 * out["layout_us"] / out["gpu_us"].where(out["gpu_us"] > 0)
     # rates over the calls whose cost is known (a kernel already running when the trace
     # began has no launch, hence no op and no cost)
     out["tflops"] = out["flops"] / (out["flops_us"].where(out["flops_us"] > 0) * 1e-6) / 1e12
@@ -312,6 +317,7 @@ LOW_EFFICIENCY_PCT = 50.0  # a matrix op under this share of its roofline is far
 BIG_OP_SHARE = 0.10  # ... and it matters when it holds this share of the GPU time
 SMALL_GEMM_FLOPS = 1e9  # FLOPs per call under which a matrix op is too small to fill a GPU
 _TENSOR_CORE_GAIN = 2.0  # fp32 is worth flagging when tf32 is at least this much faster
+LAYOUT_PCT = 10.0  # share of a convolution's GPU time in layout transposes worth naming
 _ALIGN = {"bf16": 8, "fp16": 8, "tf32": 4, "fp32": 4, "fp8": 16}
 
 
@@ -348,6 +354,9 @@ def _why_slow(row: pd.Series, peak: Peak) -> list[str]:
     pct = row["pct_of_roofline"]
     if not (pct < LOW_EFFICIENCY_PCT):  # also NaN: no roof to compare with
         return reasons
+    if row["layout_pct"] >= LAYOUT_PCT:
+        reasons.append(f"{row['layout_pct']:.0f}% of its GPU time in NCHW/NHWC layout "
+                       "transposes")
     align = _ALIGN.get(str(row["dtype"]))
     sizes = _aligned_sizes(str(row["name"]), _dims(str(row["input_dims"])))
     if align and any(d % align for d in sizes):
@@ -381,6 +390,9 @@ def low_efficiency(eff: Efficiency) -> tuple[list[dict[str, Any]], str] | None:
         hints.append("let fp32 matmuls use tensor cores: torch.set_float32_matmul_precision("
                      "'high') (TF32), or run the model under torch.autocast('cuda', "
                      "dtype=torch.bfloat16)")
+    if "layout" in text:
+        hints.append("keep convolutions in channels_last: model.to(memory_format="
+                     "torch.channels_last) and the same for the inputs")
     if "multiples" in text:
         hints.append("pad hidden sizes, vocabularies and batch to multiples of 8 (16 for fp8)")
     if "small problem" in text:

@@ -95,3 +95,12 @@ def test_low_efficiency_flags_fp32_gemms_only() -> None:
         verdict = _run(name).verdict().kind
         expect = "_fp32_" in name and verdict != "overhead-bound"
         assert ("low-efficiency" in ids) == expect, (name, verdict, ids)
+
+
+def test_conv_net_is_flagged_for_its_layout_transposes() -> None:
+    found = [d for d in _run("eff_conv").diagnostics() if d.id == "low-efficiency"]
+    assert len(found) == 1
+    op = found[0].evidence["ops"][0]
+    assert op["op"] == "aten::cudnn_convolution" and op["pct_of_roofline"] < 50
+    assert any("layout transposes" in r for r in op["reasons"])
+    assert "channels_last" in found[0].hint
