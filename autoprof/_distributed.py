@@ -15,7 +15,9 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
-DEFAULT_TIMEOUT_S = 30.0
+from autoprof import env
+
+DEFAULT_TIMEOUT_S = env.DEFAULT_DIST_TIMEOUT_S
 _sequence: Counter[str] = Counter()
 _sequence_lock = threading.Lock()
 
@@ -45,11 +47,7 @@ def dist_info() -> DistInfo:
 
 
 def timeout_s() -> float:
-    raw = os.environ.get("AUTOPROF_DIST_TIMEOUT_S")
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT_S
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
+    return env.dist_timeout_s()
 
 
 def shared_run_id(name: str, local_id: str, info: DistInfo) -> tuple[str, str | None]:

@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from autoprof import env
+
 Activity = Literal["cpu", "cuda"]
 # Where a profiled call falls in the schedule ("warmup" is the untraced warm-up before it).
 Phase = Literal["warmup", "wait", "profiler_warmup", "active", "last_active", "done", "export"]
 
 DEFAULT_OUT_DIR = "traces"
-_FALSE_WORDS = frozenset({"0", "false", "off", "no"})
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class Options:
     def resolved_out_dir(self) -> Path:
         if self.out_dir is not None:
             return Path(self.out_dir)
-        return Path(os.environ.get("AUTOPROF_DIR") or DEFAULT_OUT_DIR)
+        return env.out_dir(DEFAULT_OUT_DIR)
 
     def as_manifest(self) -> dict[str, Any]:
         data = asdict(self)
@@ -160,4 +161,4 @@ def make_options(**kwargs: Any) -> Options:
 
 def env_enabled() -> bool:
     """False when the environment switches autoprof off (``AUTOPROF=0``)."""
-    return os.environ.get("AUTOPROF", "1").strip().lower() not in _FALSE_WORDS
+    return env.enabled()

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autoprof import env as settings
 from autoprof.analysis.report.text import render_summary
 from autoprof.units import fmt_us
 
@@ -188,7 +189,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     if directory is not None and not directory.is_dir():
         return _error(directory, "not a directory (give the folder that holds your runs)")
     argv, env = view_command(app, directory, args.address, args.port)
-    shown = directory.resolve() if directory else env.get("AUTOPROF_DIR", "./traces")
+    shown = directory.resolve() if directory else settings.out_dir()
     print(f"autoprof: viewer for {shown} on http://{args.address}:{args.port or 8501}",
           file=sys.stderr)
     sys.stdout.flush()

@@ -27,12 +27,20 @@ def flag(name: str, default: bool = True) -> bool:
 
 
 def positive_int(name: str, default: int) -> int:
+    return _int(name, default, minimum=1)
+
+
+def non_negative_int(name: str, default: int) -> int:
+    return _int(name, default, minimum=0)
+
+
+def _int(name: str, default: int, minimum: int) -> int:
     text = os.environ.get(name, "").strip()
     try:
         value = int(text)
     except ValueError:
         return default
-    return value if value > 0 else default
+    return value if value >= minimum else default
 
 
 def positive_float(name: str, default: float) -> float:
@@ -61,7 +69,8 @@ def cache_enabled() -> bool:
 
 
 def cache_min_bytes() -> int:
-    return positive_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)
+    """``AUTOPROF_CACHE_MIN_BYTES``: traces smaller than this get no cache (0: all do)."""
+    return non_negative_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)
 
 
 def max_trace_bytes() -> int:

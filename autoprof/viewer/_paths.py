@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from autoprof import env
+
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
@@ -18,8 +20,7 @@ class OutsideFolderError(ValueError):
 
 def default_root() -> Path:
     """AUTOPROF_DIR if set, else ./traces (relative to the current directory)."""
-    env = os.environ.get("AUTOPROF_DIR", "").strip()
-    return Path(env) if env else Path("traces")
+    return env.out_dir()
 
 
 def resolve_root(text: str | os.PathLike[str]) -> Path:

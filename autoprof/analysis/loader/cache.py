@@ -14,9 +14,6 @@ cache: smaller ones decode in milliseconds, and caching them would only litter f
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from autoprof import env, runfolder
 from autoprof._version import __version__
 
 CACHE_VERSION = 4
@@ -58,24 +56,15 @@ def _key(trace: Path) -> dict[str, Any] | None:
             "autoprof": __version__}
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def _enabled() -> bool:
-    return os.environ.get("AUTOPROF_CACHE", "1").strip() not in ("0", "false", "no", "off")
+    return env.cache_enabled()
 
 
-DEFAULT_MIN_BYTES = 4 * 1024**2
+DEFAULT_MIN_BYTES = env.DEFAULT_CACHE_MIN_BYTES
 
 
 def _min_bytes() -> int:
-    try:
-        return int(os.environ.get("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_MIN_BYTES))
-    except ValueError:
-        return DEFAULT_MIN_BYTES
+    return env.cache_min_bytes()
 
 
 def read_cache(trace: Path) -> Cached | None:
@@ -161,15 +150,10 @@ def wait_for_writes(timeout_s: float | None = None) -> None:
 
 
 def _write_table(target: Path, table: pa.Table) -> None:
-    tmp_name = None
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
-                                        dir=target.parent)
-        with os.fdopen(fd, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        with runfolder.atomic_open(target, fsync=False) as sink, ipc.new_file(
+            sink, table.schema
+        ) as writer:
             writer.write_table(table)
-        os.chmod(tmp_name, 0o666 & ~_umask())  # mkstemp makes 0600; a cache is not secret
-        os.replace(tmp_name, target)
     except Exception:  # no cache is the only consequence: never a traceback on a thread
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+        pass

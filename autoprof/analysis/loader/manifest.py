@@ -12,11 +12,12 @@ from typing import Any
 
 import msgspec
 
+from autoprof import runfolder
 from autoprof.analysis.loader.errors import TraceError
 
-SCHEMA_VERSION = 1
-MANIFEST_NAME = "manifest.json"
-MAX_MANIFEST_BYTES = 16 * 1024**2
+SCHEMA_VERSION = runfolder.SCHEMA_VERSION
+MANIFEST_NAME = runfolder.MANIFEST
+MAX_MANIFEST_BYTES = runfolder.MAX_MANIFEST_BYTES
 REQUIRED_KEYS = ("schema_version", "name")
 DEFAULTS: dict[str, Any] = {
     "status": "complete",
@@ -39,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "error": None,
     "ranks": None,
 }
-STATUSES = ("recording", "complete", "failed", "partial")
+STATUSES = runfolder.STATUSES
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

@@ -8,28 +8,21 @@ holding at most the cap (plus one 16 MiB block) in memory.
 from __future__ import annotations
 
 import mmap
-import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from autoprof import env
 from autoprof.analysis.loader.errors import TraceError
 
-DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
+DEFAULT_MAX_TRACE_BYTES = env.DEFAULT_MAX_TRACE_BYTES
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK_BYTES = 16 * 1024**2
 
 
 def max_trace_bytes() -> int:
     """The cap from ``AUTOPROF_MAX_TRACE_BYTES`` (bytes), else the 4 GiB default."""
-    text = os.environ.get("AUTOPROF_MAX_TRACE_BYTES", "").strip()
-    if not text:
-        return DEFAULT_MAX_TRACE_BYTES
-    try:
-        value = int(text)
-    except ValueError:
-        return DEFAULT_MAX_TRACE_BYTES
-    return value if value > 0 else DEFAULT_MAX_TRACE_BYTES
+    return env.max_trace_bytes()
 
 
 def _mib(n_bytes: int) -> str:

@@ -18,17 +18,15 @@ ignored (and rewritten). Nothing here ever makes ``summary()`` fail.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autoprof import runfolder
 from autoprof.analysis.loader import cache as _cache
 
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
@@ -102,20 +100,11 @@ def read_summary(run: RunLike, key: dict[str, Any]) -> dict[str, Any] | None:
 def write_summary(run: RunLike, key: dict[str, Any], summary: dict[str, Any]) -> bool:
     """Write the cache atomically; False (silently) when it cannot be written."""
     target = summary_path(_traces(run)[0])
-    tmp_name = None
     try:
         text = json.dumps({"key": key, "summary": summary}, allow_nan=False)
-        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp",
-                                        dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as sink:
-            sink.write(text)
-        os.chmod(tmp_name, 0o666 & ~_cache._umask())  # mkstemp makes 0600; not secret
-        os.replace(tmp_name, target)
+        runfolder.atomic_write_text(target, text, fsync=False)
         return True
     except (OSError, ValueError, TypeError, RecursionError):
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
         return False
 
 

@@ -11,14 +11,13 @@ device time. What differs: no row for ``gpu_user_annotation`` spans (torch print
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from autoprof import runfolder
 from autoprof.analysis.metrics.ops import OPS_COLUMNS, self_vs_total
 
 # ops.csv: the ops table's columns without `lane` (one row per op name in the file)
@@ -151,8 +150,8 @@ def write_tables(trace_paths: Iterable[Path], run_dir: Path) -> list[Path]:
     ordered["flops"] = [f"{v:.0f}" if v == v else "" for v in ordered["flops"].astype(float)]
     csv_text = ordered.to_csv(index=False, float_format="%.3f", lineterminator="\n")
     run_dir = Path(run_dir)
-    table_path = _write_atomic(run_dir / "table.txt", table)
-    csv_path = _write_atomic(run_dir / "ops.csv", csv_text)
+    table_path = _write_atomic(run_dir / runfolder.TABLE_TXT, table)
+    csv_path = _write_atomic(run_dir / runfolder.OPS_CSV, csv_text)
     return [table_path, csv_path]
 
 
@@ -201,14 +200,7 @@ def self_vs_total_empty() -> pd.DataFrame:
 
 
 def _write_atomic(path: Path, text: str) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    runfolder.atomic_write_text(path, text)
     return path
 
 

@@ -106,7 +106,7 @@ def test_a_permission_error_while_caching_does_not_fail_the_load(
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(cache.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(cache.runfolder, "atomic_open", denied)
     assert len(load(trace_copy).events) == 32
     assert not cache_path(trace_copy).exists()
 
