@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import os
 import shutil
 import tempfile
 import threading
@@ -21,6 +20,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof import runfolder
 from autoprof.viewer._paths import OutsideFolderError, check_tree, inside, is_trace_name
 
 Progress = Callable[..., None]
@@ -213,10 +213,7 @@ def load_upload(name: str, data: bytes) -> Loaded:
     sub.mkdir(mode=0o700, exist_ok=True)
     target = sub / f"upload{suffix}"
     if not target.exists():
-        tmp = sub / f".upload{suffix}.part"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
+        runfolder.atomic_write_bytes(target, data, fsync=False)
     slot = st.empty()
     with st.spinner(f"Loading {name} ..."):
         run, err = run_store().get_or_load(str(target), signature(target), _Bar(slot, name))
