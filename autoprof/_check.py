@@ -45,7 +45,7 @@ def check(
         options = replace(options, schedule=replace(options.schedule, repeat=1))
     wrapped = decorate(target, options)
     fresh: Session | None = getattr(wrapped, "autoprof_session", None)
-    total = options.warmup + (options.schedule.total_steps or 0)
+    total = options.warmup_calls + (options.schedule.total_steps or 0)
     try:
         for _ in range(total):
             wrapped(*args, **kwargs)

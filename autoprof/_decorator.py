@@ -1,8 +1,13 @@
 """The front door: ``@autoprof``, ``@autoprof(...)`` and ``autoprof.region(name)``.
 
-Both are thin shells over :class:`autoprof._session.Session`. Once a session is done the
-decorated function's code becomes exactly a plain ``functools.wraps`` wrapper's, and a
-finished region costs one dict lookup plus torch's "is a profiler on?" check.
+Both are thin shells over :class:`autoprof._session.Session`. A call costs one frame more
+than the function's own, as under a plain ``functools.wraps`` wrapper (so recursion that works
+under such a wrapper works under autoprof); once a session is done the wrapper's code becomes
+exactly that plain wrapper's, and a finished region costs one dict lookup plus torch's "is a
+profiler on?" check.
+
+Generator functions, coroutine functions and async generators are refused when decorated: a
+call only creates the generator or coroutine, so its profile would hold none of the work.
 """
 
 from __future__ import annotations
@@ -29,48 +34,87 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
     return code.co_filename, code.co_firstlineno
 
 
-def _through(fn: Callable[..., Any], call: Callable[..., Any]) -> Callable[..., Any]:
+def _through(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
+    """The wrapper of a session not yet done: begin and end are calls that return, so only
+    this frame sits between the caller and ``fn`` (recursion costs what a plain wrapper
+    costs, except in the top recorded step of the fast path)."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return call(fn, args, kwargs)
+        if session._stepping_thread == _native_id():
+            return session._recorded_step(fn, args, kwargs)
+        token = session.begin()
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            session.end(token, exc)
+            raise
+        session.end(token, None)
+        return result
 
     return wrapper
 
 
-def _direct(fn: Callable[..., Any], call: Callable[..., Any]) -> Callable[..., Any]:
+def _direct(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
-        call  # noqa: B018 -- unreachable; keeps the free variables those of _through
+        session  # noqa: B018 -- unreachable; keeps the free variables those of _through
 
     return wrapper
 
 
-# Once a session is done its wrapper's code object is swapped for this one: the same closure
-# cells (fn, call), but a body that is exactly a plain functools.wraps wrapper's.
+def _labelled(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if profiler_enabled():
+            with _session.torch_module().autograd.profiler.record_function(session.label):
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_native_id = threading.get_native_id
+# Once a session is done its wrapper's code object is swapped for one of these: the same
+# closure cells (fn, session); _DIRECT_CODE's body is exactly a plain functools.wraps
+# wrapper's, _LABELLED_CODE's adds the label while another session's profiler records.
 _DIRECT_CODE = _direct(len, len).__code__
-if _DIRECT_CODE.co_freevars != _through(len, len).__code__.co_freevars:  # pragma: no cover
+_LABELLED_CODE = _labelled(len, len).__code__
+_FREEVARS = _through(len, len).__code__.co_freevars
+if not _DIRECT_CODE.co_freevars == _LABELLED_CODE.co_freevars == _FREEVARS:  # pragma: no cover
     raise ImportError("autoprof: the fast-path wrappers must share their free variables")
+
+_NOT_PLAIN = (
+    (inspect.isasyncgenfunction, "an async generator function"),
+    (inspect.iscoroutinefunction, "an async def (coroutine) function"),
+    (inspect.isgeneratorfunction, "a generator function"),
+)
+
+
+def _refuse_lazy(fn: Callable[..., Any]) -> None:
+    for test, what in _NOT_PLAIN:
+        if test(fn):
+            name = getattr(fn, "__qualname__", repr(fn))
+            raise TypeError(
+                f"autoprof cannot profile {name}: it is {what}, so a call only creates the "
+                "generator or coroutine and none of its work would be in the profile. "
+                "Decorate the plain function that drives it, or put "
+                "`with autoprof.region(name):` around one iteration or one await"
+            )
 
 
 def decorate(fn: F, options: Options) -> F:
     """Wrap ``fn`` in a session; with autoprof disabled, return ``fn`` itself."""
+    _refuse_lazy(fn)
     if not options.enabled or not env_enabled():
         return fn
     qualname = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     source_file, source_line = _source_of(fn)
     name = str(options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn"))
     session = _session.Session(name, options, qualname, source_file, source_line)
-    wrapper: Any = functools.wraps(fn)(_through(fn, session.call))
-
-    def labelled(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if profiler_enabled():
-            with _session.torch_module().autograd.profiler.record_function(session.label):
-                return fn(*args, **kwargs)
-        return fn(*args, **kwargs)
+    wrapper: Any = functools.wraps(fn)(_through(fn, session))
 
     def fast_path() -> None:
         if session.covered:  # nested in another session's run: label whenever one records
-            cell = wrapper.__closure__[wrapper.__code__.co_freevars.index("call")]
-            cell.cell_contents = labelled
+            wrapper.__code__ = _LABELLED_CODE
         else:  # the schedule is over: straight to the function
             wrapper.__code__ = _DIRECT_CODE
 

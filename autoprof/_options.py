@@ -1,6 +1,9 @@
 """Options and the profiler schedule: plain data, validated once, no torch import.
 
-Every knob of ``@autoprof(...)`` lands in one frozen :class:`Options`. Environment variables:
+Every knob of ``@autoprof(...)`` lands in one frozen :class:`Options`. ``warmup_calls`` (untraced
+calls before the profiler starts; ``warmup=`` is accepted as its older name) is not
+``Schedule.warmup`` (torch.profiler's steps that run the profiler and discard what it saw).
+Environment variables:
 
 - ``AUTOPROF=0`` (or ``false``/``off``/``no``) disables autoprof: decorating returns the
   function itself and regions do nothing.
@@ -23,6 +26,7 @@ Activity = Literal["cpu", "cuda"]
 Phase = Literal["warmup", "wait", "profiler_warmup", "active", "last_active", "done", "export"]
 
 DEFAULT_OUT_DIR = "traces"
+_SCHEDULE_KEYS = ("wait", "warmup", "active", "repeat", "skip_first", "skip_first_wait")
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,9 @@ class Schedule:
 
     One cycle is ``wait`` idle steps, ``warmup`` steps with the profiler on but discarded, and
     ``active`` recorded steps; the cycle runs ``repeat`` times (``repeat=0``: forever, one trace
-    per cycle, until the program ends or ``autoprof.flush()``), after ``skip_first`` steps.
+    per cycle, until the program ends or ``autoprof.flush()``), after ``skip_first`` steps;
+    ``skip_first_wait=1`` drops the first cycle's ``wait``. The schedule function itself is
+    torch's (``torch.profiler.schedule``): autoprof asks it for the phase of every step.
     """
 
     wait: int = 1
@@ -39,9 +45,10 @@ class Schedule:
     active: int = 3
     repeat: int = 1
     skip_first: int = 0
+    skip_first_wait: int = 0
 
     def __post_init__(self) -> None:
-        for key in ("wait", "warmup", "active", "repeat", "skip_first"):
+        for key in _SCHEDULE_KEYS:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"Schedule.{key} must be an int >= 0, got {value!r}")
@@ -57,32 +64,11 @@ class Schedule:
         """Profiled calls one full schedule needs, or None when ``repeat=0`` (forever)."""
         if self.repeat == 0:
             return None
-        return self.skip_first + self.cycle_steps * self.repeat
+        shift = self.wait if self.skip_first_wait else 0
+        return self.skip_first + self.cycle_steps * self.repeat - shift
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-    def phase_at(self, step: int) -> Phase:
-        """The phase of profiler step ``step`` (0-based), as torch.profiler.schedule sees it."""
-        if step < self.skip_first:
-            return "wait"
-        k = step - self.skip_first
-        if self.repeat and k >= self.cycle_steps * self.repeat:
-            return "done"
-        pos = k % self.cycle_steps
-        if pos < self.wait:
-            return "wait"
-        if pos < self.wait + self.warmup:
-            return "profiler_warmup"
-        return "active" if pos < self.cycle_steps - 1 else "last_active"
-
-    def recorded_steps(self, steps_done: int) -> int:
-        """How many of the first ``steps_done`` steps were active (recorded) steps."""
-        k = max(0, steps_done - self.skip_first)
-        if self.repeat:
-            k = min(k, self.cycle_steps * self.repeat)
-        full, rem = divmod(k, self.cycle_steps)
-        return full * self.active + max(0, rem - self.wait - self.warmup)
 
     @classmethod
     def coerce(cls, value: Schedule | Mapping[str, int] | None) -> Schedule:
@@ -91,11 +77,11 @@ class Schedule:
         if isinstance(value, Schedule):
             return value
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {"wait", "warmup", "active", "repeat", "skip_first"})
+            unknown = sorted(set(value) - set(_SCHEDULE_KEYS))
             if unknown:
                 raise ValueError(
                     f"unknown schedule keys {unknown}; torch.profiler.schedule takes "
-                    "wait, warmup, active, repeat, skip_first"
+                    f"{', '.join(_SCHEDULE_KEYS)}"
                 )
             return cls(**dict(value))
         raise TypeError(
@@ -109,7 +95,7 @@ class Options:
     (``AUTOPROF_DIR`` or ``traces``); ``activities=None`` means CPU plus CUDA when available."""
 
     name: str | None = None
-    warmup: int = 3
+    warmup_calls: int = 3
     schedule: Schedule = field(default_factory=Schedule)
     out_dir: str | None = None
     activities: tuple[Activity, ...] | None = None
@@ -120,10 +106,12 @@ class Options:
     with_modules: bool = False
     sync: bool = False
     enabled: bool = True
+    try_fixes: str | tuple[str, ...] | None = None  # autoprof.check's what-if (autoprof.whatif)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
-            raise ValueError(f"warmup must be an int >= 0 (untraced calls), got {self.warmup!r}")
+        calls = self.warmup_calls
+        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+            raise ValueError(f"warmup_calls must be an int >= 0 (untraced calls), got {calls!r}")
         if self.activities is not None:
             bad = [a for a in self.activities if a not in ("cpu", "cuda")]
             if bad:
@@ -134,8 +122,14 @@ class Options:
             return Path(self.out_dir)
         return env.out_dir(DEFAULT_OUT_DIR)
 
+    @property
+    def warmup(self) -> int:
+        """The older name of ``warmup_calls``."""
+        return self.warmup_calls
+
     def as_manifest(self) -> dict[str, Any]:
         data = asdict(self)
+        data["warmup"] = self.warmup_calls  # the key readers of older runs look for
         data["schedule"] = self.schedule.as_dict()
         data["activities"] = list(self.activities) if self.activities is not None else None
         return data
@@ -144,9 +138,16 @@ class Options:
 def make_options(**kwargs: Any) -> Options:
     """Build Options from decorator keywords, with a clear error for a misspelled one."""
     known = set(Options.__dataclass_fields__)
-    unknown = sorted(set(kwargs) - known)
+    unknown = sorted(set(kwargs) - known - {"warmup"})
     if unknown:
         raise TypeError(f"autoprof got unknown option(s) {unknown}; known: {sorted(known)}")
+    if "warmup" in kwargs:
+        if "warmup_calls" in kwargs:
+            raise TypeError(
+                "give warmup_calls= or its older name warmup=, not both "
+                f"(warmup={kwargs['warmup']!r}, warmup_calls={kwargs['warmup_calls']!r})"
+            )
+        kwargs["warmup_calls"] = kwargs.pop("warmup")
     if "schedule" in kwargs:
         kwargs["schedule"] = Schedule.coerce(kwargs["schedule"])
     if kwargs.get("activities") is not None:
@@ -156,6 +157,8 @@ def make_options(**kwargs: Any) -> Options:
         kwargs["activities"] = tuple(str(getattr(a, "name", a)).lower() for a in acts)
     if kwargs.get("out_dir") is not None:
         kwargs["out_dir"] = os.fspath(kwargs["out_dir"])
+    if kwargs.get("try_fixes") is not None and not isinstance(kwargs["try_fixes"], str):
+        kwargs["try_fixes"] = tuple(kwargs["try_fixes"])
     return Options(**kwargs)
 
 

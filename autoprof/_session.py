@@ -5,16 +5,32 @@
 end the session. Only one torch profiler runs at a time in a process: a session that finds
 another one recording only adds its ``record_function`` label.
 
-Threads: the profiler is driven (start, step, stop) only by the thread that started it (the
-owner; torch crashes when another thread steps it). Calls from other threads during the
-profiled window run unrecorded and are not steps.
+Every change of state goes through ``_TRANSITIONS`` (as torch.profiler's own ``action_map``
+does); the phase of a step is asked of the schedule function handed to torch, never
+recomputed.
+
+Threads: the profiler is driven (start, step, stop) only by the thread that started it, the
+owner (its native id, and the thread must be alive: torch crashes when another thread steps
+or stops it, and Python reuses ``threading.get_ident()`` values). Calls from other threads
+during the profiled window run unrecorded, are not steps, and warn once. When the owner
+thread ends before the schedule does, the run is stopped on that thread as it ends (status
+``partial``); later calls are pass-throughs. A flush from another thread asks the owner to
+stop at its next call; at interpreter exit a profiler whose owner is still running (a daemon
+thread) is abandoned: its run ends ``partial`` with what was already exported.
+
+Fork: a child never touches its parent's runs (an at-fork handler makes every session a
+pass-through in the child). Kineto's exit handlers hang a child made by ``os.fork()`` once a
+torch profiler ever ran in the parent, unless the child ends with ``os._exit()`` (as
+``multiprocessing`` children do): see docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import atexit
+import enum
 import json
 import math
+import os
 import sys
 import threading
 import time
@@ -23,16 +39,36 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from autoprof import _export as export
 from autoprof import env
 from autoprof import runfolder as artifacts
 from autoprof._distributed import DistInfo, dist_info, shared_run_id
 from autoprof._options import Options, Phase
-from autoprof._warn import warn, warn_once
+from autoprof._warn import note, warn, warn_once
 
-State = Literal["warmup", "profiling", "done"]
+
+class State(enum.Enum):
+    WARMUP = "warmup"  # untraced, timed calls (``warmup_calls``)
+    PROFILING = "profiling"  # torch.profiler runs on the owner thread, one step per call
+    DONE = "done"  # pass-through: the run ended, failed, was never started, or is covered
+
+
+# (from, to) -> why; any other change is a bug and raises (caught by the call's guard)
+_TRANSITIONS: dict[tuple[State, State], str] = {
+    (State.WARMUP, State.PROFILING): "the profiler started on this thread",
+    (State.WARMUP, State.DONE): "a warm-up call failed, no run folder, or covered by a run",
+    (State.PROFILING, State.DONE): "schedule over, a step failed, flushed, or owner ended",
+    (State.DONE, State.DONE): "retired again (covered after a run, a flush after the end)",
+}
+# torch.profiler.ProfilerAction name -> the phase autoprof records in an error
+_PHASES: dict[str, Phase] = {
+    "NONE": "wait",
+    "WARMUP": "profiler_warmup",
+    "RECORD": "active",
+    "RECORD_AND_SAVE": "last_active",
+}
 Token = tuple[int, Any]
 _PASS, _LABEL, _WARMUP, _STEP, _WAIT_STEP = 0, 1, 2, 3, 4
 _PASS_TOKEN: Token = (_PASS, None)
@@ -41,7 +77,9 @@ _live_lock = threading.Lock()
 _live: Session | None = None  # the session whose torch profiler is running
 _sessions: weakref.WeakSet[Session] = weakref.WeakSet()
 _atexit_registered = False
+_exiting = False  # the interpreter is exiting: no owner thread can be asked to stop any more
 _torch: Any = None
+SLOW_START_S = 0.5  # a profiler start at least this long is noted (logging)
 
 
 def torch_module() -> Any:
@@ -94,6 +132,7 @@ class RunState:
     tables_error: str | None = None
     error: dict[str, str] | None = None
     wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
+    recorded: int = 0  # steps torch's schedule recorded (RECORD, RECORD_AND_SAVE)
     requested: artifacts.Status | None = None  # the status handed to the finisher
 
 
@@ -113,7 +152,7 @@ class Session:
         self.qualname = qualname
         self.source_file = source_file
         self.source_line = source_line
-        self.state: State = "warmup"
+        self.state = State.WARMUP
         self.done = False  # read without the lock on the fast paths
         self.covered = False  # retired inside another session's step: label-only from then on
         self.run_dir: Path | None = None
@@ -123,10 +162,13 @@ class Session:
         self._lock = threading.RLock()
         self._local = threading.local()
         self._prof: Any = None
-        self._owner: int | None = None
+        self._owner: int | None = None  # native id of the thread that started the profiler
+        self._owner_thread: threading.Thread | None = None
+        self._stop_requested = False  # flushed from another thread: the owner stops next call
         self._in_step = False  # the owner thread is inside one of our steps
-        # the owner's ident while the next call is a plain recorded step (call's fast path)
+        # the owner's native id while the next call is a plain recorded step (the fast path)
         self._stepping_thread: int | None = None
+        self._schedule_fn: Callable[[int], Any] | None = None  # the one handed to torch
         self._record_function: Any = None
         schedule = options.schedule
         self._first_recorded_step = schedule.skip_first + schedule.wait
@@ -142,12 +184,34 @@ class Session:
         _register_atexit()
 
     def __repr__(self) -> str:
-        return f"<autoprof Session {self.name!r} state={self.state} run_dir={self.run_dir}>"
+        return (f"<autoprof Session {self.name!r} state={self.state.value} "
+                f"run_dir={self.run_dir}>")
+
+    def _enter(self, state: State) -> None:
+        if (self.state, state) not in _TRANSITIONS:
+            raise RuntimeError(f"autoprof: no transition {self.state.value} -> {state.value}")
+        self.state = state
+        self.done = state is State.DONE
+
+    def _is_owner(self) -> bool:
+        """Is the calling thread the live thread that started the profiler?"""
+        owner = self._owner_thread
+        if owner is None or self._owner != threading.get_native_id():
+            return False
+        # the same thread object, or a live one: a native id is reused only after its thread
+        # ended (at exit the main thread already counts as stopped, yet it is still the owner)
+        return owner is threading.current_thread() or owner.is_alive()
+
+    def _phase(self, step: int) -> Phase:
+        fn = self._schedule_fn
+        if fn is None or step >= self._total_steps:
+            return "done"
+        return _PHASES.get(fn(step).name, "wait")
 
     # -- the two halves of one call (or one region entry) -------------------------------
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._stepping_thread == threading.get_ident():
+        if self._stepping_thread == threading.get_native_id():
             return self._recorded_step(fn, args, kwargs)
         return self._finish_call(fn, args, kwargs, self.begin())
 
@@ -202,26 +266,29 @@ class Session:
             return _PASS_TOKEN
 
     def _begin(self, depth: int) -> Token:
-        if self._in_step and self._owner == threading.get_ident():
+        if self._in_step and self._owner == threading.get_native_id():
             return self._label()  # nested in our own step (the fast path keeps no depth)
         if depth == 0 and not self.done:
             live = _live
             if live is not None and live is not self and live._in_step:
-                if live._owner == threading.get_ident():
-                    self._retire(covered=True)  # nested in another session's step
+                if live._owner == threading.get_native_id():
+                    with self._lock:
+                        self._retire(covered=True)  # nested in another session's step
                     return self._label()
             with self._lock:
-                if self.state == "warmup" and self._warmup_begun < self.options.warmup:
+                if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
                     self._warmup_begun += 1
                     _sync_if_cuda_in_use()
                     return (_WARMUP, time.perf_counter_ns())
-                if self.state == "warmup":
+                if self.state is State.WARMUP:
                     self._try_start()
-                if (
-                    self.state == "profiling"
-                    and self._prof is not None
-                    and self._owner == threading.get_ident()
-                ):
+                if self.state is State.PROFILING and self._prof is not None:
+                    if not self._is_owner():
+                        self._other_thread()
+                        return self._label()
+                    if self._stop_requested:
+                        self._finish("partial")
+                        return self._label()
                     timed = self._before_recording()
                     if timed:
                         _sync_if_cuda_in_use()
@@ -264,7 +331,7 @@ class Session:
         elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
         with self._lock:
             self.warmup_call_ms.append(elapsed_ms)
-            if exc is not None and self.state == "warmup":
+            if exc is not None and self.state is State.WARMUP:
                 if self._open_run() is not None:
                     self._finish("failed", _error(exc, "warmup"))
 
@@ -285,21 +352,24 @@ class Session:
 
     def _end_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
-            if exc is None and self._sync_each_step:
-                torch_module().cuda.synchronize()
+            if exc is None and self._sync_each_step:  # asked for (sync=True): labelled ours
+                with self._record_function("autoprof::sync"):
+                    torch_module().cuda.synchronize()
         finally:
             self._in_step = False
             rf.__exit__(None, None, None)
         with self._lock:
             prof, run = self._prof, self._run
-            if prof is None or run is None or self.state != "profiling":
+            if prof is None or run is None or self.state is not State.PROFILING:
                 return  # flushed meanwhile
-            schedule = self.options.schedule
+            phase = self._phase(run.steps_done)
             if exc is not None:
-                self._finish("failed", _error(exc, schedule.phase_at(run.steps_done)))
+                self._finish("failed", _error(exc, phase))
                 return
-            if run.uses_cuda and schedule.phase_at(run.steps_done) == "last_active":
-                torch_module().cuda.synchronize()  # no kernel of this cycle may be lost
+            # No device sync of our own here: it would sit inside this ProfilerStep. torch
+            # synchronizes the device itself when a cycle's trace stops (outside any step).
+            if phase in ("active", "last_active"):
+                run.recorded += 1
             run.steps_done += 1
             try:
                 prof.step()
@@ -334,7 +404,9 @@ class Session:
                 return
             try:
                 prof = self._make_profiler(run)
+                started_ns = time.perf_counter_ns()
                 prof.start()
+                _note_slow_start(self.name, (time.perf_counter_ns() - started_ns) / 1e9)
             except Exception as exc:
                 self._warn(
                     f"autoprof: could not start torch.profiler for {self.name!r} "
@@ -344,15 +416,17 @@ class Session:
                 return
             self._prof = prof
             self._record_function = torch.autograd.profiler.record_function
-            self._owner = threading.get_ident()
-            self.state = "profiling"
+            self._owner = threading.get_native_id()
+            self._owner_thread = threading.current_thread()
+            self._local.guard = _OwnerGuard(self)  # stops the run if this thread ends first
+            self._enter(State.PROFILING)
             _live = self
 
     def _open_run(self) -> RunState | None:
         """Create the run folder and its ``recording`` manifest; None (warned) on failure."""
         torch = torch_module()
         info = dist_info()
-        out_dir = self.options.resolved_out_dir()
+        out_dir = Path(os.path.abspath(self.options.resolved_out_dir()))  # chdir-proof
         run_id, problem = shared_run_id(self.name, artifacts.new_run_id(), info)
         if problem:
             warn_once("dist-run-id", f"autoprof: {problem}; each rank writes its own run folder")
@@ -394,13 +468,20 @@ class Session:
         s = self.options.schedule
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
+            extra = {"skip_first_wait": s.skip_first_wait} if s.skip_first_wait else {}
             sched = schedule(
                 wait=s.wait,
                 warmup=s.warmup,
                 active=s.active,
                 repeat=s.repeat,
                 skip_first=s.skip_first,
+                **extra,
             )
+        self._schedule_fn = sched
+        first = 0  # the first step torch's schedule does anything in (later ones are recorded)
+        while first < self._total_steps and sched(first).name == "NONE":
+            first += 1
+        self._first_recorded_step = first
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
         # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
         # one message, nothing else.
@@ -428,7 +509,7 @@ class Session:
         run = self._run
         if run is None:
             return
-        recorded = self.options.schedule.recorded_steps(run.steps_done)
+        recorded = run.recorded
         if run.skip_empty and recorded == run.recorded_exported:
             return  # flushed right at a cycle's start: nothing of ours in it
         run.recorded_exported = recorded
@@ -528,7 +609,7 @@ class Session:
             ended_at=run.ended_at,
             warmup_call_ms=self.warmup_call_ms,
             wait_call_ms=run.wait_call_ms,
-            steps_recorded=self.options.schedule.recorded_steps(run.steps_done),
+            steps_recorded=run.recorded,
             files=(),
             error=run.error,
             extra={"tables_error": None},
@@ -553,20 +634,20 @@ class Session:
 
     # -- ending ------------------------------------------------------------------------
 
-    def _finish(self, status: artifacts.Status, error: dict[str, str] | None = None) -> None:
+    def _finish(
+        self, status: artifacts.Status, error: dict[str, str] | None = None, stop: bool = True
+    ) -> None:
         """Stop the profiler (exporting what it holds), then finalize in the background.
-        Called with self._lock held."""
+        ``stop=False`` abandons a profiler this thread may not stop. Called with the lock."""
         global _live
         run, prof = self._run, self._prof
         self._prof = None
         self._stepping_thread = None
         if run is not None and error is not None and run.error is None:
             run.error = error
-        if prof is not None and run is not None:
+        if prof is not None and run is not None and stop:
             run.skip_empty = status == "partial"
-            try:
-                if run.uses_cuda:
-                    torch_module().cuda.synchronize()
+            try:  # torch syncs the device itself when the trace stops: nothing of ours here
                 prof.stop()
             except Exception as exc:
                 self._export_failed(exc, run.run_dir)
@@ -580,14 +661,14 @@ class Session:
             elif status == "partial" and self.options.schedule.repeat == 0 and run.cycles:
                 status = "complete"  # repeat=0 runs until stopped: each saved cycle is whole
             self._hand_over(run, status)
+            _note_end(self.name, run, status, self._total_steps)
         self._retire()
 
     def _retire(self, covered: bool = False) -> None:
         """Become a pass-through; ``covered``: called inside another session's step, so that
         run's trace holds our calls and from now on we only add our label."""
         self.covered = self.covered or covered
-        self.state = "done"
-        self.done = True
+        self._enter(State.DONE)
         if self.on_done is not None:
             self.on_done()
 
@@ -595,8 +676,8 @@ class Session:
         """End a run still recording (status ``partial``) and wait, at most ``timeout_s``
         (default ``AUTOPROF_FINISH_TIMEOUT_S``), for its finisher to write its files."""
         with self._lock:
-            if self.state == "profiling":
-                self._finish("partial")
+            if self.state is State.PROFILING:
+                self._stop_or_ask_owner()
             finisher, run = self._finisher, self._run
         if not wait or finisher is None or run is None:
             return
@@ -619,6 +700,113 @@ class Session:
             self._warned = True
             warn(message)
 
+    # -- threads and fork --------------------------------------------------------------
+
+    def _stop_or_ask_owner(self) -> None:
+        """Flush: stop on the owner thread; from another thread ask the owner to stop at its
+        next call, or, at exit or with the owner gone, abandon the profiler (never stop it
+        here: torch crashes). Called with the lock."""
+        if self._prof is None or self._is_owner():
+            self._finish("partial")
+            return
+        owner = self._owner_thread
+        if owner is not None and owner.is_alive() and not _is_exiting():
+            self._stop_requested = True
+            self._stepping_thread = None  # the owner's next call takes the full path
+            return
+        warn(
+            f"autoprof: the profiler of {self.name!r} runs on thread "
+            f"{getattr(owner, 'name', '?')!r}, which cannot stop it now; the run keeps what "
+            f"was already exported and ends partial ({self.run_dir})"
+        )
+        self._finish("partial", stop=False)
+
+    def _owner_ended(self) -> None:
+        """Runs on the owner thread as it ends: the last chance to stop torch's profiler on
+        the only thread that may."""
+        with self._lock:
+            if self.state is not State.PROFILING or self._prof is None:
+                return
+            warn(
+                f"autoprof: the thread that started profiling {self.name!r} ended before its "
+                f"schedule did; the run ends partial ({self.run_dir}) and later calls run "
+                "unprofiled"
+            )
+            self._finish("partial")
+
+    def _other_thread(self) -> None:
+        warn_once(
+            f"other-thread:{id(self)}",
+            f"autoprof: {self.name!r} was called from thread "
+            f"{threading.current_thread().name!r} while its profiler runs on thread "
+            f"{getattr(self._owner_thread, 'name', '?')!r}; calls from other threads run "
+            "unprofiled (torch.profiler follows one thread)",
+        )
+
+    def _detach_after_fork(self) -> None:
+        """In a forked child: forget the parent's run and profiler; pass-through from now."""
+        self._lock = threading.RLock()  # another parent thread may have held it at fork
+        self._prof = None
+        self._run = None
+        self._finisher = None
+        self._in_step = False
+        self._stepping_thread = None
+        self._owner = self._owner_thread = None
+        self.state = State.DONE
+        self.done = True
+        if self.on_done is not None:
+            self.on_done()
+
+
+class _OwnerGuard:
+    """Lives in the owner thread's ``threading.local``; Python frees it on that thread as
+    the thread ends, which stops a run the thread left recording."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: Session) -> None:
+        self._session = weakref.ref(session)
+
+    def __del__(self) -> None:
+        session = self._session()
+        if session is not None:
+            try:
+                session._owner_ended()
+            except Exception:  # pragma: no cover - nothing may escape a dying thread
+                pass
+
+
+def _is_exiting() -> bool:
+    return _exiting
+
+
+def _note_slow_start(name: str, seconds: float) -> None:
+    if seconds >= SLOW_START_S:
+        note(f"autoprof: torch.profiler took {seconds:.1f} s to start for {name!r} "
+             "(the first profiled call waited for it; later calls do not)")
+
+
+def _note_end(name: str, run: RunState, status: str, total_steps: float) -> None:
+    calls = ""
+    if status == "partial" and total_steps != math.inf:
+        calls = (f" after {run.steps_done} of {int(total_steps)} profiled calls "
+                 "(the program called it fewer times than the schedule needs)")
+    note(f"autoprof: run of {name!r} ends {status}{calls}: {run.run_dir}")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child never touches its parent's runs or profiler."""
+    global _live, _live_lock
+    _live_lock = threading.Lock()
+    _live = None
+    for session in list(_sessions):
+        session._detach_after_fork()
+    _sessions.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 def flush_all(wait: bool = True) -> None:
     """Flush every session of this process (runs still recording end as ``partial``), then
@@ -633,6 +821,8 @@ def flush_all(wait: bool = True) -> None:
 
 
 def _at_exit() -> None:
+    global _exiting
+    _exiting = True
     try:
         flush_all()
     except Exception as exc:  # pragma: no cover - nothing may escape at exit

@@ -69,7 +69,7 @@ def test_options_and_name(traces_root):
     m = manifest(only_run(traces_root, "mm"))
     assert m["name"] == "mm" and m["status"] == "complete"
     assert m["options"]["schedule"] == {
-        "wait": 1, "warmup": 1, "active": 2, "repeat": 1, "skip_first": 0
+        "wait": 1, "warmup": 1, "active": 2, "repeat": 1, "skip_first": 0, "skip_first_wait": 0
     }
     assert m["steps_recorded"] == 2 and len(m["warmup_call_ms"]) == 2
 
@@ -152,7 +152,7 @@ def test_misuse_is_a_clear_error():
         autoprof(schedule={"wait": 1, "actve": 2})
     with pytest.raises(ValueError, match="active must be >= 1"):
         autoprof(schedule={"active": 0})
-    with pytest.raises(ValueError, match="warmup must be an int"):
+    with pytest.raises(ValueError, match="warmup_calls must be an int"):
         autoprof(warmup=-1)
 
 

@@ -12,33 +12,27 @@ from autoprof._options import Schedule, env_enabled, make_options
 
 pytestmark = pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
 
-TORCH_PHASE = {
-    ProfilerAction.NONE: ("wait", "done"),
-    ProfilerAction.WARMUP: ("profiler_warmup",),
-    ProfilerAction.RECORD: ("active",),
-    ProfilerAction.RECORD_AND_SAVE: ("last_active",),
-}
+
+def _torch_total_steps(fn, limit: int = 80) -> int:
+    """Steps until torch's schedule function does nothing any more (its last non-NONE + 1)."""
+    return 1 + max((i for i in range(limit) if fn(i) != ProfilerAction.NONE), default=-1)
 
 
 @pytest.mark.parametrize(
-    "wait, warmup, active, repeat, skip_first",
-    list(itertools.product([0, 1, 2], [0, 1], [1, 3], [0, 1, 2], [0, 2])),
+    "wait, warmup, active, repeat, skip_first, skip_first_wait",
+    list(itertools.product([0, 1, 2], [0, 1], [1, 3], [1, 2], [0, 2], [0, 1])),
 )
-def test_phase_at_matches_torch_schedule(wait, warmup, active, repeat, skip_first):
-    ours = Schedule(wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip_first)
-    theirs = schedule(
-        wait=wait, warmup=warmup, active=active, repeat=repeat, skip_first=skip_first
-    )
-    recorded = 0
-    for step in range(40):
-        assert ours.phase_at(step) in TORCH_PHASE[theirs(step)], step
-        assert ours.recorded_steps(step) == recorded
-        recorded += theirs(step) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+def test_total_steps_matches_torch_schedule(wait, warmup, active, repeat, skip_first,
+                                            skip_first_wait):
+    keys = dict(wait=wait, warmup=warmup, active=active, repeat=repeat,
+                skip_first=skip_first, skip_first_wait=skip_first_wait)
+    assert Schedule(**keys).total_steps == _torch_total_steps(schedule(**keys))
 
 
 def test_schedule_defaults_and_totals():
     s = Schedule()
-    assert s.as_dict() == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1, "skip_first": 0}
+    assert s.as_dict() == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1, "skip_first": 0,
+                           "skip_first_wait": 0}
     assert s.total_steps == 5
     assert Schedule(repeat=0).total_steps is None
     assert Schedule(wait=0, warmup=0, active=2, repeat=3, skip_first=1).total_steps == 7
@@ -83,5 +77,15 @@ def test_env_switch(monkeypatch, value, enabled):
 def test_manifest_form_is_json_ready():
     opts = make_options(name="x", schedule={"wait": 0, "active": 1})
     data = opts.as_manifest()
-    assert data["schedule"] == {"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0}
+    assert data["schedule"] == {"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0,
+                                "skip_first_wait": 0}
     assert data["activities"] is None and data["name"] == "x"
+    assert data["warmup_calls"] == data["warmup"] == 3  # readers of older runs read "warmup"
+
+
+def test_warmup_calls_and_its_older_name():
+    assert make_options(warmup_calls=5).warmup_calls == 5
+    assert make_options(warmup=2).warmup_calls == 2  # the older name is still accepted
+    assert make_options(warmup=2).warmup == 2
+    with pytest.raises(TypeError, match="not both"):
+        make_options(warmup=1, warmup_calls=2)
