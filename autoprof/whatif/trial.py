@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoprof.whatif.call import Call
+from autoprof.whatif.call import Args, Call
 from autoprof.whatif.compare import Comparison, compare_outputs
 from autoprof.whatif.fixes import FIXES, Applied, Fix, NotApplicable
 from autoprof.whatif.fixes.cuda_graph import first_line
@@ -35,7 +35,7 @@ class Trial:
 
     result: FixResult
     applied: Applied | None = None
-    inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+    inputs: Args | None = None
 
 
 def _timed(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: str,
@@ -67,18 +67,9 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
                        baseline_us=baseline.median_us, baseline_spread_us=baseline.spread_us)
     with user_state_kept():
         try:
-            reason = fix.precondition(call)
-            if reason is not None:
-                raise NotApplicable(reason)
-            started = time.perf_counter()
-            applied = fix.apply(call)
-            args, kwargs = applied.prepare(*call.fresh())
-            seeded()
-            out, _ = timed_call(lambda: applied.fn(*args, **kwargs), call.device)
-            first_s = time.perf_counter() - started
-            comparison = compare_outputs(call.reference, out, fix.compute_dtype)
-            del out
+            applied, inputs, comparison, first_s = _first_call(fix, call)
             base_args, base_kwargs = call.fresh()
+            args, kwargs = inputs
             baseline, timing = measure_interleaved(
                 [lambda: call.fn(*base_args, **base_kwargs), lambda: applied.fn(*args, **kwargs)],
                 call.device, samples=samples)
@@ -89,7 +80,6 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
             result.error = first_line(exc)
             result.reason = f"the fix raised {result.error}"
             return Trial(result)
-    result.baseline_us, result.baseline_spread_us = baseline.median_us, baseline.spread_us
     if call.unstable is not None:
         comparison = Comparison(True, None, None, None)
         result.mismatch = ("outputs not compared: two calls of the original disagree (it "
@@ -97,11 +87,28 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
     _fill(result, baseline, timing, comparison, max(0.0, first_s - timing.median_us * 1e-6))
     if call.unstable is not None:
         result.outputs_match = None
-    return Trial(result, applied, (args, kwargs))
+    return Trial(result, applied, inputs)
+
+
+def _first_call(fix: Fix, call: Call) -> tuple[Applied, Args, Comparison, float]:
+    """Check, apply, prepare the inputs, call once on the shared seed: the applied fix, its
+    inputs, how its output compares, and the seconds all of that took (the setup)."""
+    reason = fix.precondition(call)
+    if reason is not None:
+        raise NotApplicable(reason)
+    started = time.perf_counter()
+    applied = fix.apply(call)
+    args, kwargs = applied.prepare(*call.fresh())
+    seeded()
+    out, _ = timed_call(lambda: applied.fn(*args, **kwargs), call.device)
+    first_s = time.perf_counter() - started
+    return applied, (args, kwargs), compare_outputs(call.reference, out, fix.compute_dtype), \
+        first_s
 
 
 def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
           setup_s: float) -> None:
+    result.baseline_us, result.baseline_spread_us = baseline.median_us, baseline.spread_us
     result.fixed_us, result.fixed_spread_us = timing.median_us, timing.spread_us
     result.samples, result.calls_per_sample, result.clock = (
         len(timing.samples_us), timing.calls_per_sample, timing.clock)

@@ -138,3 +138,26 @@ def test_best_fix_skips_changed_outputs_and_slower_fixes():
     ]
     assert best_fix(results)["fix"] == "cuda-graph"
     assert best_fix(results[:1] + results[3:]) is None
+
+
+def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
+    """On a torch-only machine the profiled fix is written but not analysed: the reader
+    analyses it (and refuses a fixed_run outside the run folder)."""
+    from autoprof.analysis.loader.whatif import whatif_or_warn
+    from autoprof.whatif.record import whatif_record, write_whatif
+
+    run = autoprof.check(lambda x: x * 2, torch.ones(2))
+    fixed = autoprof.check(lambda x: x * 3, torch.ones(2))
+    run_dir = Path(run.path)
+    inside = run_dir / "whatif" / "f.compile"
+    inside.parent.mkdir()
+    Path(fixed.path).rename(inside)
+    base = {"applicable": True, "status": "faster", "speedup": 2.0, "outputs_match": True}
+    write_whatif(run_dir, whatif_record([
+        {"fix": "compile", **base, "fixed_run": "whatif/f.compile", "fixed_verdict": None},
+        {"fix": "bf16", **base, "fixed_run": "../elsewhere", "fixed_verdict": None},
+    ]))
+    compiled, escaped = whatif_or_warn(run_dir)
+    assert compiled["fixed_verdict"] == "cpu-only" and compiled["fixed_verdict_reason"]
+    assert escaped["fixed_verdict"] is None and "outside the run folder" in escaped[
+        "fixed_verdict_reason"]

@@ -43,12 +43,40 @@ def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:
 
 def whatif_or_warn(run_path: str | Path | None) -> list[dict[str, Any]]:
     """``read_whatif``, but a bad file is a warning (``path: problem``) and ``[]``: the trace
-    analysis of the run does not depend on it."""
+    analysis of the run does not depend on it. A fixed run recorded where the analysis could
+    not run (a torch-only GPU machine) gets its verdict here (``with_fixed_verdicts``)."""
     try:
-        return read_whatif(run_path)
+        return with_fixed_verdicts(read_whatif(run_path), run_path)
     except TraceError as err:
         warnings.warn(f"{err} (what-if results ignored)", stacklevel=2)
         return []
+
+
+def with_fixed_verdicts(results: list[dict[str, Any]],
+                        run_path: str | Path | None) -> list[dict[str, Any]]:
+    """Each result with a ``fixed_run`` but no ``fixed_verdict``, completed from that run
+    folder (inside the run's own folder only); one that cannot be loaded says why."""
+    out = []
+    for record in results:
+        fixed_run = record.get("fixed_run")
+        if record.get("fixed_verdict") or not isinstance(fixed_run, str) or run_path is None:
+            out.append(record)
+            continue
+        out.append({**record, **_verdict_of(Path(run_path), fixed_run)})
+    return out
+
+
+def _verdict_of(run_path: Path, fixed_run: str) -> dict[str, Any]:
+    from autoprof.analysis.loader.run import load
+
+    folder = run_path / fixed_run
+    if Path(fixed_run).is_absolute() or ".." in Path(fixed_run).parts:
+        return {"fixed_verdict_reason": f"fixed_run {fixed_run!r} is outside the run folder"}
+    try:
+        verdict = load(folder).analysis.verdict
+    except (TraceError, OSError) as err:
+        return {"fixed_verdict_reason": f"the fixed run could not be loaded: {err}"}
+    return {"fixed_verdict": str(verdict.kind), "fixed_verdict_reason": str(verdict.reason)}
 
 
 def _results(path: Path, raw: Any) -> list[dict[str, Any]]:
