@@ -21,7 +21,6 @@ end), so MFU = the step's FLOPs / that time / the peak of the dtype that did mos
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ import pandas as pd
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.metrics.flops import has_rule, is_matrix_op, op_costs
 from autoprof.analysis.metrics.peaks import Peak, peak_for
-from autoprof.analysis.metrics.stats import require_columns
+from autoprof.analysis.metrics.stats import factorized, require_columns
 
 HALF_PEAK_PCT = 50.0  # "at >= 50% of peak": the share of GPU time reported
 FAR_FROM_ROOF = 5  # kernels listed as farthest from the roofline
@@ -109,20 +108,28 @@ def device_name(manifest: dict[str, Any] | None, trace_metadata: list[dict[str, 
 def _cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
     """For each launching op row, the row whose cost counts: the op itself when flops.py has
     a formula for it, else its nearest enclosing cpu_op that has one (-1 if none)."""
-    names = events["name"].astype(object).to_numpy()
+    name_code, names = factorized(events["name"])
+    cat_code, cats = factorized(events["cat"])
+    ruled = np.array([has_rule(str(n)) for n in names], dtype=bool)[name_code]
+    is_op = (cats == "cpu_op")[cat_code]
     parent = events["parent"].to_numpy()
-    cats = events["cat"].astype(object).to_numpy()
     out = {}
     for row in np.unique(op_row[op_row >= 0]).tolist():
         r = row
-        while r >= 0 and cats[r] == "cpu_op" and not has_rule(str(names[r])):
+        while r >= 0 and is_op[r] and not ruled[r]:
             r = int(parent[r])
-        out[row] = r if r >= 0 and cats[r] == "cpu_op" else -1
-    return np.array([out.get(int(r), -1) if r >= 0 else -1 for r in op_row], dtype=np.int64)
+        out[row] = r if r >= 0 and is_op[r] else -1
+    return np.array([out.get(r, -1) for r in op_row.tolist()], dtype=np.int64)
 
 
-def _peak_dtype(dtype: str, kernel: str) -> str:
-    return "tf32" if dtype == "fp32" and _TF32_KERNEL.search(kernel) else dtype
+def _name_flags(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` over a text column, once per distinct value."""
+    codes, uniques = factorized(names)
+    return np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)[codes]
+
+
+def _text_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    return column.iloc[rows].astype(object).fillna("").astype(str).to_numpy()
 
 
 def _work_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -134,8 +141,8 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     costs = op_costs(ops) if len(ops) else op_costs(events.iloc[:0])
     by_row = costs.set_axis(ops.index if len(ops) else costs.index)
     table = pd.DataFrame({
-        "name": work["name"].astype(str).to_numpy(),
-        "is_kernel": work["cat"].astype(str).str.lower().eq("kernel").to_numpy(),
+        "name": work["name"].astype(object).fillna("").astype(str).to_numpy(),
+        "is_kernel": _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE)),
         "dur_us": work["dur_us"].to_numpy(dtype=float),
         "ts_us": work["ts_us"].to_numpy(dtype=float),
         "end_us": work["end_us"].to_numpy(dtype=float),
@@ -152,14 +159,14 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     if has_op.any():
         rows = cost_row[has_op]
         picked = by_row.loc[events.index[rows]]
-        table.loc[has_op, "op"] = events["name"].astype(str).to_numpy()[rows]
+        table.loc[has_op, "op"] = _text_at(events["name"], rows)
         table.loc[has_op, "op_flops"] = picked["flops"].to_numpy()
         table.loc[has_op, "op_bytes"] = picked["bytes"].to_numpy()
         table.loc[has_op, "dtype"] = picked["dtype"].to_numpy()
         table.loc[has_op, "flops_source"] = picked["flops_source"].to_numpy()
-        table.loc[has_op, "input_dims"] = events["input_dims"].astype(str).to_numpy()[rows]
-    table["dtype"] = [_peak_dtype(d, n) for d, n in zip(table["dtype"], table["name"],
-                                                       strict=True)]
+        table.loc[has_op, "input_dims"] = _text_at(events["input_dims"], rows)
+    tf32 = (table["dtype"] == "fp32").to_numpy() & _name_flags(work["name"], _TF32_KERNEL)
+    table.loc[tf32, "dtype"] = "tf32"
     # an op's kernels share its cost by duration; its memsets / memcpys get a share only
     # when the op itself only moves memory (copy_, fill_: no FLOPs)
     memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
@@ -174,20 +181,18 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     table["flops"] = table["op_flops"] * share
     table["bytes"] = table["op_bytes"] * share
     table["shared"] = has_op & takes & (op_kernels > 1)
-    layout = table["name"].map(lambda n: bool(_LAYOUT_KERNEL.search(n)))
+    layout = _name_flags(work["name"], _LAYOUT_KERNEL)
     table["layout_us"] = table["dur_us"].where(layout, 0.0)
     table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)
     table["bytes_us"] = table["dur_us"].where(table["bytes"].notna(), 0.0)
     return table
 
 
-def _sum_or_nan(values: pd.Series) -> float:
-    return float(values.sum()) if values.notna().any() else math.nan
-
-
-def _mode(values: pd.Series) -> str:
-    v = values[values != ""]
-    return str(v.mode().iloc[0]) if len(v) else ""
+def _first_set(work: pd.DataFrame, key: str, column: str, names: list[Any]) -> np.ndarray:
+    """Per group of ``key`` (in the order of ``names``), the first non-empty ``column``."""
+    filled = work[work[column] != ""]
+    first = filled.groupby(key, sort=False, observed=True)[column].first()
+    return first.reindex(names).fillna("").to_numpy(dtype=object)
 
 
 def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
@@ -195,19 +200,19 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
     if work.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in KERNEL_COLUMNS})
     g = work.groupby(key, sort=False, observed=True)
+    sums = g[["dur_us", "flops_us", "bytes_us", "layout_us"]].sum()
+    names = list(sums.index)
     out = pd.DataFrame({
-        "name": list(g.groups),
-        "calls": g.size().to_numpy(),
-        "gpu_us": g["dur_us"].sum().to_numpy(),
-        "flops": g["flops"].agg(_sum_or_nan).to_numpy(),
-        "bytes": g["bytes"].agg(_sum_or_nan).to_numpy(),
-        "dtype": g["dtype"].agg(_mode).to_numpy(),
-        "flops_source": g["flops_source"].agg(_mode).to_numpy(),
-        "input_dims": g["input_dims"].agg(_mode).to_numpy(),
-        "shared": g["shared"].any().to_numpy(),
-        "flops_us": g["flops_us"].sum().to_numpy(),
-        "bytes_us": g["bytes_us"].sum().to_numpy(),
-        "layout_us": g["layout_us"].sum().to_numpy(),
+        "name": names,
+        "calls": g.size().reindex(names).to_numpy(),
+        "gpu_us": sums["dur_us"].to_numpy(),
+        "flops": g["flops"].sum(min_count=1).reindex(names).to_numpy(),
+        "bytes": g["bytes"].sum(min_count=1).reindex(names).to_numpy(),
+        **{c: _first_set(work, key, c, names) for c in ("dtype", "flops_source", "input_dims")},
+        "shared": g["shared"].any().reindex(names).to_numpy(),
+        "flops_us": sums["flops_us"].to_numpy(),
+        "bytes_us": sums["bytes_us"].to_numpy(),
+        "layout_us": sums["layout_us"].to_numpy(),
     })
     out["layout_pct"] = 100 * out["layout_us"] / out["gpu_us"].where(out["gpu_us"] > 0)
     # rates over the calls whose cost is known (a kernel already running when the trace
@@ -242,7 +247,7 @@ def _steps(work: pd.DataFrame, steps: pd.DataFrame | None, peak: Peak, dtype: st
         return pd.DataFrame({c: pd.Series(dtype=float) for c in STEP_COLUMNS})
     g = in_step.groupby(["rank", "step"], sort=True)
     out = pd.DataFrame({
-        "flops": g["flops"].agg(_sum_or_nan),
+        "flops": g["flops"].sum(min_count=1),
         "gpu_span_us": g["end_us"].max() - g["ts_us"].min(),
     }).reset_index()
     cpu_span = pd.Series(0.0, index=out.index)
@@ -278,7 +283,8 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
     notes: list[str] = []
     if work.empty:
         notes.append("no GPU work in this trace")
-    has_shapes = "input_dims" in events and bool((events["input_dims"].astype(str) != "").any())
+    has_shapes = "input_dims" in events and bool(events["input_dims"].ne("").to_numpy(
+        dtype=bool, na_value=False).any())
     if not work.empty and not has_shapes and work["flops_source"].eq("").all():
         notes.append(NO_SHAPES)
     if not peak.tflops and not peak.gbps:

@@ -13,7 +13,8 @@ FLOPs are counted for the ops whose cost is well defined: matrix products (``mm`
 ``bmm``, ``baddbmm``, ``matmul``, ``linear``: 2*M*N*K), convolutions (2 * output elements *
 input channels per group * kernel size; the output's spatial size is taken equal to the
 input's, i.e. stride 1 and "same" padding, since the trace does not record strides), and
-scaled dot-product attention forward (4 * batch * heads * Lq * Lkv * head dim, not causal).
+scaled dot-product attention (forward 4 * batch * heads * Lq * Lkv * head dim, not causal;
+backward 2.5x that), ``convolution_backward`` (twice the forward, over grad_output's size).
 Elementwise ops count one FLOP per output element. Bytes are inputs read plus output
 written for elementwise, reduction (input only), copy and normalization ops, and the three
 operands of matrix products; every other op has neither.
@@ -171,12 +172,31 @@ def _conv(ts: list[_Tensor | None]) -> Cost | None:
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _attention(layout: str) -> Callable[[list[_Tensor | None]], Cost | None]:
+def _conv_backward(ts: list[_Tensor | None]) -> Cost | None:
+    """convolution_backward(grad_output, input, weight, ...): the input and weight gradients,
+    each a forward's FLOPs over grad_output's (the real output's) size."""
+    gxw = _at(ts, 0, 1, 2)
+    if not gxw:
+        return None
+    grad, x, w = gxw
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape) or len(grad.shape) != len(x.shape):
+        return None
+    flops = 2 * 2 * grad.numel * w.shape[1] * math.prod(w.shape[2:])
+    moved = 2 * grad.nbytes + 2 * x.nbytes + 2 * w.nbytes  # read each, write two gradients
+    return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(x),
+                flops_source="shapes", bytes_source="shapes")
+
+
+def _attention(layout: str, backward: bool = False
+               ) -> Callable[[list[_Tensor | None]], Cost | None]:
     """SDPA forward: q [B, H, Lq, E], k [B, H, Lkv, E], v [B, H, Lkv, Ev] ("bhsd"), or
-    [B, L, H, E] ("bshd": the flash / efficient kernels' own layout)."""
+    [B, L, H, E] ("bshd": the flash / efficient kernels' own layout). Backward ops take
+    (grad_out, q, k, v, ...) and count 2.5x the forward (FlashAttention's count: the two
+    products recomputed or reused, plus the gradients of q, k, v and the scores)."""
+    first = 1 if backward else 0
 
     def cost(ts: list[_Tensor | None]) -> Cost | None:
-        qkv = _at(ts, 0, 1, 2)
+        qkv = _at(ts, first, first + 1, first + 2)
         if not qkv or any(len(t.shape) != 4 for t in qkv):
             return None
         q, k, v = qkv
@@ -186,6 +206,8 @@ def _attention(layout: str) -> Callable[[list[_Tensor | None]], Cost | None]:
             (b, lq, h, e), lkv, ev = q.shape, k.shape[1], v.shape[3]
         flops = 2 * b * h * lq * lkv * e + 2 * b * h * lq * lkv * ev
         moved = q.nbytes + k.nbytes + v.nbytes + b * h * lq * ev * q.size
+        if backward:  # reads grad_out, q, k, v, out; writes dq, dk, dv
+            flops, moved = flops * 5 // 2, 2 * moved + q.nbytes + k.nbytes + v.nbytes
         return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(q),
                     flops_source="shapes", bytes_source="shapes")
 
@@ -256,9 +278,18 @@ _GEMMS: dict[str, Callable[[list[_Tensor | None]], Cost | None]] = {
                                        "_scaled_dot_product_efficient_attention",
                                        "_scaled_dot_product_cudnn_attention",
                                        "_cudnn_attention_forward",
-                                       "_scaled_dot_product_attention_math")},
+                                       "_scaled_dot_product_attention_math",
+                                       "_scaled_dot_product_flash_attention_for_cpu")},
     **{a: _attention("bshd") for a in ("_flash_attention_forward",
                                        "_efficient_attention_forward")},
+    "convolution_backward": _conv_backward,
+    **{a: _attention("bhsd", backward=True) for a in (
+        "_scaled_dot_product_flash_attention_backward",
+        "_scaled_dot_product_efficient_attention_backward",
+        "_scaled_dot_product_cudnn_attention_backward", "_cudnn_attention_backward",
+        "_scaled_dot_product_flash_attention_for_cpu_backward")},
+    **{a: _attention("bshd", backward=True) for a in ("_flash_attention_backward",
+                                                      "_efficient_attention_backward")},
 }
 
 

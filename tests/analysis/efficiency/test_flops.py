@@ -10,6 +10,8 @@ import pytest
 
 from autoprof.analysis.metrics.flops import has_rule, op_cost, op_costs
 
+BF = "c10::BFloat16"
+
 
 def cost(name: str, dims: list, types: list, flops: float = math.nan):
     return op_cost(name, json.dumps(dims), json.dumps(types), flops)
@@ -98,3 +100,24 @@ def test_op_costs_keeps_the_index_and_handles_missing_columns() -> None:
     assert list(out["flops"]) == [48.0, 5.0, 7.0]
     assert list(out["flops_source"]) == ["shapes", "shapes", "trace"]
     assert op_costs(ops.iloc[:0]).empty
+
+
+def test_backward_ops_in_the_order_torch_records_them() -> None:
+    # input dims exactly as torch 2.13 records conv2d(8 -> 16, 3x3, padding 1) backward
+    conv = cost("aten::convolution_backward",
+                [[2, 16, 10, 10], [2, 8, 10, 10], [16, 8, 3, 3], [], [], [], [], [], [], [], []],
+                ["float"] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar",
+                                                      "ScalarList"])
+    forward = 2 * (2 * 16 * 10 * 10) * 8 * 9
+    assert conv.flops == 2 * forward
+    q = [2, 4, 32, 16]
+    bwd = cost("aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+               [q, q, q, q, q, [2, 4, 32], [], [], [], []], ["float"] * 6 + ["Scalar"] * 2)
+    fwd = cost("aten::_scaled_dot_product_flash_attention_for_cpu", [q, q, q, [], []],
+               ["float"] * 3 + ["Scalar"] * 2)
+    assert fwd.flops == 4 * 2 * 4 * 32 * 32 * 16
+    assert bwd.flops == 2.5 * fwd.flops
+    bshd = [2, 32, 4, 16]  # (batch, seq, heads, dim): the flash kernels' own layout
+    flash = cost("aten::_flash_attention_backward", [bshd] * 4, [BF] * 4)
+    assert flash.flops == 2.5 * fwd.flops and flash.dtype == "bf16"
+
