@@ -355,8 +355,15 @@ def load_autoprof(path: str) -> dict[str, Any]:
         raise Unavailable(f"Run.summary: {exc}") from exc
     t3 = time.perf_counter()
     json.dumps(summary, default=str)  # the overview must be JSON-able
+    # the breakdown's share of that first open: computed once more, outside work_s
+    from autoprof.analysis.metrics.breakdown import breakdown
+
+    t4 = time.perf_counter()
+    breakdown(run.events, (run.manifest or {}).get("name"))
+    breakdown_s = time.perf_counter() - t4
     return {"work_s": t3 - t1, "load_s": t2 - t1, "summary_s": t3 - t2, "import_s": import_s,
-            "rows": int(len(run.events)), "base_rss_mb": base_rss_mb}
+            "rows": int(len(run.events)), "base_rss_mb": base_rss_mb,
+            "breakdown_s": breakdown_s, "open_without_breakdown_s": t3 - t1 - breakdown_s}
 
 
 @task
@@ -376,6 +383,53 @@ def load_hta(trace_dir: str) -> dict[str, Any]:
     t2 = time.perf_counter()
     rows = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks())
     return {"work_s": t2 - t1, "import_s": import_s, "rows": rows, "base_rss_mb": base_rss_mb}
+
+
+# ---------------------------------------------------------------- 5. off the program's path --
+def _buckets(step: Callable[[], Any], seconds: float, bucket_s: float) -> list[float]:
+    """Mean per-call time (us) of ``step`` in consecutive buckets of ``bucket_s``: a stall
+    anywhere in a bucket counts (a median would hide it)."""
+    out = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        calls = 0
+        t_bucket = time.perf_counter()
+        while (elapsed := time.perf_counter() - t_bucket) < bucket_s:
+            step()
+            calls += 1
+        out.append(elapsed / calls * 1e6)
+    return out
+
+
+@task
+def after_window(kind: str, active: int, seconds: float, bucket_s: float, out: str
+                 ) -> dict[str, Any]:
+    """The plain loop's per-call time in buckets right after a profiled window ends, over
+    its time before the run in the same process; and the RSS the finished run left behind
+    (VmRSS after the run's files are written minus VmRSS before its profiler started, with
+    torch.profiler imported and the loop warmed up before the first reading, so the
+    difference between autoprof and the hand-written loop is autoprof's own)."""
+    import torch.profiler  # noqa: F401  (imported before the first RSS reading)
+
+    step = _matmul_add_step()
+    for _ in range(500):
+        step()
+    before = _buckets(step, 1.0, bucket_s)
+    rss_before = proc_status_mb("self", "VmRSS")
+    if kind == "autoprof":
+        _run_autoprof_loop(active, 3, 0, out)
+    else:
+        _run_torch_loop(active, 3, 0, out)
+    after = _buckets(step, seconds, bucket_s)
+    t0 = time.perf_counter()
+    if kind == "autoprof":
+        _flush()
+    base = statistics.median(before)
+    return {"worst_bucket_ratio": max(after) / base, "median_bucket_ratio":
+            statistics.median(after) / base, "first_bucket_ratio": after[0] / base,
+            "base_us": base, "after_us": after, "flush_s": time.perf_counter() - t0,
+            "rss_added_mb": proc_status_mb("self", "VmRSS") - rss_before,
+            "imports": sorted(m for m in ("pandas", "pyarrow", "msgspec") if m in sys.modules)}
 
 
 def main(argv: list[str]) -> int:

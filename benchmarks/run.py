@@ -14,6 +14,10 @@ writes every number (median, min, max, each run, peak RSS) as JSON. Targets (iss
    ``on_trace_ready`` that calls ``export_chrome_trace``, at 10k and 100k events.
 4. load and analyze: ``autoprof.load(path).summary()`` vs HTA's ``TraceAnalysis(trace_dir)``
    at 100k and 1M events (time and peak RSS), and a second open (cached columnar form).
+5. off the program's path: the plain loop's per-call time in 100 ms buckets for 3 s after a
+   profiled window over its time before (worst bucket <= 1.2x), the RSS a finished run leaves
+   in the program (<= 10 MB above the hand-written loop's), and the time blocked at the end
+   of the window (<= 1.1x a hand-written ``prof.stop()`` + ``export_chrome_trace``).
 
 ``--quick`` (under a minute): fewer repeats, 10k events only, HTA only if its venv exists.
 """
@@ -260,6 +264,10 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                    "peak RSS when killed), so this ratio is an upper bound")
             time_row.note = rss_row.note = why
         rows += [time_row, rss_row, _rss_above_imports_row(first, hta, label)]
+        rows.append(Row.compare(f"4 breakdown vs the rest of a first open, s, {label}",
+                                _values(first, "breakdown_s"),
+                                _values(first, "open_without_breakdown_s"), limit=0.2,
+                                unit="s"))
         budget = 0.5 if n >= 1_000_000 else None
         rows.append(Row.bounded(f"4 second open (cached): load, s, {label}",
                                 _values(second, "load_s"), _values(first, "load_s"),
@@ -268,6 +276,51 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                                 _values(second, "work_s"), _values(first, "work_s"),
                                 max_ours=budget, unit="s", baseline_name="first open"))
     return rows
+
+
+def target_offpath(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
+    """After the window: the plain loop's speed, the RSS left behind, the blocked time."""
+    kw = {"active": 1250, "seconds": 3.0, "bucket_s": 0.1}  # ~10k trace events
+    samples: dict[str, list[Sample | str]] = {"autoprof": [], "torch": []}
+    for i in range(plan.export_repeats):
+        for kind in (("autoprof", "torch") if i % 2 == 0 else ("torch", "autoprof")):
+            out = out_root / "offpath" / f"{kind}-{i}"
+            _clean(out)
+            out.mkdir(parents=True)
+            samples[kind].append(_measure("after_window", {**kw, "kind": kind, "out": str(out)}))
+            _clean(out)
+    raw["offpath"] = {k: [_plain(s) for s in v] for k, v in samples.items()}
+    cores = os.cpu_count()
+    slow = Row.bounded(f"5 off path: worst 100 ms bucket in 3 s after the window / before, "
+                       f"x ({cores} cores)", _values(samples["autoprof"], "worst_bucket_ratio"),
+                       _values(samples["torch"], "worst_bucket_ratio"), 1.2, "x",
+                       baseline_name="hand-written torch.profiler")
+    ours_rss, why = _values(samples["autoprof"], "rss_added_mb")
+    base_rss, why_b = _values(samples["torch"], "rss_added_mb")
+    rss = Row.bounded("5 off path: RSS added by a finished run, MB (torch's buffers in both)",
+                      (ours_rss, why), (base_rss, why_b),
+                      base_rss.median + 10.0 if base_rss else None, "MB",
+                      baseline_name="hand-written torch.profiler")
+    imports = {tuple(s.values["imports"]) for s in samples["autoprof"] if isinstance(s, Sample)}
+    rss.note = f"modules imported by recording among pandas/pyarrow/msgspec: {sorted(imports)}"
+    blocked = Row.compare("5 off path: blocked at the end of the window, s, ~10k events",
+                          *_blocked(plan, out_root), limit=1.1, unit="s")
+    blocked.baseline_name = "hand-written prof.stop() + export_chrome_trace"
+    return [slow, rss, blocked]
+
+
+def _blocked(plan: Plan, out_root: Path) -> tuple[Any, Any]:
+    samples: dict[str, list[Sample | str]] = {"autoprof": [], "torch": []}
+    for i in range(plan.export_repeats):
+        for kind in (("autoprof", "torch") if i % 2 == 0 else ("torch", "autoprof")):
+            out = out_root / "offpath" / f"blocked-{kind}-{i}"
+            _clean(out)
+            out.mkdir(parents=True)
+            samples[kind].append(_measure("export", {"kind": kind, "active": 1250,
+                                                     "warmup_calls": 50, "trailing": 5,
+                                                     "out": str(out)}))
+            _clean(out)
+    return _values(samples["autoprof"], "blocked_s"), _values(samples["torch"], "blocked_s")
 
 
 def _rss_above_imports_row(ours: list[Sample | str], hta: list[Sample | str], label: str
@@ -319,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="autoprof benchmarks (issue 5 targets)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--out", type=Path, default=_HERE / "results.json")
-    parser.add_argument("--only", default="1,2,3,4", help="targets to run, e.g. 1,4")
+    parser.add_argument("--only", default="1,2,3,4,5", help="targets to run, e.g. 1,4")
     parser.add_argument("--work", type=Path, default=_HERE / "out",
                         help="folder for generated traces and run outputs (git-ignored)")
     parser.add_argument("--load-steps", type=int, default=5,
@@ -347,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = [(1, "not recording", lambda: target_calls(plan, raw)),
              (2, "recording", lambda: target_recording(plan, raw)),
              (3, "export", lambda: target_export(plan, raw, out_root)),
-             (4, "load and analyze", lambda: target_load(plan, raw, out_root))]
+             (4, "load and analyze", lambda: target_load(plan, raw, out_root)),
+             (5, "off the program's path", lambda: target_offpath(plan, raw, out_root))]
     for number, title, fn in steps:
         if number in only:
             t0 = time.perf_counter()
