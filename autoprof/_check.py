@@ -2,7 +2,9 @@
 
 Calls ``fn`` as many times as the warm-up plus one full schedule need (``repeat=0`` counts
 as one cycle), waits for every artifact, and returns the loaded run (``autoprof.load``), or
-the run folder's ``Path`` when the analysis layer cannot load it.
+the run folder's ``Path`` when the analysis layer cannot load it. With autoprof off
+(``AUTOPROF=0``) or no run folder written, ``fn`` is still called as often and ``check``
+returns ``None``.
 """
 
 from __future__ import annotations

@@ -268,6 +268,10 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                                 _values(first, "breakdown_s"),
                                 _values(first, "open_without_breakdown_s"), limit=0.2,
                                 unit="s"))
+        rows.append(Row.compare(f"4 breakdown vs the rest of a first open, s, {label}",
+                                _values(first, "breakdown_s"),
+                                _values(first, "open_without_breakdown_s"), limit=0.2,
+                                unit="s"))
         budget = 0.5 if n >= 1_000_000 else None
         rows.append(Row.bounded(f"4 second open (cached): load, s, {label}",
                                 _values(second, "load_s"), _values(first, "load_s"),

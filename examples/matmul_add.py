@@ -44,25 +44,26 @@ def main(argv: list[str] | None = None) -> int:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[args.dtype or ("bf16" if device == "cuda" else "float32")]
 
-    @autoprof(
-        name="matmul_add",
-        warmup=0 if args.no_warmup else 3,
-        schedule=dict(wait=1, warmup=1, active=3, repeat=1),
-        out_dir=args.out_dir,
-    )
+    warmup_calls = 0 if args.no_warmup else 3
+    schedule = autoprof.Schedule(wait=1, warmup=1, active=3, repeat=1)
+
+    @autoprof(name="matmul_add", warmup_calls=warmup_calls, schedule=schedule,
+              out_dir=args.out_dir)
     def matmul_add(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.matmul(x, w) + b
 
     n = args.size
     x, w, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(3))
-    session = matmul_add.autoprof_session  # type: ignore[attr-defined]
-    calls = session.options.warmup + session.options.schedule.total_steps
-    for _ in range(calls):
+    for _ in range(warmup_calls + (schedule.total_steps or 0)):
         matmul_add(x, w, b)
-    session.flush()  # wait for every artifact of the run
+    autoprof.flush()  # wait for every artifact of the run
+    session = getattr(matmul_add, "autoprof_session", None)
+    if session is None:
+        print("autoprof is off (AUTOPROF=0): no run written")
+        return 0
     run_dir: Path | None = session.run_dir
     if run_dir is None:
-        print("no run written (autoprof disabled or the folder is not writable)")
+        print("no run written (the folder is not writable)")
         return 1
     print(f"run folder: {run_dir}  ({n}x{n} {str(dtype).removeprefix('torch.')} on {device})")
     print(_verdict_line(run_dir))

@@ -56,8 +56,11 @@ def main(argv: list[str] | None = None) -> int:
 
     losses = [train_step(inputs, targets) for _ in range(args.steps)]
     autoprof.flush()  # finish the run (partial if --steps was too short for the schedule)
-    session = train_step.autoprof_session  # type: ignore[attr-defined]
     print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} over {len(losses)} steps")
+    session = getattr(train_step, "autoprof_session", None)  # None under AUTOPROF=0
+    if session is None:
+        print("autoprof is off (AUTOPROF=0): no run written")
+        return 0
     print(f"run folder: {session.run_dir}")
     return 0
 

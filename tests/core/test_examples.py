@@ -51,3 +51,12 @@ def test_train_regions_example(tmp_path, capsys):
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train_step"]  # regions only label
+
+
+def test_examples_run_with_autoprof_off(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTOPROF", "0")
+    assert _example("matmul_add").main(["--size", "8", "--out-dir", str(tmp_path)]) == 0
+    assert _example("train_regions").main(
+        ["--steps", "2", "--width", "8", "--out-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.count("autoprof is off (AUTOPROF=0)") == 2
+    assert list(tmp_path.iterdir()) == []

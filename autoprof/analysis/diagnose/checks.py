@@ -181,23 +181,31 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
 # --- host-sync ----------------------------------------------------------------------------
 
 def _host_sync(ctx: Context) -> Diagnostic | None:
+    """Fires when the breakdown gives the steps host_sync time: real waits for a device (a CPU
+    tensor's .item() and autoprof's own syncs never count; metrics/sync.py)."""
     ov = ctx.overhead
-    if ov.host_syncs_in_steps == 0:
+    bd = ctx.breakdown.mean()
+    sync_us = float(bd["buckets_us"]["host_sync"])  # type: ignore[index]
+    if not sync_us > 0 or ov.host_syncs_in_steps == 0:
         return None
-    step_total = float(ctx.steps["cpu_span_us"].sum()) if not ctx.steps.empty else 0.0
-    share = ov.host_sync_in_steps_us / step_total if step_total > 0 else 0.0
+    share = sync_us / float(bd["step_us"]) if bd["step_us"] else 0.0  # type: ignore[arg-type]
     per_step = ov.host_syncs_in_steps / max(ov.steps, 1)
+    where: list[dict[str, Any]] = next(
+        (o["where"] for o in ctx.opportunities if o["cause"] == "host_sync"), [])
+    at = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in where) or "n/a"
     names = ", ".join(f"{n} x{c}" for n, c in ov.sync_names.items())
     return Diagnostic(
         id="host-sync",
         severity="critical" if share >= HOST_SYNC_CRITICAL_SHARE else "warning",
         message=(f"{ov.host_syncs_in_steps} host sync(s) inside profiler steps ({per_step:.1f} "
-                 f"per step) take {fmt_us(ov.host_sync_in_steps_us)}, {100 * share:.1f}% of "
-                 f"step time ({names}). Each one stalls the CPU until the GPU drains."),
+                 f"per step; {names}) leave the GPU idle {fmt_us(sync_us)} per step, "
+                 f"{100 * share:.1f}% of the step, waiting in or draining after them ({at})."),
         evidence={"host_syncs_in_steps": ov.host_syncs_in_steps,
                   "host_sync_in_steps_us": _r(ov.host_sync_in_steps_us),
+                  "host_sync_us_per_step": _r(sync_us),
                   "share_of_step_time_pct": _r(100 * share), "per_step": _r(per_step),
-                  "host_syncs_total": ov.host_syncs, "by_name": dict(ov.sync_names)},
+                  "host_syncs_total": ov.host_syncs, "by_name": dict(ov.sync_names),
+                  "where": where},
         hint=("Remove .item(), .cpu(), .tolist(), print(tensor) and explicit "
               "torch.cuda.synchronize() from the loop; keep values on the GPU and read "
               "metrics once every N steps; copy to pinned memory with non_blocking=True."),

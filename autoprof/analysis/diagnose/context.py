@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
@@ -48,7 +49,32 @@ class Context:
 
     @cached_property
     def verdict(self) -> Verdict:
-        return verdict_from(self.overhead)
+        from autoprof.analysis.metrics.profiler_overhead import verdict_note
+
+        return verdict_from(self.overhead, self.breakdown.mean(),
+                            verdict_note(self.profiler_overhead))
+
+    @cached_property
+    def breakdown(self) -> Breakdown:
+        """Every microsecond of each step in one of seven buckets (metrics/breakdown.py)."""
+        from autoprof.analysis.metrics.breakdown import breakdown
+
+        name = self.manifest.get("name")
+        return breakdown(self.events, name if isinstance(name, str) else None)
+
+    @cached_property
+    def opportunities(self) -> list[dict[str, Any]]:
+        """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
+        from autoprof.analysis.diagnose.opportunities import opportunities
+
+        return opportunities(self.breakdown)
+
+    @cached_property
+    def profiler_overhead(self) -> dict[str, Any]:
+        """The profiler's share of a step, from the untraced calls (profiler_overhead.py)."""
+        from autoprof.analysis.metrics.profiler_overhead import profiler_overhead
+
+        return profiler_overhead(self.breakdown, self.manifest, self.overhead.kernels > 0)
 
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -58,7 +84,7 @@ class Context:
     def ranks(self) -> pd.DataFrame:
         ranks = ranks_of(self.events)
         reuse = {ranks[0]: self.overhead} if len(ranks) == 1 else None
-        return rank_table(self.events, reuse)
+        return rank_table(self.events, reuse, self.breakdown)
 
     @cached_property
     def straggler(self) -> int | None:

@@ -20,18 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
+from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
 KIND_X, KIND_FLOW_START, KIND_FLOW_END, KIND_META, KIND_OTHER = 0, 1, 2, 3, 4
 _KIND_BY_PH = {"X": KIND_X, "s": KIND_FLOW_START, "f": KIND_FLOW_END, "M": KIND_META}
 
 # categories that never carry input shapes / a device / a correlation id
-_NO_SHAPES_CATS = frozenset(
-    {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset",
-     "cuda_runtime", "cuda_driver", "ac2g", "trace"}
-)
-_HOST_CATS = frozenset(
-    {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver", "trace"}
-)
+_NO_SHAPES_CATS = GPU_CATS | RUNTIME_CATS | {"ac2g", "trace"}
+_HOST_CATS = RUNTIME_CATS | {"cpu_op", "user_annotation", "python_function", "trace"}
 _NO_CORRELATION_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
 
 INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "device", "stream", "flow_id")

@@ -117,6 +117,11 @@ class Run:
         arithmetic intensity and roofline ``bound`` (metrics/efficiency.py)."""
         return self.analysis.efficiency.kernels
 
+    def breakdown(self, rank: int | None = None) -> pd.DataFrame:
+        """Per (rank, step): step_us and the seven buckets it splits into, in microseconds
+        (metrics/breakdown.py); one rank's steps when `rank` is given."""
+        return self.analysis.breakdown.for_rank(rank).steps
+
     @property
     def straggler_rank(self) -> int | None:
         return self.analysis.straggler

@@ -23,7 +23,7 @@ and its compute exceeds the median of the other ranks' by at least STRAGGLER_MIN
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,10 @@ from autoprof.analysis.metrics.stats import (
     step_rows,
     union_length,
 )
-from autoprof.analysis.metrics.verdict import classify
+from autoprof.analysis.metrics.verdict import classify_sides
+
+if TYPE_CHECKING:
+    from autoprof.analysis.metrics.breakdown import Breakdown
 
 COLLECTIVE_NAME = re.compile(
     r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
@@ -108,8 +111,15 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rank_row(events: pd.DataFrame, rank: int, ov: Overhead) -> dict[str, Any]:
-    """The rank_table row of one rank's events, given their overhead picture."""
+def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
+             bd: Breakdown | None = None) -> dict[str, Any]:
+    """The rank_table row of one rank's events, given their overhead picture and breakdown
+    (the verdict follows the breakdown: metrics/verdict.py)."""
+    if bd is None:
+        from autoprof.analysis.metrics.breakdown import breakdown
+
+        bd = breakdown(events)
+    pct = bd.for_rank(rank).mean()["buckets_pct"]
     st = _step_table(events)
     return {
         "rank": rank,
@@ -120,17 +130,18 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead) -> dict[str, Any]:
         "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
         "collectives": int(st["collectives"].sum()) if len(st) else 0,
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
-        "verdict": classify(ov.gpu_busy_pct if ov.has_gpu else None),
+        "verdict": classify_sides(pct, ov.has_gpu),  # type: ignore[arg-type]
         "self_cpu_us": ov.self_cpu_us,
         "self_gpu_us": ov.self_gpu_us,
     }
 
 
-def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = None
-               ) -> pd.DataFrame:
+def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = None,
+               bd: Breakdown | None = None) -> pd.DataFrame:
     """One row per rank: median step time, collective and compute time per step, GPU busy.
 
-    `overheads` may hold already computed `overhead(events, rank)` results, to reuse them.
+    `overheads` may hold already computed `overhead(events, rank)` results and `bd` the
+    run's breakdown, to reuse them.
     """
     require_columns(events, _NEEDS, "rank_table")
     events = events[_NEEDS]  # only what is used: filtering copies fewer columns
@@ -139,7 +150,7 @@ def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = Non
     for r in ranks:
         ev = events if len(ranks) == 1 else for_rank(events, r)
         ov = (overheads or {}).get(r) or overhead(ev)
-        rows.append(rank_row(ev, r, ov))
+        rows.append(rank_row(ev, r, ov, bd))
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
@@ -161,3 +172,19 @@ def straggler_from(table: pd.DataFrame) -> int | None:
 def straggler_rank(events: pd.DataFrame) -> int | None:
     """The rank the others wait for in collectives (see the module doc), or None."""
     return straggler_from(rank_table(events))
+
+
+def rank_attribution(bd: Breakdown, table: pd.DataFrame, straggler: int | None
+                     ) -> dict[int, dict[str, Any]]:
+    """Per rank: its own `breakdown` (mean), `opportunities` and `verdict`. A faster rank's
+    exposed communication is named as waiting for the straggler."""
+    from autoprof.analysis.diagnose.opportunities import opportunities
+
+    out: dict[int, dict[str, Any]] = {}
+    verdicts = dict(zip(table["rank"].tolist(), table["verdict"].tolist(), strict=True))
+    for rank in verdicts:
+        own = bd.for_rank(int(rank))
+        out[int(rank)] = {"breakdown": own.mean(),
+                          "opportunities": opportunities(own, straggler, int(rank)),
+                          "verdict": verdicts[rank]}
+    return out

@@ -4,14 +4,27 @@ A row is a sync when its name is one of `SYNC_NAMES`, or when it is the op that 
 blocking device-to-host copy (`Memcpy DtoH` into pageable memory: `aten::to`, `.cpu()`,
 `copy_`). Nested syncs count once: `aten::item` -> `aten::_local_scalar_dense` ->
 `cudaStreamSynchronize` is one sync, timed by its outermost row.
+
+Only waits for a device count: `aten::item` / `aten::_local_scalar_dense` count when a CUDA
+runtime or driver call runs inside them (a CPU tensor's `.item()` reads memory and never
+waits), and nothing under an `autoprof::` label counts (autoprof's own syncs are not the
+program's).
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics._tree import (
+    ancestors,
+    has_ancestor_in,
+    parent_positions,
+    subtree,
+)
+from autoprof.analysis.metrics.stats import isin_mask, name_matches
 
 SYNC_NAMES = frozenset({
     "cudaDeviceSynchronize",
@@ -24,6 +37,19 @@ SYNC_NAMES = frozenset({
     "aten::item",
     "aten::_local_scalar_dense",
 })
+# syncs only when a runtime call runs inside them (a CPU tensor's .item() has none)
+SCALAR_READS = frozenset({"aten::item", "aten::_local_scalar_dense"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
+AUTOPROF_LABEL = re.compile(r"^autoprof::")
+
+def autoprof_mask(events: pd.DataFrame) -> np.ndarray:
+    """Mask of the rows that are autoprof's own work: an `autoprof::` label and all below it."""
+    if events.empty:
+        return np.zeros(0, dtype=bool)
+    labelled = name_matches(events["name"], AUTOPROF_LABEL)
+    if not labelled.any():
+        return labelled
+    return subtree(parent_positions(events), labelled)
 
 
 def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
@@ -48,23 +74,17 @@ def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost synchronising rows of `events` (CPU lane), in time order."""
     cpu = isin_mask(events["lane"], ("cpu",))  # a mask: most rows are CPU rows
-    marked = set(events.index[cpu & isin_mask(events["name"], SYNC_NAMES)])
+    named = cpu & isin_mask(events["name"], SYNC_NAMES)
     copies = sorted(blocking_copy_ops(events))
     if copies:  # only those that are CPU rows of `events`
         at = events.index.get_indexer(copies)
-        marked |= {c for c, i in zip(copies, at, strict=True) if i >= 0 and cpu[i]}
-    if not marked:
-        return events[np.zeros(len(events), dtype=bool)]
-    parent_of = events["parent"]
-    outermost = []
-    for label in sorted(marked):
-        p = int(parent_of.get(label, -1))
-        nested = False
-        while p >= 0:
-            if p in marked:
-                nested = True
-                break
-            p = int(parent_of.get(p, -1))
-        if not nested:
-            outermost.append(label)
-    return events.loc[outermost].sort_values("ts_us", kind="stable")
+        named[at[at >= 0]] |= cpu[at[at >= 0]]
+    if not named.any():
+        return events[named]
+    parent = parent_positions(events)
+    reads = named & isin_mask(events["name"], SCALAR_READS)
+    if reads.any():  # keep the scalar reads that wait on a device
+        named &= ~reads | ancestors(parent, cpu & isin_mask(events["cat"], RUNTIME_CATS))
+    named &= ~autoprof_mask(events)
+    outermost = named & ~has_ancestor_in(parent, named)
+    return events[outermost].sort_values("ts_us", kind="stable")

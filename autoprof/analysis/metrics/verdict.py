@@ -1,23 +1,21 @@
-"""One word for a run: is the GPU waiting on the host, or the host on the GPU?
+"""One word for a run: which side holds most of its steps?
 
-The rule (see docs/analysis.md for the evidence behind the thresholds):
+The rule follows the breakdown (metrics/breakdown.py): the step's time in three sides,
 
-| GPU work in the trace | gpu_busy_pct (Overhead) | verdict |
+| side | buckets | verdict when it holds at least DOMINANT_PCT (50%) of the step |
 | --- | --- | --- |
-| none | - | `cpu-only` |
-| yes | below OVERHEAD_BELOW_PCT (15%) | `overhead-bound` |
-| yes | OVERHEAD_BELOW_PCT to COMPUTE_FROM_PCT | `mixed` |
-| yes | COMPUTE_FROM_PCT (60%) or more | `compute-bound` |
+| host | host_launch + host_sync + host_cpu_work + host_untraced | `overhead-bound` |
+| GPU | gpu_compute + gpu_memory | `compute-bound` |
+| communication | gpu_communication (exposed only) | `communication-bound` |
 
-gpu_busy_pct is the share of the profiled window (first profiler step's start to the last
-GPU work's end) in which any kernel, memcpy or memset runs. On the H200 fixtures it is about
-2% at 64x64 and 79-84% at 4096x4096; on the size sweep it stays at 2-8% up to 1024, is 33% at
-2048 (where, without the profiler, GPU time per call first exceeds the host's launch cost)
-and 80-84% from 4096. The thresholds sit in the middle of those gaps. The profiler itself
-adds host time to every op, so under the profiler a size looks somewhat more
-overhead-bound than it is: the verdict describes the profiled run. NCCL kernels count as
-busy (they hold the GPU); when they fill 5% of the window or more the reason says so, since a
-rank that waits for a straggler shows a "busy" GPU.
+No side at DOMINANT_PCT or more: `mixed`. No GPU work in the trace: `cpu-only`. On the H200
+fixtures the host holds 95% of a 64x64 step and the GPU 83% of a 4096x4096 step; eager
+replay of 100 small ops is 90% host, its CUDA-graph replay 89% GPU; the fast rank of the
+two-rank DDP run spends 92% of its step in exposed NCCL time (waiting for the slow rank).
+
+Without a breakdown (no steps, or a caller that has none), the GPU busy share of the
+profiled window stands in for the GPU side (`classify`): below OVERHEAD_BELOW_PCT (15%)
+`overhead-bound`, from COMPUTE_FROM_PCT (60%) `compute-bound`, `mixed` between.
 """
 
 from __future__ import annotations
@@ -31,11 +29,15 @@ from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.stats import finite_or_none
 from autoprof.units import fmt_us
 
-VerdictKind = Literal["overhead-bound", "compute-bound", "mixed", "cpu-only"]
+VerdictKind = Literal["overhead-bound", "compute-bound", "communication-bound", "mixed",
+                      "cpu-only"]
 
 OVERHEAD_BELOW_PCT = 15.0
 COMPUTE_FROM_PCT = 60.0
 COMM_NOTE_PCT = 5.0  # the reason mentions communication kernels above this share
+DOMINANT_PCT = 50.0
+HOST_SIDE = ("host_launch", "host_sync", "host_cpu_work", "host_untraced")
+GPU_SIDE = ("gpu_compute", "gpu_memory")
 
 
 @dataclass(frozen=True)
@@ -59,10 +61,29 @@ def classify(busy_pct: float | None) -> VerdictKind:
     return "compute-bound"
 
 
-def verdict_from(ov: Overhead) -> Verdict:
-    """The verdict for an already computed overhead picture."""
-    kind = classify(ov.gpu_busy_pct if ov.has_gpu else None)
-    evidence: dict[str, Any] = {
+def sides(buckets_pct: dict[str, float]) -> dict[str, float]:
+    """The host / GPU / communication shares of a step (percent) from its bucket shares."""
+    return {"host": sum(buckets_pct.get(b, 0.0) for b in HOST_SIDE),
+            "gpu": sum(buckets_pct.get(b, 0.0) for b in GPU_SIDE),
+            "communication": buckets_pct.get("gpu_communication", 0.0)}
+
+
+def classify_sides(buckets_pct: dict[str, float] | None, has_gpu: bool) -> VerdictKind:
+    """The verdict for a breakdown's bucket shares (see the module doc)."""
+    if not has_gpu:
+        return "cpu-only"
+    if not buckets_pct:
+        return "mixed"
+    share = sides(buckets_pct)
+    side, pct = max(share.items(), key=lambda kv: kv[1])
+    if pct < DOMINANT_PCT:
+        return "mixed"
+    return {"host": "overhead-bound", "gpu": "compute-bound",
+            "communication": "communication-bound"}[side]  # type: ignore[return-value]
+
+
+def _evidence(ov: Overhead) -> dict[str, Any]:
+    return {
         "gpu_busy_pct": finite_or_none(ov.gpu_busy_pct),
         "gpu_comm_pct": finite_or_none(ov.gpu_comm_pct),
         "self_cpu_us": ov.self_cpu_us,
@@ -76,6 +97,48 @@ def verdict_from(ov: Overhead) -> Verdict:
         "overhead_below_pct": OVERHEAD_BELOW_PCT,
         "compute_from_pct": COMPUTE_FROM_PCT,
     }
+
+
+def verdict_from(ov: Overhead, breakdown: dict[str, Any] | None = None,
+                 note: str | None = None) -> Verdict:
+    """The verdict for an overhead picture and, when given, the run's mean breakdown
+    (`Breakdown.mean()`); `note` is appended to the reason (the profiler-overhead caveat)."""
+    pct = (breakdown or {}).get("buckets_pct") if breakdown and breakdown.get("steps") \
+        else None
+    if pct is None or not ov.has_gpu:
+        found = _from_busy(ov)
+    else:
+        found = _from_breakdown(ov, breakdown or {}, pct)
+    if note:
+        return Verdict(found.kind, f"{found.reason}; {note}", found.evidence)
+    return found
+
+
+def _from_breakdown(ov: Overhead, bd: dict[str, Any], pct: dict[str, float]) -> Verdict:
+    kind = classify_sides(pct, ov.has_gpu)
+    share = sides(pct)
+    evidence = {**_evidence(ov), "sides_pct": share, "dominant_pct": DOMINANT_PCT,
+                "step_us": bd.get("step_us")}
+    top = max((b for b in pct), key=lambda b: pct[b])
+    split = (f"of a {fmt_us(bd.get('step_us'))} step the host side holds {share['host']:.0f}%, "
+             f"GPU work {share['gpu']:.0f}%, exposed communication "
+             f"{share['communication']:.0f}% (largest bucket: {top}, {pct[top]:.0f}%)")
+    if kind == "overhead-bound":
+        reason = f"{split}: the GPU waits for the host"
+    elif kind == "compute-bound":
+        reason = f"{split}: the host keeps the GPU fed and GPU time decides speed"
+    elif kind == "communication-bound":
+        reason = (f"{split}: the GPU mostly runs NCCL communication kernels with nothing "
+                  "beside them, often only waiting for another rank (see the rank table)")
+    else:
+        reason = f"{split}: no side holds {DOMINANT_PCT:.0f}% of the step"
+    return Verdict(kind, reason, evidence)
+
+
+def _from_busy(ov: Overhead) -> Verdict:
+    """The verdict for an already computed overhead picture."""
+    kind = classify(ov.gpu_busy_pct if ov.has_gpu else None)
+    evidence = _evidence(ov)
     if kind == "cpu-only":
         reason = (f"no GPU work in the trace: {fmt_us(ov.self_cpu_us)} of self CPU time, "
                   "all on the host")
@@ -101,5 +164,8 @@ def verdict_from(ov: Overhead) -> Verdict:
 
 
 def verdict(events: pd.DataFrame, rank: int | None = None) -> Verdict:
-    """overhead-bound / compute-bound / mixed / cpu-only, by the rule in this module's doc."""
-    return verdict_from(overhead(events, rank))
+    """The verdict of one rank (or all ranks pooled), by the rule in this module's doc."""
+    from autoprof.analysis.metrics.breakdown import breakdown
+
+    bd = breakdown(events, rank=rank)
+    return verdict_from(overhead(events, rank), bd.mean())

@@ -74,6 +74,14 @@ def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
     return "cuda" if getattr(run, "is_cuda", False) else None
 
 
+def _ranks_with_attribution(ctx: Context) -> list[dict[str, Any]]:
+    """rank_table rows, each with its rank's own breakdown, opportunities and verdict."""
+    from autoprof.analysis.metrics.ranks import rank_attribution
+
+    per_rank = rank_attribution(ctx.breakdown, ctx.ranks, ctx.straggler)
+    return [{**row, **per_rank.get(int(row["rank"]), {})} for row in _records(ctx.ranks)]
+
+
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Context.of(run)
@@ -103,8 +111,11 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "wait_call_ms": manifest.get("wait_call_ms") or [],
         "diagnostics": [d.to_dict() for d in ctx.diagnostics],
         "top_ops": top_ops(ctx.events),
-        "ranks": _records(ctx.ranks),
+        "ranks": _ranks_with_attribution(ctx),
         "straggler_rank": ctx.straggler,
+        "breakdown": ctx.breakdown.mean(),
+        "opportunities": ctx.opportunities,
+        "profiler_overhead": ctx.profiler_overhead,
         "whatif": ctx.whatif,
         "efficiency": ctx.efficiency.to_dict(),
     }

@@ -185,6 +185,36 @@ def _whatif_outcome(r: dict[str, Any]) -> str:
     return f"{status}: {r.get('reason') or ''}".rstrip(": ")
 
 
+_BUCKET_MARKS = {"gpu_compute": "#", "gpu_memory": "=", "gpu_communication": "~",
+                 "host_launch": "L", "host_sync": "S", "host_cpu_work": "C",
+                 "host_untraced": "."}
+
+
+def _where_time_goes(s: dict[str, Any]) -> list[str]:
+    """A bar of the seven buckets of a mean step, then the opportunities, largest first."""
+    bd = s.get("breakdown") or {}
+    pct = bd.get("buckets_pct") or {}
+    if not bd.get("steps"):
+        return []
+    bar = "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
+    lines = ["", f"WHERE THE TIME GOES (mean step {fmt_us(bd.get('step_us'))})", f"  [{bar}]",
+             "  " + "  ".join(f"{m} {b} {_pct(pct.get(b))}" for b, m in _BUCKET_MARKS.items()
+                              if pct.get(b))]
+    for o in s.get("opportunities") or []:
+        where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in o["where"])
+        speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
+        lines += _wrap(f"{o['cause']}: {fmt_us(o['us_per_step'])} per step "
+                       f"({_pct(o['pct_of_step'])}), {speed}" + (f"; in {where}" if where else ""),
+                       "  ")
+        lines += _wrap(f"hint: {o['hint']}", "      ")
+    po = s.get("profiler_overhead") or {}
+    if po.get("available"):
+        lines += _wrap(f"profiler overhead: a profiled step takes {fmt_us(po['profiled_step_us'])}"
+                       f", an untraced call {fmt_us(po['untraced_call_us'])} "
+                       f"({_pct(po['overhead_pct'])} of the step is the profiler's)", "  ")
+    return lines
+
+
 def render_summary(s: dict[str, Any]) -> str:
     """The text report for a summary dict."""
     device = s.get("device")
@@ -198,6 +228,7 @@ def render_summary(s: dict[str, Any]) -> str:
         "",
         f"VERDICT: {s['verdict']}",
         *_wrap(str(s.get("verdict_reason", "")), "  "),
+        *_where_time_goes(s),
         "",
         "EVIDENCE",
         *_evidence(s),

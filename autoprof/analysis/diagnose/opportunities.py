@@ -1,0 +1,79 @@
+"""What removing each cause would buy: the non-compute buckets of the breakdown, ranked.
+
+| cause | us_per_step | pct_of_step | max_speedup | where |
+| --- | --- | --- | --- | --- |
+| host_launch | 120.4 | 83.1 | 5.9 | aten::matmul 84.0, aten::add 35.3 |
+| host_untraced | 16.1 | 11.1 | 1.1 | between ops in seed_n64 16.1 |
+
+`max_speedup` = step / (step - bucket): the speed-up if the cause vanished and nothing else
+changed (an upper bound: removing host work can expose GPU time it hid). `gpu_compute` is not
+an opportunity here (the efficiency analysis says how well that time is used).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autoprof.analysis.metrics.breakdown import BUCKETS, Breakdown
+from autoprof.analysis.metrics.ranks import COLLECTIVE_NAME
+
+TOP_WHERE = 3
+MIN_PCT = 0.5  # causes below this share of the step are left out
+
+HINTS: dict[str, str] = {
+    "gpu_memory": "copies and memsets occupy the GPU alone: keep data on the device, pin host "
+                  "memory and copy with non_blocking=True so copies overlap compute",
+    "gpu_communication": "collectives run with no compute beside them: overlap them with the "
+                         "backward pass (DDP buckets, gradient_as_bucket_view), or balance the "
+                         "ranks if one waits for another",
+    "host_launch": "the host issues GPU work too slowly: fewer, larger ops (batch, fuse, "
+                   "torch.compile) or CUDA graphs to replay the launches",
+    "host_sync": "the host waits for the GPU and the GPU then waits for the host: avoid "
+                 ".item(), .cpu(), printing or branching on device tensors inside the step; "
+                 "accumulate on the device and read once",
+    "host_cpu_work": "the GPU waits while the host computes: move that work off the step "
+                     "(DataLoader workers, pin_memory, precomputation) or onto the GPU",
+    "host_untraced": "the GPU waits while the host runs Python between ops, sleeps or waits on "
+                     "something untraced: look at the code around the named region "
+                     "(with_stack=True shows the lines), or start it earlier / in a worker",
+}
+
+
+def opportunities(bd: Breakdown, straggler: int | None = None,
+                  rank: int | None = None) -> list[dict[str, Any]]:
+    """The non-compute buckets of `bd` (one rank, or every rank's steps pooled), largest
+    first; see the module doc. `straggler`: the rank the others wait for, named in the hint
+    of a faster rank's exposed communication."""
+    steps = bd.steps
+    n = len(steps)
+    if not n:
+        return []
+    step_us = float(steps["step_us"].mean())
+    if not step_us > 0:
+        return []
+    out = []
+    for bucket in BUCKETS[1:]:
+        us = float(steps[f"{bucket}_us"].mean())
+        pct = 100.0 * us / step_us
+        if pct < MIN_PCT:
+            continue
+        rows = bd.where[bd.where["bucket"] == bucket]
+        per_name = rows.groupby("name", sort=False)["us"].sum().sort_values(
+            ascending=False, kind="stable").head(TOP_WHERE)
+        hint = HINTS[bucket]
+        waits = bucket == "gpu_communication" or any(  # gloo waits in CPU collectives
+            COLLECTIVE_NAME.search(str(name)) for name in per_name.index)
+        if waits and straggler is not None and rank is not None and rank != straggler:
+            hint = (f"rank {rank} waits here for rank {straggler}, the straggler: this "
+                    f"exposed communication is rank {straggler}'s delay; make rank "
+                    f"{straggler} faster or give it less work")
+        out.append({
+            "cause": bucket,
+            "us_per_step": us,
+            "pct_of_step": pct,
+            "max_speedup": step_us / (step_us - us) if step_us - us > 0 else None,
+            "where": [{"name": str(name), "us_per_step": float(v) / n}
+                      for name, v in per_name.items()],
+            "hint": hint,
+        })
+    return sorted(out, key=lambda o: -o["us_per_step"])

@@ -1,0 +1,90 @@
+"""The verdict follows the breakdown; opportunities rank the non-compute buckets."""
+
+from __future__ import annotations
+
+import pytest
+from support.attrbuild import FakeRun, Trace
+
+from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.metrics.verdict import classify_sides
+
+
+@pytest.mark.parametrize(("pct", "kind"), [
+    ({"host_launch": 40.0, "host_untraced": 20.0, "gpu_compute": 40.0}, "overhead-bound"),
+    ({"host_sync": 45.0, "gpu_compute": 50.0, "gpu_memory": 5.0}, "compute-bound"),
+    ({"gpu_communication": 70.0, "gpu_compute": 20.0, "host_launch": 10.0},
+     "communication-bound"),
+    ({"gpu_communication": 30.0, "gpu_compute": 35.0, "host_launch": 35.0}, "mixed"),
+    # the starved GPU of a training step: busy just over 15%, idle 84% -> host-bound
+    ({"gpu_compute": 16.0, "host_launch": 50.0, "host_untraced": 34.0}, "overhead-bound"),
+])
+def test_the_side_holding_half_the_step_decides(pct, kind):
+    assert classify_sides(pct, has_gpu=True) == kind
+
+
+def test_no_gpu_work_is_cpu_only():
+    assert classify_sides({"host_cpu_work": 100.0}, has_gpu=False) == "cpu-only"
+
+
+def _sleepy() -> Context:
+    t = Trace().step(0, 0, 1100).region("train_step", 0, 1100)
+    t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 10)
+    t.cpu("aten::add", 1040, 20).launch(1045, 10, 1056, 4)
+    return Context(FakeRun(t.frame()))
+
+
+def test_opportunities_largest_first_with_speedup_and_where():
+    ctx = _sleepy()
+    ops = ctx.opportunities
+    assert [o["cause"] for o in ops] == ["host_untraced", "host_launch"]
+    first = ops[0]
+    assert first["us_per_step"] == pytest.approx(1054)
+    assert first["pct_of_step"] == pytest.approx(100 * 1054 / 1100)
+    assert first["max_speedup"] == pytest.approx(1100 / (1100 - 1054))
+    assert first["where"] == [{"name": "between ops in train_step",
+                               "us_per_step": pytest.approx(1054)}]
+    assert [w["name"] for w in ops[1]["where"]] == ["aten::mm", "aten::add"]
+    assert all(o["hint"] for o in ops)
+    assert ctx.verdict.kind == "overhead-bound"
+
+
+def test_summary_carries_the_interfaces():
+    from autoprof.analysis.report.summary import summarize
+    from autoprof.analysis.report.text import render_summary
+
+    s = summarize(FakeRun(_sleepy().events))
+    bd = s["breakdown"]
+    assert set(bd["buckets_us"]) == set(bd["buckets_pct"]) == {
+        "gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
+        "host_cpu_work", "host_untraced"}
+    assert sum(bd["buckets_us"].values()) == pytest.approx(bd["step_us"], rel=0.01)
+    assert s["opportunities"][0]["cause"] == "host_untraced"
+    assert s["profiler_overhead"] == {"available": False,
+                                      "reason": "no untraced calls in the manifest"}
+    assert {"breakdown", "opportunities", "verdict"} <= set(s["ranks"][0])
+    text = render_summary(s)
+    verdict_at = text.index("VERDICT:")
+    where_at = text.index("WHERE THE TIME GOES")
+    assert verdict_at < where_at < text.index("EVIDENCE")
+    assert "host_untraced: 1.05 ms per step" in text
+
+
+def test_profiler_overhead_from_the_untraced_calls():
+    ctx = _sleepy()
+    ctx.manifest = {"warmup_call_ms": [5.0, 0.5, 0.4], "wait_call_ms": [0.6]}
+    po = ctx.profiler_overhead
+    assert po["untraced_call_us"] == pytest.approx(500)  # median of 500, 400, 600 (first dropped)
+    assert po["profiled_step_us"] == pytest.approx(1100)
+    assert po["overhead_pct"] == pytest.approx(100 * 600 / 1100)
+    assert po["verdict_without_profiler"] == "overhead-bound"
+    assert po["changes_verdict"] is False
+
+
+def test_profiler_overhead_names_another_verdict_in_the_reason():
+    # 100 us of GPU work in a 1 ms profiled step; untraced the call takes 110 us
+    t = Trace().step(0, 0, 1000)
+    t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 100)
+    ctx = Context(FakeRun(t.frame(), manifest={"warmup_call_ms": [0.2, 0.11, 0.11]}))
+    assert ctx.profiler_overhead["verdict_without_profiler"] == "compute-bound"
+    assert ctx.verdict.kind == "overhead-bound"
+    assert "would be compute-bound" in ctx.verdict.reason
