@@ -75,6 +75,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         return _error(path, "no such file or directory")
     if _is_folder_of_runs(path):
         return summary_of_runs(path, args.json)
+    _finish_left_recording(path)
     progress = Progress(str(path))
     try:
         run = load(path, progress=progress)
@@ -92,6 +93,22 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(summary))
     return 0
+
+
+def _finish_left_recording(path: Path) -> None:
+    """A run folder its process left 'recording' (killed before its finisher ran): finish it
+    first, with one line on stderr. Anything wrong with the folder is the loader's to say."""
+    if not (path.is_dir() and (path / "manifest.json").is_file()):
+        return
+    from autoprof.finish import FinishError, finish_folder
+
+    try:
+        result = finish_folder(path, this_host_only=True)
+    except (FinishError, OSError):
+        return
+    if result is not None:
+        print(f"autoprof: {path} was left recording; finished it: {result['status']}",
+              file=sys.stderr)
 
 
 def _is_folder_of_runs(path: Path) -> bool:

@@ -20,6 +20,7 @@ import contextlib
 import gzip
 import json
 import os
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -148,9 +149,11 @@ def _decide(manifest: Manifest, cycles: int, error: dict[str, str] | None) -> Ma
 
 
 def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = None,
-               tables: bool = True) -> Manifest | None:
+               tables: bool = True, this_host_only: bool = False) -> Manifest | None:
     """Finish the run described by ``manifest_name`` in ``run_dir``; None when there is
-    nothing to do (already finished, or a live process still records it)."""
+    nothing to do (already finished, or a live process still records it). With
+    ``this_host_only``, a run recorded on another host is left alone too (whether its
+    process lives cannot be known from here)."""
     with folder_lock(run_dir):
         path = run_dir / manifest_name
         manifest = dict(handoff) if handoff is not None else read_manifest(path)
@@ -159,6 +162,8 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
                 return None
             if "requested_status" not in manifest and _recording_elsewhere(manifest):
                 return None  # a live process still records it and has not handed it over
+            if this_host_only and manifest.get("host") != socket.gethostname():
+                return None
         for stale in rf.stale_temps(run_dir):
             with contextlib.suppress(OSError):
                 stale.unlink()
@@ -195,8 +200,6 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
 
 
 def _recording_elsewhere(manifest: Manifest) -> bool:
-    import socket
-
     pid = manifest.get("pid")
     return (manifest.get("host") == socket.gethostname() and isinstance(pid, int)
             and pid != os.getppid() and rf.pid_alive(pid))
@@ -245,7 +248,8 @@ def _rank_final(run_dir: Path, rank: int) -> bool:
 
 
 def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | None = None,
-                  rank_timeout_s: float = 0.0) -> Manifest | None:
+                  rank_timeout_s: float = 0.0, this_host_only: bool = False
+                  ) -> Manifest | None:
     """Finish one run folder, single-process or one rank of a torch.distributed run."""
     if not (run_dir / rf.MANIFEST).is_file() and rank is None:
         raise FinishError(f"{run_dir}: no {rf.MANIFEST} (not an autoprof run folder)")
@@ -253,10 +257,10 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
     if rank is None and handoff is None:
         ranks = sorted(run_dir.glob("rank*.manifest.json"))
         if not ranks:
-            return finish_one(run_dir, rf.MANIFEST)
+            return finish_one(run_dir, rf.MANIFEST, this_host_only=this_host_only)
         result = None
         for path in ranks:
-            result = finish_one(run_dir, path.name) or result
+            result = finish_one(run_dir, path.name, this_host_only=this_host_only) or result
         top = read_manifest(run_dir / rf.MANIFEST)
         if top.get("status") == "recording" or top.get("missing_ranks"):
             rank0 = read_manifest(run_dir / rf.rank_manifest(0))

@@ -303,3 +303,16 @@ def test_a_run_name_kineto_would_not_escape_still_gives_valid_json(name, traces_
     (trace,) = _valid_traces(run)
     labels = {e.get("name") for e in trace["traceEvents"]}
     assert autoprof.runfolder.kineto_label(name) in labels
+
+
+def test_autoprof_summary_finishes_a_run_left_recording(monkeypatch, traces_root):
+    run = _handed_over_run(monkeypatch, traces_root, "leftover")
+    out = subprocess.run([sys.executable, "-m", "autoprof", "summary", str(run)],
+                         env=_env(traces_root), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"{run} was left recording; finished it: complete" in out.stderr
+    assert manifest(run)["status"] == "complete"
+    again = subprocess.run([sys.executable, "-m", "autoprof", "summary", str(run)],
+                           env=_env(traces_root), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "left recording" not in again.stderr
+    assert again.stdout == out.stdout
