@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _ports import free_port
+from support.ports import free_port
 
 from tests.core.conftest import manifest, only_run, trace_files
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from _viewer_support import APP
 from streamlit.testing.v1 import AppTest
+
+from support.viewer import APP
 
 MARKDOWN_KINDS = ("markdown", "caption", "title", "header", "subheader", "info", "warning",
                   "error", "success")

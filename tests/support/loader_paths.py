@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "tests" / "data" / "h200"
 MATMUL = H200 / "matmul_add"
 BAD = REPO / "tests" / "data" / "bad"

@@ -1,6 +1,6 @@
 """A free localhost TCP port for tests that start servers or process groups.
 
-Imported as ``from _ports import free_port``: tests/ is on sys.path through its conftest."""
+Imported as ``from support.ports import free_port``: tests/ is on sys.path through its conftest."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from _loader_paths import MATMUL
+from support.loader_paths import MATMUL
 
 
 def write_trace(path: Path, case: str = "n64_cold", rank: int | None = None) -> Path:

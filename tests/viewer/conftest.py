@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _viewer_support import add_cpu, add_evil, add_failed, add_h200, add_multirank, add_sweep
+from support.viewer import add_cpu, add_evil, add_failed, add_h200, add_multirank, add_sweep
 
 BUILDERS = {
     "empty": [], "h200": [add_h200], "evil": [add_evil], "failed": [add_failed, add_h200],

@@ -7,8 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
-from _apptest import charts, label_path, open_app, run_labels, select_run, visit
-from _viewer_support import N4096, REPO, add_h200
+from support.apptest import charts, label_path, open_app, run_labels, select_run, visit
+from support.viewer import N4096, REPO, add_h200
 
 BAD = REPO / "tests" / "data" / "bad"
 OLD = REPO / "tests" / "data" / "old_schema_run"

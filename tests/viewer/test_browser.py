@@ -19,8 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _ports import free_port
-from _viewer_support import APP, EVIL, EVIL_FOLDER, N4096, REPO
+from support.ports import free_port
+from support.viewer import APP, EVIL, EVIL_FOLDER, N4096, REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")

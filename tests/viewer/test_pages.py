@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _apptest import (
+from support.apptest import (
     UNESCAPED_MARKUP,
     assert_wired,
     chart_data,
@@ -17,7 +17,7 @@ from _apptest import (
     select_run,
     visit,
 )
-from _viewer_support import ALL_PAGES, EVIL, EVIL_RUN_NAME, N64, N4096
+from support.viewer import ALL_PAGES, EVIL, EVIL_RUN_NAME, N64, N4096
 
 
 def test_empty_folder_every_page(roots, monkeypatch):

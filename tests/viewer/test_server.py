@@ -11,8 +11,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _ports import free_port
-from _viewer_support import APP, REPO
+from support.ports import free_port
+from support.viewer import APP, REPO
 
 CONFIG = REPO / ".streamlit" / "config.toml"
 

@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from _apptest import charts, markdown_texts, open_app, run_labels, visit
-from _viewer_support import H200, add_h200
+from support.apptest import charts, markdown_texts, open_app, run_labels, visit
+from support.viewer import H200, add_h200
 
 
 def _folder_with_outside_links(tmp_path: Path) -> Path:

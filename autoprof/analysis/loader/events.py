@@ -14,7 +14,6 @@ negative ``dur``, or with ``dur`` above ``MAX_DUR_US``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -26,20 +25,16 @@ import pyarrow.compute  # noqa: F401  (imported here, not lazily inside the firs
 from autoprof.analysis.loader.columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
 from autoprof.analysis.loader.decode import TraceFile
 from autoprof.analysis.loader.nesting import nest, self_time
+from autoprof.analysis.loader.vocabulary import (
+    CPU_CATS,
+    GPU_CATS,
+    GPU_WORK_CATS,
+    RUNTIME_CATS,
+    STEP_NAME,
+)
 
 MAX_DUR_US = 1e11  # ~28 hours: a longer "duration" is corrupt data, not a profile
 MAX_ABS_TS_US = 1e17
-
-GPU_CATS = frozenset(
-    {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "memcpy", "memset"}
-)
-GPU_WORK_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
-CPU_CATS = frozenset(
-    {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver",
-     "hip_runtime", "hip_driver", "cpu_instant_event", "trace", "overhead"}
-)
-_STEP_NAME = re.compile(r"ProfilerStep#(\d+)$")
 
 COLUMNS: tuple[str, ...] = (
     "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
@@ -139,7 +134,7 @@ def _steps(
     """Step number of the ProfilerStep#N span containing each CPU row's start, else -1."""
     step_of_code = np.full(len(names), -1, dtype=np.int64)
     for code, text in enumerate(names):
-        match = _STEP_NAME.search(text)
+        match = STEP_NAME.match(text)
         if match and len(match.group(1)) < 18:
             step_of_code[code] = int(match.group(1))
     row_step = step_of_code[name_codes]
@@ -228,7 +223,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     # correlation: args.correlation, else the ac2g flow at the same place (launches, GPU)
     corr = c.correlation
     linked = np.zeros(len(c.cats), bool)
-    linked[_codes_where(c.cats, GPU_WORK_CATS | LAUNCH_CATS)] = True
+    linked[_codes_where(c.cats, GPU_WORK_CATS | RUNTIME_CATS)] = True
     missing = np.flatnonzero(keep & (corr < 0) & linked[c.cat])
     if len(missing):
         corr = corr.copy()
@@ -266,7 +261,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     gpu, is_work = gpu[final], is_work[final]
     corr_rows = corr[rows]
     launch_cat = np.zeros(len(c.cats), bool)
-    launch_cat[_codes_where(c.cats, LAUNCH_CATS)] = True
+    launch_cat[_codes_where(c.cats, RUNTIME_CATS)] = True
     is_launch = launch_cat[cat] & ~gpu & (corr_rows >= 0)
     launch_idx = np.flatnonzero(is_launch)
     launch_row = np.full(len(rows), -1, dtype=np.int64)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-EPS_US = 0.002
+from autoprof.analysis.loader.vocabulary import EPS_US
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

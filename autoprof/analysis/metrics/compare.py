@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,14 +27,6 @@ COMPARE_COLUMNS = [
 _SIZE_KEYS = ("size", "n", "problem_size")
 _INT = re.compile(r"\d+")
 _SIZE_NAME = re.compile(r"^(?:n|size)[-_=]?(\d+)$", re.IGNORECASE)
-
-
-class ComparableRun(Protocol):
-    @property
-    def events(self) -> pd.DataFrame: ...
-
-    @property
-    def manifest(self) -> dict[str, Any] | None: ...
 
 
 def _first_shapes(events: pd.DataFrame) -> str:

@@ -55,7 +55,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import factorized, isin_mask
+from autoprof.analysis.loader.vocabulary import EPS_US, NOT_CPU_WORK_CATS
+from autoprof.analysis.metrics.stats import factorized, isin_mask, require_columns
 
 Lane = Literal["cpu", "gpu"]
 
@@ -88,10 +89,6 @@ _REQUIRED = (
     "tid",
 )
 _TIMES = ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
-_EPS_US = 0.002  # 2 ns: ts and dur are each rounded to 1 ns in the trace
-
-# Categories on the CPU lane that torch's key_averages never lists.
-_NOT_OP_CATS = frozenset({"Trace"})
 # torch.autograd.profiler_util._filter_name: utility ops torch drops from its tables.
 _TORCH_FILTERED_NAMES = frozenset(
     {
@@ -116,7 +113,7 @@ def self_vs_total(
     ranks summed). Rows come in order of first appearance, so a stable sort on any column
     reproduces torch's order among ties.
     """
-    _check_columns(events)
+    require_columns(events, _REQUIRED, "self vs total")
     if lane not in (None, "cpu", "gpu"):
         raise ValueError(f"lane must be 'cpu', 'gpu' or None, got {lane!r}")
     key, key_names = op_keys(events)
@@ -142,7 +139,7 @@ def op_keys(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-event arrays (positions as in ``events``): ``is_op``, ``is_work``, ``self_cpu_us``,
     ``cpu_total_us``, ``self_device_us``, ``device_total_us``."""
-    _check_columns(events)
+    require_columns(events, _REQUIRED, "self vs total")
     if key is None:
         key = op_keys(events)[0]
     n = len(events)
@@ -150,7 +147,7 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     is_op = (
         isin_mask(events["lane"], ("cpu",))
         & ~is_work
-        & ~isin_mask(events["cat"], _NOT_OP_CATS)
+        & ~isin_mask(events["cat"], NOT_CPU_WORK_CATS)
         & ~isin_mask(events["name"], _TORCH_FILTERED_NAMES)
     )
     dur = events["dur_us"].to_numpy(dtype=np.float64)
@@ -188,15 +185,6 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     }
 
 
-def _check_columns(events: pd.DataFrame) -> None:
-    missing = [c for c in _REQUIRED if c not in events.columns]
-    if missing:
-        raise ValueError(
-            f"events table lacks column(s) {missing} needed for self vs total "
-            f"(has: {list(events.columns)})"
-        )
-
-
 def _positions(events: pd.DataFrame, column: str) -> np.ndarray:
     """Row references (index labels or -1) as positions into ``events`` (-1 if absent)."""
     refs = events[column].to_numpy(dtype=np.int64)
@@ -211,10 +199,10 @@ def _enclosing_parent(parent: np.ndarray, end_us: np.ndarray) -> np.ndarray:
     """torch's rule: an event that ends after its parent (a partial overlap, seen between
     ``python_function`` events and record_function spans) is a child of the nearest
     ancestor that still encloses it. The events table keeps it under the parent it started
-    in; ``_EPS_US`` absorbs Kineto's separate rounding of ``ts`` and ``dur`` to 1 ns."""
+    in; ``EPS_US`` absorbs Kineto's separate rounding of ``ts`` and ``dur`` to 1 ns."""
     up = parent.copy()
     for _ in range(len(up) + 1):
-        crossed = (up >= 0) & (end_us[np.maximum(up, 0)] + _EPS_US < end_us)
+        crossed = (up >= 0) & (end_us[np.maximum(up, 0)] + EPS_US < end_us)
         if not crossed.any():
             return up
         up[crossed] = parent[up[crossed]]
@@ -245,8 +233,8 @@ def _adopt_profiler_overhead(
         around = (
             main_thread_op
             & (rank == rank[row])
-            & (ts_us <= ts_us[row] + _EPS_US)
-            & (end_us + _EPS_US >= end_us[row])
+            & (ts_us <= ts_us[row] + EPS_US)
+            & (end_us + EPS_US >= end_us[row])
         )
         if around.any():
             candidates = np.flatnonzero(around)

@@ -16,10 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
-# Categories of CPU rows that are not work of the profiled program: the profiler's own span.
-NOT_CPU_WORK_CATS = frozenset({"Trace"})
-
+from autoprof.analysis.loader.vocabulary import NOT_CPU_WORK_CATS, STEP_NAME
 
 # Factorized string columns, keyed by their immutable Arrow data (see `factorized`).
 _FACTORIZED: OrderedDict[int, tuple[weakref.ref[object], np.ndarray, np.ndarray]] = (
@@ -67,16 +64,9 @@ def cpu_mask(events: pd.DataFrame) -> np.ndarray:
 
 
 def cpu_work_mask(events: pd.DataFrame) -> np.ndarray:
-    """Boolean mask of the CPU-lane rows that are the program's work (see `cpu_rows`)."""
+    """Boolean mask of the CPU-lane rows that are the program's work (the profiler's own
+    whole-trace span excluded)."""
     return cpu_mask(events) & ~isin_mask(events["cat"], NOT_CPU_WORK_CATS)
-
-
-def cpu_rows(events: pd.DataFrame) -> pd.DataFrame:
-    """CPU-lane rows that are the program's work (the profiler's own span excluded).
-
-    Most rows of a trace are CPU rows, so this copies nearly the whole table: on big traces
-    prefer `cpu_work_mask` and plain arrays."""
-    return events[cpu_work_mask(events)]
 
 
 def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -13,11 +13,11 @@ span has ended still counts for that step.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.loader.vocabulary import LAUNCH_NAME, RUNTIME_CATS
 from autoprof.analysis.metrics.stats import (
     Coverage,
     cpu_work_mask,
@@ -29,10 +29,6 @@ from autoprof.analysis.metrics.stats import (
     step_rows,
     union_length,
 )
-
-# Runtime / driver calls that put work on a GPU queue.
-LAUNCH_NAME = re.compile(r"launch|memcpy|memset", re.IGNORECASE)
-LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 
 STEP_COLUMNS = [
     "rank",
@@ -54,7 +50,7 @@ _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "se
 
 def launch_mask(events: pd.DataFrame) -> np.ndarray:
     """Boolean mask of the runtime/driver rows that launch GPU work."""
-    runtime = isin_mask(events["cat"], LAUNCH_CATS)
+    runtime = isin_mask(events["cat"], RUNTIME_CATS)
     return runtime & name_matches(events["name"], LAUNCH_NAME)
 
 

@@ -13,11 +13,15 @@ program's).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.loader.vocabulary import (
+    AUTOPROF_LABEL,
+    RUNTIME_CATS,
+    SCALAR_READS,
+    SYNC_NAMES,
+)
 from autoprof.analysis.metrics._tree import (
     ancestors,
     has_ancestor_in,
@@ -26,21 +30,6 @@ from autoprof.analysis.metrics._tree import (
 )
 from autoprof.analysis.metrics.stats import isin_mask, name_matches
 
-SYNC_NAMES = frozenset({
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "cudaMemcpy",
-    "cuCtxSynchronize",
-    "cuStreamSynchronize",
-    "cuEventSynchronize",
-    "aten::item",
-    "aten::_local_scalar_dense",
-})
-# syncs only when a runtime call runs inside them (a CPU tensor's .item() has none)
-SCALAR_READS = frozenset({"aten::item", "aten::_local_scalar_dense"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
-AUTOPROF_LABEL = re.compile(r"^autoprof::")
 
 def autoprof_mask(events: pd.DataFrame) -> np.ndarray:
     """Mask of the rows that are autoprof's own work: an `autoprof::` label and all below it."""

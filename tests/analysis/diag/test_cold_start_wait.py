@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _diagbuild import FakeRun, ids, matmul_like
+from support.diagbuild import FakeRun, ids, matmul_like
 
 from autoprof.analysis import load
 from autoprof.analysis.loader.manifest import read_manifest

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _diagbuild import FakeRun, Trace, ids, matmul_like
+from support.diagbuild import FakeRun, Trace, ids, matmul_like
 
 from autoprof.analysis.diagnose.runner import checks, diagnose
 

@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from _ports import free_port
+from support.ports import free_port
 
 from autoprof.analysis import load
 

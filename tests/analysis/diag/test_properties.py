@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from _diagbuild import Trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.diagbuild import Trace
 
 from autoprof.analysis.metrics.overhead import overhead
 from autoprof.analysis.metrics.steps import per_step

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _diagbuild import Trace
+from support.diagbuild import Trace
 
 from autoprof.analysis import load
 from autoprof.analysis.metrics.ranks import RANK_COLUMNS, rank_table, straggler_rank

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from _diagbuild import FakeRun, Trace, matmul_like
+from support.diagbuild import FakeRun, Trace, matmul_like
 
 from autoprof.analysis.metrics.compare import compare
 from autoprof.analysis.metrics.ranks import rank_table, straggler_rank

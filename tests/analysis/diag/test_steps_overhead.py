@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _diagbuild import Trace, matmul_like
+from support.diagbuild import Trace, matmul_like
 
 from autoprof.analysis.metrics.overhead import overhead
 from autoprof.analysis.metrics.stats import MissingColumnsError, gaps, merge_intervals, union_length

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from _trace import BF16, FP32, TraceBuilder, add, mm
+from support.efficiency_trace import BF16, FP32, TraceBuilder, add, mm
 
 import autoprof.analysis as analysis
 from autoprof.analysis.metrics.efficiency import NO_SHAPES, efficiency

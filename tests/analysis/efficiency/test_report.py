@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from _trace import TraceBuilder, mm
+from support.efficiency_trace import TraceBuilder, mm
 
 import autoprof.analysis as analysis
 from autoprof.analysis.report.text import render_summary

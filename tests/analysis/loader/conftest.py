@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _loader_paths import MATMUL
+from support.loader_paths import MATMUL
 
 
 @pytest.fixture(autouse=True)

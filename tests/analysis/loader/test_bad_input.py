@@ -14,8 +14,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-from _invariants import check_events
-from _loader_paths import BAD, MATMUL, REPO
+from support.invariants import check_events
+from support.loader_paths import BAD, MATMUL, REPO
 
 from autoprof.analysis import TraceError, load
 

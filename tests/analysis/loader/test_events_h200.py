@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from _invariants import check_events
-from _loader_paths import H200_TRACES, MATMUL
+from support.invariants import check_events
+from support.loader_paths import H200_TRACES, MATMUL
 
 from autoprof.analysis import build_events, load, read_trace
 

@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from _invariants import check_events
-from _loader_paths import MATMUL, REPO
-from _runs import manifest, write_run, write_trace
+from support.invariants import check_events
+from support.loader_paths import MATMUL, REPO
+from support.runs import manifest, write_run, write_trace
 
 from autoprof.analysis import TraceError, find_runs, load
 

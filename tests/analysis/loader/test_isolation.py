@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from _loader_paths import MATMUL, REPO
+from support.loader_paths import MATMUL, REPO
 
 CODE = """
 import sys

@@ -8,9 +8,9 @@ import math
 import tempfile
 from pathlib import Path
 
-from _invariants import check_events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.invariants import check_events
 
 from autoprof.analysis import TraceError, load
 

@@ -6,7 +6,7 @@ import gzip
 import json
 
 import pytest
-from _invariants import check_events
+from support.invariants import check_events
 from support.synthetic import write_synthetic_trace
 
 from autoprof.analysis import load

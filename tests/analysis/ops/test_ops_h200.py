@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _ops_events import row
+from support.ops_events import row
 
 import autoprof
 from autoprof.analysis.metrics.ops import self_vs_total

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from _ops_events import cpu, events, kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.ops_events import cpu, events, kernel
 
 from autoprof.analysis.metrics.ops import self_vs_total
 

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-from _ops_events import annotation, cpu, events, kernel, launch, row
+from support.ops_events import annotation, cpu, events, kernel, launch, row
 
 from autoprof.analysis.metrics.ops import OPS_COLUMNS, event_flops, self_vs_total
 
