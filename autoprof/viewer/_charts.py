@@ -205,7 +205,9 @@ def timeline(
                 y=alt.Y("y0:Q", scale=y_scale, axis=y_axis), y2="y1:Q",
                 tooltip=[alt.Tooltip("start_us:Q", title="idle from (µs)", format=",.1f"),
                          alt.Tooltip("end_us:Q", title="to (µs)", format=",.1f"),
-                         ],
+                         *([alt.Tooltip("bucket:N", title="host was")] if "bucket" in g else [])],
+                **({"fill": alt.Fill("bucket:N", title="idle GPU: host was")}
+                   if "bucket" in g else {}),
             )
         )
     layers.append(

@@ -12,7 +12,7 @@ from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views import roofline
+from autoprof.viewer.views import breakdown, roofline
 from autoprof.viewer.views import whatif
 from autoprof.viewer.views._common import call, current_run
 
@@ -28,6 +28,8 @@ def render(ctx: Context) -> None:
     if verdict is not None:
         box = _VERDICT_BOX.get(str(verdict.kind), st.info)
         box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
+    breakdown.show_opportunities(run)
+    breakdown.show_breakdown(run)
     roofline.show_mfu(run)
     _evidence(run, verdict)
     _diagnostics(run)

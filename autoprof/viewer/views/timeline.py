@@ -14,6 +14,7 @@ from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
 from autoprof.viewer._paths import inside
 from autoprof.viewer._text import md_escape
+from autoprof.viewer.views import breakdown
 from autoprof.viewer.views._common import call, current_run
 
 MAX_DRAWN = 2500
@@ -123,8 +124,12 @@ def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
 
 
 def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
-    """Idle GPU gaps from the analysis: every gap if it lists them, else the largest one."""
+    """Idle GPU stretches coloured by host bucket, else the largest idle gap."""
     import autoprof.analysis as analysis
+
+    by_bucket = call("Breakdown", lambda: breakdown.idle_gaps(run, rank))
+    if isinstance(by_bucket, pd.DataFrame) and len(by_bucket):
+        return by_bucket, "Bands colour the idle GPU time by what the host was doing."
 
     lister = getattr(analysis, "idle_gaps", None)
     if callable(lister):
@@ -153,7 +158,8 @@ def _gaps(run: Any, ev: pd.DataFrame, index: dict[str, int],
     g = table[(table["end_us"] > lo) & (table["start_us"] < hi)]
     if not len(g):
         return None, note + " (outside the drawn events)"
-    out = [pd.DataFrame({"start_us": g["start_us"] - t0, "end_us": g["end_us"] - t0, "row": r})
+    out = [pd.DataFrame({"start_us": g["start_us"] - t0, "end_us": g["end_us"] - t0, "row": r,
+                         "bucket": g["bucket"] if "bucket" in g else "idle"})
            for r in gpu_rows]
     return pd.concat(out, ignore_index=True), note
 

@@ -1,0 +1,80 @@
+"""Where the time goes: the seven buckets of each step as a stacked bar, the ranked
+opportunities, and the host bucket of each idle GPU stretch for the Timeline.
+
+Draws what the analysis computed (metrics/breakdown.py, diagnose/opportunities.py); computes
+no statistic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from autoprof.analysis import Run
+from autoprof.analysis.metrics.breakdown import BUCKETS, idle_segments
+from autoprof.units import fmt_pct, fmt_us
+
+# one colour per bucket: GPU side greens/blues, host side warm
+COLORS = {
+    "gpu_compute": "#2ca02c", "gpu_memory": "#17becf", "gpu_communication": "#9467bd",
+    "host_launch": "#ff7f0e", "host_sync": "#d62728", "host_cpu_work": "#8c564b",
+    "host_untraced": "#bcbd22",
+}
+SCALE = alt.Scale(domain=list(COLORS), range=list(COLORS.values()))
+
+
+def show_breakdown(run: Run) -> None:
+    """A stacked bar per step (and rank): how its time splits into the seven buckets."""
+    steps = run.breakdown()
+    if steps.empty:
+        return
+    long = steps.melt(id_vars=["rank", "step", "step_us"],
+                      value_vars=[f"{b}_us" for b in BUCKETS], var_name="bucket",
+                      value_name="us")
+    long["bucket"] = long["bucket"].str.removesuffix("_us")
+    long["label"] = [f"rank {r} step {s}" if run.world_size > 1 else f"step {s}"
+                     for r, s in zip(long["rank"], long["step"], strict=True)]
+    long["order"] = long["bucket"].map({b: i for i, b in enumerate(BUCKETS)})
+    chart = (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None),
+            x=alt.X("us:Q", title="time in the step (µs)", stack="zero"),
+            color=alt.Color("bucket:N", scale=SCALE, title="where the time goes"),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("bucket:N"),
+                     alt.Tooltip("us:Q", title="µs", format=",.1f"),
+                     alt.Tooltip("step_us:Q", title="step (µs)", format=",.1f")],
+        )
+        .properties(title="Where the time goes, per step", height=28 * long["label"].nunique()
+                    + 60)
+    )
+    st.altair_chart(chart, width="stretch")
+
+
+def show_opportunities(run: Run) -> None:
+    """The non-compute buckets ranked by time per step, with where and what to do."""
+    ops: list[dict[str, Any]] = run.analysis.opportunities
+    if not ops:
+        return
+    st.subheader("Opportunities (what removing each cause could buy)")
+    rows = [{
+        "cause": o["cause"],
+        "per step": fmt_us(o["us_per_step"]),
+        "share of step": fmt_pct(o["pct_of_step"]),
+        "max speed-up": f"{o['max_speedup']:.2f}x" if o.get("max_speedup") else "—",
+        "where": "; ".join(f"{w['name']} ({fmt_us(w['us_per_step'])})" for w in o["where"]),
+        "hint": o["hint"],
+    } for o in ops]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def idle_gaps(run: Run, rank: int) -> pd.DataFrame:
+    """GPU-idle stretches of one rank's steps with their host bucket (`start_us`, `end_us`,
+    `bucket`), for the Timeline's idle bands."""
+    name = (run.manifest or {}).get("name")
+    return idle_segments(run.events, name if isinstance(name, str) else None, rank)
