@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from autoprof._version import __version__
+if __name__ != "autoprof":  # pragma: no cover - covered in a child process
+    # e.g. `from autoprof import autoprof` run beside a clone named autoprof: Python takes
+    # that folder (no __init__.py) for a namespace package and this file for its submodule
+    import os
+
+    raise ImportError(
+        f"autoprof was imported as {__name__!r} from {__file__}: the folder "
+        f"{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))} (no __init__.py, "
+        "e.g. a clone of the repository) hides the installed package; run from another folder"
+    )
+
+from autoprof._version import __version__  # noqa: E402 - after the check above
 
 if TYPE_CHECKING:
     from autoprof._check import check
