@@ -21,7 +21,6 @@ class Context:
     runs_error: str = ""
     current: Loaded | None = None
     compared: list[Loaded] = field(default_factory=list)
-    verdicts: dict[str, str] = field(default_factory=dict)  # run path -> verdict kind
 
 
 def publish(ctx: Context) -> None:

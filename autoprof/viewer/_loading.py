@@ -11,19 +11,23 @@ import hashlib
 import shutil
 import tempfile
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import pandas as pd
 import streamlit as st
 
 from autoprof import runfolder
-from autoprof.viewer._paths import OutsideFolderError, check_tree, inside, is_trace_name
+from autoprof.analysis.loader.inputs import is_trace_name
+from autoprof.viewer._paths import check_tree, inside
 
 Progress = Callable[..., None]
+_BLOCK = 1024**2
 
 
 @dataclass
@@ -61,18 +65,10 @@ def signature(path: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(items)
 
 
-def _analysis() -> Any:
-    import autoprof.analysis as analysis
-
-    return analysis
-
-
 def _error_line(path: Path, exc: BaseException) -> str:
-    try:
-        trace_error = getattr(_analysis(), "TraceError", None)
-    except ImportError:
-        trace_error = None
-    if trace_error is not None and isinstance(exc, trace_error):
+    from autoprof.analysis import TraceError
+
+    if isinstance(exc, TraceError):
         return str(exc)
     return f"{path}: {type(exc).__name__}: {exc}"
 
@@ -173,7 +169,7 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
     name = label or path.name
     try:
         real, sig = _resolve(root, path)
-    except (OSError, OutsideFolderError) as e:
+    except (OSError, ValueError) as e:  # missing, outside the folder, or a special file
         return Loaded(path, name, error=f"{path}: refused: {e}")
     slot = st.empty()
     bar = _Bar(slot, name)
@@ -185,16 +181,40 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
     return Loaded(real, name, run=run)
 
 
-def cached_run(root: Path, path: Path) -> Loaded | None:
-    """The run if it is already loaded (same path and signature), else None; never loads."""
-    try:
-        real, sig = _resolve(root, path)
-    except (OSError, OutsideFolderError):
-        return None
-    outcome = run_store().peek(str(real), sig)
-    if outcome is None:
-        return None
-    return Loaded(real, path.name, run=outcome[0], error=outcome[1] or None)
+_SUMMARIES: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()
+
+
+def summary(run: Any) -> dict[str, Any]:
+    """The run's summary (autoprof's summary cache beside its trace), once per loaded Run."""
+    from autoprof.analysis.report.summary_cache import cached_summary
+
+    found = _SUMMARIES.get(run)
+    if found is None:
+        found = _SUMMARIES[run] = cached_summary(run)
+    return found
+
+
+def summaries(root: Path, paths: list[str],
+              progress: Callable[[float, str], object]) -> dict[str, dict[str, Any]]:
+    """Path -> summary (plus the problem size) for every run that loads; a run that does not
+    gets its error line as the reason. Loads each run at most once per server (the RunStore).
+    """
+    from autoprof.analysis.metrics.compare import run_size
+
+    out: dict[str, dict[str, Any]] = {}
+    for i, p in enumerate(paths):
+        progress(i / max(len(paths), 1), f"Summarising run {i + 1} of {len(paths)}")
+        try:
+            real, sig = _resolve(root, Path(p))
+        except (OSError, ValueError) as e:
+            out[p] = {"verdict_reason": f"refused: {e}"}
+            continue
+        run, err = run_store().get_or_load(str(real), sig, None)
+        if run is None:
+            out[p] = {"verdict_reason": err}
+        else:
+            out[p] = dict(summary(run), size=run_size(run.manifest, run.events, str(run.path)))
+    return out
 
 
 @st.cache_resource(show_spinner=False)
@@ -205,8 +225,47 @@ def _upload_dir() -> Path:
     return Path(folder)
 
 
+def upload_limit_bytes() -> int:
+    """The most an upload may hold once decompressed: Streamlit's own upload limit."""
+    return int(st.get_option("server.maxUploadSize")) * 1024**2
+
+
+def inflated_size(data: bytes, limit: int) -> int | None:
+    """Bytes `data` holds once gunzipped (itself when not gzip), or None past `limit`.
+
+    Streams every gzip member without keeping the output: a small upload that inflates to
+    gigabytes costs at most one block of memory.
+    """
+    if not data.startswith(b"\x1f\x8b"):
+        return len(data) if len(data) <= limit else None
+    total, rest = 0, data
+    while rest[:2] == b"\x1f\x8b":
+        inflater = zlib.decompressobj(wbits=31)
+        chunk = rest
+        while True:
+            piece = inflater.decompress(chunk, _BLOCK)
+            total += len(piece)
+            if total > limit:
+                return None
+            chunk = inflater.unconsumed_tail
+            if inflater.eof or (not chunk and not piece):
+                break
+        if not inflater.eof:
+            break  # truncated: the loader reports it
+        rest = inflater.unused_data
+    return total
+
+
 def load_upload(name: str, data: bytes) -> Loaded:
     """Write an uploaded trace into a private temp folder, then load it (cached by content)."""
+    limit = upload_limit_bytes()
+    try:
+        size = inflated_size(data, limit)
+    except zlib.error as e:
+        return Loaded(Path(name), name, error=f"{name}: corrupt gzip data ({e})")
+    if size is None:
+        return Loaded(Path(name), name, error=f"{name}: refused: more than {limit // 1024**2} MiB "
+                      "once decompressed (the viewer's upload limit, server.maxUploadSize)")
     digest = hashlib.sha256(data).hexdigest()[:16]
     suffix = ".json.gz" if name.endswith(".gz") else ".json"
     sub = _upload_dir() / digest
@@ -226,8 +285,10 @@ def load_upload(name: str, data: bytes) -> Loaded:
 @st.cache_data(ttl=5, show_spinner=False, max_entries=8)
 def find_runs(root: str) -> tuple[pd.DataFrame | None, str]:
     """`autoprof.analysis.find_runs(root)` (cached 5 s), or the error it raised."""
+    from autoprof.analysis import find_runs as discover
+
     try:
-        df = _analysis().find_runs(Path(root))
+        df = discover(Path(root))
     except Exception as e:  # noqa: BLE001
         return None, _error_line(Path(root), e)
     return df, ""

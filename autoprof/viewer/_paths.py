@@ -7,15 +7,18 @@ traces folder; a path that escapes it, directly or through a link, is refused.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from autoprof import env
 
-TRACE_SUFFIXES = (".json", ".json.gz")
-
 
 class OutsideFolderError(ValueError):
     """A path that resolves outside the traces folder."""
+
+
+class SpecialFileError(ValueError):
+    """A FIFO, socket or device where a trace or manifest should be."""
 
 
 def default_root() -> Path:
@@ -45,19 +48,25 @@ def inside(root: Path, candidate: str | os.PathLike[str]) -> Path:
 
 
 def check_tree(root: Path, folder: Path, max_files: int = 2000) -> None:
-    """Refuse a run folder holding any file or link that resolves outside `root`."""
+    """Refuse a run folder holding any file or link that resolves outside `root`, or any
+    special file (a FIFO would block the reader's `open()`; a device never ends)."""
     inside(root, folder)
+    regular_only(folder)
     if not folder.is_dir():
         return
     for n, entry in enumerate(folder.rglob("*")):
         if n >= max_files:
             break
-        if entry.is_symlink() or entry.is_file():
-            try:
-                inside(root, entry)
-            except FileNotFoundError as e:  # dangling link
-                raise OutsideFolderError(f"{entry}: broken link") from e
+        try:
+            real = inside(root, entry)
+        except FileNotFoundError as e:  # dangling link
+            raise OutsideFolderError(f"{entry}: broken link") from e
+        regular_only(real)
 
 
-def is_trace_name(name: str) -> bool:
-    return name.endswith(TRACE_SUFFIXES)
+def regular_only(path: Path) -> None:
+    """Raise SpecialFileError unless `path` is a plain file or a folder (checked by stat,
+    before anything opens it)."""
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise SpecialFileError(f"{path}: not a regular file (a FIFO, socket or device)")

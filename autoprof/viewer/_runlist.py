@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+EXAMPLES = "examples"  # traces/examples: the runs shipped with autoprof
+DISPLAY_COLUMNS = ["run", "name", "size", "verdict", "why", "device", "ranks", "status",
+                   "started", "example", "error"]
 STATUS_MARK = {"complete": "", "failed": "✗ ", "recording": "… ", "partial": "◐ "}
 
 
@@ -58,18 +62,45 @@ def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
 
 
 def display_table(runs: pd.DataFrame, root: Path,
-                  verdicts: dict[str, str] | None = None) -> pd.DataFrame:
-    """The runs table for display: verdicts filled in from loaded runs, paths relative to the
-    traces folder, known columns first."""
-    df = runs.copy()
-    if verdicts and "path" in df.columns:
-        known = df["path"].astype(str).map(verdicts)
-        df["verdict"] = known.where(known.notna(), df.get("verdict"))
-    if "path" in df.columns:
-        df["path"] = [_rel(p, root) for p in df["path"]]
-    first = [c for c in ("name", "run_id", "started_at", "status", "verdict", "world_size",
-                         "error", "path") if c in df.columns]
-    return df[first + [c for c in df.columns if c not in first]]
+                  summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The runs table as shown: one row per run, its verdict and one-line reason from the
+    run's summary, paths relative to the traces folder, missing values blank.
+
+    Runs under `examples/` are marked as examples (the curated runs shipped in traces/).
+    """
+    rows = []
+    for _, row in runs.iterrows():
+        path = str(row["path"])
+        summary = summaries.get(path, {})
+        rel = _rel(path, root)
+        rows.append({
+            "run": rel,
+            "name": _cell(row, "name"),
+            "size": _size(summary.get("size")),
+            "verdict": str(summary.get("verdict") or ""),
+            "why": str(summary.get("verdict_reason") or ""),
+            "device": _device(summary),
+            "ranks": _cell(row, "world_size").removesuffix(".0"),
+            "status": _cell(row, "status"),
+            "started": _cell(row, "started_at")[:19].replace("T", " "),
+            "example": "example" if rel.startswith(EXAMPLES + "/") else "",
+            "error": _cell(row, "error"),
+        })
+    return pd.DataFrame(rows, columns=DISPLAY_COLUMNS)
+
+
+def _size(value: object) -> str:
+    """The problem size as a plain number ('4096'), blank when unknown."""
+    if isinstance(value, int | float) and value == value:
+        return f"{value:g}"
+    return ""
+
+
+def _device(summary: dict[str, Any]) -> str:
+    device = summary.get("device")
+    if isinstance(device, dict) and device.get("name"):
+        return str(device["name"])
+    return "CPU" if summary.get("is_cuda") is False else ""
 
 
 def _rel(path: object, root: Path) -> str:

@@ -2,7 +2,9 @@
 `autoprof view`).
 
 It owns navigation, shared state and loading; the pages in views/ only display what
-`autoprof.analysis` computed. Reads only inside the chosen traces folder.
+`autoprof.analysis` computed. The traces folder is fixed when the server starts (argument,
+else $AUTOPROF_DIR, else ./traces): a client chooses runs inside it, never another folder.
+It opens on the Overview when the folder holds one run, else on the Runs page.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ from pathlib import Path
 
 import streamlit as st
 
+from autoprof.viewer import _guard
 from autoprof.viewer._context import Context, publish
-from autoprof.viewer._loading import cached_run, find_runs, load_run, load_upload
-from autoprof.viewer._memo import analysed
+from autoprof.viewer._loading import find_runs, load_run, load_upload
 from autoprof.viewer._paths import default_root, resolve_root
 from autoprof.viewer._runlist import run_label, run_paths
+from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import PAGE_FILES, PAGES
 
 SOURCES = ("Run in folder", "Trace by path", "Upload")
-AUTO_LOAD_MAX_RUNS = 12  # up to this many runs, all are loaded to show their verdicts
+COMPARE_DEFAULT = 8  # runs preselected on the Compare page
 
 
 def _root_from_args() -> str:
@@ -30,33 +33,16 @@ def _root_from_args() -> str:
     return args[0] if args else str(default_root())
 
 
-def _sidebar_root() -> Context:
-    text = st.sidebar.text_input(
-        "Traces folder", value=_root_from_args(), key="root",
-        help="Default: $AUTOPROF_DIR, else ./traces. The viewer reads nothing outside it.",
-    )
-    root = resolve_root(text or ".")
+def _folder() -> Context:
+    """The traces folder the server was started with (no client can change it), listed."""
+    root = resolve_root(_root_from_args())
     ctx = Context(root=root, root_exists=root.is_dir())
+    st.sidebar.caption(f"Traces folder: {md_escape(root)}")
     if st.sidebar.button("Refresh", help="Rescan the folder for new runs"):
         find_runs.clear()
     if ctx.root_exists:
         ctx.runs, ctx.runs_error = find_runs(str(root))
     return ctx
-
-
-def _verdicts(ctx: Context) -> None:
-    """Verdicts for the runs list: every run when there are few, else those already loaded."""
-    paths = run_paths(ctx.runs)
-    load_all = len(paths) <= AUTO_LOAD_MAX_RUNS or st.sidebar.checkbox(
-        f"Load all {len(paths)} runs to show their verdicts", key="load_all")
-    for p in paths:
-        loaded = load_run(ctx.root, Path(p)) if load_all else cached_run(ctx.root, Path(p))
-        if loaded is None or not loaded.ok:
-            continue
-        try:
-            ctx.verdicts[p] = str(analysed(loaded.run, "verdict").kind)
-        except Exception:  # noqa: BLE001 - the run's own pages show what went wrong
-            continue
 
 
 def _sidebar_selection(ctx: Context) -> None:
@@ -103,36 +89,39 @@ def _relative(path: str, root: Path) -> str:
 
 
 def _status(ctx: Context, path: str) -> str | None:
-    runs = ctx.runs
-    if runs is None or "status" not in runs.columns:
+    if ctx.runs is None:
         return None
-    match = runs.loc[runs["path"].astype(str) == path, "status"]
+    match = ctx.runs.loc[ctx.runs["path"].astype(str) == path, "status"]
     value = match.iloc[0] if len(match) else None
     return None if value is None or value != value else str(value)  # NaN -> None
 
 
 def _sidebar_compare(ctx: Context) -> None:
+    """The runs to compare: the selected run always, beside the runs the user picks (at
+    first, the other complete runs, newest first)."""
     paths = run_paths(ctx.runs)
     labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
-    complete = [p for p in paths if _status(ctx, p) in ("complete", None)]
+    current = str(ctx.current.path) if ctx.current is not None else None
+    others = [p for p in paths if _status(ctx, p) in ("complete", None) and p != current]
+    first = ([current] if current in paths else []) + others
     chosen = st.sidebar.multiselect(
-        "Runs to compare", paths, default=complete[:12], key="compare",
+        "Runs to compare", paths, default=first[:COMPARE_DEFAULT], key="compare",
         format_func=lambda p: labels.get(p, p),
     )
     ctx.compared = [load_run(ctx.root, Path(p), labels.get(p)) for p in chosen]
     if ctx.current is not None and ctx.current.path not in {c.path for c in ctx.compared}:
-        if not chosen:
-            ctx.compared = [ctx.current]
+        ctx.compared.insert(0, ctx.current)  # the selected run is always in the comparison
 
 
 def main() -> None:
     st.set_page_config(page_title="autoprof viewer", layout="wide")
-    ctx = _sidebar_root()
-    _verdicts(ctx)
+    _guard.enforce()
+    ctx = _folder()
     _sidebar_selection(ctx)
+    first = "overview" if len(run_paths(ctx.runs)) == 1 else "runs"
     pages = [
-        st.Page(PAGE_FILES / file, title=title, url_path=slug, default=(i == 0))
-        for i, (file, title, slug) in enumerate(PAGES)
+        st.Page(PAGE_FILES / file, title=title, url_path=slug, default=(slug == first))
+        for file, title, slug in PAGES
     ]
     page = st.navigation(pages, position="top")
     if page.url_path == "compare":

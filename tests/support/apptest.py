@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,7 +68,7 @@ def label_path(at: AppTest, label: str) -> str:
     rel = label.split(" · ")[0]
     if rel[:2] in ("✗ ", "… ", "◐ ", "? "):
         rel = rel[2:]
-    return str(Path(at.text_input(key="root").value).resolve() / rel)
+    return str(Path(os.environ["AUTOPROF_DIR"]).resolve() / rel)  # the folder open_app set
 
 
 def select_run(at: AppTest, contains: str) -> AppTest:

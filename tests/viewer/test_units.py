@@ -81,11 +81,12 @@ def test_run_label_marks_failed_and_ranks(tmp_path):
     assert label == "b/2 · complete · compute-bound · 4 ranks"  # verdict from the listing
 
 
-def test_self_vs_total_chart_orders_by_total():
+def test_self_vs_total_chart_orders_by_self_time():
+    # b is a wrapper (largest total, little self time): sorted by total it would hide the ops
     ops = pd.DataFrame({"name": ["a", "b", "<img src=x>"], "calls": [1, 2, 3],
                         "self_cpu_us": [5.0, 1.0, 2.0], "cpu_total_us": [6.0, 9.0, 2.0]})
     spec = _charts.self_vs_total(ops, "self_cpu_us", "cpu_total_us", "CPU", top_n=2).to_dict()
-    assert spec["encoding"]["y"]["sort"] == ["b", "a"]
+    assert spec["encoding"]["y"]["sort"] == ["a", "<img src=x>"]
     (rows,) = spec["datasets"].values()
     assert {r["measure"] for r in rows} == {"Self", "Total"} and len(rows) == 4
 

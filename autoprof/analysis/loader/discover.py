@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,9 @@ from autoprof.analysis.loader.inputs import inside, is_trace_name
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 
 MAX_DEPTH = 5
+_SNIFF_BYTES = 64 * 1024
+_TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"')
+_TORCH_NAMES = (".pt.trace.json", ".pt.trace.json.gz")
 FIND_COLUMNS = (
     "path", "kind", "name", "run_id", "started_at", "status", "world_size", "verdict", "error",
 )
@@ -60,6 +65,27 @@ def _trace_row(trace: Path) -> dict[str, Any]:
     }
 
 
+def looks_like_trace(path: Path) -> bool:
+    """Whether a loose ``.json``/``.json.gz`` file is a torch trace, by its first bytes: the
+    JSON Object Format names ``traceEvents`` (Kineto writes ``schemaVersion`` first) near the
+    start, the JSON Array Format starts with ``[``. A results file or any other stray JSON is
+    not a run. Special files are never opened (a FIFO would block); a file named as torch
+    names its traces (``*.pt.trace.json``) or one that cannot be read is listed, so that
+    loading it shows what is wrong with it."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        if path.name.lower().endswith(_TORCH_NAMES):
+            return True
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF_BYTES)
+    except (OSError, zlib.error):
+        return True
+    return head.lstrip().startswith(b"[") or any(key in head for key in _TRACE_KEYS)
+
+
 def discover(root: Path) -> pd.DataFrame:
     if not root.is_dir():
         raise TraceError(root, "not a folder (find_runs needs the traces root folder)")
@@ -76,7 +102,7 @@ def discover(root: Path) -> pd.DataFrame:
             continue
         for name in sorted(files):
             trace = here / name
-            if is_trace_name(name) and inside(trace, root):
+            if is_trace_name(name) and inside(trace, root) and looks_like_trace(trace):
                 rows.append(_trace_row(trace))
         if len(here.parts) - base_depth >= MAX_DEPTH:
             dirs[:] = []

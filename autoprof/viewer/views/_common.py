@@ -1,4 +1,4 @@
-"""Pieces every page shares: the run header, error display, safe calls into the analysis."""
+"""Pieces every page shares: the run header, error display, missing values."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ T = TypeVar("T")
 def no_folder(ctx: Context) -> bool:
     """Say so and return True when there is no traces folder to read."""
     if not ctx.root_exists:
-        st.info(f"The traces folder {md_escape(ctx.root)} does not exist (yet). Choose a folder "
-                "in the sidebar, set AUTOPROF_DIR, or record a run with @autoprof.")
+        st.info(f"The traces folder {md_escape(ctx.root)} does not exist (yet). Record a run "
+                "with @autoprof, or start the viewer on another folder (`autoprof view DIR`).")
         return True
     return False
 
@@ -44,7 +44,7 @@ def current_run(ctx: Context, title: str) -> Any:
 
 
 def failed_note(loaded: Loaded) -> None:
-    manifest = getattr(loaded.run, "manifest", None) or {}
+    manifest = loaded.run.manifest or {}
     status = manifest.get("status")
     if status in (None, "complete"):
         return
@@ -62,13 +62,13 @@ def show_error(headline: str, line: str) -> None:
     st.code(line, language=None, wrap_lines=True)
 
 
-def call(what: str, fn: Callable[[], T]) -> T | None:
-    """Run one analysis call; if it is missing or fails, say so on the page and return None."""
-    try:
-        return fn()
-    except (AttributeError, NotImplementedError, ImportError) as e:
-        st.info(f"{md_escape(what)}: not available from autoprof.analysis yet "
-                f"({md_escape(type(e).__name__)}).")
-    except Exception as e:  # noqa: BLE001 - one failing analysis must not take the page down
-        st.warning(f"{md_escape(what)} failed: {md_escape(type(e).__name__)}: {md_escape(e)}")
-    return None
+def dash(text: str | None) -> str:
+    """A number formatted by autoprof.units, with a missing value shown as a dash."""
+    return "—" if text is None or text in ("", "n/a") else text
+
+
+def call(what: str, fn: Callable[[], T]) -> T:
+    """`fn()`: errors propagate to the page (kept for the pages that still wrap their calls
+    in it; new code calls the analysis directly)."""
+    del what
+    return fn()

@@ -1,21 +1,23 @@
-"""Compare: runs side by side, and a size sweep of CPU vs GPU time."""
+"""Compare: runs side by side on a log axis, and a size sweep of CPU vs GPU time."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+import autoprof.analysis as analysis
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import across
-from autoprof.viewer.views._common import call, no_folder, show_error
+from autoprof.viewer.views._common import no_folder, show_error
 
-CPU_COLS = ("self_cpu_us", "cpu_us", "cpu_time_us")
-GPU_COLS = ("self_gpu_us", "gpu_us", "gpu_time_us", "self_device_us")
-SIZE_COLS = ("size", "n", "problem_size")
+PER_STEP = (("step_cpu_span_us_median", "CPU per step"),
+            ("step_gpu_work_us_median", "GPU work per step"))
+_NOT_DISTINGUISHING = frozenset({"name", "out_dir"})  # options that say nothing about the run
 
 
 def render(ctx: Context) -> None:
@@ -30,54 +32,73 @@ def render(ctx: Context) -> None:
         show_error(f"{bad.label}: could not be loaded, left out.", bad.error or "")
     if not good:
         return
-    import autoprof.analysis as analysis
-
     runs = [c.run for c in good]
-    table: pd.DataFrame | None = call("Compare", lambda: across(analysis.compare, runs))
-    if table is None:
-        return
-    table = table.copy()
-    if "name" not in table.columns and len(table) == len(good):
-        table.insert(0, "name", [c.label for c in good])
-    if "path" in table.columns:
-        table["path"] = [_relative(p, ctx) for p in table["path"]]
-    key = "name" if "name" in table.columns else None
-    cpu = _first(table, CPU_COLS)
-    gpu = _first(table, GPU_COLS)
-    if key and cpu and gpu:
-        st.altair_chart(
-            _charts.grouped_bars(table, key, [cpu, gpu], ["self CPU", "self GPU"],
-                                 "Self CPU vs self GPU time per run", "time (µs)"),
-            width="stretch",
-        )
-    size = _first(table, SIZE_COLS)
+    table = across(analysis.compare, runs).copy()
+    table.insert(0, "run", labels(table, runs))
+    if ctx.current is not None and good[0].path == ctx.current.path:
+        table.loc[0, "run"] += " (selected)"
+    table["path"] = [_relative(p, ctx) for p in table["path"]]
+    st.altair_chart(
+        _charts.grouped_bars(table, "run", [c for c, _ in PER_STEP], [t for _, t in PER_STEP],
+                             "Median time per profiled step", "time per step", log=True),
+        width="stretch",
+    )
+    st.caption("Log axis: a run ten times faster sits one grid line lower. Runs of one "
+               "function are told apart by their problem size and the options they differ in.")
     drew = False
-    if size and len(table) == len(good):
-        groups = pd.Series([str(getattr(c.run, "name", "") or "") for c in good],
-                           index=table.index)
-        for group in dict.fromkeys(groups):
-            rows = table[(groups == group) & table[size].notna()]
-            if rows[size].nunique() >= 2:
-                _sweep(rows, size, group)
-                drew = True
+    for name in dict.fromkeys(run.name for run in runs):
+        mine = pd.Series([run.name == name for run in runs], index=table.index)
+        rows = table[mine & table["size"].notna()]
+        if rows["size"].nunique() >= 2:
+            _sweep(rows, name)
+            drew = True
     if not drew and len(good) >= 2:
         st.caption("Size sweep: pick two or more runs of the same function (same name) with "
                    "different problem sizes to see CPU vs GPU time per size.")
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table.drop(columns=["name"]), hide_index=True, width="stretch")
 
 
-SWEEP_COLS = (("step_cpu_span_us_median", "CPU per step"),
-              ("step_gpu_work_us_median", "GPU work per step"))
+def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:
+    """Each run's name, plus what tells it from the other runs of that name: the problem
+    size (or input shapes), then the autoprof options that differ, then the run id."""
+    out = []
+    for i, run in enumerate(runs):
+        same = [j for j, other in enumerate(runs) if other.name == run.name]
+        parts = [str(run.name)]
+        if len(same) > 1:
+            parts += _differences(table, runs, i, same)
+        out.append(" · ".join(parts))
+    for i, label in enumerate(out):
+        if out.count(label) > 1:
+            out[i] = f"{label} · {Path(str(runs[i].path)).name}"
+    return out
 
 
-def _sweep(rows: pd.DataFrame, size: str, group: str) -> None:
-    cols = [(c, label) for c, label in SWEEP_COLS if c in rows.columns]
-    if len(cols) < 2:
-        return
+def _differences(table: pd.DataFrame, runs: list[Any], i: int, same: list[int]) -> list[str]:
+    parts = []
+    sizes = {str(table["size"].iloc[j]) for j in same}
+    dims = {str(table["input_dims"].iloc[j]) for j in same}
+    if len(sizes) > 1 and pd.notna(table["size"].iloc[i]):
+        parts.append(f"n={table['size'].iloc[i]:g}")
+    elif len(dims) > 1:
+        parts.append(str(table["input_dims"].iloc[i]))
+    options = [_options(runs[j]) for j in same]
+    for key in sorted(set().union(*options) - _NOT_DISTINGUISHING):
+        if len({json.dumps(o.get(key), sort_keys=True, default=str) for o in options}) > 1:
+            parts.append(f"{key}={json.dumps(_options(runs[i]).get(key), default=str)}")
+    return parts
+
+
+def _options(run: Any) -> dict[str, Any]:
+    options = (run.manifest or {}).get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def _sweep(rows: pd.DataFrame, group: str) -> None:
     st.altair_chart(
-        _charts.sweep(rows.sort_values(size), size, [c for c, _ in cols],
-                      [label for _, label in cols], f"Size sweep of {group}: CPU vs GPU per step",
-                      "median time per step (µs, log)"),
+        _charts.sweep(rows.sort_values("size"), "size", [c for c, _ in PER_STEP],
+                      [label for _, label in PER_STEP],
+                      f"Size sweep of {group}: CPU vs GPU per step", "median time per step"),
         width="stretch",
     )
     st.caption("Where the GPU line rises above the CPU line, launch overhead gives way to "
@@ -89,8 +110,3 @@ def _relative(path: object, ctx: Context) -> str:
         return str(Path(str(path)).resolve().relative_to(ctx.root))
     except ValueError:
         return str(path)
-
-
-def _first(df: pd.DataFrame, names: tuple[str, ...]) -> Any:
-    return next((c for c in names if c in df.columns), None)
-

@@ -10,9 +10,11 @@ import streamlit as st
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
-SORT_COLUMNS = ["cpu_total_us", "self_cpu_us", "device_total_us", "self_device_us", "calls"]
+# Self time first: sorted by total, wrapper rows (ProfilerStep, the function itself) hide the
+# ops that take the time
+SORT_COLUMNS = ["self_cpu_us", "self_device_us", "cpu_total_us", "device_total_us", "calls"]
 LANES = {"CPU": ("self_cpu_us", "cpu_total_us"), "GPU": ("self_device_us", "device_total_us")}
 
 
@@ -20,20 +22,18 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Self vs total")
     if run is None:
         return
-    ops: pd.DataFrame | None = call("Ops table", lambda: analysed(run, "ops"))
-    if ops is None:
-        return
+    ops: pd.DataFrame = analysed(run, "ops")
     if not len(ops):
         st.info("No ops in this trace.")
         return
     c1, c2, c3 = st.columns([3, 2, 1])
     needle = c1.text_input("Filter ops by name (substring)", key="ops_filter")
-    sort_by = c2.selectbox("Sort by", [c for c in SORT_COLUMNS if c in ops.columns], key="ops_sort")
+    sort_by = c2.selectbox("Sort by", SORT_COLUMNS, key="ops_sort")
     top_n = int(c3.number_input("Top", min_value=3, max_value=100, value=15, key="ops_top"))
     shown = ops
     if needle:
         shown = ops[ops["name"].astype(str).str.contains(needle, case=False, regex=False)]
-    shown = shown.sort_values(sort_by, ascending=False, kind="stable") if sort_by else shown
+    shown = shown.sort_values(sort_by, ascending=False, kind="stable")
     st.caption("Self: time in the op itself. Total: the op and everything it called. GPU time "
                "is attributed to the op that launched the kernel.")
     _charts_for(shown, top_n)
@@ -48,13 +48,11 @@ def render(ctx: Context) -> None:
 def _charts_for(shown: pd.DataFrame, top_n: int) -> None:
     drew = False
     for lane, (self_col, total_col) in LANES.items():
-        if self_col not in shown.columns or total_col not in shown.columns:
-            continue
         rows = shown[(shown[total_col] > 0) | (shown[self_col] > 0)]
         if not len(rows):
             st.caption(f"No {lane} time recorded.")
             continue
-        title = f"{lane}: Self vs total per op (top {min(top_n, len(rows))} by {lane} total)"
+        title = f"{lane}: Self vs total per op (top {min(top_n, len(rows))} by self {lane} time)"
         st.altair_chart(_charts.self_vs_total(rows, self_col, total_col, title, top_n),
                         width="stretch")
         drew = True

@@ -1,115 +1,113 @@
-"""Overview: the verdict and its evidence, diagnostics with hints, the manifest."""
+"""Overview: the verdict, its reason and the top findings on the first screen; then the
+numbers behind them, every diagnostic with its hint and evidence, the manifest."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis import Run
+from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views import breakdown, roofline
-from autoprof.viewer.views import whatif
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views import breakdown, roofline, whatif
+from autoprof.viewer.views._common import current_run, dash
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
 _SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
+_SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+TOP_FINDINGS = 3  # diagnostics shown on the first screen, most severe first
 
 
 def render(ctx: Context) -> None:
     run = current_run(ctx, "Overview")
     if run is None:
         return
-    verdict = call("Verdict", lambda: analysed(run, "verdict"))
-    if verdict is not None:
-        box = _VERDICT_BOX.get(str(verdict.kind), st.info)
-        box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
+    verdict = run.analysis.verdict
+    box = _VERDICT_BOX.get(verdict.kind, st.info)
+    box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
+    diags = ranked(run.analysis.diagnostics)
+    _top_findings([d for d in diags if d.id != verdict.kind][:TOP_FINDINGS])
     breakdown.show_opportunities(run)
     breakdown.show_breakdown(run)
+    _numbers(run)
     roofline.show_mfu(run)
-    _evidence(run, verdict)
-    _diagnostics(run)
+    _balance_chart(run)
     whatif.show_best(run)
-    manifest = getattr(run, "manifest", None)
+    _all_diagnostics(diags)
+    if verdict.evidence:
+        rows = [(str(k), fmt_value(str(k), v)) for k, v in verdict.evidence.items()]
+        with st.expander("Evidence behind the verdict", expanded=False):
+            st.dataframe(pd.DataFrame(rows, columns=["measure", "value"]), hide_index=True)
     with st.expander("Manifest", expanded=False):
-        if manifest:
-            st.json(manifest)
+        if run.manifest:
+            st.json(run.manifest)
         else:
             st.write("No manifest: this is a plain torch.profiler trace, not an autoprof run.")
 
 
-def _device(run: Any) -> str:
+def ranked(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Most severe first; the analysis's order within one severity."""
+    return sorted(diags, key=lambda d: _SEVERITY_ORDER.get(d.severity, 9))
+
+
+def _top_findings(top: list[Diagnostic]) -> None:
+    for d in top:
+        text = f"**{md_escape(d.id)}**: {md_escape(d.message)}"
+        if d.hint:
+            text += f"  \n*Hint: {md_escape(d.hint)}*"
+        _SEVERITY_BOX.get(d.severity, st.info)(text)
+
+
+def _device(run: Run) -> str:
     """The device name as the manifest or the trace metadata states it."""
-    manifest = getattr(run, "manifest", None) or {}
-    dev = manifest.get("device")
+    dev = (run.manifest or {}).get("device")
     if isinstance(dev, dict) and dev.get("name"):
         return str(dev["name"])
-    for meta in getattr(run, "trace_metadata", None) or []:
-        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
+    for meta in run.trace_metadata:
+        props = meta.get("deviceProperties")
         if isinstance(props, list) and props and isinstance(props[0], dict):
             if props[0].get("name"):
                 return str(props[0]["name"])
-    return "CUDA GPU" if getattr(run, "is_cuda", False) else "CPU"
+    return "CUDA GPU" if run.is_cuda else "CPU"
 
 
-def _evidence(run: Any, verdict: Any) -> None:
-    over = call("Overhead", lambda: analysed(run, "overhead"))
-    n_steps = getattr(over, "steps", None)
-    if n_steps is None:
-        steps = call("Steps", lambda: analysed(run, "steps"))
-        n_steps = None if steps is None else len(steps)
-    cols = st.columns(5)
-    if over is not None:
-        cols[0].metric("Self CPU total", fmt_us(getattr(over, "self_cpu_us", None)))
-        cols[1].metric("Self GPU total", fmt_us(getattr(over, "self_gpu_us", None)))
-        cols[2].metric("GPU busy", fmt_pct(getattr(over, "gpu_busy_pct", None)))
-    ranks = int(getattr(run, "world_size", 1) or 1)
-    cols[3].metric("Profiled steps" + (f" (all {ranks} ranks)" if ranks > 1 else ""),
-                   "n/a" if n_steps is None else f"{n_steps}")
-    cols[4].text("Device")
-    cols[4].text(_device(run))
-    if over is not None:
-        _balance_chart(over)
-    evidence = dict(getattr(verdict, "evidence", None) or {})
-    if evidence:
-        rows = [(str(k), fmt_value(str(k), v)) for k, v in evidence.items()]
-        with st.expander("Evidence behind the verdict", expanded=True):
-            st.dataframe(pd.DataFrame(rows, columns=["measure", "value"]), hide_index=True)
+def _numbers(run: Run) -> None:
+    over = run.analysis.overhead
+    ranks = run.world_size
+    cols = st.columns(6)
+    cols[0].metric("Step (CPU, median)", dash(fmt_us(over.step_cpu_span_us_median)))
+    cols[1].metric("GPU busy", dash(fmt_pct(over.gpu_busy_pct)) if run.is_cuda else "—")
+    cols[2].metric("Self CPU total", dash(fmt_us(over.self_cpu_us)))
+    cols[3].metric("Self GPU total", dash(fmt_us(over.self_gpu_us)) if run.is_cuda else "—")
+    cols[4].metric("Profiled steps" + (f" (all {ranks} ranks)" if ranks > 1 else ""),
+                   f"{over.steps}" if over.steps else "—")
+    cols[5].text("Device")
+    cols[5].text(_device(run))
 
 
-def _balance_chart(over: Any) -> None:
-    cpu, gpu = getattr(over, "self_cpu_us", None), getattr(over, "self_gpu_us", None)
-    if cpu is None or gpu is None:
-        return
-    df = pd.DataFrame({"side": ["Self CPU", "Self GPU"], "time_us": [float(cpu), float(gpu)]})
+def _balance_chart(run: Run) -> None:
+    over = run.analysis.overhead
+    df = pd.DataFrame({"side": ["Self CPU", "Self GPU"],
+                       "time_us": [float(over.self_cpu_us), float(over.self_gpu_us)]})
     st.altair_chart(_charts.balance(df), width="stretch")
 
 
-def _diagnostics(run: Any) -> None:
-    st.subheader("Diagnostics")
-    diags = call("Diagnostics", lambda: analysed(run, "diagnostics"))
-    if diags is None:
-        return
-    if not diags:
-        st.write("No findings.")
-        return
-    for d in diags:
-        severity = str(getattr(d, "severity", "info"))
-        box = _SEVERITY_BOX.get(severity, st.info)
-        box(f"**{md_escape(getattr(d, 'id', ''))}** ({md_escape(severity)}): "
-            f"{md_escape(getattr(d, 'message', ''))}")
-        hint = getattr(d, "hint", "")
-        if hint:
-            st.caption(f"Hint: {md_escape(hint)}")
-        evidence = getattr(d, "evidence", None)
-        if evidence:
-            st.expander("Evidence", expanded=False).dataframe(
-                pd.DataFrame([(str(k), fmt_value(str(k), v)) for k, v in dict(evidence).items()],
-                             columns=["measure", "value"]),
-                hide_index=True,
-            )
-
+def _all_diagnostics(diags: list[Diagnostic]) -> None:
+    title = f"All {len(diags)} diagnostics, with hints and evidence" if diags else "Diagnostics"
+    with st.expander(title, expanded=False):
+        if not diags:
+            st.write("No findings.")
+        for d in diags:
+            box = _SEVERITY_BOX.get(d.severity, st.info)
+            box(f"**{md_escape(d.id)}** ({md_escape(d.severity)}): {md_escape(d.message)}")
+            if d.hint:
+                st.caption(f"Hint: {md_escape(d.hint)}")
+            if d.evidence:
+                st.dataframe(
+                    pd.DataFrame([(str(k), fmt_value(str(k), v)) for k, v in d.evidence.items()],
+                                 columns=["measure", "value"]),
+                    hide_index=True,
+                )

@@ -8,13 +8,13 @@ import streamlit as st
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
 _CHARTS = (
-    ("step_time_us_median", "Step time (median)", "time (µs)"),
-    ("compute_us_median", "Before the first collective (median)", "time (µs)"),
+    ("step_time_us_median", "Step time (median)", "time"),
+    ("compute_us_median", "Before the first collective (median)", "time"),
     ("gpu_busy_pct", "GPU busy", "busy (%)"),
-    ("collective_us_median", "In collectives per step (median)", "time (µs)"),
+    ("collective_us_median", "In collectives per step (median)", "time"),
 )
 
 
@@ -22,27 +22,22 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Ranks")
     if run is None:
         return
-    world = int(getattr(run, "world_size", 1) or 1)
-    table: pd.DataFrame | None = call("Rank table", lambda: analysed(run, "ranks"))
-    if table is None:
-        return
-    if world <= 1 and len(table) <= 1:
+    table: pd.DataFrame = analysed(run, "ranks")
+    if run.world_size <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
         st.dataframe(table, hide_index=True, width="stretch")
         return
-    straggler = call("Straggler", lambda: analysed(run, "straggler_rank"))
+    straggler = analysed(run, "straggler_rank")
     if straggler is None:
         st.write(f"{len(table)} ranks, no straggler: the analysis finds them balanced.")
     else:
         st.error(f"Straggler: rank {int(straggler)} (the other ranks wait for it).")
-    if "rank" in table.columns:
-        df = table.assign(who=(table["rank"] == straggler).map(
-            {True: "straggler", False: "other ranks"}))
-        present = [c for c in _CHARTS if c[0] in df.columns]
-        for slot, (col, title, unit) in zip(st.columns(max(len(present), 1)), present,
-                                            strict=False):
-            chart = _charts.bars(df, "rank", col, title, unit,
-                                 color="who" if straggler is not None else None,
-                                 colors={"other ranks": "#4c78a8", "straggler": "#e45756"})
-            slot.altair_chart(chart, width="stretch")
+    df = table.assign(who=(table["rank"] == straggler).map(
+        {True: "straggler", False: "other ranks"}))
+    for slot, (col, title, unit) in zip(st.columns(len(_CHARTS)), _CHARTS, strict=True):
+        chart = _charts.bars(df, "rank", col, title, unit,
+                             color="who" if straggler is not None else None,
+                             colors={"other ranks": "#4c78a8", "straggler": "#e45756"},
+                             time_us=col.endswith(("_us", "_us_median")))
+        slot.altair_chart(chart, width="stretch")
     st.dataframe(table, hide_index=True, width="stretch")

@@ -11,7 +11,7 @@ from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
 FIRST = "first profiled step"
 LATER = "later steps"
@@ -22,11 +22,9 @@ def render(ctx: Context) -> None:
     if run is None:
         return
     rank = None
-    if int(getattr(run, "world_size", 1) or 1) > 1:
-        rank = int(st.selectbox("Rank", list(range(int(run.world_size))), key="steps_rank"))
-    steps: pd.DataFrame | None = call("Steps", lambda: analysed(run, "steps", rank=rank))
-    if steps is not None:
-        _steps(steps)
+    if run.world_size > 1:
+        rank = int(st.selectbox("Rank", list(range(run.world_size)), key="steps_rank"))
+    _steps(analysed(run, "steps", rank=rank))
     _warmup(run)
 
 
@@ -40,8 +38,8 @@ def _steps(steps: pd.DataFrame) -> None:
     if "cpu_span_us" in df.columns:
         first = float(df["cpu_span_us"].iloc[0])
         st.altair_chart(
-            _charts.bars(df, "step", "cpu_span_us", "CPU time per step (first step is cold)",
-                         "CPU span (µs)", color="which", x_title="profiled step"),
+            _charts.bars(df, "step", "cpu_span_us", "CPU time per profiled step",
+                         "CPU span", color="which", x_title="profiled step", time_us=True),
             width="stretch",
         )
         later = df["cpu_span_us"].iloc[1:]
@@ -53,7 +51,7 @@ def _steps(steps: pd.DataFrame) -> None:
         st.altair_chart(
             _charts.grouped_bars(df.assign(step=df["step"].astype(str)), "step", gpu_cols,
                                  [c.replace("_us", "").replace("_", " ") for c in gpu_cols],
-                                 "GPU time per step", "time (µs)"),
+                                 "GPU time per step", "time"),
             width="stretch",
         )
     st.dataframe(df.drop(columns=["which"]), hide_index=True, width="stretch")
@@ -61,7 +59,7 @@ def _steps(steps: pd.DataFrame) -> None:
 
 def _warmup(run: Any) -> None:
     st.subheader("Untraced calls before profiling")
-    manifest = getattr(run, "manifest", None) or {}
+    manifest = run.manifest or {}
     if not manifest:
         st.info("No manifest: warm-up calls are only known for runs recorded by autoprof.")
         return

@@ -15,10 +15,10 @@ from autoprof.viewer._memo import analysed
 from autoprof.viewer._paths import inside
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run, dash
 
 MAX_DRAWN = 2500
-MAX_DEPTH = 4
+MAX_DEPTH = 12  # CPU nesting levels drawn as their own lanes; deeper ones share the last
 _NEEDED = ("name", "cat", "lane", "ts_us", "dur_us", "end_us", "tid", "depth", "device",
            "stream", "step", "launch_row", "rank")
 
@@ -27,15 +27,11 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Timeline")
     if run is None:
         return
-    events: pd.DataFrame | None = call("Events table", lambda: run.events)
-    if events is not None:
-        missing = [c for c in _NEEDED if c not in events.columns]
-        if missing:
-            st.info(f"The events table lacks columns {md_escape(missing)}: timeline not drawn.")
-        elif not len(events):
-            st.info("This trace has no events to draw.")
-        else:
-            _draw(run, events)
+    events = run.events
+    if not len(events):
+        st.info("This trace has no events to draw.")
+    else:
+        _draw(run, events[list(_NEEDED)])
     _downloads(ctx, run)
 
 
@@ -77,7 +73,8 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
                    "time. Narrow the step range, or open the trace in Perfetto for all of it.")
     else:
         st.caption(f"{total:,} events of {where}. Drag to pan, scroll to zoom; hover for names. "
-                   "CPU lanes: one per thread and nesting level (L0 = outermost).")
+                   "CPU lanes: one per thread and nesting level (L0 = outermost); regions "
+                   "(record_function, ProfilerStep) carry their names.")
     lanes_of_rows = _lane_keys(ev)
     lanes = sorted(lanes_of_rows.unique(), key=lambda s: (not s.startswith("CPU"), s))
     index = {name: i for i, name in enumerate(lanes)}
@@ -99,13 +96,11 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         st.caption("No GPU activity in these steps: CPU lanes only.")
         return
     st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
-    over = call("Overhead", lambda: analysed(run, "overhead", rank=int(ev["rank"].iloc[0])))
-    if over is not None:
-        c = st.columns(3)
-        for col, (label, attr) in zip(c, [("Launch latency p50", "launch_latency_us_p50"),
-                                          ("p90", "launch_latency_us_p90"),
-                                          ("max", "launch_latency_us_max")], strict=True):
-            col.metric(label, fmt_us(getattr(over, attr, None)))
+    over = analysed(run, "overhead", rank=int(ev["rank"].iloc[0]))
+    c = st.columns(3)
+    c[0].metric("Launch latency p50", dash(fmt_us(over.launch_latency_us_p50)))
+    c[1].metric("p90", dash(fmt_us(over.launch_latency_us_p90)))
+    c[2].metric("max", dash(fmt_us(over.launch_latency_us_max)))
 
 
 def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
@@ -125,26 +120,16 @@ def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
 
 def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
     """Idle GPU stretches coloured by host bucket, else the largest idle gap."""
-    import autoprof.analysis as analysis
-
-    by_bucket = call("Breakdown", lambda: breakdown.idle_gaps(run, rank))
-    if isinstance(by_bucket, pd.DataFrame) and len(by_bucket):
+    by_bucket = breakdown.idle_gaps(run, rank)
+    if len(by_bucket):
         return by_bucket, "Bands colour the idle GPU time by what the host was doing."
-
-    lister = getattr(analysis, "idle_gaps", None)
-    if callable(lister):
-        table = call("Idle gaps", lambda: lister(run.events, rank=rank))
-        if isinstance(table, pd.DataFrame) and {"start_us", "end_us"} <= set(table.columns):
-            return table, "Red bands mark the idle GPU gaps inside the steps."
-    over = call("Overhead", lambda: analysed(run, "overhead", rank=rank))
-    at = getattr(over, "idle_gap_max_at_us", None)
-    length = getattr(over, "idle_gap_max_us", None)
+    over = analysed(run, "overhead", rank=rank)
+    at, length = over.idle_gap_max_at_us, over.idle_gap_max_us
     if at is None or not length:
         return None, "No idle GPU gap inside the steps was reported."
-    n = int(getattr(over, "idle_gaps", 1) or 1)
-    total = getattr(over, "idle_gap_total_us", None)
     note = (f"The red band marks the largest idle GPU gap ({fmt_us(length)}); the analysis "
-            f"counts {n:,} idle gaps of {fmt_us(total)} in total inside the steps.")
+            f"counts {over.idle_gaps:,} idle gaps of {fmt_us(over.idle_gap_total_us)} in total "
+            "inside the steps.")
     return pd.DataFrame({"start_us": [float(at)], "end_us": [float(at) + float(length)]}), note
 
 
@@ -166,7 +151,7 @@ def _gaps(run: Any, ev: pd.DataFrame, index: dict[str, int],
 
 def _downloads(ctx: Context, run: Any) -> None:
     st.subheader("The full trace")
-    paths = [Path(p) for p in (getattr(run, "trace_paths", None) or [])]
+    paths = [Path(p) for p in run.trace_paths]
     if not paths:
         st.write("No trace file recorded for this run.")
     for i, p in enumerate(paths):
@@ -180,7 +165,7 @@ def _downloads(ctx: Context, run: Any) -> None:
         if not allowed:
             st.text(f"{p.name}: outside the traces folder, not offered for download")
             continue
-        st.download_button(f"Download {p.name}", _reader(p), file_name=p.name,
+        st.download_button(f"Download {md_escape(p.name)}", _reader(p), file_name=p.name,
                            mime="application/octet-stream", key=f"dl_trace_{i}",
                            on_click="ignore")
     st.markdown(

@@ -1,0 +1,59 @@
+"""Who may use the viewer: browsers that reached it by one of this server's own names.
+
+A web page on another site can reach a viewer on 127.0.0.1 through DNS rebinding (its own
+name, re-pointed at this machine): the browser then sends that foreign name as `Host` and
+`Origin`. Streamlit compares `Origin` with `Host` only, so the check is made here, on every
+script run, from the headers of the client's websocket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+import streamlit as st
+
+from autoprof.viewer._text import md_escape
+
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def allowed_hosts() -> frozenset[str]:
+    """Loopback names plus the addresses the server was started with: `--server.address`
+    (`autoprof view --address`) and `--browser.serverAddress`."""
+    names = set(LOOPBACK)
+    for option in ("server.address", "browser.serverAddress"):
+        value = str(st.get_option(option) or "").strip().lower()
+        if value and value not in ("0.0.0.0", "::"):
+            names.add(value.strip("[]"))
+    return frozenset(names)
+
+
+def host_name(value: str) -> str:
+    """'Example.COM:8501' -> 'example.com'; '[::1]:8501' -> '::1'."""
+    return (urlsplit("//" + value.strip()).hostname or "").lower()
+
+
+def refusal(headers: Mapping[str, str], allowed: frozenset[str]) -> str | None:
+    """Why these request headers are refused, or None when they are fine.
+
+    No `Host` at all means no HTTP request (Streamlit's AppTest): nothing to check.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    host = lower.get("host")
+    if host is not None and host_name(host) not in allowed:
+        return f"Host {host!r} is not an address of this viewer"
+    origin = lower.get("origin")
+    if origin and origin != "null" and (urlsplit(origin).hostname or "").lower() not in allowed:
+        return f"Origin {origin!r} is not an address of this viewer"
+    return None
+
+
+def enforce() -> None:
+    """Stop the script run, showing why, when the client came through a foreign name."""
+    why = refusal(dict(st.context.headers), allowed_hosts())
+    if why is None:
+        return
+    st.error(f"Refused: this viewer only answers on its own address ({md_escape(why)}). Open "
+             "it by the address it printed, or start it with `--browser.serverAddress`.")
+    st.stop()
