@@ -13,19 +13,33 @@ from autoprof import autoprof as autoprof_decorator
 TINY = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
 
 
+@pytest.fixture
+def one_thread(monkeypatch):
+    """Eager ops and inductor's C++ kernels on one thread each: on a small, busy machine two
+    OpenMP pools (torch's and the compiled kernels') spinning against each other turn a 20 µs
+    call into 15 ms, which is no measure of the fix."""
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config.cpp, "threads", 1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.slow
-def test_compile_makes_a_chain_of_small_ops_faster_with_matching_outputs():
+def test_compile_makes_a_chain_of_small_ops_faster_with_matching_outputs(one_thread):
     @autoprof_decorator(name="chain", warmup=1, schedule=TINY)
     def chain(x):
-        for _ in range(8):
+        for _ in range(16):  # 48 small ops: eager pays the dispatch of each, compiled one
             x = torch.relu(x * 1.01 + 0.5)
         return x
 
-    x = torch.randn(256, 256)
+    x = torch.randn(32, 32)
     run = autoprof.check(chain, x, try_fixes="auto")  # a CPU-only run: auto tries compile
     results = {r["fix"]: r for r in run.summary()["whatif"]}
     compiled = results["compile"]
-    assert compiled["suggested_by"] == ["cpu-only"]
+    assert "cpu-only" in compiled["suggested_by"]
     assert compiled["status"] == "faster", compiled
     assert compiled["outputs_match"] is True and compiled["max_abs_error"] <= 1e-3
     assert compiled["speedup"] > 1.5 and compiled["speedup_low"] > 1
