@@ -35,6 +35,7 @@ from autoprof.analysis.metrics.stats import factorized, require_columns
 
 HALF_PEAK_PCT = 50.0  # "at >= 50% of peak": the share of GPU time reported
 FAR_FROM_ROOF = 5  # kernels listed as farthest from the roofline
+SUMMARY_ROWS = 50  # kernels and ops the summary lists (by GPU time)
 _TF32_KERNEL = re.compile(r"tf32|xf32", re.IGNORECASE)
 _LAYOUT_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
 _NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
@@ -71,7 +72,9 @@ class Efficiency:
         lost = k["gpu_us"] * (1 - k["pct_of_roofline"].clip(upper=100) / 100)
         return k.assign(lost_us=lost).sort_values("lost_us", ascending=False).head(n)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, top: int = SUMMARY_ROWS) -> dict[str, Any]:
+        """The summary's ``efficiency``: kernels and ops cut to the ``top`` with the most GPU
+        time (``kernels_total`` / ``ops_total`` count them all)."""
         far = self.far_from_roofline()
         return {
             "device": self.device,
@@ -81,8 +84,10 @@ class Efficiency:
             "mfu_pct": self.mfu_pct,
             "at_half_peak_pct": self.at_half_peak_pct,
             "notes": list(self.notes),
-            "kernels": self.kernels.to_dict(orient="records"),
-            "ops": self.ops.to_dict(orient="records"),
+            "kernels": self.kernels.head(top).to_dict(orient="records"),
+            "kernels_total": len(self.kernels),
+            "ops": self.ops.head(top).to_dict(orient="records"),
+            "ops_total": len(self.ops),
             "steps": self.steps.to_dict(orient="records"),
             "far_from_roofline": far[["name", "gpu_us", "pct_of_roofline", "lost_us"]]
             .to_dict(orient="records"),
@@ -434,11 +439,27 @@ def low_efficiency_diagnostic(eff: Efficiency, verdict: str) -> Diagnostic | Non
 
 def roof_line(peak: Peak, dtype: str, lo: float, hi: float, points: int = 64) -> pd.DataFrame:
     """The roofline of ``dtype`` from ``lo`` to ``hi`` FLOPs/byte (log-spaced, with the ridge
-    point itself): ``intensity``, ``tflops`` = min(peak, intensity x bandwidth). Empty when
-    the device has no figures for ``dtype``."""
+    point itself): ``intensity``, ``tflops`` = min(peak, intensity x bandwidth), ``roof``
+    (the dtype). Empty when the device has no figures for ``dtype``."""
     top, ridge = peak.for_dtype(dtype), peak.ridge(dtype)
     if top is None or ridge is None or not (0 < lo < hi):
-        return pd.DataFrame({"intensity": [], "tflops": []})
+        return pd.DataFrame({"intensity": [], "tflops": [], "roof": []})
     xs = np.unique(np.append(np.geomspace(lo, hi, points), ridge if lo < ridge < hi else lo))
     bw = float(peak.gbps or 0)
-    return pd.DataFrame({"intensity": xs, "tflops": np.minimum(top, xs * bw / 1e3)})
+    return pd.DataFrame({"intensity": xs, "tflops": np.minimum(top, xs * bw / 1e3),
+                         "roof": dtype})
+
+
+def roof_lines(eff: Efficiency, points: int = 64) -> pd.DataFrame:
+    """The roofs of every dtype the kernels ran in, over their intensities with a margin of
+    4x either side and the ridge points; what the Roofline page draws."""
+    k = eff.kernels
+    x = k["intensity"].astype(float)
+    x = x[np.isfinite(x) & (x > 0)]
+    dtypes = [d for d in dict.fromkeys(k["dtype"].astype(str)) if eff.peak.for_dtype(d)]
+    if x.empty or not dtypes:
+        return pd.DataFrame({"intensity": [], "tflops": [], "roof": []})
+    ridges = [r for r in (eff.peak.ridge(d) for d in dtypes) if r]
+    lo, hi = min([float(x.min()), *ridges]) / 4, max([float(x.max()), *ridges]) * 4
+    return pd.concat([roof_line(eff.peak, d, lo, hi, points) for d in dtypes],
+                     ignore_index=True)

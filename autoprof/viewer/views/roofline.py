@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
-from autoprof.analysis.metrics.efficiency import Efficiency, roof_line
+from autoprof.analysis.metrics.efficiency import Efficiency, roof_lines
 from autoprof.units import fmt_pct, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
@@ -47,7 +47,10 @@ def render(ctx: Context) -> None:
     if chart is not None:
         st.altair_chart(chart, width="stretch")
     if eff.peak.source:
-        st.caption(f"Peaks: {md_escape(eff.peak.source)}")
+        peaks = ", ".join(f"{d} {fmt_value('tflops', t)}" for d, t in eff.peak.tflops.items())
+        st.caption(f"Dashed: the roof of each dtype the kernels ran in. Device peaks (TFLOP/s): "
+                   f"{md_escape(peaks)}; bandwidth {fmt_value('gbps', eff.peak.gbps)} GB/s. "
+                   f"Source: {md_escape(eff.peak.source)}")
     st.subheader("Kernels (grouped by name, most GPU time first)")
     st.dataframe(eff.kernels, hide_index=True, width="stretch", column_config=_config())
     far = eff.far_from_roofline()
@@ -60,7 +63,8 @@ def render(ctx: Context) -> None:
 
 
 def roofline_chart(eff: Efficiency) -> alt.LayerChart | alt.FacetChart | alt.Chart | None:
-    """Kernels as points (size: GPU time, color: bound) over the roof of the run's main dtype."""
+    """Kernels as points (size: GPU time, color: bound) under the roof (dashed) of each dtype
+    they ran in."""
     k = eff.kernels
     pts = k[(k["intensity"].astype(float) > 0) & (k["tflops"].astype(float) > 0)].copy()
     if pts.empty:
@@ -78,16 +82,16 @@ def roofline_chart(eff: Efficiency) -> alt.LayerChart | alt.FacetChart | alt.Cha
         tooltip=["kernel", "dtype", "bound", alt.Tooltip("tflops:Q", format=".4g"),
                  alt.Tooltip("intensity:Q", format=".4g"), alt.Tooltip("gpu_us:Q", format=".1f")],
     )
-    lo, hi = float(pts["intensity"].min()) / 4, float(pts["intensity"].max()) * 4
-    ridge = eff.peak.ridge(eff.dtype or "")
-    if ridge:
-        lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
-    roof = roof_line(eff.peak, eff.dtype or "", lo, hi)
-    if roof.empty:
+    roofs = roof_lines(eff)
+    if roofs.empty:
         st.caption("No peak figures for this device: the roof is not drawn.")
         return points
-    line = alt.Chart(roof).mark_line(color="#555", strokeDash=[4, 2]).encode(
-        x="intensity:Q", y="tflops:Q")
+    line = alt.Chart(roofs).mark_line(strokeDash=[4, 2]).encode(
+        x="intensity:Q", y="tflops:Q",
+        strokeOpacity=alt.value(0.7),
+        detail="roof:N",
+        color=alt.value("#555"),
+        tooltip=["roof"])
     return alt.layer(line, points)
 
 

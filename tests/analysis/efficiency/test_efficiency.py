@@ -9,7 +9,7 @@ import pytest
 from support.efficiency_trace import BF16, FP32, TraceBuilder, add, mm
 
 import autoprof.analysis as analysis
-from autoprof.analysis.metrics.efficiency import NO_SHAPES, efficiency
+from autoprof.analysis.metrics.efficiency import NO_SHAPES, efficiency, roof_lines
 from autoprof.analysis.metrics.peaks import ENV_GBPS, ENV_TFLOPS
 
 H200_BF16, H200_FP32, H200_GBPS = 989.5, 67.0, 4800.0
@@ -140,3 +140,18 @@ def test_cpu_only_trace_has_an_empty_table(tmp_path: Path) -> None:
     assert eff.kernels.empty and eff.steps.empty and eff.device is None
     assert run.efficiency().empty
     assert "no GPU work in this trace" in eff.notes
+
+
+def test_roof_lines_per_dtype_and_the_summary_cut(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.step_with((*mm(1024), [("bf16_gemm", 10.0)]), (*mm(1024, FP32), [("fp32_gemm", 80.0)]))
+    eff = _run(tmp_path, b).analysis.efficiency
+    roofs = roof_lines(eff)
+    assert set(roofs["roof"]) == {"bf16", "fp32"}
+    top = roofs.groupby("roof")["tflops"].max()
+    assert top["bf16"] == pytest.approx(H200_BF16) and top["fp32"] == pytest.approx(H200_FP32)
+    slope = roofs[roofs["tflops"] < roofs["roof"].map(top)]
+    assert len(slope) > 0
+    assert list(slope["tflops"]) == pytest.approx(list(slope["intensity"] * H200_GBPS / 1e3))
+    cut = eff.to_dict(top=1)
+    assert [k["name"] for k in cut["kernels"]] == ["fp32_gemm"] and cut["kernels_total"] == 2
