@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
 from autoprof.analysis.diagnose.records import Check, Diagnostic
 from autoprof.analysis.metrics.efficiency import low_efficiency_diagnostic
 from autoprof.analysis.metrics.stats import median
@@ -380,6 +381,9 @@ CHECKS: tuple[Check, ...] = (
           lambda c: c.has_gpu, _short_kernels),
     Check("no-profiler-warmup", "needs a manifest with options.schedule",
           lambda c: _schedule(c) is not None, _no_profiler_warmup),
+    Check("cpu-dispatch-bound", "needs profiler steps and no GPU work",
+          lambda c: not c.steps.empty and not c.has_gpu, cpu_dispatch_bound),
+    Check("data-loader", "needs profiler steps", lambda c: not c.steps.empty, data_loader),
     Check("low-efficiency", "needs GPU work and a verdict other than overhead-bound",
           lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
 )

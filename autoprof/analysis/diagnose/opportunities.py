@@ -39,6 +39,15 @@ HINTS: dict[str, str] = {
 }
 
 
+# on a CPU-only run no GPU waits: the host buckets are the step itself
+CPU_HINTS: dict[str, str] = {
+    "host_cpu_work": "time inside ops: the heaviest ops by self time are where to look "
+                     "(vectorise, fewer and larger ops, torch.compile, more threads)",
+    "host_untraced": "time between ops (Python, waiting, sleeping): look at the code around "
+                     "the named region (with_stack=True shows the lines)",
+}
+
+
 def opportunities(bd: Breakdown, straggler: int | None = None,
                   rank: int | None = None) -> list[dict[str, Any]]:
     """The non-compute buckets of `bd` (one rank, or every rank's steps pooled), largest
@@ -51,6 +60,7 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
     step_us = float(steps["step_us"].mean())
     if not step_us > 0:
         return []
+    has_gpu = bool(steps[[f"{b}_us" for b in BUCKETS[:3]]].to_numpy().sum() > 0)
     out = []
     for bucket in BUCKETS[1:]:
         us = float(steps[f"{bucket}_us"].mean())
@@ -60,7 +70,7 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
         rows = bd.where[bd.where["bucket"] == bucket]
         per_name = rows.groupby("name", sort=False)["us"].sum().sort_values(
             ascending=False, kind="stable").head(TOP_WHERE)
-        hint = HINTS[bucket]
+        hint = HINTS[bucket] if has_gpu else CPU_HINTS.get(bucket, HINTS[bucket])
         waits = bucket == "gpu_communication" or any(  # gloo waits in CPU collectives
             COLLECTIVE_NAME.search(str(name)) for name in per_name.index)
         if waits and straggler is not None and rank is not None and rank != straggler:

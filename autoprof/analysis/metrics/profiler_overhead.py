@@ -16,7 +16,8 @@ within that and can be negative: `overhead_us` keeps the sign, `overhead_pct` is
 the H200 size sweep the profiler takes 35-48% of a step up to 2048x2048 (host-bound sizes),
 nothing measurable from 4096. The first warm-up call is
 left out when there are others (it carries one-time start-up costs). In a multi-rank run the
-calls are those of the manifest's rank, compared with that rank's steps.
+calls are those of the manifest's rank, compared with that rank's steps. Untraced calls over
+NOT_COMPARABLE (2x) a profiled step did other work than the steps: no overhead is reported.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ import numpy as np
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.verdict import GPU_SIDE, HOST_SIDE, classify_sides
 from autoprof.units import fmt_us
+
+# an untraced call this many times slower than a profiled step did other work (a first
+# call's setup, a different input): no overhead can be read from it
+NOT_COMPARABLE = 2.0
 
 
 def untraced_calls_us(manifest: dict[str, Any]) -> list[float]:
@@ -56,6 +61,10 @@ def profiler_overhead(bd: Breakdown, manifest: dict[str, Any], has_gpu: bool
         return {"available": False, "reason": why}
     profiled = float(np.median(steps["step_us"]))
     untraced = float(np.median(calls))
+    if untraced > NOT_COMPARABLE * profiled:
+        return {"available": False, "untraced_call_us": untraced, "profiled_step_us": profiled,
+                "reason": f"untraced calls ({fmt_us(untraced)}) take over {NOT_COMPARABLE:g}x "
+                          f"a profiled step ({fmt_us(profiled)}): not the same work"}
     overhead = profiled - untraced
     mean = bd.mean()
     buckets: dict[str, float] = mean["buckets_us"]  # type: ignore[assignment]

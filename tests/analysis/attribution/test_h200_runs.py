@@ -81,6 +81,8 @@ def test_dataloader_step_is_host_cpu_work_in_the_loader():
     assert ops[0]["cause"] == "host_cpu_work"
     assert "DataLoader" in ops[0]["where"][0]["name"]
     assert ops[0]["pct_of_step"] > 50
+    diag = {d["id"]: d for d in run("attr_dataloader").summary()["diagnostics"]}["data-loader"]
+    assert diag["evidence"]["pct_of_step"] > 50 and "DataLoader" in diag["evidence"]["where"]
 
 
 def test_ddp_fast_rank_waits_for_the_straggler():

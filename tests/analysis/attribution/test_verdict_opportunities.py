@@ -88,3 +88,62 @@ def test_profiler_overhead_names_another_verdict_in_the_reason():
     assert ctx.profiler_overhead["verdict_without_profiler"] == "compute-bound"
     assert ctx.verdict.kind == "overhead-bound"
     assert "would be compute-bound" in ctx.verdict.reason
+
+
+def _ids(trace: Trace) -> dict[str, object]:
+    return {d.id: d for d in Context(FakeRun(trace.frame())).diagnostics}
+
+
+def test_a_loop_of_tiny_cpu_ops_is_dispatch_bound():
+    t = Trace()
+    for step in range(3):  # 400 aten::select of 2 us, 3 us of Python between: 2 ms a step
+        t.step(step, step * 2000.0, 2000.0)
+        for i in range(400):
+            t.cpu("aten::select", step * 2000.0 + i * 5.0, 2.0)
+    diag = _ids(t)["cpu-dispatch-bound"]
+    assert diag.evidence["ops_per_step"] == 400
+    assert diag.evidence["most_frequent_op"] == "aten::select"
+    assert diag.evidence["in_ops_pct"] == pytest.approx(40.0)
+    assert diag.evidence["between_ops_pct"] == pytest.approx(60.0)
+
+
+def test_dispatch_bound_needs_many_short_ops():
+    def steps(ops: int, dur: float) -> Trace:
+        t = Trace()
+        for step in range(3):
+            t.step(step, step * 2000.0, 2000.0)
+            for i in range(ops):
+                t.cpu("aten::mm", step * 2000.0 + i * (dur + 1.0), dur)
+        return t
+
+    assert "cpu-dispatch-bound" in _ids(steps(150, 12.0))  # many, under 20 us each
+    assert "cpu-dispatch-bound" not in _ids(steps(60, 12.0))  # too few a step
+    assert "cpu-dispatch-bound" not in _ids(steps(1, 1900.0))  # one long op a step
+
+
+def test_a_data_loader_holding_the_step_is_named():
+    t = Trace()
+    for step in range(3):  # 55 ms of a 193 ms step in the loader's __next__
+        s = step * 193_000.0
+        t.step(step, s, 193_000.0)
+        t.region("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", s + 1000,
+                 55_000.0)
+        t.cpu("aten::mm", s + 60_000, 100_000.0)
+    diag = _ids(t)["data-loader"]
+    assert diag.evidence["pct_of_step"] == pytest.approx(100 * 55 / 193, abs=0.1)
+    assert "DataLoader" in diag.evidence["where"]
+
+
+def test_untraced_calls_doing_other_work_give_no_overhead():
+    ctx = _sleepy()
+    ctx.manifest = {"warmup_call_ms": [200.0, 200.0], "wait_call_ms": [120.0]}
+    po = ctx.profiler_overhead
+    assert po["available"] is False and "not the same work" in po["reason"]
+    assert ctx.verdict.reason.endswith("the GPU waits for the host")  # no note added
+
+
+def test_cpu_only_hints_do_not_speak_of_a_gpu():
+    t = Trace().step(0, 0, 100).cpu("aten::mm", 10, 60)
+    ops = Context(FakeRun(t.frame())).opportunities
+    assert [o["cause"] for o in ops] == ["host_cpu_work", "host_untraced"]
+    assert all("GPU" not in o["hint"] for o in ops)
