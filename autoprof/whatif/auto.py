@@ -9,7 +9,7 @@ preconditions look at the call itself (outputs with autograd history, 4-D inputs
   compile-reduce-overhead, compile;
 - host_sync, host-sync: cuda-graph (reported not applicable, naming the line that syncs);
 - gpu_memory: compile, bf16; gpu_compute, compute-bound: bf16, compile; mixed: compile, bf16;
-  cpu-only: compile.
+  cpu-only, cpu-dispatch-bound: compile.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ SUGGESTED: dict[str, tuple[str, ...]] = {
     "compute-bound": ("bf16", "compile"),
     "mixed": ("compile", "bf16"),
     "cpu-only": ("compile",),
+    "cpu-dispatch-bound": ("compile",),  # a Python loop of tiny ops: fusion removes dispatch
 }
 ALWAYS = ("inference-mode", "channels-last")
 
