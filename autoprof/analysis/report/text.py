@@ -134,6 +134,10 @@ def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
             f"{_num('tflops', k['tflops']):>8} {_num('pct', k['pct_of_peak_flops']):>7} "
             f"{_num('gbps', k['gbps']):>7} {_num('pct', k['pct_of_peak_bw']):>7} "
             f"{_num('intensity', k['intensity']):>7} {k.get('bound') or 'n/a'}")
+    far = ", ".join(f"{_short(str(k['name']), 40)} ({fmt_us(k['lost_us'])} lost)"
+                    for k in (e.get("far_from_roofline") or [])[:3] if k.get("lost_us"))
+    if far:
+        lines += _wrap(f"farthest from the roofline (GPU time x (1 - efficiency)): {far}", "  ")
     for note in e.get("notes") or []:
         lines += _wrap(f"note: {note}", "  ")
     return lines
