@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
 from autoprof.analysis.diagnose.context import Context
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
+from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
 from autoprof.analysis.diagnose.records import Check, Diagnostic
 from autoprof.analysis.metrics.efficiency import low_efficiency_diagnostic
 from autoprof.analysis.metrics.stats import median
@@ -54,7 +56,7 @@ def _overhead_bound(ctx: Context) -> Diagnostic | None:
 # --- cold-start ---------------------------------------------------------------------------
 
 def _first_rank_steps(ctx: Context) -> list[tuple[int, float]]:
-    steps = ctx.steps
+    steps = called_steps(ctx)
     if steps.empty:
         return []
     first = steps[steps["rank"] == steps["rank"].min()].sort_values("start_us")
@@ -90,7 +92,7 @@ def _warmup_was_off(ctx: Context) -> bool:
 def _step_median_us(ctx: Context) -> float | None:
     """Median profiled step of the first rank, as a synchronized call would time it: the
     longer of its CPU span and its GPU window (step start to the end of its GPU work)."""
-    steps = ctx.steps
+    steps = called_steps(ctx)
     if steps.empty:
         return None
     first = steps[steps["rank"] == steps["rank"].min()]
@@ -110,6 +112,8 @@ def _untraced_slow(ctx: Context, evidence: dict[str, Any]) -> str | None:
     if not untraced:
         return None
     first_ms = untraced[0]
+    if len(untraced) >= 2 and first_ms < COLD_START_RATIO * median(untraced[1:]):
+        return None  # the first call costs what the others do: nothing one-time about it
     found = []
     if len(calls) >= 2:
         rest_ms = median(calls[1:])
@@ -134,6 +138,21 @@ def _untraced_slow(ctx: Context, evidence: dict[str, Any]) -> str | None:
     return f"the {which} took {first_ms:.3f} ms, " + " and ".join(found)
 
 
+def _first_step_loader_excess_us(ctx: Context, steps: list[tuple[int, float]]) -> float:
+    """How much longer the first step spent in a DataLoader than the later steps' median (a
+    new epoch starting its iterator or workers is slow once per epoch, not once per process)."""
+    loader = data_loader_us(ctx, int(called_steps(ctx)["rank"].min()))
+    if not loader:
+        return 0.0
+    return loader.get(steps[0][0], 0.0) - median(loader.get(n, 0.0) for n, _ in steps[1:])
+
+
+def _one_time_costs(ctx: Context) -> str:
+    if ctx.has_gpu:
+        return "cuBLAS heuristics, lazy module loading, allocator growth"
+    return "lazy initialisation, first-call dispatch, allocator growth"
+
+
 WARMUP_OFF_HINT = ("Set warmup>=1 (autoprof's default is 3) so one-time costs stay out of the "
                    "profiled steps.")
 
@@ -149,7 +168,9 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
         ratio = first_us / rest_us if rest_us > 0 else float("inf")
         evidence.update(first_step=first_no, first_step_us=_r(first_us),
                         other_steps_median_us=_r(rest_us), step_ratio=_r(ratio))
-        if ratio >= COLD_START_RATIO:
+        loader_us = _first_step_loader_excess_us(ctx, steps)
+        evidence.update(first_step_data_loader_extra_us=_r(loader_us))
+        if ratio >= COLD_START_RATIO and loader_us < 0.5 * (first_us - rest_us):
             step_slow = True
             parts.append(f"the first profiled step (ProfilerStep#{first_no}) took "
                          f"{fmt_us(first_us)}, {ratio:.1f}x the median of the later steps "
@@ -165,9 +186,9 @@ def _cold_start(ctx: Context) -> Diagnostic | None:
     message = text[0].upper() + text[1:] + "."
     if step_slow:
         hint = ("Warm up more before recording: more untraced warm-up calls and a profiler "
-                "schedule warmup of at least 1, so one-time costs (cuBLAS heuristics, lazy "
-                "module loading, allocator growth) land before the active steps; or leave the "
-                "first step out when reading per-step numbers.")
+                f"schedule warmup of at least 1, so one-time costs ({_one_time_costs(ctx)}) land "
+                "before the active steps; or leave the first step out when reading per-step "
+                "numbers.")
         if warmup_off:
             hint = f"{WARMUP_OFF_HINT} {hint}"
     elif warmup_off:
@@ -384,6 +405,8 @@ CHECKS: tuple[Check, ...] = (
     Check("cpu-dispatch-bound", "needs profiler steps and no GPU work",
           lambda c: not c.steps.empty and not c.has_gpu, cpu_dispatch_bound),
     Check("data-loader", "needs profiler steps", lambda c: not c.steps.empty, data_loader),
+    Check("profiler-slowdown", "needs untraced calls in the manifest and profiled steps",
+          lambda c: not c.steps.empty, profiler_slowdown),
     Check("low-efficiency", "needs GPU work and a verdict other than overhead-bound",
           lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
 )

@@ -51,6 +51,8 @@ SYNC_NAMES = frozenset({
 SCALAR_READS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 # autoprof's own work inside a trace is labelled ``autoprof::<what>``; it is never the user's.
 AUTOPROF_LABEL = re.compile(r"^autoprof::")
+# torch labels each batch fetch ``enumerate(DataLoader)#_<Kind>DataLoaderIter.__next__``.
+DATA_LOADER_NAME = re.compile(r"DataLoader|_DataLoaderIter")
 
 # --- tolerances -------------------------------------------------------------------------------
 

@@ -1,0 +1,41 @@
+"""`profiler-slowdown`: the profiled steps run several times slower than the same calls untraced.
+
+autoprof times the calls the profiler does not record (warm-up calls and the schedule's wait
+steps); `Context.profiler_overhead` sets their median against the median profiled step. When
+the profiler multiplies a step's time, the absolute times in the trace describe the profiler
+as much as the program: shares and rankings still hold, durations do not.
+"""
+
+from __future__ import annotations
+
+from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.units import fmt_us
+
+PROFILER_SLOWDOWN_RATIO = 3.0  # profiled step / untraced call at and above which to say so
+
+
+def profiler_slowdown(ctx: Context) -> Diagnostic | None:
+    po = ctx.profiler_overhead
+    if not po.get("available"):
+        return None
+    profiled, untraced = float(po["profiled_step_us"]), float(po["untraced_call_us"])
+    if untraced <= 0 or profiled < PROFILER_SLOWDOWN_RATIO * untraced:
+        return None
+    ratio = profiled / untraced
+    evidence = {
+        "profiled_step_us": round(profiled, 2),
+        "untraced_call_us": round(untraced, 2),
+        "untraced_calls": int(po["untraced_calls"]),
+        "slowdown": round(ratio, 2),
+        "ratio_threshold": PROFILER_SLOWDOWN_RATIO,
+    }
+    message = (f"A profiled step takes {fmt_us(profiled)}, {ratio:.1f}x the "
+               f"{fmt_us(untraced)} the same call takes untraced (median of "
+               f"{evidence['untraced_calls']} untraced calls): most of a step's time in this "
+               "trace is the profiler's own.")
+    hint = ("Read the trace for shares and rankings, not durations. To shrink the profiler's "
+            "cost, record less (record_shapes=False; with_stack, profile_memory and "
+            "with_modules left off) or profile a larger "
+            "problem size, where each op's fixed cost matters less.")
+    return Diagnostic("profiler-slowdown", "warning", message, evidence, hint)
