@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 
 EXAMPLES = "examples"  # traces/examples: the runs shipped with autoprof
-DISPLAY_COLUMNS = ["run", "name", "size", "verdict", "why", "device", "ranks", "status",
-                   "started", "example", "error"]
+DISPLAY_COLUMNS = ["run", "example", "name", "size", "verdict", "why", "device", "ranks",
+                   "status", "started", "error"]
 STATUS_MARK = {"complete": "", "failed": "✗ ", "recording": "… ", "partial": "◐ "}
 
 

@@ -46,7 +46,7 @@ def render(ctx: Context) -> None:
         shown, hide_index=True, width="stretch", height=HEADER_PX + ROW_PX * min(len(shown), 20),
         column_config={
             "why": st.column_config.TextColumn("why", width="large"),
-            "run": st.column_config.TextColumn("run", width="small"),
+            "run": st.column_config.TextColumn("run", width="medium"),
             "size": st.column_config.TextColumn("size", width="small"),
         },
     )
