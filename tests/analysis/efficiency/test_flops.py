@@ -121,3 +121,20 @@ def test_backward_ops_in_the_order_torch_records_them() -> None:
     flash = cost("aten::_flash_attention_backward", [bshd] * 4, [BF] * 4)
     assert flash.flops == 2.5 * fwd.flops and flash.dtype == "bf16"
 
+
+
+@pytest.mark.parametrize("name", ["aten::mm", "aten::addmm", "aten::conv2d", "aten::add",
+                                  "aten::scaled_dot_product_attention", "aten::linear",
+                                  "aten::convolution_backward", "aten::copy_", "aten::sum"])
+@pytest.mark.parametrize(("dims", "types"), [
+    ("", ""), ("not json", "[\"float\"]"), ("{}", "{}"), ("[1, 2]", "[\"float\", \"float\"]"),
+    ("[[2, 2], [2, 2]]", "\"float\""), ("[[2, \"x\"], [2, 2]]", "[\"float\", \"float\"]"),
+    ("[[], []]", "[\"float\", \"float\"]"), ("[[0, 4], [4, 0]]", "[\"float\", \"float\"]"),
+    ("[[2, 3, 4, 5], [7, 1, 3, 3]]", "[\"float\", \"float\"]"),  # channels do not divide
+    ("[[2, 2], [2, 2]]", "[\"weird::Type\", null]"),
+])
+def test_odd_shapes_and_types_give_no_number_or_a_sane_one(name: str, dims: str,
+                                                          types: str) -> None:
+    c = op_cost(name, dims, types)
+    for value in (c.flops, c.bytes):
+        assert math.isnan(value) or value >= 0
