@@ -56,3 +56,15 @@ def fmt_value(key: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return f"{value:,}"
+
+def fmt_bytes(value: float | int | None) -> str:
+    """A size in bytes, in binary units: ``512 B``, ``64 MiB``, ``2.17 GiB``."""
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if math.isnan(v):
+        return "n/a"
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(v) >= size:
+            return f"{v / size:.3g} {unit}"
+    return f"{v:.0f} B"

@@ -11,6 +11,7 @@ import numpy as np
 
 from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
 from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
 from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
 from autoprof.analysis.diagnose.records import Check, Diagnostic
@@ -402,6 +403,7 @@ CHECKS: tuple[Check, ...] = (
           lambda c: c.has_gpu, _short_kernels),
     Check("no-profiler-warmup", "needs a manifest with options.schedule",
           lambda c: _schedule(c) is not None, _no_profiler_warmup),
+    *MEMORY_CHECKS,
     Check("cpu-dispatch-bound", "needs profiler steps and no GPU work",
           lambda c: not c.steps.empty and not c.has_gpu, cpu_dispatch_bound),
     Check("data-loader", "needs profiler steps", lambda c: not c.steps.empty, data_loader),

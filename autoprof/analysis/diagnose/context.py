@@ -11,6 +11,7 @@ import pandas as pd
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.memory import Memory
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
 from autoprof.analysis.metrics.stats import ranks_of
@@ -112,6 +113,16 @@ class Context:
 
         device = device_name(self.manifest, getattr(self.run, "trace_metadata", None) or [])
         return efficiency(self.events, device, steps=self.steps)
+
+    @cached_property
+    def memory(self) -> Memory | None:
+        """Peak, timeline, steps and sites of the memory events (metrics/memory.py); None
+        without ``[memory]`` events (``profile_memory=True`` records them)."""
+        from autoprof.analysis.metrics.memory import capacities, memory_analysis
+
+        meta = getattr(self.run, "trace_metadata", None) or []
+        return memory_analysis(self.events, getattr(self.run, "memory_events", None),
+                               capacities(self.manifest, meta))
 
     @property
     def has_gpu(self) -> bool:

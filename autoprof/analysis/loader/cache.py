@@ -26,10 +26,12 @@ import pyarrow.ipc as ipc
 
 from autoprof import env, runfolder
 from autoprof._version import __version__
+from autoprof.analysis.loader.memory import from_ipc, to_ipc
 
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
+_MEMORY_KEY = b"autoprof.memory"  # the [memory] events table, Arrow IPC stream bytes
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Cached:
     events: pd.DataFrame
     metadata: dict[str, Any]
     warnings: list[str]
+    memory: pd.DataFrame | None = None
 
 
 def cache_path(trace: Path) -> Path:
@@ -86,7 +89,9 @@ def read_cache(trace: Path) -> Cached | None:
         # from consolidating them into 2-D blocks, which would copy every numeric column)
         events = reader.read_all().to_pandas(split_blocks=True)
         _check_columns(events)
-        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]))
+        memory = (reader.schema.metadata or {}).get(_MEMORY_KEY)
+        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]),
+                      from_ipc(memory) if memory else None)
     except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, TypeError, ValueError):
         return None
 
@@ -121,7 +126,10 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         table = pa.Table.from_pandas(cached.events, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
         return False
-    table = table.replace_schema_metadata({_KEY: msgspec.json.encode(meta)})
+    stored = {_KEY: msgspec.json.encode(meta)}
+    if cached.memory is not None and len(cached.memory):
+        stored[_MEMORY_KEY] = to_ipc(cached.memory)
+    table = table.replace_schema_metadata(stored)
     target = cache_path(trace)
     # at interpreter exit (autoprof's own atexit export) a thread started now would not be
     # waited for, or cannot start at all: then the file is written here and now

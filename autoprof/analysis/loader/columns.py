@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from autoprof.analysis.loader.memory import MEMORY_EVENT, MemoryBuilder, MemoryColumns
 from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
@@ -145,6 +146,7 @@ class ColumnBuilder:
     phs: Interner = field(default_factory=Interner)
     chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
     metadata: Metadata = field(default_factory=Metadata)
+    memory: MemoryBuilder = field(default_factory=MemoryBuilder)
 
     def _cat_flags(self, wanted: frozenset[str]) -> npt.NDArray[np.bool_]:
         return np.array([str(c).lower() in wanted for c in self.cats.codes], dtype=bool)
@@ -200,6 +202,10 @@ class ColumnBuilder:
         corr_rows = np.flatnonzero(is_x & ~self._cat_flags(_NO_CORRELATION_CATS)[cat_codes])
         chunk["correlation"] = _subset(args, corr_rows, "correlation", n)
         self.chunks.append(chunk)
+        mem_code = self.names.codes.get(MEMORY_EVENT)
+        if mem_code is not None:
+            mem = np.flatnonzero(chunk["name"] == mem_code)
+            self.memory.add(_pick(events, mem), chunk["pid"][mem], chunk["tid"][mem])
         meta_code = self.phs.codes.get("M")
         if meta_code is not None:
             for i in np.flatnonzero(ph_codes == meta_code).tolist():
@@ -250,6 +256,7 @@ class ColumnBuilder:
             cats=[str(v) for v in self.cats.values()],
             dims=dims_text,
             types=types_text,
+            memory=self.memory.finish(),
         )
 
 
@@ -278,9 +285,14 @@ class RawColumns:
     cats: list[str]
     dims: list[str]
     types: list[str]
+    memory: MemoryColumns = field(default_factory=MemoryColumns)  # the [memory] events
 
     def __len__(self) -> int:
         return len(self.kind)
+
+
+_MEMORY_ARGS = {"bytes_delta": "Bytes", "total_allocated": "Total Allocated",
+                "total_reserved": "Total Reserved", "addr": "Addr"}
 
 
 def coerce_loose(loose: LooseEvent) -> Event:
@@ -311,6 +323,9 @@ def coerce_loose(loose: LooseEvent) -> Event:
         stream=int(ident(raw_args.get("stream"))),
         name=raw_args.get("name"),
         labels=raw_args.get("labels"),
+        **{f: _float_or_nan(raw_args.get(k)) for f, k in _MEMORY_ARGS.items()},
+        device_id=int(ident(raw_args.get("Device Id"))),
+        device_type=int(ident(raw_args.get("Device Type"))),
     )
     return Event(
         ph=text(loose.ph),

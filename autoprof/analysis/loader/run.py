@@ -15,6 +15,7 @@ from autoprof.analysis.loader.decode import TraceFile, read_trace
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.events import build_events, empty_events
 from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
+from autoprof.analysis.loader.memory import build_memory, empty_memory
 from autoprof.analysis.loader.merge import combine
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class Run:
         trace_metadata: list[dict[str, Any]] | None = None,
         world_size: int = 1,
         load_warnings: list[str] | None = None,
+        memory_events: pd.DataFrame | None = None,
     ) -> None:
         self.path = path
         self.events = events
@@ -52,6 +54,7 @@ class Run:
         self.trace_metadata = list(trace_metadata or [])
         self.world_size = world_size
         self.load_warnings = list(load_warnings or [])
+        self.memory_events = memory_events if memory_events is not None else empty_memory()
         self._analysis: Context | None = None
 
     @property
@@ -122,6 +125,13 @@ class Run:
         (metrics/breakdown.py); one rank's steps when `rank` is given."""
         return self.analysis.breakdown.for_rank(rank).steps
 
+    def memory(self) -> pd.DataFrame:
+        """The memory timeline (ts_us, rank, device, allocated_bytes, reserved_bytes, step);
+        no rows without ``[memory]`` events (record with ``profile_memory=True``)."""
+        from autoprof.analysis.metrics.memory import timeline_of
+
+        return timeline_of(self.analysis.memory)
+
     @property
     def straggler_rank(self) -> int | None:
         return self.analysis.straggler
@@ -147,7 +157,8 @@ def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
     metadata = dict(trace_file.metadata)
     if distributed is not None:
         metadata["distributedInfo"] = {**metadata.get("distributedInfo", {}), "rank": distributed}
-    result = _cache.Cached(events, metadata, list(trace_file.warnings))
+    memory = build_memory(trace_file.columns.memory, trace_file.warnings)
+    result = _cache.Cached(events, metadata, list(trace_file.warnings), memory)
     if progress is not None:
         progress(0.9, f"caching {trace.name}")
     _cache.write_cache(trace, result)
@@ -215,6 +226,7 @@ def load(
     """
     source = resolve_source(path, root=root)
     frames: list[pd.DataFrame] = []
+    memory: list[pd.DataFrame] = []
     metadata: list[dict[str, Any]] = []
     warnings = list(source.warnings)
     ranks: set[int] = set()
@@ -227,6 +239,8 @@ def load(
         if len(events):
             events = events.assign(rank=np.full(len(events), rank, dtype=np.int64))
             frames.append(events)
+        if loaded.memory is not None and len(loaded.memory):
+            memory.append(loaded.memory.assign(rank=rank))
         metadata.append(loaded.metadata)
         prefix = f"{trace.name}: " if count > 1 else ""
         warnings.extend(prefix + w for w in loaded.warnings)
@@ -252,6 +266,7 @@ def load(
         trace_metadata=metadata,
         world_size=_world_size(source, metadata, ranks),
         load_warnings=warnings,
+        memory_events=pd.concat(memory, ignore_index=True) if memory else None,
     )
 
 

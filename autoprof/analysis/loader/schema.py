@@ -26,6 +26,14 @@ class Args(msgspec.Struct, gc=False):
     stream: int = -1
     name: Any = None  # metadata events: process_name / thread_name
     labels: Any = None  # metadata events: process_labels ("CPU", "GPU 0")
+    # [memory] instant events (profile_memory=True); loader/memory.py reads them
+    bytes_delta: float = msgspec.field(default=math.nan, name="Bytes")
+    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
+    total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
+    addr: float = msgspec.field(default=math.nan, name="Addr")
+    device_id: int = msgspec.field(default=-1, name="Device Id")
+    device_type: int = msgspec.field(default=-1, name="Device Type")
+
 
 
 class Event(msgspec.Struct, gc=False):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.context import Context, RunLike
+from autoprof.analysis.metrics.memory import memory_summary
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -118,5 +119,6 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "profiler_overhead": ctx.profiler_overhead,
         "whatif": ctx.whatif,
         "efficiency": ctx.efficiency.to_dict(),
+        "memory": memory_summary(ctx.memory),
     }
     return jsonable(out)  # type: ignore[no-any-return]

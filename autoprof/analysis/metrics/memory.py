@@ -1,0 +1,406 @@
+"""Memory: the peak per device, the timeline, per step, and who allocated it.
+
+Input: the memory table (loader/memory.py: one row per allocation or free, with the
+allocator's totals after it) and the events table. Each allocation is tied to the innermost
+CPU op (``cpu_op``) and the innermost region (``record_function``, a ``user_annotation``)
+open on the same thread at its timestamp; an allocation on a thread with no open region
+(the autograd engine's, during ``backward()``) goes to the innermost region open at that
+time on another thread of the process. Steps are the ``ProfilerStep#N`` spans.
+
+| ts_us | device | bytes | allocated_bytes | step | region | op |
+| --- | --- | --- | --- | --- | --- | --- |
+| 120.5 | cpu | 1048576 | 2098152 | 3 | alloc_b | aten::empty |
+| 130.0 | cpu | -1000 | 2097152 | 3 | (no region) | (no op) |
+
+A region's ``allocated_bytes_per_step`` counts only what it allocated itself (not its
+nested regions), averaged over the profiled steps; its ``peak_bytes`` is the most the
+device held at any moment while the region was open (entry included), nested work and
+other threads included.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from autoprof.analysis.metrics.stats import cpu_mask, isin_mask, name_matches, step_rows
+
+NO_REGION = "(no region)"
+NO_OP = "(no op)"
+BEFORE_WINDOW = "(allocated before the profiled window)"
+_NOT_A_REGION = re.compile(r"^ProfilerStep#\d+$")
+TIMELINE_COLUMNS = ["ts_us", "rank", "device", "allocated_bytes", "reserved_bytes", "bytes",
+                    "step", "region", "op", "addr"]
+DEVICE_COLUMNS = ["rank", "device", "peak_allocated_bytes", "peak_reserved_bytes",
+                  "capacity_bytes", "peak_step", "peak_ts_us", "allocations", "frees"]
+STEP_COLUMNS = ["rank", "device", "step", "start_allocated_bytes", "peak_bytes",
+                "end_allocated_bytes", "growth_bytes", "allocated_bytes", "freed_bytes",
+                "allocations", "frees"]
+SITE_COLUMNS = ["rank", "device", "name", "allocations", "allocated_bytes",
+                "allocated_bytes_per_step", "peak_bytes", "live_at_peak_bytes"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the memory events say (every table's columns are the constants above)."""
+
+    timeline: pd.DataFrame  # one row per event, sorted by (rank, device, ts_us)
+    devices: pd.DataFrame  # one row per (rank, device)
+    steps: pd.DataFrame  # one row per (rank, device, step) with memory events
+    by_region: pd.DataFrame  # largest allocated_bytes_per_step first
+    by_op: pd.DataFrame
+    live_at_peak: pd.DataFrame  # rank, device, region, op, bytes: what was live at the peak
+    marks: pd.DataFrame  # rank, kind ("step"/"region"), name, start_us, end_us (for charts)
+
+
+def timeline_of(memory: Memory | None) -> pd.DataFrame:
+    """The timeline, or an empty one with the same columns when there are no memory events."""
+    if memory is None:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("device", "region", "op")
+                                          else float) for c in TIMELINE_COLUMNS})
+    return memory.timeline
+
+
+def capacities(manifest: dict[str, Any], trace_metadata: list[dict[str, Any]]) -> dict[str, int]:
+    """Each device's memory in bytes: ``deviceProperties[].totalGlobalMem`` of the traces,
+    else the manifest's ``device.properties.total_memory``; ``{"cuda:0": 150109880320}``."""
+    found: dict[str, int] = {}
+    device = manifest.get("device")
+    props = device.get("properties") if isinstance(device, dict) else None
+    if isinstance(device, dict) and isinstance(props, dict) and isinstance(
+            props.get("total_memory"), int):
+        index = device.get("index") if isinstance(device.get("index"), int) else 0
+        found[f"cuda:{index}"] = int(props["total_memory"])
+    for meta in trace_metadata:
+        listed = meta.get("deviceProperties") if isinstance(meta, dict) else None
+        for prop in listed if isinstance(listed, list) else []:
+            if isinstance(prop, dict) and isinstance(prop.get("totalGlobalMem"), int):
+                found[f"cuda:{prop.get('id', 0)}"] = int(prop["totalGlobalMem"])
+    return found
+
+
+def memory_analysis(events: pd.DataFrame, memory: pd.DataFrame,
+                    capacity: dict[str, int] | None = None) -> Memory | None:
+    """Everything above; None when the run has no memory events."""
+    if memory is None or not len(memory):
+        return None
+    mem = memory.assign(device=memory["device"].astype(str)).sort_values(
+        ["rank", "device", "ts_us"], kind="stable").reset_index(drop=True)
+    spans = step_rows(events)
+    step = _step_of(mem, spans)
+    region, op = _sites(events, mem)
+    timeline = mem.assign(step=step, region=region, op=op)[TIMELINE_COLUMNS]
+    freed_at = _free_index(timeline)
+    peaks = _peak_rows(timeline)
+    n_steps = {int(r): max(1, int((spans["rank"] == r).sum())) for r in timeline["rank"].unique()}
+    live = _live_at_peak(timeline, freed_at, peaks)
+    regions = _region_spans(events)
+    return Memory(
+        timeline=timeline,
+        devices=_devices(timeline, peaks, capacity or {}),
+        steps=_steps(timeline),
+        by_region=_sites_table(timeline, "region", NO_REGION, n_steps, live, regions),
+        by_op=_sites_table(timeline, "op", NO_OP, n_steps, live, None),
+        live_at_peak=live,
+        marks=_marks(spans, regions, timeline),
+    )
+
+
+# --- attribution --------------------------------------------------------------------------
+
+def _step_of(mem: pd.DataFrame, spans: pd.DataFrame) -> IntArray:
+    """The ProfilerStep#N span (same rank) that contains each memory event, else -1."""
+    out = np.full(len(mem), -1, dtype=np.int64)
+    for rank, group in spans.groupby("rank", sort=False):
+        rows = np.flatnonzero(mem["rank"].to_numpy() == rank)
+        starts = group["ts_us"].to_numpy(float)
+        ends = group["end_us"].to_numpy(float)
+        ts = mem["ts_us"].to_numpy(float)[rows]
+        idx = np.searchsorted(starts, ts, side="right") - 1
+        ok = (idx >= 0) & (ts <= ends[np.maximum(idx, 0)])
+        out[rows[ok]] = group["step_no"].to_numpy(np.int64)[idx[ok]]
+    return out
+
+
+def _containing(cand: IntArray, q: npt.NDArray[np.float64], parent: IntArray,
+                end: npt.NDArray[np.float64], want: npt.NDArray[np.bool_]) -> IntArray:
+    """For each query, the nearest of ``cand`` and its ancestors that is ``want`` and still
+    open at ``q`` (rows start at or before ``q`` by construction), else -1."""
+    out = np.full(len(cand), -1, dtype=np.int64)
+    pending = np.flatnonzero(cand >= 0)
+    cur = cand[pending]
+    while len(pending):
+        hit = want[cur] & (end[cur] >= q[pending])
+        out[pending[hit]] = cur[hit]
+        pending, cur = pending[~hit], parent[cur[~hit]]
+        live = cur >= 0
+        pending, cur = pending[live], cur[live]
+    return out
+
+
+def _last_started(rows: IntArray, ts: npt.NDArray[np.float64], q: npt.NDArray[np.float64]
+                  ) -> IntArray:
+    """For each query time, the last of ``rows`` (sorted by ts) that started at or before it."""
+    if not len(rows):
+        return np.full(len(q), -1, dtype=np.int64)
+    idx = np.searchsorted(ts[rows], q, side="right") - 1
+    return np.where(idx >= 0, rows[np.maximum(idx, 0)], -1)
+
+
+def _sites(events: pd.DataFrame, mem: pd.DataFrame
+           ) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]]:
+    """The innermost region and op of each memory event (see the module doc)."""
+    cpu = cpu_mask(events)
+    is_region = _is_region(events)
+    is_op = cpu & isin_mask(events["cat"], ("cpu_op",))
+    parent = events["parent"].to_numpy(np.int64)
+    end = events["end_us"].to_numpy(float)
+    ts = events["ts_us"].to_numpy(float)
+    q = mem["ts_us"].to_numpy(float)
+    region = np.full(len(mem), -1, dtype=np.int64)
+    op = np.full(len(mem), -1, dtype=np.int64)
+    thread = ["rank", "pid", "tid"]
+    threads = _rows_by(events, cpu, thread)
+    for key, m in mem.groupby(thread, sort=False).indices.items():
+        cand = _last_started(threads.get(key, _NONE), ts, q[m])
+        region[m] = _containing(cand, q[m], parent, end, is_region)
+        op[m] = _containing(cand, q[m], parent, end, is_op)
+    process = ["rank", "pid"]  # other threads' open regions
+    regions = _rows_by(events, is_region, process)
+    for key, m in mem.groupby(process, sort=False).indices.items():
+        m = m[region[m] < 0]
+        rows = regions.get(key, _NONE)
+        if len(m) and len(rows):
+            cand = _last_started(rows, ts, q[m])
+            region[m] = _containing(cand, q[m], parent, end, is_region)
+    return (_labels(events["name"], region, NO_REGION), _labels(events["name"], op, NO_OP))
+
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _rows_by(events: pd.DataFrame, mask: npt.NDArray[np.bool_], keys: list[str]
+             ) -> dict[Any, IntArray]:
+    """Rows of ``events`` under ``mask``, in table order, grouped by the ``keys`` columns."""
+    rows = np.flatnonzero(mask)
+    picked = pd.DataFrame({k: events[k].to_numpy()[rows] for k in keys})
+    return {k: rows[v] for k, v in picked.groupby(keys, sort=False).indices.items()}
+
+
+def _is_region(events: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """CPU ``user_annotation`` rows (``record_function``) other than ``ProfilerStep#N``."""
+    return (cpu_mask(events) & isin_mask(events["cat"], ("user_annotation",))
+            & ~name_matches(events["name"], _NOT_A_REGION))
+
+
+def _labels(names: pd.Series, rows: IntArray, missing: str) -> npt.NDArray[np.object_]:
+    """The name at each row (``missing`` for -1), through the categories when it has them."""
+    found = rows >= 0
+    out = np.full(len(rows), missing, dtype=object)
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        codes = names.cat.codes.to_numpy()[rows[found]]
+        texts = np.array([str(c) for c in names.cat.categories] + [missing], dtype=object)
+        out[found] = texts[codes]  # code -1 (a missing name) reads the last entry
+    else:
+        out[found] = names.to_numpy(object)[rows[found]].astype(str)
+    return out
+
+
+def _free_index(tl: pd.DataFrame) -> IntArray:
+    """For each allocation row, the row of its free (same rank, device and address, the next
+    event there), else a large number (still live at the end); -1 for frees."""
+    n = len(tl)
+    out = np.where(tl["bytes"].to_numpy() > 0, np.iinfo(np.int64).max, -1).astype(np.int64)
+    if n < 2:
+        return out
+    dev = pd.factorize(tl["device"])[0]
+    order = np.lexsort((np.arange(n), tl["addr"].to_numpy(), dev, tl["rank"].to_numpy()))
+    addr, size = tl["addr"].to_numpy()[order], tl["bytes"].to_numpy()[order]
+    same = ((addr[1:] == addr[:-1]) & (dev[order][1:] == dev[order][:-1])
+            & (tl["rank"].to_numpy()[order][1:] == tl["rank"].to_numpy()[order][:-1]))
+    paired = same & (size[:-1] > 0) & (size[1:] < 0)
+    out[order[:-1][paired]] = order[1:][paired]
+    return out
+
+
+# --- tables -------------------------------------------------------------------------------
+
+def _groups(tl: pd.DataFrame) -> list[tuple[int, str, IntArray]]:
+    """(rank, device, rows) for each device, rows in time order (the timeline's order)."""
+    keys = tl[["rank", "device"]]
+    out = []
+    for (rank, device), rows in keys.groupby(["rank", "device"], sort=True).indices.items():
+        out.append((int(rank), str(device), np.sort(np.asarray(rows, dtype=np.int64))))
+    return out
+
+
+def _peak_rows(tl: pd.DataFrame) -> dict[tuple[int, str], int]:
+    """The first row at which each device's allocated total reaches its maximum."""
+    allocated = tl["allocated_bytes"].to_numpy()
+    return {(r, d): int(rows[np.argmax(allocated[rows])]) for r, d, rows in _groups(tl)}
+
+
+def _devices(tl: pd.DataFrame, peaks: dict[tuple[int, str], int],
+             capacity: dict[str, int]) -> pd.DataFrame:
+    rows = []
+    for rank, device, idx in _groups(tl):
+        at = peaks[(rank, device)]
+        size = tl["bytes"].to_numpy()[idx]
+        step = int(tl["step"].iat[at])
+        rows.append({"rank": rank, "device": device,
+                     "peak_allocated_bytes": int(tl["allocated_bytes"].iat[at]),
+                     "peak_reserved_bytes": int(tl["reserved_bytes"].to_numpy()[idx].max()),
+                     "capacity_bytes": capacity.get(device),
+                     "peak_step": step if step >= 0 else None,
+                     "peak_ts_us": float(tl["ts_us"].iat[at]),
+                     "allocations": int((size > 0).sum()), "frees": int((size < 0).sum())})
+    out = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
+    for column in ("capacity_bytes", "peak_step"):  # ints or None, not floats with NaN
+        out[column] = pd.Series([r[column] for r in rows], dtype=object)
+    return out
+
+
+def _steps(tl: pd.DataFrame) -> pd.DataFrame:
+    inside = tl[tl["step"] >= 0]
+    if not len(inside):
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    size = inside["bytes"]
+    grouped = inside.assign(
+        before=inside["allocated_bytes"] - size, alloc=size.clip(lower=0),
+        freed=(-size).clip(lower=0), is_alloc=size > 0, is_free=size < 0,
+    ).groupby(["rank", "device", "step"], sort=True)
+    out = grouped.agg(start_allocated_bytes=("before", "first"),
+                      peak_after=("allocated_bytes", "max"),
+                      end_allocated_bytes=("allocated_bytes", "last"),
+                      allocated_bytes=("alloc", "sum"), freed_bytes=("freed", "sum"),
+                      allocations=("is_alloc", "sum"), frees=("is_free", "sum")).reset_index()
+    out["peak_bytes"] = np.maximum(out["peak_after"], out["start_allocated_bytes"])
+    out["growth_bytes"] = out["end_allocated_bytes"] - out["start_allocated_bytes"]
+    return out[STEP_COLUMNS].astype({c: np.int64 for c in STEP_COLUMNS[2:]})
+
+
+def _live_at_peak(tl: pd.DataFrame, freed_at: IntArray,
+                  peaks: dict[tuple[int, str], int]) -> pd.DataFrame:
+    """Per device, the allocations still live at its peak, by (region, op), largest first;
+    what the totals held before the first recorded event is one row of its own."""
+    parts = []
+    size = tl["bytes"].to_numpy()
+    for (rank, device), at in peaks.items():
+        rows = np.flatnonzero((tl["rank"].to_numpy() == rank)
+                              & (tl["device"].to_numpy() == device))
+        live = rows[(rows <= at) & (size[rows] > 0) & (freed_at[rows] > at)]
+        part = tl.iloc[live].groupby(["region", "op"], sort=False)["bytes"].sum().reset_index()
+        unknown = int(tl["allocated_bytes"].iat[at]) - int(part["bytes"].sum())
+        if unknown > 0:
+            part = pd.concat([part, pd.DataFrame(
+                {"region": [BEFORE_WINDOW], "op": [BEFORE_WINDOW], "bytes": [unknown]})])
+        parts.append(part.assign(rank=rank, device=device))
+    if not parts:
+        return pd.DataFrame(columns=["rank", "device", "region", "op", "bytes"])
+    out = pd.concat(parts, ignore_index=True)[["rank", "device", "region", "op", "bytes"]]
+    return out.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _region_spans(events: pd.DataFrame) -> pd.DataFrame:
+    spans = events.loc[_is_region(events), ["rank", "name", "ts_us", "end_us"]]
+    return spans.assign(name=spans["name"].astype(str))
+
+
+def _peak_inside(tl: pd.DataFrame, spans: pd.DataFrame) -> dict[tuple[int, str, str], int]:
+    """(rank, device, region name) -> the most the device held while the region was open."""
+    out: dict[tuple[int, str, str], int] = {}
+    allocated = tl["allocated_bytes"].to_numpy()
+    ts_all = tl["ts_us"].to_numpy(float)
+    for rank, device, rows in _groups(tl):
+        ts, held = ts_all[rows], allocated[rows]
+        before = held - tl["bytes"].to_numpy()[rows]
+        mine = spans[spans["rank"] == rank]
+        lo = np.searchsorted(ts, mine["ts_us"].to_numpy(float), side="left")
+        hi = np.searchsorted(ts, mine["end_us"].to_numpy(float), side="right")
+        for name, a, b in zip(mine["name"].tolist(), lo.tolist(), hi.tolist(), strict=True):
+            entry = int(held[a - 1]) if a > 0 else int(before[0])
+            peak = max(entry, int(held[a:b].max())) if b > a else entry
+            key = (rank, device, name)
+            out[key] = max(out.get(key, peak), peak)
+    return out
+
+
+def _sites_table(tl: pd.DataFrame, column: str, missing: str, n_steps: dict[int, int],
+                 live: pd.DataFrame, spans: pd.DataFrame | None) -> pd.DataFrame:
+    allocs = tl[(tl["bytes"] > 0) & ~tl[column].str.startswith("autoprof::")]
+    grouped = allocs.groupby(["rank", "device", column], sort=False)["bytes"]
+    out = pd.DataFrame({"allocations": grouped.size(), "allocated_bytes": grouped.sum()})
+    out = out.reset_index().rename(columns={column: "name"})
+    steps = out["rank"].map(n_steps).fillna(1).to_numpy(float)
+    out["allocated_bytes_per_step"] = out["allocated_bytes"].to_numpy(float) / steps
+    held = live.groupby(["rank", "device", column])["bytes"].sum()
+    keys = list(zip(out["rank"], out["device"], out["name"], strict=True))
+    out["live_at_peak_bytes"] = [int(held.get(k, 0)) for k in keys]
+    if spans is not None:
+        inside = _peak_inside(tl, spans)
+        out["peak_bytes"] = [inside.get(k) for k in keys]
+    else:  # ops: the most the device held right after one of the op's own allocations
+        out["peak_bytes"] = allocs.groupby(["rank", "device", column], sort=False)[
+            "allocated_bytes"].max().to_numpy()
+    out = out[SITE_COLUMNS].sort_values(["allocated_bytes_per_step", "name"],
+                                        ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True)
+
+
+def _marks(spans: pd.DataFrame, regions: pd.DataFrame, tl: pd.DataFrame,
+           top: int = 8) -> pd.DataFrame:
+    """Step spans and the spans of the ``top`` regions that allocate most, for charts."""
+    steps = pd.DataFrame({"rank": spans["rank"], "kind": "step",
+                          "name": spans["name"].astype(str), "start_us": spans["ts_us"],
+                          "end_us": spans["end_us"]})
+    allocs = tl[(tl["bytes"] > 0) & (tl["region"] != NO_REGION)]
+    biggest = allocs.groupby("region")["bytes"].sum().nlargest(top).index
+    shown = regions[regions["name"].isin(biggest)]
+    marks = pd.DataFrame({"rank": shown["rank"], "kind": "region", "name": shown["name"],
+                          "start_us": shown["ts_us"], "end_us": shown["end_us"]})
+    return pd.concat([steps, marks], ignore_index=True)
+
+
+def plot_points(timeline: pd.DataFrame, max_points: int = 4000) -> pd.DataFrame:
+    """The timeline thinned for a chart: per device, at most about ``max_points`` rows, keeping
+    in each time bin the rows with the lowest and highest allocated total (peaks survive)."""
+    parts = []
+    for _, group in timeline.groupby(["rank", "device"], sort=True):
+        if len(group) <= max_points:
+            parts.append(group)
+            continue
+        ts = group["ts_us"].to_numpy(float)
+        bins = np.minimum(((ts - ts[0]) / max(ts[-1] - ts[0], 1e-9) * (max_points // 2))
+                          .astype(np.int64), max_points // 2 - 1)
+        held = group.assign(bin=bins)["allocated_bytes"].groupby(bins)
+        keep = np.unique(np.concatenate([held.idxmax().to_numpy(), held.idxmin().to_numpy(),
+                                         group.index[[0, -1]].to_numpy()]))
+        parts.append(group.loc[keep])
+    if not parts:
+        return timeline
+    return pd.concat(parts).sort_values(["rank", "device", "ts_us"], kind="stable")
+
+
+SUMMARY_REGIONS = 20
+
+
+def memory_summary(memory: Memory | None) -> dict[str, Any] | None:
+    """The ``memory`` key of the summary: ``devices``, ``by_region`` (largest first, at most
+    SUMMARY_REGIONS) and ``steps`` as lists of rows; None without memory events."""
+    if memory is None:
+        return None
+
+    def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+        return [{str(k): (None if isinstance(v, float) and not np.isfinite(v) else v)
+                 for k, v in r.items()} for r in df.to_dict(orient="records")]
+
+    return {"devices": rows(memory.devices),
+            "by_region": rows(memory.by_region.head(SUMMARY_REGIONS)),
+            "steps": rows(memory.steps)}

@@ -1,0 +1,46 @@
+"""The Memory page as a person uses it (AppTest): the timeline chart with the peak annotated
+and the steps and regions marked, the tables; a run without memory events says how to record
+them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from support.apptest import chart_data, charts, markdown_texts, open_app, visit
+
+REPO = Path(__file__).resolve().parents[3]
+LEAK = next((REPO / "tests" / "data" / "gpu_h200" / "mem_leak").iterdir())
+
+
+@pytest.fixture
+def leak_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(LEAK, root / "mem_leak" / LEAK.name)
+    return root
+
+
+def test_memory_page_draws_the_cuda_timeline(leak_root, monkeypatch):
+    at = visit(open_app(leak_root, monkeypatch), "memory")
+    assert at.selectbox(key="memory_device").value == 1  # cuda:0 holds the most
+    [spec] = charts(at)
+    assert spec["title"] == "Memory on cuda:0"
+    data = chart_data(at)
+    peaks = [df for df in data if "label" in df.columns]
+    assert peaks and peaks[0]["label"].iat[0] == "peak 2.11 GiB"
+    marks = [df for df in data if "kind" in df.columns]
+    assert {"step", "region"} <= set(pd.concat(marks)["kind"])
+    assert any("Live at the peak" in t for t in markdown_texts(at))
+    assert len(at.dataframe) == 4
+    assert at.metric[0].value == "2.11 GiB"
+
+
+def test_memory_page_without_memory_events(plain_trace, tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(plain_trace, root / "plain.pt.trace.json")
+    at = visit(open_app(root, monkeypatch), "memory")
+    assert any("profile_memory=True" in t for t in markdown_texts(at))
+    assert not charts(at)
