@@ -86,15 +86,21 @@ class Breakdown:
                          self.where[self.where["rank"] == rank].reset_index(drop=True))
 
     def mean(self) -> dict[str, object]:
-        """The summary's `breakdown`: mean step time and mean bucket times over the steps."""
+        """The summary's `breakdown`: mean step time and mean bucket times over the steps,
+        `autoprof_us` (autoprof's own time left out, mean) and `per_step` (each step's)."""
         steps = self.steps
         n = len(steps)
         step_us = float(steps["step_us"].mean()) if n else 0.0
         buckets = {b: float(steps[f"{b}_us"].mean()) if n else 0.0 for b in BUCKETS}
         pct = {b: 100.0 * v / step_us if step_us > 0 else 0.0 for b, v in buckets.items()}
+        per_step = [{"rank": int(r["rank"]), "step": int(r["step"]),
+                     "step_us": float(r["step_us"]),
+                     "buckets_us": {b: float(r[f"{b}_us"]) for b in BUCKETS}}
+                    for r in steps.to_dict(orient="records")]
         return {"step_us": step_us, "buckets_us": buckets, "buckets_pct": pct,
                 "steps": n,
-                "autoprof_us": float(steps["autoprof_us"].mean()) if n else 0.0}
+                "autoprof_us": float(steps["autoprof_us"].mean()) if n else 0.0,
+                "per_step": per_step}
 
 
 def breakdown(events: pd.DataFrame, call_region: str | None = None,

@@ -194,16 +194,29 @@ _BUCKET_MARKS = {"gpu_compute": "#", "gpu_memory": "=", "gpu_communication": "~"
                  "host_untraced": "."}
 
 
+MAX_STEP_BARS = 8
+
+
+def _bucket_bar(pct: dict[str, Any]) -> str:
+    """60 characters, one mark per bucket in proportion to its share."""
+    return "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
+
+
 def _where_time_goes(s: dict[str, Any]) -> list[str]:
     """A bar of the seven buckets of a mean step, then the opportunities, largest first."""
     bd = s.get("breakdown") or {}
     pct = bd.get("buckets_pct") or {}
     if not bd.get("steps"):
         return []
-    bar = "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
-    lines = ["", f"WHERE THE TIME GOES (mean step {fmt_us(bd.get('step_us'))})", f"  [{bar}]",
-             "  " + "  ".join(f"{m} {b} {_pct(pct.get(b))}" for b, m in _BUCKET_MARKS.items()
-                              if pct.get(b))]
+    lines = ["", f"WHERE THE TIME GOES (mean step {fmt_us(bd.get('step_us'))})",
+             f"  {'mean':>12} [{_bucket_bar(pct)}]"]
+    for st in (bd.get("per_step") or [])[:MAX_STEP_BARS]:
+        share = {b: 100 * float(v) / st["step_us"] if st["step_us"] else 0.0
+                 for b, v in st["buckets_us"].items()}
+        label = f"r{st['rank']} step {st['step']}"
+        lines.append(f"  {label:>12} [{_bucket_bar(share)}] {fmt_us(st['step_us'])}")
+    lines += _wrap("  ".join(f"{m} {b} {_pct(pct.get(b))}"
+                             for b, m in _BUCKET_MARKS.items() if pct.get(b)), "  ")
     for o in s.get("opportunities") or []:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in o["where"])
         speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
@@ -216,30 +229,6 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         lines += _wrap(f"profiler overhead: a profiled step takes {fmt_us(po['profiled_step_us'])}"
                        f", an untraced call {fmt_us(po['untraced_call_us'])} "
                        f"({_pct(po['overhead_pct'])} of the step is the profiler's)", "  ")
-    return lines
-
-
-def _memory(mem: dict[str, Any] | None) -> list[str]:
-    """MEMORY: peak per device, what each step leaves behind, the regions that allocate most."""
-    if not mem:
-        return []
-    lines = ["", "MEMORY (profile_memory=True)"]
-    for d in mem.get("devices") or []:
-        cap = d.get("capacity_bytes")
-        share = f" ({100 * d['peak_reserved_bytes'] / cap:.1f}% of {fmt_bytes(cap)})" if cap else ""
-        at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
-        lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
-                     f"{at}, peak reserved {fmt_bytes(d['peak_reserved_bytes'])}{share}; "
-                     f"{d['allocations']} allocations")
-    for r in (mem.get("steps") or [])[:12]:
-        lines.append(f"  {r['device']:<8} step {r['step']:>4}: start "
-                     f"{fmt_bytes(r['start_allocated_bytes'])}, peak {fmt_bytes(r['peak_bytes'])}"
-                     f", end {fmt_bytes(r['end_allocated_bytes'])} "
-                     f"({r['allocations']} allocations)")
-    for r in (mem.get("by_region") or [])[:8]:
-        lines.append(f"  {_short(str(r['name']), 40):<40} {r['device']:<8} "
-                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10} per step, "
-                     f"peak inside {fmt_bytes(r['peak_bytes'])}")
     return lines
 
 

@@ -67,6 +67,8 @@ def test_summary_carries_the_interfaces():
     where_at = text.index("WHERE THE TIME GOES")
     assert verdict_at < where_at < text.index("EVIDENCE")
     assert "host_untraced: 1.05 ms per step" in text
+    assert [st["step"] for st in bd["per_step"]] == [0]
+    assert "r0 step 0 [" in text  # a bar per step
 
 
 def test_profiler_overhead_from_the_untraced_calls():
