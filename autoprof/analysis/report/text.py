@@ -232,6 +232,30 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _memory(mem: dict[str, Any] | None) -> list[str]:
+    """MEMORY: peak per device, what each step leaves behind, the regions that allocate most."""
+    if not mem:
+        return []
+    lines = ["", "MEMORY (profile_memory=True)"]
+    for d in mem.get("devices") or []:
+        cap = d.get("capacity_bytes")
+        share = f" ({100 * d['peak_reserved_bytes'] / cap:.1f}% of {fmt_bytes(cap)})" if cap else ""
+        at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
+        lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
+                     f"{at}, peak reserved {fmt_bytes(d['peak_reserved_bytes'])}{share}; "
+                     f"{d['allocations']} allocations")
+    for r in (mem.get("steps") or [])[:12]:
+        lines.append(f"  {r['device']:<8} step {r['step']:>4}: start "
+                     f"{fmt_bytes(r['start_allocated_bytes'])}, peak {fmt_bytes(r['peak_bytes'])}"
+                     f", end {fmt_bytes(r['end_allocated_bytes'])} "
+                     f"({r['allocations']} allocations)")
+    for r in (mem.get("by_region") or [])[:8]:
+        lines.append(f"  {_short(str(r['name']), 40):<40} {r['device']:<8} "
+                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10} per step, "
+                     f"peak inside {fmt_bytes(r['peak_bytes'])}")
+    return lines
+
+
 def render_summary(s: dict[str, Any]) -> str:
     """The text report for a summary dict."""
     device = s.get("device")
