@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 import warnings
 
 import pytest
 import torch
+from support.readonly import read_only
 
 from autoprof import autoprof
 from autoprof._warn import AutoprofWarning
@@ -147,17 +147,15 @@ def test_unwritable_out_dir_one_warning(tmp_path):
     assert session.done and session.run_dir is None
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores modes")
-def test_read_only_out_dir_one_warning(tmp_path):
+def test_read_only_out_dir_one_warning(tmp_path, monkeypatch):
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            results, _ = _run_tiny("readonly", out_dir=ro)
-    finally:
-        ro.chmod(0o700)
+    read_only(monkeypatch, ro)
+    with pytest.raises(PermissionError):  # what the session meets, as root too
+        (ro / "probe").mkdir()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results, _ = _run_tiny("readonly", out_dir=ro)
     assert results == [1.0, 2.0, 3.0, 4.0]
     mine = _autoprof_warnings(caught)
     assert len(mine) == 1 and str(ro) in str(mine[0].message)

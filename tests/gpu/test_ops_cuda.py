@@ -1,7 +1,7 @@
 """On a CUDA machine: self_vs_total's device columns must reproduce torch's key_averages()
 for a training step (forward, backward on autograd's device thread, optimizer, copies).
 
-Run with ``pytest -m gpu tests/analysis/ops/test_ops_cuda.py``; CI has no GPU and skips it.
+Run with ``pytest -m gpu tests/gpu/test_ops_cuda.py``; CI has no GPU and skips it.
 Tolerance as in test_ops_torch_cpu.py (1 ns per op: both sides read the same ns clock).
 """
 
