@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from autoprof import _session
+from autoprof._compile import skip_autoprof_in_dynamo
 from autoprof._options import Options, Schedule, env_enabled, make_options
 from autoprof.runfolder import kineto_label
 
@@ -106,6 +107,7 @@ def decorate(fn: F, options: Options) -> F:
     _refuse_lazy(fn)
     if not options.enabled or not env_enabled():
         return fn
+    skip_autoprof_in_dynamo()  # torch.compile(autoprof(f)) compiles f, not autoprof
     qualname = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
     source_file, source_line = _source_of(fn)
     name = str(options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn"))
@@ -225,6 +227,7 @@ def _new_region(name: str, options: dict[str, Any]) -> Any:
             _regions[name] = _OFF
             _settled[name] = False
             return _OFF
+        skip_autoprof_in_dynamo()
         caller = sys._getframe(2)
         session = _session.Session(
             name, opts, f"region:{name}", caller.f_code.co_filename, caller.f_lineno
