@@ -42,6 +42,8 @@ def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]
     """Blocking part: the profiler writes its cycle to the hidden plain file."""
     raw, final = trace_paths_for(run_dir, worker)
     prof.export_chrome_trace(str(raw))
+    if not raw.exists():  # Kineto reports a failed write on stderr only, and returns
+        raise OSError(f"torch.profiler wrote no trace file {raw} (its log on stderr says why)")
     return raw, final
 
 

@@ -168,6 +168,9 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
             with contextlib.suppress(OSError):
                 stale.unlink()
         prefix = _worker_prefix(manifest)
+        for partial in run_dir.glob(f".{prefix}*{rf.RAW_SUFFIX}.tmp"):  # Kineto's own temp
+            with contextlib.suppress(OSError):
+                partial.unlink()
         raws, done = _traces(run_dir, prefix)
         error: dict[str, str] | None = None
         for raw in raws:
@@ -193,9 +196,9 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
             names += table_names
             manifest["tables_error"] = problem
         manifest["files"] = sorted(set(names))
-        _write_manifest(path, manifest)
-        with contextlib.suppress(OSError):  # a failed finisher's log: this one replaces it
+        with contextlib.suppress(OSError):  # gone before the folder reads as finished
             (run_dir / rf.FINISH_LOG).unlink()
+        _write_manifest(path, manifest)
         return manifest
 
 

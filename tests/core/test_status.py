@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
 import autoprof._export as export
-from autoprof import autoprof
+from autoprof import AutoprofWarning, autoprof
 from autoprof.analysis.loader.manifest import read_manifest
 from tests.core.conftest import TINY, manifest, only_run, trace_files
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _calls(fn, n: int = 2):
@@ -131,3 +138,45 @@ def test_a_write_error_in_the_export_is_failed(monkeypatch, traces_root):
     m = manifest(run)
     assert m["status"] == "failed" and "No space left" in m["error"]["message"]
     assert m["files"] == []
+
+
+def test_a_newline_in_autoprof_dir_is_failed_with_the_reason(monkeypatch, tmp_path):
+    """Kineto cannot write under such a path (it logs that and returns): never complete."""
+    root = tmp_path / "new\nline"
+    monkeypatch.setenv("AUTOPROF_DIR", str(root))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = _calls(autoprof(name="newline", warmup=0, schedule=TINY)(lambda x: x))
+    m = manifest(run)
+    assert m["status"] == "failed" and "wrote no trace file" in m["error"]["message"]
+    assert [p.name for p in run.iterdir()] == ["manifest.json"]  # Kineto's temp file is gone
+    assert len([w for w in caught if issubclass(w.category, AutoprofWarning)]) == 1
+
+
+def test_a_file_size_limit_in_the_program_is_failed_not_complete(tmp_path, traces_root):
+    script = tmp_path / "limited.py"
+    script.write_text(textwrap.dedent(
+        """
+        import resource, warnings, torch, autoprof
+        from autoprof import autoprof as ap
+
+        @ap(name="limited", warmup=0, schedule=dict(wait=0, warmup=1, active=2))
+        def f(x):
+            for _ in range(200):
+                x = x + 1
+            return x
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))  # the manifest fits
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            f(torch.ones(2))
+        autoprof.flush()
+        """))
+    env = {**os.environ, "AUTOPROF_DIR": str(traces_root), "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    run = only_run(traces_root, "limited")
+    m = manifest(run)
+    assert m["status"] == "failed" and m["error"]["phase"] == "export"
+    assert [p.name for p in run.iterdir()] == ["manifest.json"]
