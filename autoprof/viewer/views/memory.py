@@ -55,19 +55,22 @@ def _timeline(memory: Any, rank: int, device: str, row: pd.Series) -> None:
 
     tl = memory.timeline
     mine = plot_points(tl[(tl["rank"] == rank) & (tl["device"] == device)])
-    origin = float(mine["ts_us"].min())
+    marks = memory.marks[memory.marks["rank"] == rank].copy()
+    origin = min([float(mine["ts_us"].min()), *marks["start_us"].astype(float)])
+    unit, size = _unit(max(int(row["peak_reserved_bytes"]), int(row["peak_allocated_bytes"])))
     long = pd.DataFrame({
         "t_ms": pd.concat([mine["ts_us"], mine["ts_us"]]).to_numpy(float) / 1e3 - origin / 1e3,
+        "size": pd.concat([mine["allocated_bytes"], mine["reserved_bytes"]]).to_numpy() / size,
         "bytes": pd.concat([mine["allocated_bytes"], mine["reserved_bytes"]]).to_numpy(),
         "measure": ["allocated"] * len(mine) + ["reserved"] * len(mine),
     })
     lines = alt.Chart(long).mark_line(interpolate="step-after").encode(
-        x=alt.X("t_ms:Q", title="time since the first memory event (ms)"),
-        y=alt.Y("bytes:Q", title="bytes", axis=alt.Axis(format="~s")),
+        x=alt.X("t_ms:Q", title="time since the first profiler step (ms)" if len(marks)
+                else "time since the first memory event (ms)"),
+        y=alt.Y("size:Q", title=unit),
         color=alt.Color("measure:N", title=None),
         tooltip=[alt.Tooltip("t_ms:Q", format=",.3f"), alt.Tooltip("bytes:Q", format=",")],
     )
-    marks = memory.marks[memory.marks["rank"] == rank].copy()
     marks["start_ms"] = marks["start_us"] / 1e3 - origin / 1e3
     marks["end_ms"] = marks["end_us"] / 1e3 - origin / 1e3
     layers: list[Any] = []
@@ -81,15 +84,23 @@ def _timeline(memory: Any, rank: int, device: str, row: pd.Series) -> None:
         layers.append(alt.Chart(steps).mark_rule(strokeDash=[4, 3], color="gray").encode(
             x="start_ms:Q", tooltip=["name:N"]))
     peak = pd.DataFrame({"t_ms": [float(row["peak_ts_us"]) / 1e3 - origin / 1e3],
-                         "bytes": [int(row["peak_allocated_bytes"])],
+                         "size": [int(row["peak_allocated_bytes"]) / size],
                          "label": [f"peak {fmt_bytes(row['peak_allocated_bytes'])}"]})
     point = alt.Chart(peak).mark_point(color="red", size=80, filled=True).encode(
-        x="t_ms:Q", y="bytes:Q")
+        x="t_ms:Q", y="size:Q")
     text = alt.Chart(peak).mark_text(align="left", dx=8, dy=-8, color="red").encode(
-        x="t_ms:Q", y="bytes:Q", text="label:N")
+        x="t_ms:Q", y="size:Q", text="label:N")
     chart = alt.layer(*layers, lines, point, text).resolve_scale(color="independent")
     st.altair_chart(chart.properties(title=f"Memory on {device}", height=320), width="stretch")
     st.caption("Dashed lines: profiler steps. Shaded: the regions that allocate most.")
+
+
+def _unit(largest: int) -> tuple[str, int]:
+    """The binary unit the chart's axis counts in, picked so the largest value reads 1-1023."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if largest >= size:
+            return unit, size
+    return "bytes", 1
 
 
 def _tables(memory: Any, rank: int, device: str) -> None:
