@@ -16,7 +16,7 @@ from typing import Any
 from autoprof.whatif.call import Args, Call
 from autoprof.whatif.compare import Comparison, compare_outputs
 from autoprof.whatif.fixes import FIXES, Applied, Fix, NotApplicable
-from autoprof.whatif.fixes.cuda_graph import first_line
+from autoprof.whatif.fixes.base import first_line
 from autoprof.whatif.guard import seeded, user_state_kept
 from autoprof.whatif.harness import (
     DEFAULT_SAMPLES,

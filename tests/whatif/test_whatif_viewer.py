@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,12 +19,13 @@ MEASURED = {"applicable": True, "baseline_us": 300.0, "samples": 15}
 RESULTS = [
     {"fix": "compile", **MEASURED, "status": "faster", "fixed_us": 100.0, "speedup": 3.0,
      "measured_speedup": 3.0, "speedup_low": 2.5, "speedup_high": 3.5, "outputs_match": True,
-     "max_abs_error": 0.0, "setup_s": 4.2, "break_even_calls": 21000},
+     "max_abs_error": 0.0, "setup_s": 4.2, "break_even_calls": 21000,
+     "suggested_by": ["cpu-only"]},
     {"fix": "bf16", **MEASURED, "status": "outputs differ", "fixed_us": 60.0, "speedup": None,
      "measured_speedup": 5.0, "outputs_match": False, "max_abs_error": 1.0,
      "reason": "the fix changes the outputs: output: values differ beyond tolerance"},
     {"fix": "cuda-graph", "applicable": False, "status": "not applicable",
-     "reason": "no CUDA device"},
+     "reason": "no CUDA device", "suggested_by": ["cpu-only"]},
 ]
 
 
@@ -80,6 +82,9 @@ def test_the_page_charts_the_measured_fixes_and_tables_all_of_them(root, monkeyp
 def test_the_overview_names_the_best_fix_only_when_there_is_one(root, monkeypatch):
     at = _visit(_open(root, monkeypatch, "tried"), "overview")
     assert any("Best measured fix: **compile**" in t for t in _texts(at))
+    captions = [re.sub(r"\\(.)", r"\1", str(c.value)) for c in at.caption]  # unescaped
+    assert any(c.startswith("cpu-only suggested compile: faster (3.00x); cuda-graph: not "
+                            "applicable (no CUDA device)") for c in captions), captions
     at = _visit(_open(root, monkeypatch, "untried"), "overview")
     assert not any("Best measured fix" in t for t in _texts(at))
     at = _visit(at, "whatif")

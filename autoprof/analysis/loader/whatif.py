@@ -104,3 +104,9 @@ def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     good = [r for r in results if r.get("status") == "faster"
             and r.get("outputs_match") is not False and isinstance(r.get("speedup"), int | float)]
     return max(good, key=lambda r: float(r["speedup"]), default=None)
+
+
+def measured_for(results: list[dict[str, Any]], finding: str) -> list[dict[str, Any]]:
+    """The results of the fixes a finding (a diagnostic id, an opportunity's cause, the
+    verdict) suggested, in the order they were tried."""
+    return [r for r in results if finding in (r.get("suggested_by") or [])]

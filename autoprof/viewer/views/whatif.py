@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from autoprof.analysis.loader.whatif import best_fix
+from autoprof.analysis.loader.whatif import best_fix, measured_for
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
@@ -115,7 +115,20 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def show_best(run: Any) -> None:
-    """The Overview's line naming the best measured fix (nothing when no fix was tried)."""
+    """The Overview's line naming the best measured fix, and what the fixes each finding
+    suggested measured (nothing when no fix was tried)."""
     line = best_line(run)
-    if line:
-        st.info(line)
+    if not line:
+        return
+    st.info(line)
+    results = results_of(run)
+    findings = dict.fromkeys(f for r in results for f in r.get("suggested_by") or [])
+    for finding in findings:
+        outcomes = "; ".join(f"{r['fix']}: {_outcome(r)}" for r in measured_for(results, finding))
+        st.caption(md_escape(f"{finding} suggested {outcomes}"))
+
+
+def _outcome(r: dict[str, Any]) -> str:
+    if r.get("status") in ("faster", "slower", "no change") and r.get("speedup") is not None:
+        return f"{r['status']} ({float(r['speedup']):.2f}x)"
+    return f"{r.get('status')} ({r.get('reason') or ''})"

@@ -39,6 +39,12 @@ class Fix:
     compute_dtype: str | None = None  # the precision the fix computes in, for the comparison
 
 
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, for a result's ``error`` and ``reason``."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def needs_cuda(call: Call) -> str | None:
     """The reason a CUDA-only fix cannot run here, or None."""
     import torch

@@ -13,15 +13,10 @@ import traceback
 from typing import Any
 
 from autoprof.whatif.call import Call, tensors_in
-from autoprof.whatif.fixes.base import Applied, Fix, NotApplicable, needs_cuda
+from autoprof.whatif.fixes.base import Applied, Fix, NotApplicable, first_line, needs_cuda
 
 CAPTURE_WARMUP = 3
 _LIBRARY_PARTS = ("/torch/", "/autoprof/whatif/", "/site-packages/", "/dist-packages/")
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def _user_line(exc: BaseException) -> str | None:
