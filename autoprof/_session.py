@@ -678,6 +678,8 @@ class Session:
         with self._lock:
             if self.state is State.PROFILING:
                 self._stop_or_ask_owner()
+            if self.state is State.PROFILING:
+                return  # its owner thread stops it at its next call: nothing to wait for yet
             finisher, run = self._finisher, self._run
         if not wait or finisher is None or run is None:
             return
