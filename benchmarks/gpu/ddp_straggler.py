@@ -1,4 +1,4 @@
-"""Two ranks, one of them slow on purpose: autoprof must name it the straggler (issue 7).
+"""Two ranks, one of them slow on purpose: autoprof must name it the straggler.
 
 Run on a machine with two GPUs (NCCL) or on CPU (gloo), from the repository root::
 

@@ -1,4 +1,4 @@
-"""Proves on a real GPU that what autoprof records and concludes is true (issue 7).
+"""Proves on a real GPU that what autoprof records and concludes is true.
 
 Run on a CUDA machine from the repository root::
 

@@ -1,4 +1,4 @@
-"""Bad input (issue 6): every case gives exactly one TraceError whose str is one line naming
+"""Bad input: every case gives exactly one TraceError whose str is one line naming
 the file and the problem, in bounded time and memory; tolerated damage loads with the
 dropped or repaired events counted in Run.load_warnings. docs/loader.md lists the rules."""
 
