@@ -150,9 +150,9 @@ def grouped_bars(
     df: pd.DataFrame, x: str, value_cols: Sequence[str], labels: Sequence[str], title: str,
     y_title: str, log: bool = False,
 ) -> alt.Chart:
-    """Bars of several times (µs) side by side per `x` (e.g. self CPU vs self GPU per run), in
-    a readable unit; `log`: a logarithmic axis, so small runs stay visible beside big ones
-    (zeros are left out there)."""
+    """Horizontal bars of several times (µs) side by side per `x` (e.g. CPU vs GPU per run),
+    in a readable unit; `x` values label the rows, so long run labels stay whole. `log`: a
+    logarithmic axis, so small runs stay visible beside big ones (zeros are left out)."""
     df, unit = in_unit(df, value_cols)
     long = df[[x, *value_cols]].melt(id_vars=[x], var_name="measure", value_name="value")
     if log:
@@ -163,16 +163,16 @@ def grouped_bars(
         alt.Chart(long)
         .mark_bar()
         .encode(
-            x=alt.X(f"{x}:N", title=None, sort=None,
-                    axis=alt.Axis(labelLimit=400, labelAngle=-30, labelOverlap=False)),
-            xOffset=alt.XOffset("measure:N"),
-            y=alt.Y("value:Q", title=f"{y_title} ({unit}{', log' if log else ''})",
-                    scale=scale),
+            y=alt.Y(f"{x}:N", title=None, sort=None,
+                    axis=alt.Axis(labelLimit=420, labelOverlap=False)),
+            yOffset=alt.YOffset("measure:N"),
+            x=alt.X("value:Q", title=f"{y_title} ({unit}{', log' if log else ''})",
+                    scale=scale, stack=None),  # side by side; stacking breaks a log axis
             color=alt.Color("measure:N", title=None),
             tooltip=[alt.Tooltip(f"{x}:N"), "measure:N",
                      alt.Tooltip("value:Q", title=unit, format=",.3g")],
         )
-        .properties(title=title, height=280)
+        .properties(title=title, height=alt.Step(12))
     )
 
 

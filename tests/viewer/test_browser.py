@@ -40,7 +40,7 @@ CHARTS_DRAWN = """n => {
 }"""
 # page title -> charts it must draw for a single-rank H200 run
 PAGES = {"Runs": 0, "Overview": 1, "Self vs total": 2, "Timeline": 1, "Steps and warm-up": 2,
-         "Compare": 1, "Ranks": 0}
+         "Compare": 2, "Ranks": 0}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",

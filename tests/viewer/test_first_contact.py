@@ -91,7 +91,7 @@ def test_compare_log_axis_with_the_selected_run_and_telling_labels(monkeypatch):
     at = select_run(open_app(EXAMPLES, monkeypatch), SEED_4096[0])
     visit(at, "compare")
     (spec,) = [s for s in charts(at) if s["title"] == "Median time per profiled step"]
-    assert spec["encoding"]["y"]["scale"]["type"] == "log"
+    assert spec["encoding"]["x"]["scale"]["type"] == "log"
     labels = list(at.dataframe[-1].value["run"])
     assert labels[0] == "matmul_add · n=4096 · warmup=3 (selected)", labels
     seeds = sorted(lbl.removesuffix(" (selected)") for lbl in labels

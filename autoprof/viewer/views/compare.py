@@ -43,7 +43,7 @@ def render(ctx: Context) -> None:
                              "Median time per profiled step", "time per step", log=True),
         width="stretch",
     )
-    st.caption("Log axis: a run ten times faster sits one grid line lower. Runs of one "
+    st.caption("Log axis: a bar one decade shorter is a run ten times faster. Runs of one "
                "function are told apart by their problem size and the options they differ in.")
     drew = False
     for name in dict.fromkeys(run.name for run in runs):
