@@ -20,7 +20,8 @@ RESULTS = [
     {"fix": "compile", **MEASURED, "status": "faster", "fixed_us": 100.0, "speedup": 3.0,
      "measured_speedup": 3.0, "speedup_low": 2.5, "speedup_high": 3.5, "outputs_match": True,
      "max_abs_error": 0.0, "setup_s": 4.2, "break_even_calls": 21000,
-     "suggested_by": ["cpu-only"]},
+     "suggested_by": ["cpu-only"], "fixed_run": "whatif/tried.compile/20261201-000000-abcdef",
+     "fixed_verdict": "cpu-only"},
     {"fix": "bf16", **MEASURED, "status": "outputs differ", "fixed_us": 60.0, "speedup": None,
      "measured_speedup": 5.0, "outputs_match": False, "max_abs_error": 1.0,
      "reason": "the fix changes the outputs: output: values differ beyond tolerance"},
@@ -58,7 +59,9 @@ def _visit(at: AppTest, page: str) -> AppTest:
 
 
 def _texts(at: AppTest) -> list[str]:
-    return [str(el.value) for kind in ("markdown", "info", "success", "caption", "warning")
+    """Every text element as a reader sees it (Markdown escapes resolved)."""
+    return [re.sub(r"\\(.)", r"\1", str(el.value))
+            for kind in ("markdown", "info", "success", "caption", "warning")
             for el in getattr(at, kind)]
 
 
@@ -77,14 +80,15 @@ def test_the_page_charts_the_measured_fixes_and_tables_all_of_them(root, monkeyp
     assert list(table["fix"]) == ["compile", "bf16", "cuda-graph"]
     assert table.loc[2, "reason"] == "no CUDA device"
     assert bool(table.loc[1, "outputs match"]) is False
+    assert table.loc[0, "profiled with the fix"] == "cpu-only"
+    assert any("compile was profiled too:" in t and "tried.compile" in t for t in _texts(at))
 
 
 def test_the_overview_names_the_best_fix_only_when_there_is_one(root, monkeypatch):
     at = _visit(_open(root, monkeypatch, "tried"), "overview")
     assert any("Best measured fix: **compile**" in t for t in _texts(at))
-    captions = [re.sub(r"\\(.)", r"\1", str(c.value)) for c in at.caption]  # unescaped
     assert any(c.startswith("cpu-only suggested compile: faster (3.00x); cuda-graph: not "
-                            "applicable (no CUDA device)") for c in captions), captions
+                            "applicable (no CUDA device)") for c in _texts(at))
     at = _visit(_open(root, monkeypatch, "untried"), "overview")
     assert not any("Best measured fix" in t for t in _texts(at))
     at = _visit(at, "whatif")

@@ -3,6 +3,7 @@ fix (speedup, with the interquartile band) and the table of every result."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -63,6 +64,11 @@ def render(ctx: Context) -> None:
                    "spans the quartiles. A fix whose outputs differ is never counted as a "
                    "speedup (its bar shows the time ratio only).")
     st.dataframe(_table(results), hide_index=True, width="stretch")
+    for r in results:
+        if r.get("fixed_run"):
+            st.caption(md_escape(f"{r['fix']} was profiled too: "
+                                 f"{Path(str(getattr(run, 'path', ''))) / str(r['fixed_run'])}"
+                                 " (open it by path in the sidebar)."))
 
 
 def _chart_frame(measured: list[dict[str, Any]]) -> pd.DataFrame:
