@@ -1,4 +1,6 @@
-"""The README starts with the two set-up commands, and CI runs the README's test command."""
+"""The README opens with what autoprof does, `pip install`, then the two set-up commands;
+CI runs the README's test command. (tests/core/test_readme_snippet.py runs its first Python
+snippet.)"""
 
 from __future__ import annotations
 
@@ -6,18 +8,31 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+TEXT = (REPO / "README.md").read_text()
+BLOCKS = [(m.start(), m.group(1)) for m in re.finditer(r"```bash\n(.*?)```", TEXT, re.S)]
 
 
-def _first_block() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text, re.S)
-    assert block, "README.md has no bash block"
-    assert text.index("```bash") < 20 + text.index("\n"), "the command block must come first"
-    return [line.split("#")[0].strip() for line in block.group(1).strip().splitlines()]
+def _commands(block: str) -> list[str]:
+    return [line.split("#")[0].strip() for line in block.strip().splitlines()]
 
 
-def test_readme_starts_with_two_commands_that_exist():
-    commands = _first_block()
+def _setup_commands() -> list[str]:
+    setup = [b for _, b in BLOCKS if "scripts/" in b]
+    assert setup, "README.md has no block with the set-up scripts"
+    return _commands(setup[0])
+
+
+def test_readme_opens_with_what_autoprof_does_then_pip_install():
+    assert BLOCKS, "README.md has no bash block"
+    first_at, first = BLOCKS[0]
+    intro = TEXT[TEXT.index("\n"):first_at]
+    assert "@autoprof" in intro and "slow" in intro
+    assert len(intro.split()) < 80, "the opening says what autoprof does in a few lines"
+    assert _commands(first)[0].startswith("pip install"), first
+
+
+def test_readme_set_up_block_holds_two_commands_that_exist():
+    commands = _setup_commands()
     assert len(commands) == 2, commands
     for command in commands:
         script = command.split()[-1]
@@ -25,6 +40,6 @@ def test_readme_starts_with_two_commands_that_exist():
 
 
 def test_ci_runs_the_readme_test_command():
-    test_command = _first_block()[1]
+    test_command = _setup_commands()[1]
     ci = (REPO / ".ci" / "run").read_text()
     assert test_command in ci, f"{test_command!r} is not called by .ci/run"
