@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.breakdown import breakdown
 from autoprof.analysis.metrics.overhead import overhead
 from autoprof.analysis.metrics.verdict import verdict_from
 
@@ -79,6 +80,12 @@ def _unique_names(runs: list[Any]) -> list[str]:
     return out
 
 
+def _call_region(manifest: Any) -> str | None:
+    """The region autoprof wraps the call in: the run's name (metrics/breakdown.py)."""
+    name = manifest.get("name") if isinstance(manifest, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def compare(runs: list[Any]) -> pd.DataFrame:
     """One row per run, in the order given (columns: COMPARE_COLUMNS)."""
     rows = []
@@ -91,7 +98,7 @@ def compare(runs: list[Any]) -> pd.DataFrame:
             "path": str(getattr(run, "path", "")),
             "size": run_size(manifest, events, str(getattr(run, "path", ""))),
             "input_dims": _first_shapes(events) if "input_dims" in events else "",
-            "verdict": verdict_from(ov).kind,
+            "verdict": verdict_from(ov, breakdown(events, _call_region(manifest)).mean()).kind,
             "gpu_busy_pct": np.nan if ov.gpu_busy_pct is None else ov.gpu_busy_pct,
             "self_cpu_us": ov.self_cpu_us,
             "self_gpu_us": ov.self_gpu_us,

@@ -10,15 +10,16 @@ from autoprof.analysis.metrics.verdict import classify_sides
 
 
 @pytest.mark.parametrize(("pct", "kind"), [
-    ({"host_launch": 40.0, "host_untraced": 20.0, "gpu_compute": 40.0}, "overhead-bound"),
-    ({"host_sync": 45.0, "gpu_compute": 50.0, "gpu_memory": 5.0}, "compute-bound"),
+    ({"host_launch": 50.0, "host_untraced": 20.0, "gpu_compute": 30.0}, "overhead-bound"),
+    ({"host_launch": 45.0, "host_untraced": 20.0, "gpu_compute": 35.0}, "mixed"),  # 65%
+    ({"host_sync": 30.0, "gpu_compute": 65.0, "gpu_memory": 5.0}, "compute-bound"),
     ({"gpu_communication": 70.0, "gpu_compute": 20.0, "host_launch": 10.0},
      "communication-bound"),
     ({"gpu_communication": 30.0, "gpu_compute": 35.0, "host_launch": 35.0}, "mixed"),
     # the starved GPU of a training step: busy just over 15%, idle 84% -> host-bound
     ({"gpu_compute": 16.0, "host_launch": 50.0, "host_untraced": 34.0}, "overhead-bound"),
 ])
-def test_the_side_holding_half_the_step_decides(pct, kind):
+def test_the_side_holding_two_thirds_of_the_step_decides(pct, kind):
     assert classify_sides(pct, has_gpu=True) == kind
 
 
