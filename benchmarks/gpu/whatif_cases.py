@@ -143,7 +143,8 @@ def record(name: str, case: dict[str, Any], out: Path) -> dict[str, Any]:
     began = time.perf_counter()
     run = autoprof.check(fn, *case["args"], try_fixes=case["fixes"])
     run_dir = Path(getattr(run, "path", run))
-    whatif = json.loads((run_dir / "whatif.json").read_text())
+    path = run_dir / "whatif.json"
+    whatif = json.loads(path.read_text()) if path.is_file() else {"results": []}
     keep = ("fix", "applicable", "status", "reason", "baseline_us", "fixed_us", "speedup",
             "speedup_low", "speedup_high", "outputs_match", "max_abs_error", "setup_s",
             "fixed_run", "fixed_verdict")
@@ -169,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, build in cases(args.tiny, device).items():
         if not name.startswith(args.only):
             continue
-        recorded["cases"][name] = record(name, build(), args.out)
+        try:
+            recorded["cases"][name] = record(name, build(), args.out)
+        except Exception as exc:  # one broken case must not cost the others
+            recorded["cases"][name] = {"error": f"{type(exc).__name__}: {exc}", "results": []}
+            print(f"{name}: FAILED {type(exc).__name__}: {exc}", flush=True)
         for r in recorded["cases"][name]["results"]:
             speed = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
             print(f"{name:<12} {r['fix']:<24} {r['status']:<15} {speed:>8}  {r['reason'] or ''}",

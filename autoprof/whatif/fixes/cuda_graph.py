@@ -96,7 +96,10 @@ def _apply(call: Call) -> Applied:
         with torch.cuda.graph(graph):
             static_out = fn(*static_args, **static_kwargs)
     except Exception as exc:
-        torch.cuda.synchronize()
+        try:
+            torch.cuda.synchronize()
+        except RuntimeError:
+            pass  # the failed capture's own error, already being reported
         raise NotApplicable(f"graph capture failed: {first_line(exc)}") from None
     inputs = _StaticInputs((static_args, static_kwargs))
 
