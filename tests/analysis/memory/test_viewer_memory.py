@@ -44,3 +44,24 @@ def test_memory_page_without_memory_events(plain_trace, tmp_path, monkeypatch):
     at = visit(open_app(root, monkeypatch), "memory")
     assert any("profile_memory=True" in t for t in markdown_texts(at))
     assert not charts(at)
+
+
+def test_memory_page_with_an_empty_folder(tmp_path, monkeypatch):
+    root = tmp_path / "empty"
+    root.mkdir()
+    at = visit(open_app(root, monkeypatch), "memory")
+    assert not charts(at) and not at.error
+
+
+def test_memory_page_on_two_ranks(tmp_path, monkeypatch):
+    from _memory_trace import cuda_steps
+    from support.viewer import write_run
+
+    traces = {f"rank{r}": {"traceEvents": cuda_steps(2, 2, 1024 * (r + 1)),
+                           "distributedInfo": {"rank": r, "world_size": 2}} for r in range(2)}
+    write_run(tmp_path / "root", "ranks", "20261201-090000-00000a", traces, world_size=2)
+    at = visit(open_app(tmp_path / "root", monkeypatch), "memory")
+    box = at.selectbox(key="memory_device")
+    assert box.options == ["cuda:0 (rank 0)", "cuda:0 (rank 1)"]
+    assert box.value == 1 and at.metric[0].value == "2 KiB"  # rank 1 holds the most
+    assert len(charts(at)) == 1
