@@ -105,9 +105,9 @@ class Run:
     def verdict(self, rank: int | None = None) -> Verdict:
         if rank is None:
             return self.analysis.verdict
-        from autoprof.analysis.metrics.verdict import verdict
+        from autoprof.analysis.metrics.verdict import verdict_from
 
-        return verdict(self.events, rank=rank)
+        return verdict_from(self.overhead(rank), self.analysis.breakdown.for_rank(rank).mean())
 
     def diagnostics(self) -> list[Diagnostic]:
         return self.analysis.diagnostics

@@ -115,3 +115,10 @@ def test_profiler_overhead_on_the_size_sweep():
             assert po["verdict_without_profiler"] == row["expected"], row["size"]
         if row["size"] <= 1024:  # host-bound sizes: the profiler costs a third or more
             assert po["overhead_pct"] > 30 or row["size"] == 512
+
+
+def test_a_ranks_verdict_is_the_one_in_the_rank_table():
+    r = run("ddp_step")
+    table = r.ranks().set_index("rank")
+    for rank in (0, 1):
+        assert r.verdict(rank=rank).kind == table.loc[rank, "verdict"]
