@@ -143,6 +143,7 @@ class ColumnBuilder:
     cats: Interner = field(default_factory=Interner)
     dims: Interner = field(default_factory=lambda: Interner(b""))
     types: Interner = field(default_factory=lambda: Interner(b""))
+    values: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
     chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
     metadata: Metadata = field(default_factory=Metadata)
@@ -196,6 +197,9 @@ class ColumnBuilder:
         types = map(bytes, map(attrgetter("input_types"), op_args))
         chunk["input_types"] = np.zeros(n, dtype=np.int32)
         chunk["input_types"][op_rows] = self.types.encode(types, len(op_args))
+        values = map(bytes, map(attrgetter("input_values"), op_args))
+        chunk["input_values"] = np.zeros(n, dtype=np.int32)
+        chunk["input_values"][op_rows] = self.values.encode(values, len(op_args))
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         chunk["device"] = _subset(args, device_rows, "device", n)
         chunk["stream"] = _subset(args, device_rows, "stream", n)
@@ -225,7 +229,8 @@ class ColumnBuilder:
             self.metadata.thread_names[(pid, tid)] = args.name
 
     def finish(self) -> RawColumns:
-        keys = ("ph", "name", "cat", "input_dims", "input_types", *INT_COLUMNS, *FLOAT_COLUMNS)
+        keys = ("ph", "name", "cat", "input_dims", "input_types", "input_values", *INT_COLUMNS,
+                *FLOAT_COLUMNS)
         merged: dict[str, np.ndarray] = {}
         for key in keys:  # pop as we go: never the chunks and the whole column twice over
             parts = [c.pop(key) for c in self.chunks]
@@ -235,6 +240,7 @@ class ColumnBuilder:
         kind_of_code = self._kinds()
         dims_text = [_dims_text(bytes(d)) for d in self.dims.values()]
         types_text = [_dims_text(bytes(t)) for t in self.types.values()]
+        values_text = [_dims_text(bytes(v)) for v in self.values.values()]
         self.chunks.clear()
         return RawColumns(
             kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),
@@ -242,6 +248,7 @@ class ColumnBuilder:
             cat=merged["cat"].astype(np.int32, copy=False),
             input_dims=merged["input_dims"].astype(np.int32, copy=False),
             input_types=merged["input_types"].astype(np.int32, copy=False),
+            input_values=merged["input_values"].astype(np.int32, copy=False),
             pid=merged["pid"],
             tid=merged["tid"],
             ts=merged["ts"].astype(np.float64, copy=False),
@@ -256,6 +263,7 @@ class ColumnBuilder:
             cats=[str(v) for v in self.cats.values()],
             dims=dims_text,
             types=types_text,
+            values=values_text,
             memory=self.memory.finish(),
         )
 
@@ -263,14 +271,16 @@ class ColumnBuilder:
 @dataclass
 class RawColumns:
     """Every ``traceEvents`` entry as columns (``kind``: 0 X, 1 flow start, 2 flow end,
-    3 metadata, 4 other). ``name``/``cat``/``input_dims``/``input_types`` are codes into ``names``/
-    ``cats``/``dims``/``types``. Missing numbers are NaN (floats) or -1 (ints)."""
+    3 metadata, 4 other). ``name``/``cat``/``input_dims``/``input_types``/``input_values``
+    are codes into ``names``/``cats``/``dims``/``types``/``values``. Missing numbers are
+    NaN (floats) or -1 (ints)."""
 
     kind: npt.NDArray[np.int8]
     name: npt.NDArray[np.int32]
     cat: npt.NDArray[np.int32]
     input_dims: npt.NDArray[np.int32]
     input_types: npt.NDArray[np.int32]
+    input_values: npt.NDArray[np.int32]
     pid: IntArray
     tid: IntArray
     ts: FloatArray
@@ -285,6 +295,7 @@ class RawColumns:
     cats: list[str]
     dims: list[str]
     types: list[str]
+    values: list[str]
     memory: MemoryColumns = field(default_factory=MemoryColumns)  # the [memory] events
 
     def __len__(self) -> int:
@@ -312,6 +323,7 @@ def coerce_loose(loose: LooseEvent) -> Event:
 
     dims = raw_args.get("Input Dims")
     types = raw_args.get("Input type")
+    concrete = raw_args.get("Concrete Inputs")
     args = Args(
         correlation=int(ident(raw_args.get("correlation"))),
         external_id=int(ident(raw_args.get("External id"))),
@@ -319,6 +331,8 @@ def coerce_loose(loose: LooseEvent) -> Event:
         input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,
         input_types=(msgspec.Raw(msgspec.json.encode(types)) if types is not None
                      else RAW_EMPTY),
+        input_values=(msgspec.Raw(msgspec.json.encode(concrete)) if concrete is not None
+                      else RAW_EMPTY),
         device=int(ident(raw_args.get("device"))),
         stream=int(ident(raw_args.get("stream"))),
         name=raw_args.get("name"),

@@ -39,10 +39,12 @@ MAX_ABS_TS_US = 1e17
 COLUMNS: tuple[str, ...] = (
     "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
     "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
-    "launch_row", "op_row", "flops", "input_dims", "input_types", "rank",
+    "launch_row", "op_row", "flops", "input_dims", "input_types", "input_values",
+    "rank",
 )
 # pandas categoricals of str values (see docs/architecture.md); the rest are numbers/bools
-TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims", "input_types")
+TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims", "input_types",
+                                  "input_values")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -299,6 +301,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
         "flops": c.flops[rows],
         "input_dims": _strings(c.dims, c.input_dims[rows]),
         "input_types": _strings(c.types, c.input_types[rows]),
+        "input_values": _strings(c.values, c.input_values[rows]),
         "rank": np.full(len(rows), rank, dtype=np.int64),
     }
     frame = to_frame(columns)

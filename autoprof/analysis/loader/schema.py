@@ -22,6 +22,7 @@ class Args(msgspec.Struct, gc=False):
     flops: float = math.nan
     input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
     input_types: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input type")
+    input_values: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Concrete Inputs")
     device: int = -1
     stream: int = -1
     name: Any = None  # metadata events: process_name / thread_name

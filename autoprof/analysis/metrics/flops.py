@@ -11,8 +11,9 @@ Reads the events table's ``input_dims`` (``[[4096, 4096], [4096, 4096]]``) and
 
 FLOPs are counted for the ops whose cost is well defined: matrix products (``mm``, ``addmm``,
 ``bmm``, ``baddbmm``, ``matmul``, ``linear``: 2*M*N*K), convolutions (2 * output elements *
-input channels per group * kernel size; the output's spatial size is taken equal to the
-input's, i.e. stride 1 and "same" padding, since the trace does not record strides), and
+input channels per group * kernel size; the output's size from the stride, padding and
+dilation in the op's ``Concrete Inputs`` (``input_values``), else taken equal to the
+input's: stride 1, "same" padding), and
 scaled dot-product attention (forward 4 * batch * heads * Lq * Lkv * head dim, not causal;
 backward 2.5x that), ``convolution_backward`` (twice the forward, over grad_output's size).
 Elementwise ops count one FLOP per output element. Bytes are inputs read plus output
@@ -26,6 +27,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -153,35 +155,135 @@ def _linear(ts: list[_Tensor | None]) -> Cost | None:  # input [..., in], weight
     return _gemm(x, weight_t, ts[2] if len(ts) > 2 else None)
 
 
-def _conv(ts: list[_Tensor | None]) -> Cost | None:
-    """input [N, C, *spatial], weight [Cout, C/groups, *kernel]; output spatial = input's."""
+@dataclass(frozen=True)
+class _Geometry:
+    """A convolution's stride, padding, dilation (per spatial dim) and whether it is
+    transposed, from the op's recorded scalar arguments."""
+
+    stride: list[int]
+    padding: list[int] | str  # "same" / "valid" for _convolution_mode
+    dilation: list[int]
+    transposed: bool = False
+    output_padding: list[int] | None = None
+
+
+# op -> where its Concrete Inputs hold stride, padding, dilation, transposed, output_padding
+_CONV_ARGS: dict[str, tuple[int, int, int, int | None, int | None]] = {
+    "conv1d": (3, 4, 5, None, None), "conv2d": (3, 4, 5, None, None),
+    "conv3d": (3, 4, 5, None, None), "_convolution_mode": (3, 4, 5, None, None),
+    "convolution": (3, 4, 5, 6, 7), "_convolution": (3, 4, 5, 6, 7),
+    "cudnn_convolution": (3, 2, 4, None, None), "mkldnn_convolution": (4, 3, 5, None, None),
+    "miopen_convolution": (4, 3, 5, None, None), "cudnn_convolution_relu": (3, 4, 5, None, None),
+    "cudnn_convolution_add_relu": (5, 6, 7, None, None),
+}
+
+
+def _scalar(text: Any) -> Any:
+    if not isinstance(text, str) or not text:
+        return None
+    try:  # Python literals as torch writes them: "[2, 2]", "1", "False", "[True, False]"
+        return json.loads(text.replace("True", "true").replace("False", "false"))
+    except ValueError:
+        return text.strip("'\"")
+
+
+def _geometry(op: str, values_text: str, dims: int) -> _Geometry | None:
+    """The convolution's geometry from its Concrete Inputs; None when they are not there."""
+    where = _CONV_ARGS.get(op.split("::", 1)[-1])
+    try:
+        values = json.loads(values_text) if values_text else None
+    except ValueError:
+        return None
+    if where is None or not isinstance(values, list) or len(values) <= max(where[:3]):
+        return None
+
+    def ints(i: int | None) -> list[int] | None:
+        v = _scalar(values[i]) if i is not None and i < len(values) else None
+        v = [v] * dims if isinstance(v, int) and not isinstance(v, bool) else v
+        if not isinstance(v, list) or len(v) != dims:
+            return None
+        return [int(x) for x in v] if all(isinstance(x, int) for x in v) else None
+
+    stride, dilation = ints(where[0]), ints(where[2])
+    padding: list[int] | str | None = ints(where[1])
+    if padding is None and isinstance(_scalar(values[where[1]]), str):
+        padding = str(_scalar(values[where[1]]))
+    if stride is None or dilation is None or padding is None:
+        return None
+    transposed = bool(_scalar(values[where[3]])) if where[3] is not None else False
+    return _Geometry(stride, padding, dilation, transposed, ints(where[4]))
+
+
+def _out_spatial(spatial: list[int], kernel: list[int], g: _Geometry) -> list[int]:
+    out = []
+    for i, (size, k) in enumerate(zip(spatial, kernel, strict=True)):
+        s, d = g.stride[i], g.dilation[i]
+        if g.padding == "same":
+            out.append(size)
+            continue
+        p = 0 if g.padding == "valid" or isinstance(g.padding, str) else g.padding[i]
+        if g.transposed:
+            extra = g.output_padding[i] if g.output_padding else 0
+            out.append((size - 1) * s - 2 * p + d * (k - 1) + extra + 1)
+        else:
+            out.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
+    return out
+
+
+def _conv(ts: list[_Tensor | None], geometry: _Geometry | None = None) -> Cost | None:
+    """input [N, C, *spatial], weight [Cout, C/groups, *kernel] ([C, Cout/groups, *kernel]
+    when transposed); the output's size from the geometry, else the input's (stride 1,
+    "same" padding)."""
     xw = _at(ts, 0, 1)
     if not xw:
         return None
     x, w = xw
     if len(x.shape) < 3 or len(w.shape) != len(x.shape) or w.shape[1] == 0:
         return None
-    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
-    cout, c_per_group, kernel = w.shape[0], w.shape[1], w.shape[2:]
-    if c % c_per_group:
+    n, c, spatial, kernel = x.shape[0], x.shape[1], x.shape[2:], w.shape[2:]
+    if geometry is not None and geometry.transposed:
+        groups = c // w.shape[0] if w.shape[0] and c % w.shape[0] == 0 else 1
+        cout = w.shape[1] * groups
+        out = _out_spatial(spatial, kernel, geometry)
+        flops = 2 * n * c * math.prod(spatial) * w.shape[1] * math.prod(kernel)
+        out_numel = n * cout * math.prod(out)
+    else:
+        cout, c_per_group = w.shape[0], w.shape[1]
+        if c % c_per_group:
+            return None
+        out = _out_spatial(spatial, kernel, geometry) if geometry else spatial
+        out_numel = n * cout * math.prod(out)
+        flops = 2 * out_numel * c_per_group * math.prod(kernel)
+    if any(o <= 0 for o in out):
         return None
-    out_numel = n * cout * math.prod(spatial)
-    flops = 2 * out_numel * c_per_group * math.prod(kernel)
     moved = x.nbytes + w.nbytes + out_numel * x.size
     return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(x),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _conv_backward(ts: list[_Tensor | None]) -> Cost | None:
-    """convolution_backward(grad_output, input, weight, ...): the input and weight gradients,
-    each a forward's FLOPs over grad_output's (the real output's) size."""
+def _conv_backward(ts: list[_Tensor | None], values_text: str = "") -> Cost | None:
+    """convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, output_mask): each gradient of input and weight that
+    ``output_mask`` asks for (both when it was not recorded) costs the forward's FLOPs."""
     gxw = _at(ts, 0, 1, 2)
     if not gxw:
         return None
     grad, x, w = gxw
     if len(x.shape) < 3 or len(w.shape) != len(x.shape) or len(grad.shape) != len(x.shape):
         return None
-    flops = 2 * 2 * grad.numel * w.shape[1] * math.prod(w.shape[2:])
+    try:
+        values = json.loads(values_text) if values_text else []
+    except ValueError:
+        values = []
+    values = values if isinstance(values, list) else []
+    transposed = len(values) > 7 and _scalar(values[7]) is True
+    mask = _scalar(values[10]) if len(values) > 10 else None
+    grads = (sum(1 for m in mask[:2] if m is True)
+             if isinstance(mask, list) and len(mask) >= 2 else 2)
+    # the forward: each output element (each input element when transposed) meets a
+    # weight slice of w.shape[1] channels x kernel
+    points = x.numel if transposed else grad.numel
+    flops = grads * 2 * points * w.shape[1] * math.prod(w.shape[2:])
     moved = 2 * grad.nbytes + 2 * x.nbytes + 2 * w.nbytes  # read each, write two gradients
     return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(x),
                 flops_source="shapes", bytes_source="shapes")
@@ -320,11 +422,18 @@ def is_matrix_op(name: str) -> bool:
     return name.split("::", 1)[-1] in _GEMMS
 
 
-def op_cost(name: str, dims_text: str, types_text: str, recorded_flops: float = math.nan
-            ) -> Cost:
-    """FLOPs, bytes and dtype of one op; the trace's ``flops`` replaces the shape estimate."""
+def op_cost(name: str, dims_text: str, types_text: str, recorded_flops: float = math.nan,
+            values_text: str = "") -> Cost:
+    """FLOPs, bytes and dtype of one op (``values_text``: its ``Concrete Inputs``, which give
+    a convolution's stride and padding); the trace's ``flops`` replaces the estimate."""
     rule = _rule(name)
-    found = rule(_tensors(dims_text, types_text)) if rule else None
+    tensors = _tensors(dims_text, types_text)
+    if rule is _conv and tensors and tensors[0] is not None:
+        found = _conv(tensors, _geometry(name, values_text, len(tensors[0].shape) - 2))
+    elif rule is _conv_backward:
+        found = _conv_backward(tensors, values_text)
+    else:
+        found = rule(tensors) if rule else None
     cost = found or Cost()
     if math.isfinite(recorded_flops):
         return Cost(flops=float(recorded_flops), bytes=cost.bytes, dtype=cost.dtype,
@@ -333,21 +442,28 @@ def op_cost(name: str, dims_text: str, types_text: str, recorded_flops: float = 
 
 
 def op_costs(ops: pd.DataFrame) -> pd.DataFrame:
-    """``op_cost`` for every row of ``ops`` (columns ``name``, ``input_dims``,
-    ``input_types``, ``flops``), computed once per distinct row; same index as ``ops``."""
+    """``op_cost`` for every row of ``ops`` (columns ``name``, ``input_dims``, ``flops``,
+    and ``input_types`` / ``input_values`` where the table has them), computed once per
+    distinct row; same index as ``ops``."""
     cols = ["flops", "bytes", "dtype", "flops_source", "bytes_source"]
     if ops.empty:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("flops", "bytes") else object)
                              for c in cols}, index=ops.index)
-    types = ops["input_types"] if "input_types" in ops else pd.Series("", index=ops.index)
+    blank = pd.Series("", index=ops.index)
+    types = ops["input_types"] if "input_types" in ops else blank
+    values = ops["input_values"] if "input_values" in ops else blank
+    # only convolutions read their scalar arguments: elsewhere they would split equal ops
+    conv = ops["name"].astype(object).fillna("").astype(str).map(
+        lambda n: n.split("::", 1)[-1] in (*_CONV_ARGS, "convolution_backward"))
     keys = pd.DataFrame({
         "name": ops["name"].astype(object).fillna("").astype(str),
         "dims": ops["input_dims"].astype(object).fillna("").astype(str),
         "types": types.astype(object).fillna("").astype(str),
         "flops": ops["flops"].astype(float).fillna(-1.0),
+        "values": values.astype(object).fillna("").astype(str).where(conv, ""),
     })
     codes, unique = pd.factorize(pd.MultiIndex.from_frame(keys), sort=False)
-    costs = [op_cost(n, d, t, f if f >= 0 else math.nan) for n, d, t, f in unique]
+    costs = [op_cost(n, d, t, f if f >= 0 else math.nan, v) for n, d, t, f, v in unique]
     table = pd.DataFrame([[getattr(c, k) for k in cols] for c in costs], columns=cols)
     out = table.iloc[codes].reset_index(drop=True)
     out.index = ops.index

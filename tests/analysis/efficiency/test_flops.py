@@ -138,3 +138,15 @@ def test_odd_shapes_and_types_give_no_number_or_a_sane_one(name: str, dims: str,
     c = op_cost(name, dims, types)
     for value in (c.flops, c.bytes):
         assert math.isnan(value) or value >= 0
+
+
+def test_strided_convolution_uses_its_recorded_geometry() -> None:
+    dims = json.dumps([[2, 3, 224, 224], [64, 3, 7, 7], [], []])
+    types = json.dumps([BF, BF, "ScalarList", "ScalarList"])
+    # cudnn_convolution(self, weight, padding, stride, dilation, groups, ...)
+    values = json.dumps(["", "", "[3, 3]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])
+    c = op_cost("aten::cudnn_convolution", dims, types, math.nan, values)
+    assert c.flops == 2 * (2 * 64 * 112 * 112) * 3 * 49
+    assert op_cost("aten::cudnn_convolution", dims, types).flops == 4 * c.flops  # no geometry
+    conv2d = json.dumps(["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "1"])  # stride first
+    assert op_cost("aten::conv2d", dims, types, math.nan, conv2d).flops == c.flops

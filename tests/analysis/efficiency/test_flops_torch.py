@@ -72,3 +72,18 @@ def test_attention_forward_and_backward(tmp_path: Path) -> None:
         tmp_path, lambda: F.scaled_dot_product_attention(q, k, v).sum().backward())
     assert flops == 3.5 * 4 * 2 * 4 * 32 * 32 * 16
     assert "aten::scaled_dot_product_attention" in names
+
+
+def test_strided_transposed_and_first_layer_convs(tmp_path: Path) -> None:
+    stem = torch.nn.Conv2d(3, 8, 7, stride=2, padding=3)  # 32x32 -> 16x16
+    up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)  # 16x16 -> 32x32
+    x = torch.randn(2, 3, 32, 32)  # no grad: the stem computes only its weight gradient
+
+    def step() -> None:
+        up(stem(x)).sum().backward()
+
+    flops, names = _profiled_flops(tmp_path, step)
+    stem_fwd = 2 * (2 * 8 * 16 * 16) * 3 * 49
+    up_fwd = 2 * (2 * 8 * 16 * 16) * 4 * 4  # each input element meets 4 channels x 2x2
+    assert flops == stem_fwd * 2 + up_fwd * 3
+    assert "aten::convolution_backward" in names
