@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/run.py [--quick] [--out benchmarks/results.json]
 
 Prints one table (target, ours, baseline, ratio = ours / baseline, limit, pass/fail) and
-writes every number (median, min, max, each run, peak RSS) as JSON. Targets (issue 5):
+writes every number (median, min, max, each run, peak RSS) as JSON. Targets (docs/performance.md):
 
 1. not recording: a decorated call after its schedule ended vs a plain ``functools.wraps``
    wrapper; ``AUTOPROF=0``: the function itself; ``autoprof.region()`` with no profiler
@@ -373,7 +373,7 @@ def _plain(s: Sample | str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="autoprof benchmarks (issue 5 targets)")
+    parser = argparse.ArgumentParser(description="autoprof benchmarks (the targets of docs/performance.md)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--out", type=Path, default=_HERE / "results.json")
     parser.add_argument("--only", default="1,2,3,4,5", help="targets to run, e.g. 1,4")
