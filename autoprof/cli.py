@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import env as settings
+from autoprof import runfolder
 from autoprof.analysis.report.text import render_summary
 from autoprof.units import fmt_us
 
@@ -98,7 +99,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def _finish_left_recording(path: Path) -> None:
     """A run folder its process left 'recording' (killed before its finisher ran): finish it
     first, with one line on stderr. Anything wrong with the folder is the loader's to say."""
-    if not (path.is_dir() and (path / "manifest.json").is_file()):
+    if not (path.is_dir() and (path / runfolder.MANIFEST).is_file()):
         return
     from autoprof.finish import FinishError, finish_folder
 
@@ -116,7 +117,7 @@ def _is_folder_of_runs(path: Path) -> bool:
     folder has a manifest; a folder of per-rank traces holds them directly)."""
     from autoprof.analysis import find_runs
 
-    if not path.is_dir() or (path / "manifest.json").exists():
+    if not path.is_dir() or (path / runfolder.MANIFEST).exists():
         return False
     found = find_runs(path)
     # run folders anywhere below, or traces in sub-folders (not loose per-rank traces here)
