@@ -100,7 +100,7 @@ def _memory_growth(ctx: Context) -> Diagnostic | None:
 
 def _near_capacity(ctx: Context) -> Diagnostic | None:
     devices = _memory(ctx).devices
-    known = devices[devices["capacity_bytes"].notna()]
+    known = devices[devices["capacity_bytes"].notna() & devices["peak_reserved_bytes"].notna()]
     if not len(known):
         return None
     share = known["peak_reserved_bytes"].to_numpy(float) / known["capacity_bytes"].to_numpy(float)
@@ -140,7 +140,8 @@ def _allocator_churn(ctx: Context) -> Diagnostic | None:
             parts.append(f"{device} makes {count:.0f} allocations per step")
             evidence.update(device=str(device), rank=int(rank), allocations_per_step=count,
                             allocations_threshold=CHURN_ALLOCS_PER_STEP)
-    dev = mem.devices
+    dev = mem.devices[mem.devices["peak_reserved_bytes"].notna()]
+    dev = dev.assign(peak_reserved_bytes=dev["peak_reserved_bytes"].astype(np.int64))
     gap = dev["peak_reserved_bytes"] - dev["peak_allocated_bytes"]
     frag = dev[(dev["peak_reserved_bytes"] >= FRAGMENTATION_RATIO * dev["peak_allocated_bytes"])
                & (gap >= FRAGMENTATION_MIN_BYTES)]

@@ -254,15 +254,16 @@ def _devices(tl: pd.DataFrame, peaks: dict[tuple[int, str], int],
         at = peaks[(rank, device)]
         size = tl["bytes"].to_numpy()[idx]
         step = int(tl["step"].iat[at])
+        reserved = int(tl["reserved_bytes"].to_numpy()[idx].max())  # -1: never in the trace
         rows.append({"rank": rank, "device": device,
                      "peak_allocated_bytes": int(tl["allocated_bytes"].iat[at]),
-                     "peak_reserved_bytes": int(tl["reserved_bytes"].to_numpy()[idx].max()),
+                     "peak_reserved_bytes": reserved if reserved >= 0 else None,
                      "capacity_bytes": capacity.get(device),
                      "peak_step": step if step >= 0 else None,
                      "peak_ts_us": float(tl["ts_us"].iat[at]),
                      "allocations": int((size > 0).sum()), "frees": int((size < 0).sum())})
     out = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
-    for column in ("capacity_bytes", "peak_step"):  # ints or None, not floats with NaN
+    for column in ("capacity_bytes", "peak_step", "peak_reserved_bytes"):  # ints or None
         out[column] = pd.Series([r[column] for r in rows], dtype=object)
     return out
 

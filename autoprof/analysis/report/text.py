@@ -239,7 +239,9 @@ def _memory(mem: dict[str, Any] | None) -> list[str]:
     lines = ["", "MEMORY (profile_memory=True)"]
     for d in mem.get("devices") or []:
         cap = d.get("capacity_bytes")
-        share = f" ({100 * d['peak_reserved_bytes'] / cap:.1f}% of {fmt_bytes(cap)})" if cap else ""
+        reserved = d.get("peak_reserved_bytes")
+        share = (f" ({100 * reserved / cap:.1f}% of {fmt_bytes(cap)})"
+                 if cap and reserved is not None else "")
         at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
         lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
                      f"{at}, peak reserved {fmt_bytes(d['peak_reserved_bytes'])}{share}; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -57,12 +58,16 @@ def _timeline(memory: Any, rank: int, device: str, row: pd.Series) -> None:
     mine = plot_points(tl[(tl["rank"] == rank) & (tl["device"] == device)])
     marks = memory.marks[memory.marks["rank"] == rank].copy()
     origin = min([float(mine["ts_us"].min()), *marks["start_us"].astype(float)])
-    unit, size = _unit(max(int(row["peak_reserved_bytes"]), int(row["peak_allocated_bytes"])))
+    reserved = row["peak_reserved_bytes"]  # None: the trace has no reserved totals
+    unit, size = _unit(max(int(reserved or 0), int(row["peak_allocated_bytes"])))
+    series = {"allocated": mine["allocated_bytes"]}
+    if reserved is not None:
+        series["reserved"] = mine["reserved_bytes"]
     long = pd.DataFrame({
-        "t_ms": pd.concat([mine["ts_us"], mine["ts_us"]]).to_numpy(float) / 1e3 - origin / 1e3,
-        "size": pd.concat([mine["allocated_bytes"], mine["reserved_bytes"]]).to_numpy() / size,
-        "bytes": pd.concat([mine["allocated_bytes"], mine["reserved_bytes"]]).to_numpy(),
-        "measure": ["allocated"] * len(mine) + ["reserved"] * len(mine),
+        "t_ms": np.tile(mine["ts_us"].to_numpy(float) / 1e3 - origin / 1e3, len(series)),
+        "size": np.concatenate([s.to_numpy() for s in series.values()]) / size,
+        "bytes": np.concatenate([s.to_numpy() for s in series.values()]),
+        "measure": np.repeat(list(series), len(mine)),
     })
     lines = alt.Chart(long).mark_line(interpolate="step-after").encode(
         x=alt.X("t_ms:Q", title="time since the first profiler step (ms)" if len(marks)

@@ -79,3 +79,14 @@ def test_no_memory_events(plain_trace):
     assert "MEMORY" not in render_summary(summary)
     assert len(run.memory()) == 0 and "allocated_bytes" in run.memory().columns
     assert not {d.id for d in run.diagnostics()} & MEMORY_IDS
+
+
+def test_a_trace_without_reserved_totals(tmp_path):
+    events = cuda_steps(3, 2, 1024, held=int(0.99 * GIB))
+    for event in events:
+        event.get("args", {}).pop("Total Reserved", None)
+    run, fired = _fired(tmp_path, events, capacity=GIB)
+    [cuda] = run.summary()["memory"]["devices"]
+    assert cuda["peak_reserved_bytes"] is None and cuda["peak_allocated_bytes"] > 0.98 * GIB
+    assert not fired  # near-capacity reads reserved memory: unknown here, so no finding
+    assert "peak reserved n/a" in render_summary(run.summary())

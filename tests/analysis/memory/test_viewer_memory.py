@@ -65,3 +65,18 @@ def test_memory_page_on_two_ranks(tmp_path, monkeypatch):
     assert box.options == ["cuda:0 (rank 0)", "cuda:0 (rank 1)"]
     assert box.value == 1 and at.metric[0].value == "2 KiB"  # rank 1 holds the most
     assert len(charts(at)) == 1
+
+
+def test_memory_page_without_reserved_totals(tmp_path, monkeypatch):
+    from _memory_trace import cuda_steps, write
+
+    events = cuda_steps(2, 2, 4096)
+    for event in events:
+        event.get("args", {}).pop("Total Reserved", None)
+    root = tmp_path / "root"
+    root.mkdir()
+    write(root / "noreserved.pt.trace.json", events)
+    at = visit(open_app(root, monkeypatch), "memory")
+    assert at.metric[1].value == "n/a"
+    lines = [df for df in chart_data(at) if "measure" in df.columns]
+    assert lines and set(lines[0]["measure"]) == {"allocated"}
