@@ -212,8 +212,12 @@ def summaries(root: Path, paths: list[str],
         run, err = run_store().get_or_load(str(real), sig, None)
         if run is None:
             out[p] = {"verdict_reason": err}
-        else:
+            continue
+        try:
             out[p] = dict(summary(run), size=run_size(run.manifest, run.events, str(run.path)))
+        except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
+            # its Overview shows the traceback
+            out[p] = {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}
     return out
 
 

@@ -127,3 +127,24 @@ def test_times_are_shown_in_a_readable_unit(monkeypatch):
     titles = [s["encoding"]["y"]["title"] for s in charts(at) if "per profiled step" in
               str(s.get("title"))]
     assert titles == ["CPU span (ms)"], titles
+
+
+def test_a_run_whose_analysis_fails_leaves_the_other_verdicts(tmp_path, monkeypatch):
+    import autoprof.viewer._loading as loading
+
+    root = tmp_path / "traces"
+    shutil.copytree(EXAMPLES / "graph_replay", root / "graph_replay")
+    shutil.copytree(CPU_RUN, root / "cpu_mlp_train" / CPU_RUN.name)
+    real = loading.summary
+
+    def failing(run):
+        if run.name == "graph_replay":
+            raise ZeroDivisionError("boom in the analysis")
+        return real(run)
+
+    monkeypatch.setattr(loading, "summary", failing)
+    rows = _runs_table(open_app(root, monkeypatch))
+    assert rows[f"cpu_mlp_train/{CPU_RUN.name}"]["verdict"] == "cpu-only"
+    (broken,) = [r for k, r in rows.items() if k.startswith("graph_replay/")]
+    assert broken["verdict"] == ""
+    assert broken["why"] == "analysis failed: ZeroDivisionError: boom in the analysis"
