@@ -1,4 +1,4 @@
-"""Helpers for the what-if tests: a flush of any session a test left, small call builders."""
+"""What-if tests: any profiling run a test left open is finished after it."""
 
 from __future__ import annotations
 

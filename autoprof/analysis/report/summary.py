@@ -7,7 +7,8 @@ Keys (times in microseconds unless the name says otherwise):
 (per_step rows), `warmup_call_ms`, `wait_call_ms`, `diagnostics` (`{id, severity, message, evidence,
 hint}`), `top_ops` (`by_self_cpu` and `by_self_device`: self_vs_total rows), `ranks`
 (rank_table rows), `straggler_rank` (int or null), `efficiency` (metrics/efficiency.py:
-`device`, `peak`, `step_tflops`, `mfu_pct`, `kernels`, ...).
+`device`, `peak`, `step_tflops`, `mfu_pct`, `kernels`, ...), `whatif` (the fixes
+autoprof.check(..., try_fixes=...) measured: whatif.json's results, `[]` when none).
 """
 
 from __future__ import annotations
