@@ -1,0 +1,89 @@
+"""The run-folder contract: one atomic write, one temp-name scheme, labels Kineto can write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoprof import runfolder as rf
+
+
+def test_atomic_open_leaves_the_old_file_and_no_temporary_on_error(tmp_path):
+    target = tmp_path / "table.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), rf.atomic_open(target) as fh:
+        fh.write(b"half of the new")
+        raise RuntimeError("disk gone")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.txt"]
+
+
+def test_atomic_write_replaces_with_ordinary_permissions(tmp_path):
+    target = tmp_path / "ops.csv"
+    rf.atomic_write_text(target, "a,b\n", fsync=False)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.read_text() == "a,b\n"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_temp_names_differ_within_one_process_and_name_their_pid(tmp_path):
+    names = {rf.temp_name(tmp_path / "m.json").name for _ in range(50)}
+    assert len(names) == 50
+    assert all(n.startswith(".m.json.") and f".{os.getpid()}." in n and n.endswith(".tmp")
+               for n in names)
+
+
+def test_stale_temps_are_those_of_processes_that_are_gone(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    old_scheme = tmp_path / f".manifest.json.{gone.pid}.tmp"
+    new_scheme = rf.temp_name(tmp_path / "ops.csv").with_name(f".ops.csv.{gone.pid}.a1b2c3.tmp")
+    live = rf.temp_name(tmp_path / "table.txt")
+    other = tmp_path / ".not-ours.tmp"
+    for p in (old_scheme, new_scheme, live, other):
+        p.write_text("x")
+    assert sorted(rf.stale_temps(tmp_path)) == sorted([old_scheme, new_scheme])
+
+
+def test_a_zombie_is_not_alive():
+    """A finished child nobody has waited for yet (as a killed job's pid can be)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 30
+    while stat.read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":  # not reaped: a zombie
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert not rf.pid_alive(child.pid)
+    child.wait()
+    assert not rf.pid_alive(child.pid) and rf.pid_alive(os.getpid())
+
+
+@pytest.mark.parametrize(("name", "label"), [('a "b"', "a 'b'"), ("c\\d", "c/d"),
+                                             ("e\nf", "e f"), ("plain_name", "plain_name")])
+def test_kineto_labels_are_valid_json_strings_unescaped(name, label):
+    assert rf.kineto_label(name) == label
+    assert json.loads(f'"{rf.kineto_label(name)}"') == label  # as Kineto writes it
+
+
+def test_error_records_are_cut_and_never_raise():
+    class Bad(Exception):
+        def __str__(self) -> str:
+            raise ValueError
+
+    assert rf.error_record(Bad(), "active")["message"].startswith("<str() of the exception")
+    long = rf.error_record(ValueError("x" * 10_000), "export")["message"]
+    assert len(long) < rf.MAX_ERROR_CHARS + 100 and long.endswith("(10000 characters, cut)")
+
+
+def test_raw_and_final_trace_names_round_trip():
+    final = "rank1.1796116086889329452.pt.trace.json.gz"
+    raw = rf.raw_trace_name(final)
+    assert raw.startswith(".") and raw.endswith(rf.RAW_SUFFIX)
+    assert rf.final_trace_name(raw) == final
