@@ -210,11 +210,6 @@ class Session:
 
     # -- the two halves of one call (or one region entry) -------------------------------
 
-    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._stepping_thread == threading.get_native_id():
-            return self._recorded_step(fn, args, kwargs)
-        return self._finish_call(fn, args, kwargs, self.begin())
-
     def _recorded_step(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
@@ -754,8 +749,7 @@ class Session:
         self._in_step = False
         self._stepping_thread = None
         self._owner = self._owner_thread = None
-        self.state = State.DONE
-        self.done = True
+        self._enter(State.DONE)
         if self.on_done is not None:
             self.on_done()
 

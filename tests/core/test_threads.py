@@ -13,6 +13,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 
 from autoprof import autoprof
@@ -165,3 +166,21 @@ def test_a_thread_reusing_the_owners_ident_is_not_the_owner():
     t.join()
     assert session._run.steps_done == 1  # the second thread did not step a dead run
     assert len(idents) == 2
+
+
+def test_state_changes_only_along_the_transition_table():
+    from autoprof._session import _TRANSITIONS, State
+
+    @autoprof(name="table", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
+    def f(x):
+        return x
+
+    session = f.autoprof_session  # type: ignore[attr-defined]
+    seen = [session.state]
+    for _ in range(2):
+        f(torch.ones(1))
+        seen.append(session.state)
+    assert seen == [State.WARMUP, State.PROFILING, State.DONE]
+    assert all(pair in _TRANSITIONS for pair in zip(seen, seen[1:], strict=False))
+    with pytest.raises(RuntimeError, match="no transition done -> profiling"):
+        session._enter(State.PROFILING)  # a finished session never records again
