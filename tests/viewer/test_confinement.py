@@ -103,3 +103,15 @@ def test_download_button_shows_the_file_name_as_text(tmp_path, monkeypatch):
     label = button.proto.label
     assert re.sub(r"\\(.)", r"\1", label) == f"Download {odd.name}"  # shown as it is named
     assert not UNESCAPED_MARKUP.search(label), label  # no math, no bold
+
+
+def test_a_fifo_manifest_is_listed_with_its_error_not_read(tmp_path, monkeypatch):
+    root = tmp_path / "traces"
+    shutil.copytree(CPU_RUN, root / "cpu" / CPU_RUN.name)
+    fifo_run = root / "fifo" / "20261201-000000-000000"
+    fifo_run.mkdir(parents=True)
+    os.mkfifo(fifo_run / "manifest.json")  # reading it would block the listing for everyone
+    at = open_app(root, monkeypatch)
+    assert at.title[0].value == "Runs"
+    codes = " ".join(c.value for c in at.code)
+    assert f"{fifo_run / 'manifest.json'}: not a regular file" in codes, codes

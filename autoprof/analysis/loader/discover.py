@@ -42,7 +42,7 @@ def _run_row(run_dir: Path) -> dict[str, Any]:
         "started_at": None, "status": None, "world_size": None, "verdict": None, "error": None,
     }
     try:
-        manifest = read_manifest(run_dir / MANIFEST_NAME)
+        manifest = read_manifest(_regular(run_dir / MANIFEST_NAME))
     except TraceError as exc:
         row["error"] = str(exc)
         row["started_at"] = _iso_mtime(run_dir / MANIFEST_NAME)
@@ -55,6 +55,18 @@ def _run_row(run_dir: Path) -> dict[str, Any]:
     if isinstance(error, dict):
         row["error"] = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
     return row
+
+
+def _regular(path: Path) -> Path:
+    """``path``, or TraceError when it is not a regular file (checked before any open(): a
+    FIFO would block the listing, and with it every viewer client)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise TraceError(path, "not a regular file (a FIFO, socket or device)")
+    return path
 
 
 def _trace_row(trace: Path) -> dict[str, Any]:
