@@ -121,12 +121,17 @@ def _mlp(width: int, depth: int) -> torch.nn.Module:
     return torch.nn.Sequential(*layers).to(DEVICE)
 
 
-def item_step(scale: float) -> tuple[Callable[[], Any], dict[str, Any]]:
-    """A training step that logs every parameter's gradient norm with .item() (a host sync each)."""
-    width = max(16, int(1024 * scale))
+def item_step(scale: float, width: int = 1024, batch: int = 256
+              ) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """A training step that logs every parameter's gradient norm with .item() (a host sync each).
+
+    At width 1024 and batch 256 the backward pass is itself host-bound; at 2048 x 4096 the GPU
+    is busy while the host launches, and the syncs are what leaves it idle.
+    """
+    width = max(16, int(width * scale))
     model = _mlp(width, 8)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(256, width, device=DEVICE)
+    x = torch.randn(max(8, int(batch * scale)), width, device=DEVICE)
     norms: list[float] = []
 
     def train_step() -> float:
@@ -139,7 +144,8 @@ def item_step(scale: float) -> tuple[Callable[[], Any], dict[str, Any]]:
                 norms.append(p.grad.norm().item())
         return float(len(norms))
 
-    return train_step, {"parameters": len(list(model.parameters())), "width": width}
+    return train_step, {"parameters": len(list(model.parameters())), "width": width,
+                        "batch": x.shape[0]}
 
 
 class _SlowDataset(torch.utils.data.Dataset):
@@ -306,6 +312,7 @@ def cases(scale: float) -> dict[str, Callable[[], Any]]:
         "seed_n64": lambda: seed(64),
         "seed_n4096": lambda: seed(max(64, int(4096 * small))),
         "attr_item_step": lambda: item_step(small),
+        "attr_item_gpu_step": lambda: item_step(small, width=2048, batch=4096),
         "attr_dataloader": lambda: dataloader_step(small),
         **{f"eff_gemm_{d}_{n}": (lambda d=d, n=n: gemm(d, max(64, int(n * small))))
            for d in ("bf16", "fp16", "tf32", "fp32") for n in (2048, 8192)},
@@ -336,9 +343,11 @@ def main() -> int:
         fn, info = built[0], built[1]
         release = built[2] if len(built) > 2 else None
         try:
-            truth = _time_calls(fn, TRUTH_CALLS) if not case.startswith("mem_leak") else {}
+            # record first: a region entered outside a recording session would start a
+            # session of its own, so the untimed truth runs after the recording has ended
             recorded = _record(args.out, case, fn, memory=case.startswith("mem_"),
                                shapes=not case.startswith("attr_"))
+            truth = _time_calls(fn, TRUTH_CALLS) if not case.startswith("mem_leak") else {}
             event_us = truth.get("event_us_median")
             if event_us and info.get("flops"):
                 truth["tflops"] = info["flops"] / event_us / 1e6
