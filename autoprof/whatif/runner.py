@@ -1,5 +1,5 @@
 """``autoprof.check(fn, *args, try_fixes=...)``'s second half: try the fixes, profile the best,
-write ``whatif.json`` beside the run, return the run reloaded with its what-if results."""
+write ``whatif.json`` into the run folder (``check`` then returns the run, reloaded)."""
 
 from __future__ import annotations
 
@@ -45,14 +45,13 @@ def what_if(
         _profile(top, run_dir, options)
     results = [t.result.to_dict() for t in trials]
     if run_dir is not None:
-        device = "cuda" if any(t.result.clock == "cuda-events" for t in trials) else None
         write_whatif(run_dir, whatif_record(
             results,
             function=f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}",
             tried=names,
             baseline_us=baseline.median_us,
             baseline_spread_us=baseline.spread_us,
-            clock=baseline.clock if device is None else "cuda-events",
+            clock=baseline.clock,
         ))
     return results
 
@@ -82,5 +81,9 @@ def _profile(trial: Trial, run_dir: Path, options: Any) -> None:
     if verdict is None:  # a Path: the analysis cannot be imported here (torch-only machine)
         result.fixed_verdict_reason = "not analysed here: run `autoprof summary` on fixed_run"
         return
-    kind = verdict()
+    try:
+        kind = verdict()
+    except Exception as exc:  # the fixed run stays on disk; its analysis is not the result
+        result.fixed_verdict_reason = f"the fixed run could not be analysed: {exc}"
+        return
     result.fixed_verdict, result.fixed_verdict_reason = str(kind.kind), str(kind.reason)

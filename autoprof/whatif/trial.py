@@ -149,6 +149,7 @@ def try_fixes(
 
 
 def best(trials: Sequence[Trial]) -> Trial | None:
-    """The fastest fix measured faster with matching outputs, or None."""
+    """The fastest fix measured ``faster`` (its outputs matched, or the original's own could
+    not be compared), or None."""
     good = [t for t in trials if t.result.status == "faster" and t.applied is not None]
     return max(good, key=lambda t: t.result.speedup or 0.0, default=None)

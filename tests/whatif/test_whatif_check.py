@@ -161,3 +161,51 @@ def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
     assert compiled["fixed_verdict"] == "cpu-only" and compiled["fixed_verdict_reason"]
     assert escaped["fixed_verdict"] is None and "outside the run folder" in escaped[
         "fixed_verdict_reason"]
+
+
+def _skip_the_sleep_fix():
+    """A stand-in fix, measurably faster on CPU without compiling anything."""
+    from autoprof.whatif.fixes import Applied, Fix
+
+    def apply(call):
+        return Applied(lambda x, sleep_s: call.fn(x, 0.0))
+
+    return Fix("skip-sleep", "drops the function's sleep", lambda call: None, apply)
+
+
+def _sleepy(x, sleep_s):
+    import time
+
+    time.sleep(sleep_s)
+    return x * 2
+
+
+def test_the_best_fix_is_profiled_beside_the_run(monkeypatch):
+    from autoprof.whatif import fixes
+
+    monkeypatch.setitem(fixes.FIXES, "skip-sleep", _skip_the_sleep_fix())
+    fn = autoprof_decorator(name="sleepy", warmup=0, schedule=TINY)(_sleepy)
+    run = autoprof.check(fn, torch.ones(2), 0.002, try_fixes=("skip-sleep",))
+    (r,) = run.summary()["whatif"]
+    assert r["status"] == "faster" and r["speedup_low"] > 1 and r["outputs_match"] is True
+    assert r["baseline_us"] >= 2000 > r["fixed_us"]
+    assert r["fixed_run"].startswith("whatif/sleepy.skip-sleep/")
+    assert r["fixed_verdict"] == "cpu-only"
+    fixed = autoprof.load(Path(run.path) / r["fixed_run"])
+    assert fixed.manifest["options"]["try_fixes"] is None  # no what-if of the what-if
+
+
+def test_a_fixed_run_that_cannot_be_analysed_still_leaves_the_results(monkeypatch):
+    from autoprof.analysis import Run
+    from autoprof.whatif import fixes
+
+    def broken_verdict(self, rank=None):
+        raise RuntimeError("analysis bug")
+
+    monkeypatch.setitem(fixes.FIXES, "skip-sleep", _skip_the_sleep_fix())
+    fn = autoprof_decorator(name="sleepy", warmup=0, schedule=TINY)(_sleepy)
+    monkeypatch.setattr(Run, "verdict", broken_verdict)
+    run = autoprof.check(fn, torch.ones(2), 0.002, try_fixes=("skip-sleep",))
+    (r,) = read_whatif(run.path)
+    assert r["status"] == "faster" and r["fixed_verdict"] is None
+    assert r["fixed_verdict_reason"] == "the fixed run could not be analysed: analysis bug"
