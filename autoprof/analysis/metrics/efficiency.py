@@ -185,7 +185,8 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
     table["flops"] = table["op_flops"] * share
     table["bytes"] = table["op_bytes"] * share
-    table["shared"] = has_op & takes & (op_kernels > 1)
+    costed = table["op_flops"].notna().to_numpy() | table["op_bytes"].notna().to_numpy()
+    table["shared"] = costed & (op_kernels > 1)
     layout = _name_flags(work["name"], _LAYOUT_KERNEL)
     table["layout_us"] = table["dur_us"].where(layout, 0.0)
     table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)

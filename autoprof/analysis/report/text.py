@@ -120,9 +120,10 @@ def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
         return []
     peak = e.get("peak") or {}
     roof = (peak.get("tflops") or {}).get(e.get("dtype") or "")
+    roofs = [f"{e['dtype']} {_num('tflops', roof)} TFLOP/s"] if roof else []
+    roofs += [f"{_num('gbps', peak['gbps'])} GB/s"] if peak.get("gbps") else []
     lines = ["", f"EFFICIENCY ({e.get('device') or 'unknown device'}; peak "
-             f"{e.get('dtype') or ''} {_num('tflops', roof)} TFLOP/s, "
-             f"{_num('gbps', peak.get('gbps'))} GB/s)",
+             f"{', '.join(roofs) or 'not known'})",
              f"  per step: {_num('tflops', e.get('step_tflops'))} TFLOP/s, MFU "
              f"{_num('mfu_pct', e.get('mfu_pct'))}; GPU time at >= 50% of its roofline: "
              f"{_num('pct', e.get('at_half_peak_pct'))}",

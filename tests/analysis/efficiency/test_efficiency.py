@@ -122,12 +122,13 @@ def test_unknown_device_keeps_absolute_figures_and_nulls_the_shares(
 
 def test_no_shapes_says_why_and_reports_null(tmp_path: Path) -> None:
     b = TraceBuilder()
-    b.step_with(("aten::mm", None, [], [("gemm_kernel", 100.0)]))
+    b.step_with(("aten::mm", None, [], [("gemm_kernel", 100.0), ("gemm_kernel", 50.0)]))
     eff = _run(tmp_path, b).analysis.efficiency
     assert NO_SHAPES in eff.notes
+    assert not any("share" in note for note in eff.notes)  # nothing to share without a cost
     assert math.isnan(eff.kernels.iloc[0]["tflops"])
     assert eff.step_tflops is None and eff.mfu_pct is None
-    assert eff.kernels.iloc[0]["gpu_us"] == 100.0
+    assert eff.kernels.iloc[0]["gpu_us"] == 150.0
 
 
 def test_cpu_only_trace_has_an_empty_table(tmp_path: Path) -> None:
