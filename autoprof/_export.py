@@ -47,6 +47,15 @@ def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]
     return raw, final
 
 
+def _installed() -> bool:
+    """Is autoprof imported from site-packages (where ``python -m`` finds it anyway)? Putting
+    site-packages first on PYTHONPATH could let a backport shadow a standard module."""
+    import site
+
+    roots = [*site.getsitepackages(), site.getusersitepackages()]
+    return any(os.path.realpath(r) == os.path.realpath(_PACKAGE_ROOT) for r in roots)
+
+
 class Finisher:
     """The user-process side of one run's finisher process."""
 
@@ -67,8 +76,9 @@ class Finisher:
             argv += ["--rank", str(rank)]
         argv.append(str(run_dir))
         child_env = dict(os.environ)
-        path = child_env.get("PYTHONPATH")
-        child_env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
+        if not _installed():  # a source tree: the finisher must import this same autoprof
+            path = child_env.get("PYTHONPATH")
+            child_env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
         with open(log, "wb") as err:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,

@@ -129,6 +129,17 @@ def test_recording_process_never_imports_pandas_pyarrow_msgspec(tmp_path, traces
     assert (run / "ops.csv").exists()  # the finisher did import them, in its own process
 
 
+def test_the_finisher_never_imports_torch(monkeypatch, traces_root):
+    run = _handed_over_run(monkeypatch, traces_root, "notorch")
+    code = ("import sys; from autoprof.finish import main; main([sys.argv[1]]); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(run)], env=_env(traces_root),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert manifest(run)["status"] == "complete" and (run / "table.txt").exists()
+
+
 def test_sigkill_right_after_the_window_gives_a_complete_run(tmp_path, traces_root):
     proc = _start(tmp_path, traces_root)
     proc.kill()
@@ -255,8 +266,11 @@ def test_a_slow_finisher_bounds_the_wait_with_one_warning(monkeypatch, tmp_path,
     mine = [str(w.message) for w in caught if issubclass(w.category, AutoprofWarning)]
     assert len(mine) == 1 and "still being finished" in mine[0]
     proc = fn.autoprof_session._finisher.proc
-    proc.kill()
+    proc.kill()  # the finisher dies: the next flush says how to finish the run
     proc.wait()
+    with pytest.warns(AutoprofWarning, match="failed .exit status -9.*python -m autoprof.finish"):
+        fn.autoprof_session.flush()
+    assert manifest(fn.autoprof_session.run_dir)["requested_status"] == "complete"
 
 
 def test_a_live_recording_folder_is_left_alone(traces_root):
