@@ -155,3 +155,21 @@ def test_missing_analysis_still_completes(monkeypatch, traces_root):
     assert "autoprof.analysis is not available" in m["tables_error"]
     assert not (run / "table.txt").exists()
     assert json.loads(gzip.decompress(trace_files(run)[0].read_bytes()))["traceEvents"]
+
+
+def test_every_file_of_a_run_is_readable_like_the_manifest(traces_root):
+    old = os.umask(0o022)
+    try:
+        @autoprof(name="modes", warmup=0, schedule=TINY)
+        def f(x):
+            return x + 1
+
+        for _ in range(2):
+            f(torch.ones(2))
+        f.autoprof_session.flush()
+    finally:
+        os.umask(old)
+    run = only_run(traces_root, "modes")
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.iterdir()}
+    assert {"table.txt", "ops.csv", "manifest.json"} <= set(modes)
+    assert set(modes.values()) == {"0o644"}, modes  # table.txt/ops.csv were once 0600

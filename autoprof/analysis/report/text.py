@@ -120,10 +120,9 @@ def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
         return []
     peak = e.get("peak") or {}
     roof = (peak.get("tflops") or {}).get(e.get("dtype") or "")
-    roofs = [f"{e['dtype']} {_num('tflops', roof)} TFLOP/s"] if roof else []
-    roofs += [f"{_num('gbps', peak['gbps'])} GB/s"] if peak.get("gbps") else []
     lines = ["", f"EFFICIENCY ({e.get('device') or 'unknown device'}; peak "
-             f"{', '.join(roofs) or 'not known'})",
+             f"{e.get('dtype') or ''} {_num('tflops', roof)} TFLOP/s, "
+             f"{_num('gbps', peak.get('gbps'))} GB/s)",
              f"  per step: {_num('tflops', e.get('step_tflops'))} TFLOP/s, MFU "
              f"{_num('mfu_pct', e.get('mfu_pct'))}; GPU time at >= 50% of its roofline: "
              f"{_num('pct', e.get('at_half_peak_pct'))}",
@@ -145,8 +144,8 @@ def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
 
 
 def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[str]:
-    """One row per fix tried (autoprof.check(..., try_fixes=...)), then what each finding's
-    suggested fix measured."""
+    """One row per fix tried (autoprof.check(..., try_fixes=...)), then what the fixes each
+    finding suggested measured (diagnostics first, then the verdict and opportunities)."""
     head = (f"  {'fix':<24} {'result':<15} {'speedup (IQR)':<20} {'original -> fixed':<22} "
             f"{'outputs':<18} {'setup':>8}  break-even")
     lines = [head]
@@ -157,10 +156,12 @@ def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[
         if r.get("fixed_verdict"):
             lines += _wrap(f"profiled with the fix: {r['fixed_verdict']} "
                            f"({r.get('fixed_verdict_reason') or ''})", "      ")
-    for d in diags:
+    ids = [d.get("id") for d in diags]
+    found = [f for r in results for f in r.get("suggested_by") or []]
+    for finding in dict.fromkeys(sorted(found, key=lambda f: (f not in ids, found.index(f)))):
         for r in results:
-            if d.get("id") in (r.get("suggested_by") or []):
-                lines += _wrap(f"{d['id']}: suggests {r.get('fix')}; measured: "
+            if finding in (r.get("suggested_by") or []):
+                lines += _wrap(f"{finding}: suggests {r.get('fix')}; measured: "
                                f"{_whatif_outcome(r)}", "  ")
     return lines
 
