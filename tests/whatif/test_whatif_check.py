@@ -209,3 +209,22 @@ def test_a_fixed_run_that_cannot_be_analysed_still_leaves_the_results(monkeypatc
     (r,) = read_whatif(run.path)
     assert r["status"] == "faster" and r["fixed_verdict"] is None
     assert r["fixed_verdict_reason"] == "the fixed run could not be analysed: analysis bug"
+
+
+def test_the_report_says_what_each_findings_fix_measured():
+    run = autoprof.check(lambda x: x * 2, torch.ones(2))
+    summary = run.summary()
+    summary["whatif"] = [
+        {"fix": "compile", "applicable": True, "status": "faster", "baseline_us": 90.0,
+         "fixed_us": 30.0, "speedup": 3.0, "speedup_low": 2.8, "speedup_high": 3.2,
+         "outputs_match": True, "max_abs_error": 0.0, "setup_s": 2.5, "break_even_calls": 41667,
+         "suggested_by": ["cpu-only"]},
+        {"fix": "cuda-graph", "applicable": False, "status": "not applicable",
+         "reason": "no CUDA device", "suggested_by": ["cpu-only"]},
+    ]
+    text = render_summary(summary)
+    block = text[text.index("WHAT-IF"):]
+    assert "cpu-only: suggests compile; measured: faster, 3.00x, outputs match" in block
+    assert "cpu-only: suggests cuda-graph; measured: not applicable: no CUDA device" in block
+    row = next(line for line in block.splitlines() if line.lstrip().startswith("compile"))
+    assert "3.00x (2.80-3.20)" in row and "90 µs -> 30 µs" in row and "41,667 calls" in row
