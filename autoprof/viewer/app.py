@@ -9,6 +9,7 @@ It opens on the Overview when the folder holds one run, else on the Runs page.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -116,6 +117,9 @@ def _sidebar_compare(ctx: Context) -> None:
 def main() -> None:
     st.set_page_config(page_title="autoprof viewer", layout="wide")
     _guard.enforce()
+    # traces here may be rewritten by the programs that record them: read, never memory-map
+    # (a mapped trace cut short while it is read ends the whole server with SIGBUS)
+    os.environ.setdefault("AUTOPROF_MMAP", "0")
     ctx = _folder()
     _sidebar_selection(ctx)
     first = "overview" if len(run_paths(ctx.runs)) == 1 else "runs"

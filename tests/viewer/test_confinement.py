@@ -6,6 +6,9 @@ import gzip
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 
 import pytest
 from streamlit import config
@@ -115,3 +118,33 @@ def test_a_fifo_manifest_is_listed_with_its_error_not_read(tmp_path, monkeypatch
     assert at.title[0].value == "Runs"
     codes = " ".join(c.value for c in at.code)
     assert f"{fifo_run / 'manifest.json'}: not a regular file" in codes, codes
+
+
+CUT_SHORT = """
+import os, sys
+from pathlib import Path
+from autoprof.analysis.loader.source import read_bytes
+path = Path(sys.argv[1])
+data = read_bytes(path)
+os.truncate(path, 0)  # another process rewrites the trace in place
+print(sum(data[i] for i in range(0, len(data), 4096)))  # read every page
+"""
+
+
+@pytest.mark.parametrize("mmap_flag", ["1", "0"])
+def test_a_trace_cut_short_while_read_ends_the_process_only_when_mapped(tmp_path, mmap_flag):
+    trace = tmp_path / "plain.pt.trace.json"
+    trace.write_text('{"traceEvents": [' + ",".join(['{"ph": "i"}'] * 100_000) + "]}")
+    env = dict(os.environ, AUTOPROF_MMAP=mmap_flag, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", CUT_SHORT, str(trace)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    if mmap_flag == "1":
+        assert done.returncode == -signal.SIGBUS, (done.returncode, done.stderr)
+    else:
+        assert done.returncode == 0 and int(done.stdout) > 0, done.stderr
+
+
+def test_the_viewer_reads_traces_without_mapping_them(tmp_path, monkeypatch):
+    monkeypatch.delenv("AUTOPROF_MMAP", raising=False)
+    open_app(tmp_path, monkeypatch)
+    assert os.environ["AUTOPROF_MMAP"] == "0"

@@ -98,6 +98,8 @@ def read_bytes(
                 f"file is {_mib(size)}, above the {_mib(limit)} limit "
                 "(raise AUTOPROF_MAX_TRACE_BYTES to load it)",
             )
+        if not env.flag("AUTOPROF_MMAP"):  # the viewer: a mapped file cut short is SIGBUS
+            return handle.read()
         try:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
