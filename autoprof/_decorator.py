@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -240,6 +241,15 @@ def _new_region(name: str, options: dict[str, Any]) -> Any:
         session.on_done = settle
         _regions[name] = session
         return session
+
+
+def _after_fork_in_child() -> None:
+    global _regions_lock
+    _regions_lock = threading.Lock()  # another parent thread may have held it at fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _cache_enabled_check() -> Callable[[], bool]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import _export as export
+from autoprof import _warn as _warn_state
 from autoprof import env
 from autoprof import runfolder as artifacts
 from autoprof._distributed import DistInfo, dist_info, shared_run_id
@@ -793,7 +794,8 @@ def _note_end(name: str, run: RunState, status: str, total_steps: float) -> None
 def _after_fork_in_child() -> None:
     """A forked child never touches its parent's runs or profiler."""
     global _live, _live_lock
-    _live_lock = threading.Lock()
+    _live_lock = threading.Lock()  # locks another parent thread held at fork stay held here
+    _warn_state._seen_lock = threading.Lock()
     _live = None
     for session in list(_sessions):
         session._detach_after_fork()
