@@ -41,10 +41,11 @@ def _texts(at: AppTest) -> list[str]:
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A traces folder with the recorded bf16 8192 GEMM and the elementwise chain."""
+    """A traces folder with the recorded bf16 8192 GEMM, the elementwise chain and a step
+    recorded without shapes."""
     base = tmp_path_factory.mktemp("roofline")
     recorded = json.loads((RUNS / "recorded.json").read_text())["cases"]
-    for case in ("eff_gemm_bf16_8192", "eff_elementwise"):
+    for case in ("eff_gemm_bf16_8192", "eff_elementwise", "attr_dataloader"):
         src = RUNS / recorded[case]["run"]
         shutil.copytree(src, base / case / src.name)
     return base
@@ -86,3 +87,12 @@ def test_no_run_and_memory_bound_run(root: Path, monkeypatch: pytest.MonkeyPatch
     at = _visit(_open(root, monkeypatch, "eff_elementwise"), PAGE)
     table = at.dataframe[0].value
     assert set(table["bound"].dropna()) == {"memory"}
+
+
+def test_run_without_shapes_says_why_and_draws_no_chart(root: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _visit(_open(root, monkeypatch, "attr_dataloader"), PAGE)
+    assert any("record_shapes=True" in t for t in _texts(at))
+    assert any("none can be placed on the roofline" in t for t in _texts(at))
+    assert not at.get("vega_lite_chart")
+    assert len(at.dataframe[0].value) > 0  # the kernels are still listed, with their times
