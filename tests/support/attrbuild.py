@@ -7,6 +7,7 @@ depth, self time, step, launch_row and op_row the way the loader does (docs/arch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -131,3 +132,12 @@ class FakeRun:
     name: str = "fake"
     path: str = "fake"
     world_size: int = 1
+    trace_paths: list[str] = field(default_factory=list)
+    trace_metadata: list[dict[str, Any]] = field(default_factory=list)
+    memory_events: pd.DataFrame | None = None
+
+    @property
+    def is_cuda(self) -> bool:
+        """As `Run.is_cuda`: GPU rows, or a device in the manifest."""
+        gpu = len(self.events) > 0 and bool((self.events["lane"] == "gpu").any())
+        return gpu or bool((self.manifest or {}).get("device"))

@@ -206,6 +206,14 @@ class FakeRun:
     path: str = "fake"
     world_size: int = 1
     trace_paths: list[str] = field(default_factory=list)
+    trace_metadata: list[dict[str, Any]] = field(default_factory=list)
+    memory_events: pd.DataFrame | None = None
+
+    @property
+    def is_cuda(self) -> bool:
+        """As `Run.is_cuda`: GPU rows, or a device in the manifest."""
+        gpu = len(self.events) > 0 and bool((self.events["lane"] == "gpu").any())
+        return gpu or bool((self.manifest or {}).get("device"))
 
 
 def ids(run: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@ read, each computed at most once (``Run.analysis`` holds one per loaded run)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
@@ -20,13 +22,34 @@ from autoprof.analysis.metrics.verdict import Verdict, verdict_from
 
 
 class RunLike(Protocol):
-    """What diagnose needs from a run (autoprof.analysis.Run has it)."""
+    """What the analysis reads from a run (autoprof.analysis.Run has it)."""
 
     @property
     def events(self) -> pd.DataFrame: ...
 
     @property
     def manifest(self) -> dict[str, Any] | None: ...
+
+    @property
+    def path(self) -> str | Path: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    @property
+    def trace_paths(self) -> Sequence[str | Path]: ...
+
+    @property
+    def trace_metadata(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def memory_events(self) -> pd.DataFrame | None: ...
+
+    @property
+    def is_cuda(self) -> bool: ...
 
 
 class Context:
@@ -35,13 +58,14 @@ class Context:
     @staticmethod
     def of(run: RunLike) -> Context:
         """The run's own analysis when it keeps one (``Run.analysis``), else a new one."""
-        kept = getattr(run, "analysis", None)
-        return kept if isinstance(kept, Context) else Context(run)
+        from autoprof.analysis.loader.run import Run
+
+        return run.analysis if isinstance(run, Run) else Context(run)
 
     def __init__(self, run: RunLike) -> None:
         self.run = run
         self.events: pd.DataFrame = run.events
-        manifest = getattr(run, "manifest", None)
+        manifest = run.manifest
         self.manifest: dict[str, Any] = manifest if isinstance(manifest, dict) else {}
 
     @cached_property
@@ -104,14 +128,14 @@ class Context:
         when the file is unreadable: a warning names it and the rest of the run still reads)."""
         from autoprof.analysis.loader.whatif import whatif_or_warn
 
-        return whatif_or_warn(getattr(self.run, "path", None))
+        return whatif_or_warn(self.run.path)
 
     @cached_property
     def efficiency(self) -> Efficiency:
         """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
         from autoprof.analysis.metrics.efficiency import device_name, efficiency
 
-        device = device_name(self.manifest, getattr(self.run, "trace_metadata", None) or [])
+        device = device_name(self.manifest, list(self.run.trace_metadata))
         return efficiency(self.events, device, steps=self.steps)
 
     @cached_property
@@ -120,8 +144,8 @@ class Context:
         without ``[memory]`` events (``profile_memory=True`` records them)."""
         from autoprof.analysis.metrics.memory import capacities, memory_analysis
 
-        meta = getattr(self.run, "trace_metadata", None) or []
-        return memory_analysis(self.events, getattr(self.run, "memory_events", None),
+        meta = list(self.run.trace_metadata)
+        return memory_analysis(self.events, self.run.memory_events,
                                capacities(self.manifest, meta))
 
     @property

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ import pandas as pd
 from autoprof.analysis.metrics.breakdown import breakdown
 from autoprof.analysis.metrics.overhead import overhead
 from autoprof.analysis.metrics.verdict import verdict_from
+
+if TYPE_CHECKING:
+    from autoprof.analysis.diagnose.context import RunLike
 
 COMPARE_COLUMNS = [
     "name", "path", "size", "input_dims", "verdict", "gpu_busy_pct", "self_cpu_us",
@@ -62,17 +66,16 @@ def run_size(manifest: dict[str, Any] | None, events: pd.DataFrame, path: str = 
     return float(max(dims)) if dims else _size_in_path(path)
 
 
-def _label(run: Any) -> str:
-    name = getattr(run, "name", None)
-    return str(name) if name else Path(str(getattr(run, "path", "run"))).name
+def _label(run: RunLike) -> str:
+    return str(run.name) if run.name else Path(str(run.path)).name
 
 
-def _unique_names(runs: list[Any]) -> list[str]:
+def _unique_names(runs: Sequence[RunLike]) -> list[str]:
     names = [_label(r) for r in runs]
     counts = Counter(names)
     out = []
     for run, name in zip(runs, names, strict=True):
-        path = Path(str(getattr(run, "path", name)))
+        path = Path(str(run.path))
         if counts[name] > 1:  # e.g. sweep/n64/trace.json, sweep/n128/trace.json
             parent = path.parent.name if path.suffix else path.name
             name = f"{parent}/{name}" if parent else name
@@ -86,17 +89,17 @@ def _call_region(manifest: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def compare(runs: list[Any]) -> pd.DataFrame:
+def compare(runs: Sequence[RunLike]) -> pd.DataFrame:
     """One row per run, in the order given (columns: COMPARE_COLUMNS)."""
     rows = []
     for run, name in zip(runs, _unique_names(runs), strict=True):
         events: pd.DataFrame = run.events
-        manifest = getattr(run, "manifest", None)
+        manifest = run.manifest
         ov = overhead(events)
         rows.append({
             "name": name,
-            "path": str(getattr(run, "path", "")),
-            "size": run_size(manifest, events, str(getattr(run, "path", ""))),
+            "path": str(run.path),
+            "size": run_size(manifest, events, str(run.path)),
             "input_dims": _first_shapes(events) if "input_dims" in events else "",
             "verdict": verdict_from(ov, breakdown(events, _call_region(manifest)).mean()).kind,
             "gpu_busy_pct": np.nan if ov.gpu_busy_pct is None else ov.gpu_busy_pct,
@@ -108,6 +111,6 @@ def compare(runs: list[Any]) -> pd.DataFrame:
             "step_gpu_work_us_median": ov.step_gpu_work_us_median,
             "kernels": ov.kernels,
             "host_syncs_in_steps": ov.host_syncs_in_steps,
-            "world_size": int(getattr(run, "world_size", ov.ranks) or ov.ranks),
+            "world_size": int(run.world_size or ov.ranks),
         })
     return pd.DataFrame(rows, columns=COMPARE_COLUMNS)

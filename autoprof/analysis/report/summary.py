@@ -69,11 +69,11 @@ def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
     device = manifest.get("device")
     if device:
         return device
-    for meta in getattr(run, "trace_metadata", None) or []:
+    for meta in run.trace_metadata:
         props = meta.get("deviceProperties") if isinstance(meta, dict) else None
         if isinstance(props, list) and props and isinstance(props[0], dict):
             return {"name": props[0].get("name"), "properties": props[0]}
-    return "cuda" if getattr(run, "is_cuda", False) else None
+    return "cuda" if run.is_cuda else None
 
 
 def _ranks_with_attribution(ctx: Context) -> list[dict[str, Any]]:
@@ -89,16 +89,16 @@ def summarize(run: RunLike) -> dict[str, Any]:
     ctx = Context.of(run)
     manifest = ctx.manifest
     ov, verdict = ctx.overhead, ctx.verdict
-    run_path = getattr(run, "path", "")
+    run_path = run.path
     out: dict[str, Any] = {
         "path": str(run_path),
-        "name": getattr(run, "name", None),
+        "name": run.name,
         "run_id": manifest.get("run_id") or (Path(str(run_path)).name if manifest else None),
         "status": manifest.get("status"),
-        "world_size": getattr(run, "world_size", None) or ov.ranks,
-        "is_cuda": bool(getattr(run, "is_cuda", ov.kernels > 0)),
+        "world_size": run.world_size or ov.ranks,
+        "is_cuda": run.is_cuda,
         "device": _device(run, manifest),
-        "trace_paths": [str(p) for p in getattr(run, "trace_paths", []) or []],
+        "trace_paths": [str(p) for p in run.trace_paths],
         "events": len(ctx.events),
         "verdict": verdict.kind,
         "verdict_reason": verdict.reason,

@@ -52,7 +52,7 @@ def summary_path(trace: Path) -> Path:
 
 
 def _traces(run: RunLike) -> list[Path]:
-    return [Path(p) for p in getattr(run, "trace_paths", None) or []]
+    return [Path(p) for p in run.trace_paths]
 
 
 def _events_fingerprint(run: RunLike) -> list[Any]:
@@ -70,14 +70,14 @@ def summary_key(run: RunLike) -> dict[str, Any] | None:
     keys = [_cache._key(t) for t in traces]
     if any(k is None for k in keys):
         return None
-    manifest = getattr(run, "manifest", None)
+    manifest = run.manifest
     manifest_text = json.dumps(manifest, sort_keys=True, default=str)
     return {
         "analysis_code": code_hash(),
         "traces": [[str(t), k] for t, k in zip(traces, keys, strict=True)],
-        "path": str(getattr(run, "path", "")),
-        "name": getattr(run, "name", None),
-        "world_size": getattr(run, "world_size", None),
+        "path": str(run.path),
+        "name": run.name,
+        "world_size": run.world_size,
         "manifest_sha256": hashlib.sha256(manifest_text.encode()).hexdigest(),
         "events": _events_fingerprint(run),
     }

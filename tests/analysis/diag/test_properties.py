@@ -6,7 +6,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.diagbuild import Trace
+from support.diagbuild import FakeRun, Trace
 
 from autoprof.analysis.metrics.overhead import overhead
 from autoprof.analysis.metrics.steps import per_step
@@ -20,12 +20,6 @@ launch = st.tuples(
     st.sampled_from([7, 8]),  # stream
 )
 step = st.tuples(st.floats(50, 1000), st.lists(launch, max_size=5))
-
-
-class _Run:
-    def __init__(self, events):
-        self.events = events
-        self.manifest = None
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -55,4 +49,4 @@ def test_overhead_invariants(steps):
         assert ov.idle_gap_total_us <= ov.step_window_us + 1e-6
     else:
         assert ov.gpu_busy_pct is None
-    json.dumps(summarize(_Run(events)), allow_nan=False)
+    json.dumps(summarize(FakeRun(events)), allow_nan=False)
