@@ -330,3 +330,25 @@ def test_autoprof_summary_finishes_a_run_left_recording(monkeypatch, traces_root
                            env=_env(traces_root), capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "left recording" not in again.stderr
     assert again.stdout == out.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_hold_the_finisher_back(traces_root):
+    """The finisher waits for the end of its pipe: a forked child must not keep it open."""
+    fn = autoprof.autoprof(name="forks", warmup=0, schedule=dict(wait=0, warmup=1, active=2))(
+        lambda x: x + 1)
+    fn(torch.ones(2))  # recording: the finisher and its pipe exist
+    pid = os.fork()
+    if pid == 0:  # the child outlives the run by far, then leaves without cleanup
+        time.sleep(20)
+        os._exit(0)
+    try:
+        fn(torch.ones(2))
+        fn(torch.ones(2))
+        t0 = time.monotonic()
+        fn.autoprof_session.flush()
+        assert time.monotonic() - t0 < 15
+        assert manifest(fn.autoprof_session.run_dir)["status"] == "complete"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
