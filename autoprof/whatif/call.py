@@ -3,7 +3,6 @@ and fresh copies of the arguments for every trial (a fix never touches the user'
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +56,8 @@ def _copy_value(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.nn.Module):
-        return copy.deepcopy(value)
+        return value  # shared, like state the function closes over (a fix that changes a
+        # module, channels-last, converts its own deep copy)
     return map_tensors(value, clone_tensor)
 
 
@@ -77,7 +77,7 @@ class Call:
         self.device = "cuda" if "cuda" in devices else "cpu"
 
     def fresh(self) -> Args:
-        """Copies of the arguments: tensors cloned, modules deep-copied, the rest shared."""
+        """Copies of the arguments: tensors cloned (in lists, tuples, dicts), the rest shared."""
         return tuple(_copy_value(a) for a in self.args), \
             {k: _copy_value(v) for k, v in self.kwargs.items()}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from autoprof.whatif.call import Args, Call, map_tensors
@@ -17,9 +18,9 @@ def _precondition(call: Call) -> str | None:
 def _to_channels_last(value: Any) -> Any:
     import torch
 
-    if isinstance(value, torch.nn.Module):
-        # a copy already (Call.fresh deep-copies modules); Module.to's stubs omit memory_format
-        return value.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    if isinstance(value, torch.nn.Module):  # the user's module is never converted in place
+        # (Module.to's stubs omit memory_format)
+        return copy.deepcopy(value).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def convert(t: Any) -> Any:
         if t.dim() != 4:
