@@ -75,6 +75,15 @@ def _worker_prefix(manifest: Manifest) -> str:
     return ""
 
 
+def _owned(hidden_name: str, prefix: str, rank: Any) -> bool:
+    """Is this hidden file one of this worker's? Under torch.distributed ranks on other
+    hosts share the folder, and their pids mean nothing here."""
+    if not prefix:
+        return True
+    shared = (rf.MANIFEST, rf.TABLE_TXT, rf.OPS_CSV) if rank == 0 else ()
+    return hidden_name.startswith(tuple(f".{p}" for p in (prefix, *shared)))
+
+
 def _check_trace(data: bytes, name: str) -> None:
     """A cycle's trace is usable only if it is one JSON object with a traceEvents list."""
     try:
@@ -164,10 +173,11 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
                 return None  # a live process still records it and has not handed it over
             if this_host_only and manifest.get("host") != socket.gethostname():
                 return None
-        for stale in rf.stale_temps(run_dir):
-            with contextlib.suppress(OSError):
-                stale.unlink()
         prefix = _worker_prefix(manifest)
+        for stale in rf.stale_temps(run_dir):
+            if _owned(stale.name, prefix, manifest.get("rank")):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
         for partial in run_dir.glob(f".{prefix}*{rf.RAW_SUFFIX}.tmp"):  # Kineto's own temp
             with contextlib.suppress(OSError):
                 partial.unlink()

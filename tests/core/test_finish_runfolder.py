@@ -87,3 +87,14 @@ def test_raw_and_final_trace_names_round_trip():
     raw = rf.raw_trace_name(final)
     assert raw.startswith(".") and raw.endswith(rf.RAW_SUFFIX)
     assert rf.final_trace_name(raw) == final
+
+
+def test_a_rank_removes_only_its_own_stale_temporaries():
+    from autoprof.finish import _owned
+
+    assert _owned(".rank1.manifest.json.99.abc.tmp", "rank1.", 1)
+    assert _owned(".rank1.17.pt.trace.json.gz.99.abc.tmp", "rank1.", 1)
+    assert not _owned(".rank2.manifest.json.99.abc.tmp", "rank1.", 1)  # maybe another host's
+    assert not _owned(".table.txt.99.abc.tmp", "rank1.", 1)
+    assert _owned(".table.txt.99.abc.tmp", "rank0.", 0)
+    assert _owned(".anything.99.tmp", "", None)  # one process, one folder
