@@ -1,7 +1,7 @@
 """Training steps (forward + backward) recorded on an H200 by
 benchmarks/gpu/efficiency_training.py, against the script's model FLOPs and CUDA events.
-The recordings live in tests/data/gpu_h200_training/ (recorded.json and one folder per case);
-until they are committed these tests skip."""
+The recordings live in tests/data/gpu_h200_training/ (the script's whole --out folder:
+recorded.json and runs/); until they are committed these tests skip."""
 
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ SATURATED = 0.15  # host launch time / CUDA-event time under which the 5% bound 
 @pytest.fixture(scope="module", params=sorted(RECORDED) or ["none"])
 def case(request: pytest.FixtureRequest) -> tuple[str, dict, analysis.Run]:
     rec = RECORDED[request.param]
-    return request.param, rec, analysis.load(ROOT / rec["run"])
+    run = ROOT / rec["run"]  # "runs/<case>/<run_id>", or "<case>/<run_id>" once flattened
+    if not run.exists() and rec["run"].startswith("runs/"):
+        run = ROOT / rec["run"][len("runs/"):]
+    return request.param, rec, analysis.load(run)
 
 
 def test_model_flops_per_step_include_the_backward(case) -> None:
