@@ -23,7 +23,7 @@ import pandas as pd
 import streamlit as st
 
 from autoprof import runfolder
-from autoprof.analysis.loader.inputs import is_trace_name
+from autoprof.analysis.loader.inputs import may_be_trace_name
 from autoprof.viewer._paths import check_tree, inside
 
 Progress = Callable[..., None]
@@ -55,7 +55,7 @@ def signature(path: Path) -> tuple[tuple[str, int, int], ...]:
         return ((path.name, s.st_mtime_ns, s.st_size),)
     items: list[tuple[str, int, int]] = []
     for entry in sorted(path.iterdir()):
-        if not is_trace_name(entry.name):
+        if not may_be_trace_name(entry.name):
             continue
         try:
             s = entry.stat()

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from autoprof.analysis.loader.errors import TraceError
-from autoprof.analysis.loader.inputs import inside, is_trace_name
+from autoprof.analysis.loader.inputs import inside, may_be_trace_name
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 
 MAX_DEPTH = 5
@@ -114,7 +114,7 @@ def discover(root: Path) -> pd.DataFrame:
             continue
         for name in sorted(files):
             trace = here / name
-            if is_trace_name(name) and inside(trace, root) and looks_like_trace(trace):
+            if may_be_trace_name(name) and inside(trace, root) and looks_like_trace(trace):
                 rows.append(_trace_row(trace))
         if len(here.parts) - base_depth >= MAX_DEPTH:
             dirs[:] = []

@@ -37,7 +37,10 @@ class Source:
     warnings: list[str] = field(default_factory=list)
 
 
-def is_trace_name(name: str) -> bool:
+def may_be_trace_name(name: str) -> bool:
+    """Whether a file of this name may hold a trace (``.json``/``.json.gz``, not a manifest,
+    what-if result, cache, temporary or hidden file). Names only: ``discover.looks_like_trace``
+    reads the first bytes."""
     lower = name.lower()
     if lower.endswith(CACHE_SUFFIX) or lower.endswith(".tmp") or lower.startswith("."):
         return False
@@ -74,7 +77,7 @@ def _listed_traces(run_dir: Path, manifest: dict[str, Any], manifest_path: Path)
         candidate = run_dir / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise TraceError(manifest_path, f"lists a file outside the run folder: {name!r}")
-        if is_trace_name(candidate.name):
+        if may_be_trace_name(candidate.name):
             out.append(candidate)
     return out
 
@@ -98,7 +101,7 @@ def _run_source(run_dir: Path) -> Source:
             listed[trace] = rank_number
     if manifest.get("files") is None:  # old manifests: find the traces by name
         for child in sorted(run_dir.iterdir()):
-            if child.is_file() and is_trace_name(child.name):
+            if child.is_file() and may_be_trace_name(child.name):
                 listed.setdefault(child, None)
     for trace, rank in listed.items():
         if not trace.exists():
@@ -120,7 +123,7 @@ def _run_source(run_dir: Path) -> Source:
 
 def _folder_source(folder: Path) -> Source:
     children = sorted(folder.iterdir())
-    traces = [c for c in children if c.is_file() and is_trace_name(c.name)]
+    traces = [c for c in children if c.is_file() and may_be_trace_name(c.name)]
     if traces:
         if len(traces) > MAX_TRACES:
             raise TraceError(folder, f"{len(traces)} trace files: more than {MAX_TRACES}")
