@@ -167,3 +167,21 @@ def test_the_sync_reason_names_the_users_line():
         where = _user_line(exc)
     assert where is not None
     assert where.startswith("test_whatif_fixes.py:") and "t.item_that_syncs()" in where
+
+
+def test_graph_inputs_are_copied_only_when_a_call_brings_new_values():
+    from autoprof.whatif.fixes.cuda_graph import _StaticInputs
+
+    static = (torch.zeros(3), {"b": torch.zeros(2)})
+    inputs = _StaticInputs(static)
+    x, b = torch.ones(3), torch.full((2,), 2.0)
+    inputs.refresh((x, {"b": b}))
+    assert torch.equal(static[0], x) and torch.equal(static[1]["b"], b)
+    copies = static[0]._version
+    inputs.refresh((x, {"b": b}))  # the same, unchanged tensors: nothing to copy
+    assert static[0]._version == copies
+    x.add_(1)  # changed in place since the last call: copied again
+    inputs.refresh((x, {"b": b}))
+    assert static[0]._version > copies and torch.equal(static[0], x)
+    with pytest.raises(ValueError, match="captured with 2 input tensors, this call passes 1"):
+        inputs.refresh((x,))
