@@ -185,3 +185,26 @@ def test_graph_inputs_are_copied_only_when_a_call_brings_new_values():
     assert static[0]._version > copies and torch.equal(static[0], x)
     with pytest.raises(ValueError, match="captured with 2 input tensors, this call passes 1"):
         inputs.refresh((x,))
+
+
+def test_a_synchronising_call_is_named_by_its_line(monkeypatch):
+    """torch.cuda is stubbed: the error is the one sync debug mode raises on a GPU."""
+    from autoprof.whatif.call import Call
+    from autoprof.whatif.fixes.cuda_graph import synchronises
+
+    modes = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def step(x):
+        loss = x.sum()
+        if x.numel():
+            raise RuntimeError("called a synchronizing CUDA operation")  # as loss.item() would
+        return loss
+
+    reason = synchronises(Call(step, (torch.ones(2),), {}))
+    assert reason.startswith("function synchronises with the host")
+    assert "test_whatif_fixes.py:" in reason and "raise RuntimeError(" in reason
+    assert modes == ["error", 0]  # the debug mode is put back
+    assert synchronises(Call(lambda x: x * 2, (torch.ones(2),), {})) is None
