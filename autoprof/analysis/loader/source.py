@@ -99,6 +99,7 @@ def read_bytes(
                 "(raise AUTOPROF_MAX_TRACE_BYTES to load it)",
             )
         if not env.flag("AUTOPROF_MMAP"):  # the viewer: a mapped file cut short is SIGBUS
+            handle.seek(0)
             return handle.read()
         try:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
