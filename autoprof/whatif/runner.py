@@ -8,10 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from autoprof.units import fmt_us
 from autoprof.whatif.auto import resolve, suggested_by
 from autoprof.whatif.guard import user_state_kept
 from autoprof.whatif.harness import DEFAULT_SAMPLES
 from autoprof.whatif.record import whatif_record, write_whatif
+from autoprof.whatif.result import FixResult
 from autoprof.whatif.trial import Trial, best, try_fixes
 
 TryFixes = str | Sequence[str]
@@ -37,7 +39,7 @@ def what_if(
     """Try ``fixes`` on ``fn(*args, **kwargs)``; with ``run_dir``, profile the best fix into
     ``run_dir/whatif/`` and write ``run_dir/whatif.json``. Returns the result records."""
     names = resolve(fixes, summary)
-    baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples)
+    baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
     for trial in trials:
         trial.result.suggested_by = suggested_by(trial.result.fix, summary or {})
     top = best(trials)
@@ -54,6 +56,17 @@ def what_if(
             clock=baseline.clock,
         ))
     return results
+
+
+def _note(r: FixResult) -> None:
+    from autoprof._warn import note
+
+    if r.speedup is not None:
+        what = (f"{r.status}, {r.speedup:.2f}x ({fmt_us(r.baseline_us)} -> "
+                f"{fmt_us(r.fixed_us)} per call)")
+    else:
+        what = f"{r.status}: {r.reason}"
+    note(f"autoprof: what-if {r.fix}: {what}")
 
 
 def _profile(trial: Trial, run_dir: Path, options: Any) -> None:

@@ -138,14 +138,21 @@ def try_fixes(
     kwargs: dict[str, Any],
     names: Sequence[str],
     samples: int = DEFAULT_SAMPLES,
+    on_result: Callable[[FixResult], None] | None = None,
 ) -> tuple[Timing, list[Trial]]:
-    """The baseline and one trial per named fix, in the order given."""
+    """The baseline and one trial per named fix, in the order given; ``on_result`` hears of
+    each result as soon as it is measured (a compile can take a while)."""
     unknown = [n for n in names if n not in FIXES]
     if unknown:
         raise ValueError(f"unknown fix(es) {unknown}; known: {list(FIXES)}")
     call = Call(fn, tuple(args), dict(kwargs))
     baseline = measure_baseline(call, samples)
-    return baseline, [try_fix(FIXES[n], call, baseline, samples) for n in names]
+    trials = []
+    for name in names:
+        trials.append(try_fix(FIXES[name], call, baseline, samples))
+        if on_result is not None:
+            on_result(trials[-1].result)
+    return baseline, trials
 
 
 def best(trials: Sequence[Trial]) -> Trial | None:

@@ -228,3 +228,13 @@ def test_the_report_says_what_each_findings_fix_measured():
     assert "cpu-only: suggests cuda-graph; measured: not applicable: no CUDA device" in block
     row = next(line for line in block.splitlines() if line.lstrip().startswith("compile"))
     assert "3.00x (2.80-3.20)" in row and "90 µs -> 30 µs" in row and "41,667 calls" in row
+
+
+def test_each_fix_is_announced_as_it_is_measured(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="autoprof")
+    autoprof.check(lambda x: x * 2, torch.ones(2), try_fixes=("cuda-graph", "bf16"))
+    notes = [r.getMessage() for r in caplog.records if "what-if" in r.getMessage()]
+    assert notes[0] == "autoprof: what-if cuda-graph: not applicable: no CUDA device"
+    assert notes[1].startswith("autoprof: what-if bf16: ") and len(notes) == 2
