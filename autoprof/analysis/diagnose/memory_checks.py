@@ -100,10 +100,10 @@ def _memory_growth(ctx: Context) -> Diagnostic | None:
 
 def _near_capacity(ctx: Context) -> Diagnostic | None:
     devices = _memory(ctx).devices
-    known = devices[devices["capacity_bytes"].notna() & devices["peak_reserved_bytes"].notna()]
+    known = devices[devices["reserved_pct"].notna()]
     if not len(known):
         return None
-    share = known["peak_reserved_bytes"].to_numpy(float) / known["capacity_bytes"].to_numpy(float)
+    share = known["reserved_pct"].to_numpy(float) / 100
     worst = int(np.argmax(share))
     if share[worst] < NEAR_CAPACITY_SHARE:
         return None

@@ -37,7 +37,8 @@ _NOT_A_REGION = re.compile(r"^ProfilerStep#\d+$")
 TIMELINE_COLUMNS = ["ts_us", "rank", "device", "allocated_bytes", "reserved_bytes", "bytes",
                     "step", "region", "op", "addr"]
 DEVICE_COLUMNS = ["rank", "device", "peak_allocated_bytes", "peak_reserved_bytes",
-                  "capacity_bytes", "peak_step", "peak_ts_us", "allocations", "frees"]
+                  "capacity_bytes", "reserved_pct", "peak_step", "peak_ts_us", "allocations",
+                  "frees"]
 STEP_COLUMNS = ["rank", "device", "step", "start_allocated_bytes", "peak_bytes",
                 "end_allocated_bytes", "growth_bytes", "allocated_bytes", "freed_bytes",
                 "allocations", "frees"]
@@ -255,15 +256,17 @@ def _devices(tl: pd.DataFrame, peaks: dict[tuple[int, str], int],
         size = tl["bytes"].to_numpy()[idx]
         step = int(tl["step"].iat[at])
         reserved = int(tl["reserved_bytes"].to_numpy()[idx].max())  # -1: never in the trace
+        cap = capacity.get(device)
         rows.append({"rank": rank, "device": device,
+                     "reserved_pct": 100 * reserved / cap if cap and reserved >= 0 else None,
                      "peak_allocated_bytes": int(tl["allocated_bytes"].iat[at]),
                      "peak_reserved_bytes": reserved if reserved >= 0 else None,
-                     "capacity_bytes": capacity.get(device),
+                     "capacity_bytes": cap,
                      "peak_step": step if step >= 0 else None,
                      "peak_ts_us": float(tl["ts_us"].iat[at]),
                      "allocations": int((size > 0).sum()), "frees": int((size < 0).sum())})
     out = pd.DataFrame(rows, columns=DEVICE_COLUMNS)
-    for column in ("capacity_bytes", "peak_step", "peak_reserved_bytes"):  # ints or None
+    for column in ("capacity_bytes", "peak_step", "peak_reserved_bytes", "reserved_pct"):
         out[column] = pd.Series([r[column] for r in rows], dtype=object)
     return out
 

@@ -235,28 +235,36 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
 
 
 def _memory(mem: dict[str, Any] | None) -> list[str]:
-    """MEMORY: peak per device, what each step leaves behind, the regions that allocate most."""
+    """MEMORY: peak per device, each step's start/peak/end, the regions that allocate most
+    (a GPU run's CPU rows are left out below the device lines)."""
     if not mem:
         return []
     lines = ["", "MEMORY (profile_memory=True)"]
-    for d in mem.get("devices") or []:
-        cap = d.get("capacity_bytes")
-        reserved = d.get("peak_reserved_bytes")
-        share = (f" ({100 * reserved / cap:.1f}% of {fmt_bytes(cap)})"
-                 if cap and reserved is not None else "")
+    devices = mem.get("devices") or []
+    for d in devices:
+        cap, pct = d.get("capacity_bytes"), d.get("reserved_pct")
+        share = f" ({_pct(pct)} of {fmt_bytes(cap)})" if cap and pct is not None else ""
         at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
         lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
-                     f"{at}, peak reserved {fmt_bytes(d['peak_reserved_bytes'])}{share}; "
+                     f"{at}, peak reserved {fmt_bytes(d.get('peak_reserved_bytes'))}{share}; "
                      f"{d['allocations']} allocations")
-    for r in (mem.get("steps") or [])[:12]:
-        lines.append(f"  {r['device']:<8} step {r['step']:>4}: start "
+    gpu = any(d["device"] != "cpu" for d in devices)
+    steps = [r for r in mem.get("steps") or [] if not gpu or r["device"] != "cpu"]
+    if steps:
+        lines.append("  per step (allocated):")
+    for r in steps[:12]:
+        lines.append(f"    {r['device']:<8} step {r['step']:>4}: start "
                      f"{fmt_bytes(r['start_allocated_bytes'])}, peak {fmt_bytes(r['peak_bytes'])}"
-                     f", end {fmt_bytes(r['end_allocated_bytes'])} "
-                     f"({r['allocations']} allocations)")
-    for r in (mem.get("by_region") or [])[:8]:
-        lines.append(f"  {_short(str(r['name']), 40):<40} {r['device']:<8} "
-                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10} per step, "
-                     f"peak inside {fmt_bytes(r['peak_bytes'])}")
+                     f", end {fmt_bytes(r['end_allocated_bytes'])}, "
+                     f"{r['allocations']} allocations")
+    regions = [r for r in mem.get("by_region") or [] if not gpu or r["device"] != "cpu"]
+    if regions:
+        lines.append("  regions (allocated per step, largest first):")
+    for r in regions[:8]:
+        lines.append(f"    {_short(str(r['name']), 36):<36} {r['device']:<8} "
+                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10}, peak inside "
+                     f"{fmt_bytes(r['peak_bytes'])}, {fmt_bytes(r['live_at_peak_bytes'])} "
+                     "live at peak")
     return lines
 
 

@@ -67,9 +67,10 @@ def test_summary_and_text_with_memory(leak_trace):
                         "capacity_bytes", "peak_step", "peak_ts_us"}
     assert [r["name"] for r in memory["by_region"]] == ["keep", "temp", "scratch"]
     assert len(memory["steps"]) == 3
-    text = render_summary(summary)
-    assert "MEMORY" in text and "keep" in text.split("MEMORY", 1)[1]
-    assert "4 MiB per step" in text
+    text = render_summary(summary).split("\nMEMORY", 1)[1].split("\n\n", 1)[0]
+    [keep] = [line for line in text.splitlines() if line.strip().startswith("keep ")]
+    assert "4 MiB, peak inside" in keep and "12 MiB live at peak" in keep
+    assert "start " in text and "3 allocations" in text
 
 
 def test_no_memory_events(plain_trace):
