@@ -358,15 +358,22 @@ def _sites_table(tl: pd.DataFrame, column: str, missing: str, n_steps: dict[int,
     return out.reset_index(drop=True)
 
 
+MAX_REGION_MARKS = 1000
+
+
 def _marks(spans: pd.DataFrame, regions: pd.DataFrame, tl: pd.DataFrame,
            top: int = 8) -> pd.DataFrame:
-    """Step spans and the spans of the ``top`` regions that allocate most, for charts."""
+    """Step spans and the spans of the ``top`` regions that allocate most, for charts (at
+    most MAX_REGION_MARKS region spans: the longest)."""
     steps = pd.DataFrame({"rank": spans["rank"], "kind": "step",
                           "name": spans["name"].astype(str), "start_us": spans["ts_us"],
                           "end_us": spans["end_us"]})
     allocs = tl[(tl["bytes"] > 0) & (tl["region"] != NO_REGION)]
     biggest = allocs.groupby("region")["bytes"].sum().nlargest(top).index
     shown = regions[regions["name"].isin(biggest)]
+    if len(shown) > MAX_REGION_MARKS:
+        length = shown["end_us"] - shown["ts_us"]
+        shown = shown.loc[length.nlargest(MAX_REGION_MARKS).index].sort_values("ts_us")
     marks = pd.DataFrame({"rank": shown["rank"], "kind": "region", "name": shown["name"],
                           "start_us": shown["ts_us"], "end_us": shown["end_us"]})
     return pd.concat([steps, marks], ignore_index=True)

@@ -27,3 +27,19 @@ def test_plot_points_keeps_the_peak_and_the_ends():
 
 def test_empty_timeline_has_the_columns():
     assert list(timeline_of(None).columns) == TIMELINE_COLUMNS
+
+
+def test_region_marks_are_capped(tmp_path):
+    from _memory_trace import mem, write, x
+
+    import autoprof.analysis as analysis
+
+    events = [x("ProfilerStep#0", 0, 100_000)]
+    for i in range(1500):  # 1,500 short spans of one region, each allocating
+        events += [x("layer", 10 + 50 * i, 20 + (i == 700)), mem(15 + 50 * i, 64, 64, 0, 1),
+                   mem(25 + 50 * i, -64, 0, 0, 1)]
+    memory = analysis.load(write(tmp_path / "t.json", events)).analysis.memory
+    regions = memory.marks[memory.marks["kind"] == "region"]
+    assert len(regions) == 1000
+    assert (regions["end_us"] - regions["start_us"]).max() == 21  # the longest is kept
+    assert regions["start_us"].is_monotonic_increasing
