@@ -107,13 +107,16 @@ def _tensors(a: Any, b: Any, compute: str | None, errors: list[float], tols: lis
     if not bool((nan_x == nan_y).all()):
         errors.append(math.inf)
         return f"{where}: NaNs at different places"
-    diff = (x64 - y64).abs()[~nan_x]
+    same = (x64 == y64) | nan_x  # equal infinities are equal, not inf - inf = nan apart
+    diff = torch.where(same, torch.zeros_like(x64.real), (x64 - y64).abs())[~nan_x]
     if diff.numel() == 0:
         errors.append(0.0)
         return None
-    scale = float(x64.abs()[~nan_x].max())
+    finite = x64.abs()[~nan_x & x64.isfinite()]
+    scale = float(finite.max()) if finite.numel() else 0.0
     errors.append(float(diff.max()))
-    allowed = tol * (x64.abs()[~nan_x] + scale)
+    magnitude = torch.where(x64.isfinite(), x64.abs(), torch.zeros_like(x64.real))
+    allowed = tol * (magnitude[~nan_x] + scale)  # an infinity must be matched exactly
     if bool((diff <= allowed).all()):
         return None
     return f"{where}: values differ beyond tolerance (max abs error {float(diff.max()):.3g})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,20 @@ WHATIF_SCHEMA_VERSION = 1
 
 
 def whatif_record(results: list[dict[str, Any]], **about: Any) -> dict[str, Any]:
-    """The file's content: ``schema_version``, what was tried on what (``about``), results."""
-    return {"schema_version": WHATIF_SCHEMA_VERSION, **about, "results": results}
+    """The file's content: ``schema_version``, what was tried on what (``about``), results;
+    a non-finite number (a NaN where the original had none: infinite error) is written null,
+    so the file is strict JSON."""
+    return _finite({"schema_version": WHATIF_SCHEMA_VERSION, **about, "results": results})
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def write_whatif(run_dir: Path, record: dict[str, Any]) -> Path:

@@ -238,3 +238,13 @@ def test_each_fix_is_announced_as_it_is_measured(caplog):
     notes = [r.getMessage() for r in caplog.records if "what-if" in r.getMessage()]
     assert notes[0] == "autoprof: what-if cuda-graph: not applicable: no CUDA device"
     assert notes[1].startswith("autoprof: what-if bf16: ") and len(notes) == 2
+
+
+def test_whatif_json_is_strict_json_even_with_an_infinite_error(tmp_path):
+    from autoprof.whatif.record import whatif_record, write_whatif
+
+    write_whatif(tmp_path, whatif_record([{"fix": "bf16", "applicable": True,
+                                           "max_abs_error": float("inf")}]))
+    text = (tmp_path / "whatif.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    assert read_whatif(tmp_path)[0]["max_abs_error"] is None

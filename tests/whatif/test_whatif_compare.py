@@ -38,6 +38,14 @@ def test_nans_must_sit_at_the_same_places():
     assert not c.match and "NaN" in c.problem
 
 
+def test_equal_infinities_match_and_do_not_blow_up_the_scale():
+    a = torch.tensor([float("inf"), 1.0, -float("inf")])
+    c = compare_outputs(a, a.clone())
+    assert c.match and c.max_abs_error == 0.0
+    assert not compare_outputs(a, torch.tensor([float("inf"), 1.5, -float("inf")])).match
+    assert not compare_outputs(a, torch.tensor([1.0, 1.0, -float("inf")])).match
+
+
 def test_integers_must_be_equal_and_structures_alike():
     assert compare_outputs(torch.tensor([1, 2]), torch.tensor([1, 2])).match
     assert not compare_outputs(torch.tensor([1, 2]), torch.tensor([1, 3])).match
