@@ -3,11 +3,14 @@
 A web page on another site can reach a viewer on 127.0.0.1 through DNS rebinding (its own
 name, re-pointed at this machine): the browser then sends that foreign name as `Host` and
 `Origin`. Streamlit compares `Origin` with `Host` only, so the check is made here, on every
-script run, from the headers of the client's websocket.
+script run, from the headers of the client's websocket. An IP address typed as such is always
+accepted: rebinding needs a name the attacker controls, so a numeric `Host` was typed by the
+user (this is how a viewer bound to 0.0.0.0 is reached from another machine).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -34,6 +37,16 @@ def host_name(value: str) -> str:
     return (urlsplit("//" + value.strip()).hostname or "").lower()
 
 
+def _ours(name: str, allowed: frozenset[str]) -> bool:
+    if name in allowed:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 def refusal(headers: Mapping[str, str], allowed: frozenset[str]) -> str | None:
     """Why these request headers are refused, or None when they are fine.
 
@@ -41,10 +54,11 @@ def refusal(headers: Mapping[str, str], allowed: frozenset[str]) -> str | None:
     """
     lower = {k.lower(): v for k, v in headers.items()}
     host = lower.get("host")
-    if host is not None and host_name(host) not in allowed:
+    if host is not None and not _ours(host_name(host), allowed):
         return f"Host {host!r} is not an address of this viewer"
     origin = lower.get("origin")
-    if origin and origin != "null" and (urlsplit(origin).hostname or "").lower() not in allowed:
+    if origin and origin != "null" and not _ours((urlsplit(origin).hostname or "").lower(),
+                                                   allowed):
         return f"Origin {origin!r} is not an address of this viewer"
     return None
 

@@ -33,6 +33,8 @@ ALLOWED = LOOPBACK | {"viewer.lan"}
     ({"Host": "evil.example:8501", "Origin": "http://evil.example:8501"}, True),  # rebinding
     ({"Host": "127.0.0.1:8501", "Origin": "https://evil.example"}, True),
     ({"Host": "127.0.0.1.evil.example:8501"}, True),
+    ({"Host": "192.168.1.5:8501", "Origin": "http://192.168.1.5:8501"}, False),  # typed IP
+    ({"Host": "192.168.1.5:8501", "Origin": "http://evil.example"}, True),
 ])
 def test_only_the_viewers_own_names_are_served(headers, refused):
     assert (refusal(headers, ALLOWED) is not None) is refused
