@@ -28,7 +28,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import cpu_mask, isin_mask, name_matches, step_rows
+from autoprof.analysis.metrics.stats import (
+    cpu_mask,
+    isin_mask,
+    name_matches,
+    require_columns,
+    step_rows,
+)
 
 NO_REGION = "(no region)"
 NO_OP = "(no op)"
@@ -45,6 +51,7 @@ STEP_COLUMNS = ["rank", "device", "step", "start_allocated_bytes", "peak_bytes",
 SITE_COLUMNS = ["rank", "device", "name", "allocations", "allocated_bytes",
                 "allocated_bytes_per_step", "peak_bytes", "live_at_peak_bytes"]
 
+_NEEDS = ["name", "cat", "lane", "rank", "pid", "tid", "ts_us", "end_us", "parent"]
 IntArray = npt.NDArray[np.int64]
 
 
@@ -92,6 +99,9 @@ def memory_analysis(events: pd.DataFrame, memory: pd.DataFrame,
     """Everything above; None when the run has no memory events."""
     if memory is None or not len(memory):
         return None
+    require_columns(events, _NEEDS, "memory analysis")
+    require_columns(memory, ["ts_us", "pid", "tid", "device", "bytes", "allocated_bytes",
+                             "reserved_bytes", "addr", "rank"], "memory analysis (memory table)")
     mem = memory.assign(device=memory["device"].astype(str)).sort_values(
         ["rank", "device", "ts_us"], kind="stable").reset_index(drop=True)
     spans = step_rows(events)

@@ -58,3 +58,12 @@ def test_random_memory_events(tmp_path, seed):
     assert set(tl["device"]) == {"cpu", "cuda:0", "cuda:1"}
     summary = run.summary()
     assert len(summary["memory"]["devices"]) == 3
+
+
+def test_missing_columns_are_named(tmp_path):
+    from autoprof.analysis.metrics.memory import memory_analysis
+    from autoprof.analysis.metrics.stats import MissingColumnsError
+
+    run = analysis.load(write(tmp_path / "t.json", _random_trace(0)))
+    with pytest.raises(MissingColumnsError, match="parent"):
+        memory_analysis(run.events.drop(columns=["parent"]), run.memory_events)
