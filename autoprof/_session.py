@@ -171,9 +171,8 @@ class Session:
         self._stepping_thread: int | None = None
         self._schedule_fn: Callable[[int], Any] | None = None  # the one handed to torch
         self._record_function: Any = None
-        schedule = options.schedule
-        self._first_recorded_step = schedule.skip_first + schedule.wait
-        total = schedule.total_steps
+        self._first_recorded_step = 0  # asked of torch's schedule function at start
+        total = options.schedule.total_steps
         self._total_steps: float = math.inf if total is None else total
         self._sync_each_step = False  # options.sync on a run that records CUDA
         self._run: RunState | None = None

@@ -111,3 +111,19 @@ def test_cold_start_fires_end_to_end_when_warmup_is_off():
     assert cold.evidence["wait_calls"] == 1 and cold.evidence["warmup_off"] is True
     assert cold.evidence["first_untraced_call_ms"] >= SLOW_FIRST_S * 1e3
     assert "warmup>=1" in cold.hint
+
+
+def test_skip_first_wait_is_torchs_own_phases(traces_root):
+    """With ``skip_first_wait=1`` torch skips the first cycle's wait: only the skip_first step
+    is untimed-by-the-profiler, and one full schedule is ``wait`` calls shorter."""
+    schedule = {"skip_first": 1, "wait": 2, "warmup": 1, "active": 2, "skip_first_wait": 1}
+    fn = autoprof(name="nowait", warmup_calls=0, schedule=schedule)(lambda x: x + 1)
+    session = fn.autoprof_session
+    assert session.options.schedule.total_steps == 4  # skip_first + warmup + active
+    for _ in range(4):
+        fn(torch.ones(1))
+    assert session.done  # the schedule ended with torch's, not two calls later
+    session.flush()
+    m = manifest(only_run(traces_root, "nowait"))
+    assert m["status"] == "complete" and m["steps_recorded"] == 2
+    assert len(m["wait_call_ms"]) == 1  # the skip_first step only
