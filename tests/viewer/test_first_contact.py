@@ -99,6 +99,9 @@ def test_compare_log_axis_with_the_selected_run_and_telling_labels(monkeypatch):
     assert seeds == ["matmul_add · n=4096 · warmup=0", "matmul_add · n=4096 · warmup=3",
                      "matmul_add · n=64 · warmup=0", "matmul_add · n=64 · warmup=3"]
     assert len(set(labels)) == len(labels)
+    table = at.dataframe[-1].value.set_index("run")
+    assert table.loc["cpu_mlp_train", "gpu_busy_pct"] == "—"  # no GPU: a dash, not None
+    assert table.loc["ddp_step", "step_cpu_span_us_median"].endswith(" ms")  # 34 ms, not µs
 
 
 def test_self_vs_total_sorts_by_self_time(monkeypatch):

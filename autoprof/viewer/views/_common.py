@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pandas as pd
 import streamlit as st
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
+from autoprof.units import fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._loading import Loaded
 from autoprof.viewer._text import md_escape
@@ -60,6 +63,22 @@ def show_error(headline: str, line: str) -> None:
     """A red headline (escaped: it may hold run names) and the error line as plain text."""
     st.error(md_escape(headline))
     st.code(line, language=None, wrap_lines=True)
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """A table as people read it: each number in the unit its column names (`_us`, `_pct`,
+    ... through autoprof.units), a missing value as a dash."""
+    out = df.copy()
+    for col in out.columns:
+        numeric = is_numeric_dtype(out[col]) and not is_bool_dtype(out[col])
+        out[col] = [_cell(str(col), v, numeric) for v in out[col].tolist()]
+    return out
+
+
+def _cell(column: str, value: Any, numeric: bool) -> Any:
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    return dash(fmt_value(column, value)) if numeric else value
 
 
 def dash(text: str | None) -> str:

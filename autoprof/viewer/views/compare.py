@@ -13,7 +13,7 @@ import autoprof.analysis as analysis
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import across
-from autoprof.viewer.views._common import no_folder, show_error
+from autoprof.viewer.views._common import no_folder, readable, show_error
 
 PER_STEP = (("step_cpu_span_us_median", "CPU per step"),
             ("step_gpu_work_us_median", "GPU work per step"))
@@ -55,7 +55,7 @@ def render(ctx: Context) -> None:
     if not drew and len(good) >= 2:
         st.caption("Size sweep: pick two or more runs of the same function (same name) with "
                    "different problem sizes to see CPU vs GPU time per size.")
-    st.dataframe(table.drop(columns=["name"]), hide_index=True, width="stretch")
+    st.dataframe(readable(table.drop(columns=["name"])), hide_index=True, width="stretch")
 
 
 def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:

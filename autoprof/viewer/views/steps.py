@@ -11,7 +11,7 @@ from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._memo import analysed
-from autoprof.viewer.views._common import current_run
+from autoprof.viewer.views._common import current_run, readable
 
 FIRST = "first profiled step"
 LATER = "later steps"
@@ -54,7 +54,7 @@ def _steps(steps: pd.DataFrame) -> None:
                                  "GPU time per step", "time"),
             width="stretch",
         )
-    st.dataframe(df.drop(columns=["which"]), hide_index=True, width="stretch")
+    st.dataframe(readable(df.drop(columns=["which"])), hide_index=True, width="stretch")
 
 
 def _warmup(run: Any) -> None:
