@@ -68,6 +68,12 @@ def cache_enabled() -> bool:
     return flag("AUTOPROF_CACHE")
 
 
+def mmap_enabled() -> bool:
+    """``AUTOPROF_MMAP``: off reads plain traces into memory instead of mapping them (the
+    viewer sets it: a mapped file another process cuts short ends the process with SIGBUS)."""
+    return flag("AUTOPROF_MMAP")
+
+
 def cache_min_bytes() -> int:
     """``AUTOPROF_CACHE_MIN_BYTES``: traces smaller than this get no cache (0: all do)."""
     return non_negative_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)

@@ -30,7 +30,7 @@ def _env(traces: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "AUTOPROF_DIR": str(traces), "PYTHONPATH": str(REPO), **extra}
 
 
-def _wait_final(run: Path, timeout_s: float = 60.0) -> dict:
+def _wait_final(run: Path, timeout_s: float = 120.0) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:
         try:

@@ -139,7 +139,7 @@ def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, tr
     assert list(listed["status"]) == ["failed"]
 
 
-def _wait_finished(run: Path, timeout_s: float = 60.0) -> dict:
+def _wait_finished(run: Path, timeout_s: float = 120.0) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:
         m = manifest(run)

@@ -98,7 +98,7 @@ def read_bytes(
                 f"file is {_mib(size)}, above the {_mib(limit)} limit "
                 "(raise AUTOPROF_MAX_TRACE_BYTES to load it)",
             )
-        if not env.flag("AUTOPROF_MMAP"):  # the viewer: a mapped file cut short is SIGBUS
+        if not env.mmap_enabled():  # the viewer: a mapped file cut short is SIGBUS
             handle.seek(0)
             return handle.read()
         try:
