@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
 from autoprof.analysis.diagnose.context import Context
-from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
+from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
 from autoprof.analysis.diagnose.records import Check, Diagnostic
 from autoprof.analysis.metrics.efficiency import low_efficiency_diagnostic
@@ -369,6 +370,8 @@ def _straggler(ctx: Context) -> Diagnostic | None:
     others = table[table["rank"] != rank]
     other_compute = float(others["compute_us_median"].median())
     other_wait = float(others["collective_us_median"].median())
+    if int(slow["gpu_collectives"]) > 0:
+        return _gpu_straggler(rank, slow, others, len(table))
     return Diagnostic(
         id="straggler",
         severity="warning",
@@ -385,6 +388,27 @@ def _straggler(ctx: Context) -> Diagnostic | None:
         hint=(f"Find what rank {rank} does that the others do not: uneven batches or sequence "
               "lengths, data loading, logging or checkpointing on one rank, a slower GPU or "
               "host. Balance the work or move rank-specific work out of the step."),
+    )
+
+
+def _gpu_straggler(rank: int, slow: pd.Series, others: pd.DataFrame, ranks: int) -> Diagnostic:
+    """The NCCL form: the other ranks' GPUs sit in collectives with nothing to compute."""
+    waiting = float(others["exposed_comm_pct"].median())
+    own = float(slow["exposed_comm_pct"])
+    return Diagnostic(
+        id="straggler",
+        severity="warning",
+        message=(f"Rank {rank} is the straggler: the other ranks' GPUs spend {waiting:.1f}% of "
+                 f"their step in collectives with no compute beside them (exposed "
+                 f"communication), waiting for rank {rank}, whose own share is {own:.1f}%."),
+        evidence={"straggler_rank": rank, "others_exposed_comm_pct": _r(waiting),
+                  "straggler_exposed_comm_pct": _r(own),
+                  "compute_us_median": _r(slow["compute_us_median"]),
+                  "others_compute_us_median": _r(float(others["compute_us_median"].median())),
+                  "ranks": ranks},
+        hint=(f"Find what rank {rank} does that the others do not: uneven batches or sequence "
+              "lengths, data loading, logging or checkpointing on one rank, a slower GPU or "
+              f"host. Rank {rank}'s own opportunities name where its extra time goes."),
     )
 
 

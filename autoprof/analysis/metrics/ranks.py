@@ -15,9 +15,19 @@ the rank that arrives last is the one the others wait for. Per step and rank:
 | 0 | 9900 | 1010 | 5500 |
 | 1 | 9900 | 6010 | 500 |   <- straggler: arrives 5 ms after rank 0, which waits
 
-The straggler is the rank with the longest median compute, when every rank has collectives
-and its compute exceeds the median of the other ranks' by at least STRAGGLER_MIN_EXCESS
-(10%) of the median step time; below that the ranks are considered balanced.
+Which rank is the straggler depends on where the waiting shows:
+
+- NCCL (collective kernels on the GPU): a host enqueues its collectives early and may block
+  later (DDP's forward synchronises), so host-side compute does not separate the ranks. The
+  waiting shows on the GPU instead: a fast rank's collective kernels run with no compute
+  beside them (`exposed_comm_pct`, the breakdown's `gpu_communication` share of its step).
+  The straggler is the rank with the least exposed communication, when the most exposed
+  rank's share exceeds it by at least STRAGGLER_MIN_EXCESS (10 points of the step).
+- gloo and other host-side collectives: the straggler is the rank with the longest median
+  compute, when every rank has collectives and its compute exceeds the median of the other
+  ranks' by at least STRAGGLER_MIN_EXCESS (10%) of the median step time.
+
+Below those margins the ranks are considered balanced.
 """
 
 from __future__ import annotations
@@ -54,8 +64,8 @@ STRAGGLER_MIN_EXCESS = 0.10
 
 RANK_COLUMNS = [
     "rank", "steps", "step_time_us_median", "compute_us_median", "collective_us_median",
-    "collective_us_total", "collectives", "gpu_busy_pct", "verdict", "self_cpu_us",
-    "self_gpu_us",
+    "collective_us_total", "collectives", "gpu_collectives", "exposed_comm_pct", "gpu_busy_pct",
+    "verdict", "self_cpu_us", "self_gpu_us",
 ]
 # its own columns, plus what overhead() needs for the GPU busy column
 _NEEDS = list(dict.fromkeys(["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us",
@@ -78,7 +88,8 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     if steps.empty:  # the whole trace as one step
         cpu = cpu_mask(events)  # a mask: filtering would copy nearly every row
         if not cpu.any():
-            return pd.DataFrame(columns=["span_us", "collective_us", "compute_us", "collectives"])
+            return pd.DataFrame(columns=["span_us", "collective_us", "compute_us", "collectives",
+                                         "gpu_collectives"])
         spans = [(-1, float(pd.Series(events["ts_us"].to_numpy()[cpu]).min()),
                   float(pd.Series(events["end_us"].to_numpy()[cpu]).max()))]
     else:
@@ -107,7 +118,7 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
         first = float(c_ts[first_of].min()) if len(first_of) else end
         rows.append({"span_us": span, "collective_us": min(max(cpu_us, gpu_us), span),
                      "compute_us": min(max(first - start, 0.0), span),
-                     "collectives": len(idx)})
+                     "collectives": len(idx), "gpu_collectives": len(on_gpu)})
     return pd.DataFrame(rows)
 
 
@@ -129,6 +140,8 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
         "compute_us_median": median(st["compute_us"]),
         "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
         "collectives": int(st["collectives"].sum()) if len(st) else 0,
+        "gpu_collectives": int(st["gpu_collectives"].sum()) if len(st) else 0,
+        "exposed_comm_pct": float(pct["gpu_communication"] or 0.0),  # type: ignore[index]
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
         "verdict": classify_sides(pct, ov.has_gpu),  # type: ignore[arg-type]
         "self_cpu_us": ov.self_cpu_us,
@@ -160,6 +173,11 @@ def straggler_from(table: pd.DataFrame) -> int | None:
         return None
     if (table["collectives"] == 0).any():  # ranks that never meet cannot wait for each other
         return None
+    if (table["gpu_collectives"] > 0).all():  # NCCL: the waiting shows on the GPU
+        exposed = table["exposed_comm_pct"].astype(float)
+        if float(exposed.max() - exposed.min()) < STRAGGLER_MIN_EXCESS * 100.0:
+            return None
+        return int(table.loc[exposed.idxmin(), "rank"])
     slow = table.loc[table["compute_us_median"].idxmax()]
     others = table[table["rank"] != slow["rank"]]
     excess = float(slow["compute_us_median"] - others["compute_us_median"].median())
