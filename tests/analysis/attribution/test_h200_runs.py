@@ -17,7 +17,8 @@ from autoprof.analysis.metrics.stats import merge_intervals
 DATA = Path(__file__).resolve().parents[2] / "data"
 RUNS = DATA / "gpu_h200"
 EXAMPLES = Path(__file__).resolve().parents[3] / "traces" / "examples"  # eager, graph, DDP
-ALL = ["seed_n64", "seed_n4096", "attr_item_step", "attr_dataloader", "eager_100",
+ALL = ["seed_n64", "seed_n4096", "attr_item_step", "attr_item_gpu_step", "attr_dataloader",
+       "eager_100",
        "graph_replay", "ddp_step", *[f"sweep_n{n}" for n in (64, 512, 2048, 4096, 8192)]]
 
 
@@ -72,6 +73,18 @@ def test_item_per_parameter_is_host_sync_named_at_the_call():
     assert "host_sync" in causes("attr_item_step")[:3]
     assert ops["host_sync"]["pct_of_step"] > 10
     assert ops["host_sync"]["where"][0]["name"] == "aten::item in log_grad_norms"
+    assert "host-sync" in {d["id"] for d in s["diagnostics"]}
+
+
+def test_item_per_parameter_with_a_busy_gpu_is_the_first_opportunity():
+    """The same logging on a step whose GPU stays busy while the host launches (2048 x 4096):
+    the syncs are what leaves the GPU idle, and they come first."""
+    s = run("attr_item_gpu_step").summary()
+    first = s["opportunities"][0]
+    assert first["cause"] == "host_sync"
+    assert first["where"][0]["name"] == "aten::item in log_grad_norms"
+    assert first["max_speedup"] > 1.03
+    assert s["verdict"] == "compute-bound"
     assert "host-sync" in {d["id"] for d in s["diagnostics"]}
 
 

@@ -44,9 +44,18 @@ def test_tflops_and_mfu_agree_with_cuda_events(case) -> None:
     if rec["truth"]["host_us_median"] / rec["truth"]["event_us_median"] < SATURATED:
         assert measured == pytest.approx(truth, rel=0.05)
     else:
-        assert measured > truth
+        # near host-bound untraced (the conv step: host 77% of its GPU time), the profiler's
+        # own host cost opens idle gaps inside the GPU span, so the span rate reads lower;
+        # the kernels themselves still ran at least as fast as the untraced end-to-end rate
+        assert measured == pytest.approx(truth, rel=0.15)
+        busy = run.breakdown()[["gpu_compute_us", "gpu_memory_us"]].sum(axis=1)
+        assert float((steps_flops(run) / busy).median()) / 1e6 >= truth
     assert eff.dtype == "bf16"
     assert eff.mfu_pct == pytest.approx(100 * eff.step_tflops / 989.5)
+
+
+def steps_flops(run):
+    return run.analysis.efficiency.steps["flops"].to_numpy()
 
 
 def test_matrix_ops_are_compute_bound(case) -> None:
