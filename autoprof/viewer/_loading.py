@@ -197,10 +197,10 @@ def summary(run: Any) -> dict[str, Any]:
 def summaries(root: Path, paths: list[str],
               progress: Callable[[float, str], object]) -> dict[str, dict[str, Any]]:
     """Path -> summary (plus the problem size) for every run that loads; a run that does not
-    gets its error line as the reason. Loads each run at most once per server (the RunStore).
+    gets its error line as the reason. Each run is loaded once per server and changed
+    contents: the rows are kept by (path, signature), apart from the RunStore's few loaded
+    runs, so a folder of hundreds of runs is not reloaded on every visit.
     """
-    from autoprof.analysis.metrics.compare import run_size
-
     out: dict[str, dict[str, Any]] = {}
     for i, p in enumerate(paths):
         progress(i / max(len(paths), 1), f"Summarising run {i + 1} of {len(paths)}")
@@ -209,16 +209,35 @@ def summaries(root: Path, paths: list[str],
         except (OSError, ValueError) as e:
             out[p] = {"verdict_reason": f"refused: {e}"}
             continue
-        run, err = run_store().get_or_load(str(real), sig, None)
-        if run is None:
-            out[p] = {"verdict_reason": err}
-            continue
-        try:
-            out[p] = dict(summary(run), size=run_size(run.manifest, run.events, str(run.path)))
-        except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
-            # its Overview shows the traceback
-            out[p] = {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}
+        key = (str(real), sig)
+        with _ROWS_LOCK:
+            row = _ROWS.get(key)
+        if row is None:
+            row = _summary_row(key)
+            with _ROWS_LOCK:
+                _ROWS[key] = row
+                while len(_ROWS) > _ROWS_MAX:
+                    _ROWS.popitem(last=False)
+        out[p] = row
     return out
+
+
+_ROWS: OrderedDict[tuple[str, tuple[Any, ...]], dict[str, Any]] = OrderedDict()
+_ROWS_LOCK = threading.Lock()
+_ROWS_MAX = 10_000
+
+
+def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
+    from autoprof.analysis.metrics.compare import run_size
+
+    run, err = run_store().get_or_load(key[0], key[1], None)
+    if run is None:
+        return {"verdict_reason": err}
+    try:
+        return dict(summary(run), size=run_size(run.manifest, run.events, str(run.path)))
+    except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
+        # its Overview shows the traceback
+        return {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}
 
 
 @st.cache_resource(show_spinner=False)

@@ -151,3 +151,25 @@ def test_a_run_whose_analysis_fails_leaves_the_other_verdicts(tmp_path, monkeypa
     (broken,) = [r for k, r in rows.items() if k.startswith("graph_replay/")]
     assert broken["verdict"] == ""
     assert broken["why"] == "analysis failed: ZeroDivisionError: boom in the analysis"
+
+
+def test_the_runs_page_keeps_verdicts_without_reloading_runs(tmp_path, monkeypatch):
+    import autoprof.viewer._loading as loading
+
+    root = tmp_path / "traces"
+    shutil.copytree(EXAMPLES / "matmul_add", root / "matmul_add")  # four runs
+    loads: list[Path] = []
+    real_load = loading._load
+
+    def counting(path, progress):
+        loads.append(path)
+        return real_load(path, progress)
+
+    monkeypatch.setattr(loading, "_load", counting)
+    monkeypatch.setattr(loading.run_store(), "max_entries", 1)  # keeps one loaded run
+    at = open_app(root, monkeypatch)
+    assert len(loads) == 4 and all(r["verdict"] for r in _runs_table(at).values())
+    at.run()  # every widget change reruns the page
+    # only the run selected in the sidebar may be loaded again (the pages need it whole)
+    assert len(loads) <= 5, "a rerun must not reload runs the Runs page already summarised"
+    assert all(r["verdict"] for r in _runs_table(at).values())
