@@ -47,6 +47,7 @@ def check(
         options = replace(options, schedule=replace(options.schedule, repeat=1))
     wrapped = decorate(target, options)
     fresh: Session | None = getattr(wrapped, "autoprof_session", None)
+    early = _measure_first(target, args, kwargs, fixes) if fixes and fresh is not None else None
     total = options.warmup_calls + (options.schedule.total_steps or 0)
     try:
         for _ in range(total):
@@ -59,19 +60,37 @@ def check(
     if fresh.run_dir is None:
         return None
     if fixes:
-        _what_if(target, args, kwargs, fixes, fresh.run_dir, options)
+        _what_if(target, args, kwargs, fixes, fresh.run_dir, options, early)
     return _load(fresh.run_dir)
 
 
+def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                   fixes: str | Sequence[str]) -> Any:
+    """Named fixes are timed before profiling: after torch.profiler has run, CUPTI stays
+    attached and every kernel launch in the process is slower. ``"auto"`` needs the profile
+    to choose, so it is timed after (whatif.json then says so)."""
+    if fixes == "auto":
+        return None
+    try:
+        from autoprof.whatif import measure_fixes, resolve_fixes
+
+        return measure_fixes(target, args, kwargs, resolve_fixes(fixes))
+    except Exception as exc:  # the profile that follows raises the user's own error, if any
+        warn(f"autoprof.check: timing the fixes before profiling failed "
+             f"({type(exc).__name__}: {exc}); they are timed after it")
+        return None
+
+
 def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-             fixes: str | Sequence[str], run_dir: Path, options: Any) -> None:
+             fixes: str | Sequence[str], run_dir: Path, options: Any, early: Any) -> None:
     """Try the fixes; a failure of autoprof's own is a warning, never the user's error."""
     try:
         from autoprof.whatif import what_if
 
         run = _load(run_dir)
         summary = run.summary() if hasattr(run, "summary") else None
-        what_if(target, args, kwargs, fixes, summary=summary, run_dir=run_dir, options=options)
+        what_if(target, args, kwargs, fixes, summary=summary, run_dir=run_dir, options=options,
+                measured=early)
     except Exception as exc:
         warn(f"autoprof.check: trying the fixes failed ({type(exc).__name__}: {exc}); "
              f"the run in {run_dir} is complete without them")

@@ -7,10 +7,11 @@ profiles the best fix, and writes ``whatif.json`` into the run folder. Fixes liv
 module in :mod:`autoprof.whatif.fixes`.
 """
 
+from autoprof.whatif.auto import resolve as resolve_fixes
 from autoprof.whatif.fixes import FIXES, Applied, Fix, NotApplicable
 from autoprof.whatif.harness import Timing, measure
 from autoprof.whatif.result import FixResult
-from autoprof.whatif.runner import validate, what_if
+from autoprof.whatif.runner import Measured, measure_fixes, validate, what_if
 from autoprof.whatif.trial import try_fixes
 
 __all__ = [
@@ -18,9 +19,12 @@ __all__ = [
     "Applied",
     "Fix",
     "FixResult",
+    "Measured",
     "NotApplicable",
     "Timing",
     "measure",
+    "measure_fixes",
+    "resolve_fixes",
     "try_fixes",
     "validate",
     "what_if",

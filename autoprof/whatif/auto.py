@@ -62,7 +62,7 @@ def suggested_by(name: str, summary: dict[str, Any]) -> list[str]:
     return _unique(s for s in signals(summary) if name in SUGGESTED.get(s, ()))
 
 
-def resolve(try_fixes: str | Sequence[str], summary: dict[str, Any] | None) -> list[str]:
+def resolve(try_fixes: str | Sequence[str], summary: dict[str, Any] | None = None) -> list[str]:
     """``"auto"``, ``"all"``, one fix name or a sequence of names, as a checked list."""
     if isinstance(try_fixes, str):
         if try_fixes == "auto":

@@ -3,26 +3,48 @@ write ``whatif.json`` into the run folder (``check`` then returns the run, reloa
 
 from __future__ import annotations
 
+import json
+import statistics
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from autoprof.runfolder import MANIFEST
 from autoprof.units import fmt_us
 from autoprof.whatif.auto import resolve, suggested_by
 from autoprof.whatif.guard import user_state_kept
-from autoprof.whatif.harness import DEFAULT_SAMPLES
+from autoprof.whatif.harness import DEFAULT_SAMPLES, Timing
 from autoprof.whatif.record import whatif_record, write_whatif
 from autoprof.whatif.result import FixResult
 from autoprof.whatif.trial import Trial, best, try_fixes
 
 TryFixes = str | Sequence[str]
 FIXED_RUNS = "whatif"  # the profiled best fix lands in <run>/whatif/<name>.<fix>/<run_id>/
+SLOWER_AFTER_PROFILING = 1.25  # original timed after profiling / its warm-up calls before
 
 
 def validate(fixes: TryFixes) -> None:
     """Raise ValueError for an unknown fix name before anything runs."""
     resolve(fixes, {})
+
+
+@dataclass
+class Measured:
+    """The fixes' trials and the original's timing, and whether a profiler had run before
+    (CUPTI stays attached after torch.profiler and slows every later kernel launch)."""
+
+    names: list[str]
+    baseline: Timing
+    trials: list[Trial]
+    after_profiling: bool
+
+
+def measure_fixes(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],
+                  *, after_profiling: bool = False, samples: int = DEFAULT_SAMPLES) -> Measured:
+    """Time the original and each named fix (``resolve`` the names first)."""
+    baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
+    return Measured(list(names), baseline, trials, after_profiling)
 
 
 def what_if(
@@ -35,11 +57,15 @@ def what_if(
     run_dir: Path | None = None,
     options: Any = None,
     samples: int = DEFAULT_SAMPLES,
+    measured: Measured | None = None,
 ) -> list[dict[str, Any]]:
-    """Try ``fixes`` on ``fn(*args, **kwargs)``; with ``run_dir``, profile the best fix into
-    ``run_dir/whatif/`` and write ``run_dir/whatif.json``. Returns the result records."""
-    names = resolve(fixes, summary)
-    baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
+    """Try ``fixes`` on ``fn(*args, **kwargs)`` (or take ``measured``, timed before the run was
+    profiled); with ``run_dir``, profile the best fix into ``run_dir/whatif/`` and write
+    ``run_dir/whatif.json``. Returns the result records."""
+    if measured is None:
+        measured = measure_fixes(fn, args, kwargs, resolve(fixes, summary),
+                                 after_profiling=run_dir is not None, samples=samples)
+    trials = measured.trials
     for trial in trials:
         trial.result.suggested_by = suggested_by(trial.result.fix, summary or {})
     top = best(trials)
@@ -50,12 +76,43 @@ def what_if(
         write_whatif(run_dir, whatif_record(
             results,
             function=f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}",
-            tried=names,
-            baseline_us=baseline.median_us,
-            baseline_spread_us=baseline.spread_us,
-            clock=baseline.clock,
+            tried=measured.names,
+            baseline_us=measured.baseline.median_us,
+            baseline_spread_us=measured.baseline.spread_us,
+            clock=measured.baseline.clock,
+            **_when(measured, run_dir),
         ))
     return results
+
+
+def _when(measured: Measured, run_dir: Path) -> dict[str, Any]:
+    """When the fixes were timed, the original's untraced warm-up calls before profiling, and
+    a note when the timing after profiling ran slower than those calls."""
+    about: dict[str, Any] = {"measured": "after profiling" if measured.after_profiling
+                             else "before profiling"}
+    before = warmup_median_us(run_dir)
+    about["warmup_call_us_median"] = before
+    slower = (before is not None and measured.after_profiling
+              and measured.baseline.clock == "cuda-events"
+              and measured.baseline.median_us > SLOWER_AFTER_PROFILING * before)
+    if slower:
+        about["note"] = (
+            f"the original took {fmt_us(measured.baseline.median_us)} per call when the fixes "
+            f"were timed, {fmt_us(before)} in its warm-up calls before profiling: after "
+            "torch.profiler the process launches kernels more slowly (CUPTI stays attached), "
+            "which overstates what removing launches gains. Name the fixes (try_fixes=(...)) "
+            "to have them timed before profiling.")
+    return about
+
+
+def warmup_median_us(run_dir: Path) -> float | None:
+    """The median untraced warm-up call of the run's manifest, in µs (None without one)."""
+    try:
+        manifest = json.loads((run_dir / MANIFEST).read_bytes())
+        calls = [float(v) for v in manifest.get("warmup_call_ms") or []]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return statistics.median(calls) * 1e3 if calls else None
 
 
 def _note(r: FixResult) -> None:

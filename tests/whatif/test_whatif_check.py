@@ -248,3 +248,39 @@ def test_whatif_json_is_strict_json_even_with_an_infinite_error(tmp_path):
     text = (tmp_path / "whatif.json").read_text()
     assert "Infinity" not in text and "NaN" not in text
     assert read_whatif(tmp_path)[0]["max_abs_error"] is None
+
+
+def test_named_fixes_are_timed_before_the_profile_auto_after_it():
+    seen = []
+
+    def f(x):
+        seen.append(torch.autograd._profiler_enabled())
+        return x * 2
+
+    run = autoprof.check(f, torch.ones(2), try_fixes=("bf16",))
+    record = json.loads((Path(run.path) / "whatif.json").read_text())
+    assert record["measured"] == "before profiling"
+    first_profiled = seen.index(True)
+    assert first_profiled > 20  # every what-if call came before the profiler's first step
+    assert record["warmup_call_us_median"] > 0
+
+    run = autoprof.check(lambda x: x * 2, torch.ones(2), try_fixes="auto")
+    record = json.loads((Path(run.path) / "whatif.json").read_text())
+    assert record["measured"] == "after profiling"
+    assert "note" not in record  # a CPU run: no CUPTI, nothing to warn of
+
+
+def test_a_gpu_baseline_slower_after_profiling_is_called_out(tmp_path):
+    from autoprof.whatif.harness import Timing
+    from autoprof.whatif.runner import Measured, _when
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"warmup_call_ms": [2.2, 2.3, 2.5]}))
+    slow = Timing(4100.0, 4000.0, 4200.0, (4100.0,), 1, "cuda-events")
+    about = _when(Measured(["cuda-graph"], slow, [], after_profiling=True), tmp_path)
+    assert about["warmup_call_us_median"] == pytest.approx(2300.0)
+    assert "CUPTI stays attached" in about["note"] and "4.1 ms" in about["note"]
+    assert "note" not in _when(Measured(["cuda-graph"], slow, [], after_profiling=False),
+                               tmp_path)
+    same = Timing(2400.0, 2300.0, 2500.0, (2400.0,), 1, "cuda-events")
+    assert "note" not in _when(Measured(["cuda-graph"], same, [], after_profiling=True),
+                               tmp_path)
