@@ -49,11 +49,12 @@ class _WhenImported(importlib.abc.MetaPathFinder):
     """Finds nothing itself: on the import of Dynamo's rules it runs the real loader, then
     adds autoprof, then leaves ``sys.meta_path``."""
 
+    used = False
+
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _RULES:
+        if fullname != _RULES or self.used:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
+        self.used = True  # sys.meta_path is being iterated: leave it once the module ran
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         loader = getattr(spec, "loader", None)
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
@@ -61,8 +62,12 @@ class _WhenImported(importlib.abc.MetaPathFinder):
         original = loader.exec_module
 
         def exec_module(module: ModuleType) -> None:
-            original(module)
-            _add(module)
+            try:
+                original(module)
+                _add(module)
+            finally:
+                if self in sys.meta_path:
+                    sys.meta_path.remove(self)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
