@@ -55,7 +55,10 @@ def test_large_seed_no_fix_beats_folding_the_add_into_the_gemm():
     assert {r["fix"] for r in measured} == {"compile", "compile-reduce-overhead", "cuda-graph"}
     for r in measured:
         assert r["measured_speedup"] < folded * 1.1, r
-    assert fixes["compile"]["measured_speedup"] == pytest.approx(folded, rel=0.1)
+    # the fused call takes what torch.addmm takes (the two ratios carry the noise of two
+    # separately timed originals, so the absolute times are compared)
+    assert fixes["compile"]["fixed_us"] == pytest.approx(case["truth"]["addmm_us"], rel=0.1)
+    assert fixes["compile"]["measured_speedup"] > 1.1
     assert fixes["cuda-graph"]["measured_speedup"] == pytest.approx(1.0, abs=0.05)
     assert fixes["bf16"]["applicable"] is False  # the seed is bf16 already
 
