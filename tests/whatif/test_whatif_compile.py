@@ -43,7 +43,8 @@ def test_compile_makes_a_chain_of_small_ops_faster_with_matching_outputs(one_thr
     assert compiled["status"] == "faster", compiled
     assert compiled["outputs_match"] is True and compiled["max_abs_error"] <= 1e-3
     assert compiled["speedup"] > 1.5 and compiled["speedup_low"] > 1
-    assert compiled["setup_s"] > 0.1  # compilation, paid on the first call
+    # compilation, paid on the first call: far more than a call (even from a warm inductor cache)
+    assert compiled["setup_s"] * 1e6 > 100 * compiled["fixed_us"]
     assert compiled["break_even_calls"] >= 1
     # the best fix was profiled like the original, beside it
     assert compiled["fixed_verdict"] == "cpu-only"
