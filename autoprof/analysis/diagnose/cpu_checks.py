@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
 from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
 from autoprof.analysis.metrics.stats import isin_mask
 from autoprof.analysis.metrics.sync import autoprof_mask
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 DISPATCH_MEDIAN_US = 20.0
 DISPATCH_MIN_OPS = 100
 DATA_LOADER_MIN_PCT = 10.0
-DATA_LOADER = re.compile(r"DataLoader|_DataLoaderIter")
 TOP_HEAVIEST = 3
 
 
@@ -86,7 +85,7 @@ def data_loader(ctx: Context) -> Diagnostic | None:
     if not step_us > 0 or bd.where.empty:
         return None
     names = bd.where["name"].astype(str)
-    rows = bd.where[names.str.contains(DATA_LOADER).to_numpy()]
+    rows = bd.where[names.str.contains(DATA_LOADER_NAME).to_numpy()]
     if rows.empty:
         return None
     us = float(rows["us"].sum()) / n

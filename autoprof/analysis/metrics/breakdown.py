@@ -27,13 +27,13 @@ the step (`autoprof_us`); where the GPU runs, the GPU bucket keeps it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.loader.vocabulary import STEP_NAME
 from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in, parent_positions, subtree
 from autoprof.analysis.metrics.overhead import COMM_KERNEL
 from autoprof.analysis.metrics.stats import (
@@ -57,7 +57,6 @@ HOST_BUCKETS: tuple[Bucket, ...] = BUCKETS[3:]
 _EXCLUDED = len(BUCKETS)  # the code of autoprof's own, GPU-idle time
 
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-STEP_SPAN = re.compile(r"^ProfilerStep#\d+$")
 REGION_CATS = frozenset({"user_annotation", "python_function"})
 NOT_HOST_WORK_CATS = frozenset({"Trace", "trace", "gpu_user_annotation"})
 
@@ -146,7 +145,7 @@ class _Rows:
         self.parent = parent_positions(ev)
         self.cpu = isin_mask(ev["lane"], ("cpu",)) & ~isin_mask(ev["cat"], NOT_HOST_WORK_CATS)
         self.region = self.cpu & isin_mask(ev["cat"], REGION_CATS)
-        self.step_span = self.cpu & name_matches(ev["name"], STEP_SPAN)
+        self.step_span = self.cpu & name_matches(ev["name"], STEP_NAME)
         self.work = ev["is_gpu_work"].to_numpy(dtype=bool)
         self.codes, self.uniques = factorized(ev["name"])
 

@@ -20,7 +20,6 @@ other threads included.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from autoprof.analysis.loader.vocabulary import STEP_NAME
 from autoprof.analysis.metrics.stats import (
     cpu_mask,
     isin_mask,
@@ -39,7 +39,6 @@ from autoprof.analysis.metrics.stats import (
 NO_REGION = "(no region)"
 NO_OP = "(no op)"
 BEFORE_WINDOW = "(allocated before the profiled window)"
-_NOT_A_REGION = re.compile(r"^ProfilerStep#\d+$")
 TIMELINE_COLUMNS = ["ts_us", "rank", "device", "allocated_bytes", "reserved_bytes", "bytes",
                     "step", "region", "op", "addr"]
 DEVICE_COLUMNS = ["rank", "device", "peak_allocated_bytes", "peak_reserved_bytes",
@@ -208,7 +207,7 @@ def _rows_by(events: pd.DataFrame, mask: npt.NDArray[np.bool_], keys: list[str]
 def _is_region(events: pd.DataFrame) -> npt.NDArray[np.bool_]:
     """CPU ``user_annotation`` rows (``record_function``) other than ``ProfilerStep#N``."""
     return (cpu_mask(events) & isin_mask(events["cat"], ("user_annotation",))
-            & ~name_matches(events["name"], _NOT_A_REGION))
+            & ~name_matches(events["name"], STEP_NAME))
 
 
 def _labels(names: pd.Series, rows: IntArray, missing: str) -> npt.NDArray[np.object_]:
