@@ -1,6 +1,6 @@
 """A free localhost TCP port for tests that start servers or process groups.
 
-Imported as ``from support.ports import free_port``: tests/ is on sys.path through its conftest."""
+Imported as ``from support.ports import free_port`` (pyproject puts tests/ on pytest's path)."""
 
 from __future__ import annotations
 

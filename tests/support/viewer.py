@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 H200 = REPO / "tests" / "data" / "h200"
 APP = str(REPO / "viewer" / "app.py")
 EVIL = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")

@@ -6,7 +6,6 @@ import os
 
 import pandas as pd
 import pytest
-from support.viewer import REPO  # noqa: F401  (puts the repository on sys.path)
 
 from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts

@@ -1,13 +1,9 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _memory_record import record, record_plain  # noqa: E402
+from support.memory_record import record, record_plain
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ summary key and the CLI's MEMORY section with and without memory events."""
 
 from __future__ import annotations
 
-from _memory_trace import GIB, cuda_steps, write
+from support.memory_trace import GIB, cuda_steps, write
 
 import autoprof.analysis as analysis
 from autoprof.analysis.diagnose import memory_checks as mc

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _memory_trace import TID, mem, write, x
+from support.memory_trace import TID, mem, write, x
 
 import autoprof.analysis as analysis
 

@@ -5,7 +5,7 @@ this process (``base``: the first step's start), so every level is checked above
 
 from __future__ import annotations
 
-from _memory_record import KEEP, SCRATCH, TEMP
+from support.memory_record import KEEP, SCRATCH, TEMP
 
 import autoprof.analysis as analysis
 

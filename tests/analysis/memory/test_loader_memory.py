@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from _memory_trace import GIB, cuda_steps, mem, write, x
+from support.memory_trace import GIB, cuda_steps, mem, write, x
 
 import autoprof.analysis as analysis
 from autoprof.analysis.loader import cache, decode

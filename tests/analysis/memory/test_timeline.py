@@ -30,7 +30,7 @@ def test_empty_timeline_has_the_columns():
 
 
 def test_region_marks_are_capped(tmp_path):
-    from _memory_trace import mem, write, x
+    from support.memory_trace import mem, write, x
 
     import autoprof.analysis as analysis
 

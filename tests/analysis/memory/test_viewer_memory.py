@@ -54,7 +54,7 @@ def test_memory_page_with_an_empty_folder(tmp_path, monkeypatch):
 
 
 def test_memory_page_on_two_ranks(tmp_path, monkeypatch):
-    from _memory_trace import cuda_steps
+    from support.memory_trace import cuda_steps
     from support.viewer import write_run
 
     traces = {f"rank{r}": {"traceEvents": cuda_steps(2, 2, 1024 * (r + 1)),
@@ -68,7 +68,7 @@ def test_memory_page_on_two_ranks(tmp_path, monkeypatch):
 
 
 def test_memory_page_without_reserved_totals(tmp_path, monkeypatch):
-    from _memory_trace import cuda_steps, write
+    from support.memory_trace import cuda_steps, write
 
     events = cuda_steps(2, 2, 4096)
     for event in events:
