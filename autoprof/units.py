@@ -57,6 +57,7 @@ def fmt_value(key: str, value: object) -> str:
         return f"{value:.4g}"
     return f"{value:,}"
 
+
 def fmt_bytes(value: float | int | None) -> str:
     """A size in bytes, in binary units: ``512 B``, ``64 MiB``, ``2.17 GiB``."""
     if value is None:

@@ -268,10 +268,6 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                                 _values(first, "breakdown_s"),
                                 _values(first, "open_without_breakdown_s"), limit=0.2,
                                 unit="s"))
-        rows.append(Row.compare(f"4 breakdown vs the rest of a first open, s, {label}",
-                                _values(first, "breakdown_s"),
-                                _values(first, "open_without_breakdown_s"), limit=0.2,
-                                unit="s"))
         budget = 0.5 if n >= 1_000_000 else None
         rows.append(Row.bounded(f"4 second open (cached): load, s, {label}",
                                 _values(second, "load_s"), _values(first, "load_s"),
@@ -373,7 +369,7 @@ def _plain(s: Sample | str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="autoprof benchmarks (the targets of docs/performance.md)")
+    parser = argparse.ArgumentParser(description="autoprof benchmarks (docs/performance.md)")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument("--out", type=Path, default=_HERE / "results.json")
     parser.add_argument("--only", default="1,2,3,4,5", help="targets to run, e.g. 1,4")

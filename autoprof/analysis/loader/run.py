@@ -120,17 +120,17 @@ class Run:
         arithmetic intensity and roofline ``bound`` (metrics/efficiency.py)."""
         return self.analysis.efficiency.kernels
 
-    def breakdown(self, rank: int | None = None) -> pd.DataFrame:
-        """Per (rank, step): step_us and the seven buckets it splits into, in microseconds
-        (metrics/breakdown.py); one rank's steps when `rank` is given."""
-        return self.analysis.breakdown.for_rank(rank).steps
-
     def memory(self) -> pd.DataFrame:
         """The memory timeline (ts_us, rank, device, allocated_bytes, reserved_bytes, step);
         no rows without ``[memory]`` events (record with ``profile_memory=True``)."""
         from autoprof.analysis.metrics.memory import timeline_of
 
         return timeline_of(self.analysis.memory)
+
+    def breakdown(self, rank: int | None = None) -> pd.DataFrame:
+        """Per (rank, step): step_us and the seven buckets it splits into, in microseconds
+        (metrics/breakdown.py); one rank's steps when `rank` is given."""
+        return self.analysis.breakdown.for_rank(rank).steps
 
     @property
     def straggler_rank(self) -> int | None:

@@ -36,7 +36,6 @@ class Args(msgspec.Struct, gc=False):
     device_type: int = msgspec.field(default=-1, name="Device Type")
 
 
-
 class Event(msgspec.Struct, gc=False):
     """One entry of ``traceEvents``; missing fields take the defaults (no None anywhere, so
     columns come out with ``np.fromiter``; an explicit JSON ``null`` fails validation and

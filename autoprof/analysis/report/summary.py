@@ -118,8 +118,8 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "breakdown": ctx.breakdown.mean(),
         "opportunities": ctx.opportunities,
         "profiler_overhead": ctx.profiler_overhead,
-        "whatif": ctx.whatif,
         "efficiency": ctx.efficiency.to_dict(),
+        "whatif": ctx.whatif,
         "memory": memory_summary(ctx.memory),
     }
     return jsonable(out)  # type: ignore[no-any-return]

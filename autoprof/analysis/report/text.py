@@ -110,39 +110,6 @@ def _ranks(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _num(key: str, value: Any) -> str:
-    return fmt_pct(value) if key.endswith("pct") else fmt_value(key, value)
-
-
-def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
-    """The EFFICIENCY section: [] for a run without GPU work."""
-    if not e or not e.get("kernels"):
-        return []
-    peak = e.get("peak") or {}
-    roof = (peak.get("tflops") or {}).get(e.get("dtype") or "")
-    lines = ["", f"EFFICIENCY ({e.get('device') or 'unknown device'}; peak "
-             f"{e.get('dtype') or ''} {_num('tflops', roof)} TFLOP/s, "
-             f"{_num('gbps', peak.get('gbps'))} GB/s)",
-             f"  per step: {_num('tflops', e.get('step_tflops'))} TFLOP/s, MFU "
-             f"{_num('mfu_pct', e.get('mfu_pct'))}; GPU time at >= 50% of its roofline: "
-             f"{_num('pct', e.get('at_half_peak_pct'))}",
-             f"  {'kernel':<44} {'calls':>5} {'GPU time':>9} {'TFLOP/s':>8} {'%peak':>7} "
-             f"{'GB/s':>7} {'%peak':>7} {'FLOP/B':>7} bound"]
-    for k in e["kernels"][:top]:
-        lines.append(
-            f"  {_short(str(k['name']), 44):<44} {k['calls']:>5} {fmt_us(k['gpu_us']):>9} "
-            f"{_num('tflops', k['tflops']):>8} {_num('pct', k['pct_of_peak_flops']):>7} "
-            f"{_num('gbps', k['gbps']):>7} {_num('pct', k['pct_of_peak_bw']):>7} "
-            f"{_num('intensity', k['intensity']):>7} {k.get('bound') or 'n/a'}")
-    far = ", ".join(f"{_short(str(k['name']), 40)} ({fmt_us(k['lost_us'])} lost)"
-                    for k in (e.get("far_from_roofline") or [])[:3] if k.get("lost_us"))
-    if far:
-        lines += _wrap(f"farthest from the roofline (GPU time x (1 - efficiency)): {far}", "  ")
-    for note in e.get("notes") or []:
-        lines += _wrap(f"note: {note}", "  ")
-    return lines
-
-
 def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[str]:
     """One row per fix tried (autoprof.check(..., try_fixes=...)), then what the fixes each
     finding suggested measured (diagnostics first, then the verdict and opportunities)."""
@@ -191,6 +158,74 @@ def _whatif_outcome(r: dict[str, Any]) -> str:
     return f"{status}: {r.get('reason') or ''}".rstrip(": ")
 
 
+def _num(key: str, value: Any) -> str:
+    return fmt_pct(value) if key.endswith("pct") else fmt_value(key, value)
+
+
+def _efficiency(e: dict[str, Any] | None, top: int = 8) -> list[str]:
+    """The EFFICIENCY section: [] for a run without GPU work."""
+    if not e or not e.get("kernels"):
+        return []
+    peak = e.get("peak") or {}
+    roof = (peak.get("tflops") or {}).get(e.get("dtype") or "")
+    roofs = [f"{e['dtype']} {_num('tflops', roof)} TFLOP/s"] if roof else []
+    roofs += [f"{_num('gbps', peak['gbps'])} GB/s"] if peak.get("gbps") else []
+    lines = ["", f"EFFICIENCY ({e.get('device') or 'unknown device'}; peak "
+             f"{', '.join(roofs) or 'not known'})",
+             f"  per step: {_num('tflops', e.get('step_tflops'))} TFLOP/s, MFU "
+             f"{_num('mfu_pct', e.get('mfu_pct'))}; GPU time at >= 50% of its roofline: "
+             f"{_num('pct', e.get('at_half_peak_pct'))}",
+             f"  {'kernel':<44} {'calls':>5} {'GPU time':>9} {'TFLOP/s':>8} {'%peak':>7} "
+             f"{'GB/s':>7} {'%peak':>7} {'FLOP/B':>7} bound"]
+    for k in e["kernels"][:top]:
+        lines.append(
+            f"  {_short(str(k['name']), 44):<44} {k['calls']:>5} {fmt_us(k['gpu_us']):>9} "
+            f"{_num('tflops', k['tflops']):>8} {_num('pct', k['pct_of_peak_flops']):>7} "
+            f"{_num('gbps', k['gbps']):>7} {_num('pct', k['pct_of_peak_bw']):>7} "
+            f"{_num('intensity', k['intensity']):>7} {k.get('bound') or 'n/a'}")
+    far = ", ".join(f"{_short(str(k['name']), 40)} ({fmt_us(k['lost_us'])} lost)"
+                    for k in (e.get("far_from_roofline") or [])[:3] if k.get("lost_us"))
+    if far:
+        lines += _wrap(f"farthest from the roofline (GPU time x (1 - efficiency)): {far}", "  ")
+    for note in e.get("notes") or []:
+        lines += _wrap(f"note: {note}", "  ")
+    return lines
+
+
+def _memory(mem: dict[str, Any] | None) -> list[str]:
+    """MEMORY: peak per device, each step's start/peak/end, the regions that allocate most
+    (a GPU run's CPU rows are left out below the device lines)."""
+    if not mem:
+        return []
+    lines = ["", "MEMORY (profile_memory=True)"]
+    devices = mem.get("devices") or []
+    for d in devices:
+        cap, pct = d.get("capacity_bytes"), d.get("reserved_pct")
+        share = f" ({_pct(pct)} of {fmt_bytes(cap)})" if cap and pct is not None else ""
+        at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
+        lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
+                     f"{at}, peak reserved {fmt_bytes(d.get('peak_reserved_bytes'))}{share}; "
+                     f"{d['allocations']} allocations")
+    gpu = any(d["device"] != "cpu" for d in devices)
+    steps = [r for r in mem.get("steps") or [] if not gpu or r["device"] != "cpu"]
+    if steps:
+        lines.append("  per step (allocated):")
+    for r in steps[:12]:
+        lines.append(f"    {r['device']:<8} step {r['step']:>4}: start "
+                     f"{fmt_bytes(r['start_allocated_bytes'])}, peak {fmt_bytes(r['peak_bytes'])}"
+                     f", end {fmt_bytes(r['end_allocated_bytes'])}, "
+                     f"{r['allocations']} allocations")
+    regions = [r for r in mem.get("by_region") or [] if not gpu or r["device"] != "cpu"]
+    if regions:
+        lines.append("  regions (allocated per step, largest first):")
+    for r in regions[:8]:
+        lines.append(f"    {_short(str(r['name']), 36):<36} {r['device']:<8} "
+                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10}, peak inside "
+                     f"{fmt_bytes(r['peak_bytes'])}, {fmt_bytes(r['live_at_peak_bytes'])} "
+                     "live at peak")
+    return lines
+
+
 _BUCKET_MARKS = {"gpu_compute": "#", "gpu_memory": "=", "gpu_communication": "~",
                  "host_launch": "L", "host_sync": "S", "host_cpu_work": "C",
                  "host_untraced": "."}
@@ -234,40 +269,6 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _memory(mem: dict[str, Any] | None) -> list[str]:
-    """MEMORY: peak per device, each step's start/peak/end, the regions that allocate most
-    (a GPU run's CPU rows are left out below the device lines)."""
-    if not mem:
-        return []
-    lines = ["", "MEMORY (profile_memory=True)"]
-    devices = mem.get("devices") or []
-    for d in devices:
-        cap, pct = d.get("capacity_bytes"), d.get("reserved_pct")
-        share = f" ({_pct(pct)} of {fmt_bytes(cap)})" if cap and pct is not None else ""
-        at = f" in step {d['peak_step']}" if d.get("peak_step") is not None else ""
-        lines.append(f"  {d['device']:<8} peak allocated {fmt_bytes(d['peak_allocated_bytes'])}"
-                     f"{at}, peak reserved {fmt_bytes(d.get('peak_reserved_bytes'))}{share}; "
-                     f"{d['allocations']} allocations")
-    gpu = any(d["device"] != "cpu" for d in devices)
-    steps = [r for r in mem.get("steps") or [] if not gpu or r["device"] != "cpu"]
-    if steps:
-        lines.append("  per step (allocated):")
-    for r in steps[:12]:
-        lines.append(f"    {r['device']:<8} step {r['step']:>4}: start "
-                     f"{fmt_bytes(r['start_allocated_bytes'])}, peak {fmt_bytes(r['peak_bytes'])}"
-                     f", end {fmt_bytes(r['end_allocated_bytes'])}, "
-                     f"{r['allocations']} allocations")
-    regions = [r for r in mem.get("by_region") or [] if not gpu or r["device"] != "cpu"]
-    if regions:
-        lines.append("  regions (allocated per step, largest first):")
-    for r in regions[:8]:
-        lines.append(f"    {_short(str(r['name']), 36):<36} {r['device']:<8} "
-                     f"{fmt_bytes(r['allocated_bytes_per_step']):>10}, peak inside "
-                     f"{fmt_bytes(r['peak_bytes'])}, {fmt_bytes(r['live_at_peak_bytes'])} "
-                     "live at peak")
-    return lines
-
-
 def render_summary(s: dict[str, Any]) -> str:
     """The text report for a summary dict."""
     device = s.get("device")
@@ -292,11 +293,11 @@ def render_summary(s: dict[str, Any]) -> str:
         f"DIAGNOSTICS ({len(s.get('diagnostics') or [])})",
         *_diagnostics(s.get("diagnostics") or []),
     ]
-    lines += _efficiency(s.get("efficiency"))
-    lines += _memory(s.get("memory"))
     if s.get("whatif"):
         lines += ["", "WHAT-IF (fixes measured on this function)",
                   *_whatif(s["whatif"], s.get("diagnostics") or [])]
+    lines += _efficiency(s.get("efficiency"))
+    lines += _memory(s.get("memory"))
     if len(s.get("ranks") or []) > 1:
         lines += ["", "RANKS (medians per step)", *_ranks(s)]
     top = s.get("top_ops") or {}

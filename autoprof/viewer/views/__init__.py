@@ -17,7 +17,7 @@ PAGES: list[tuple[str, str, str]] = [
     ("steps.py", "Steps and warm-up", "steps"),
     ("compare.py", "Compare", "compare"),
     ("ranks.py", "Ranks", "ranks"),
+    ("roofline.py", "Roofline", "roofline"),
     ("memory.py", "Memory", "memory"),
     ("whatif.py", "What-if", "what-if"),
-    ("roofline.py", "Roofline", "roofline"),
 ]
