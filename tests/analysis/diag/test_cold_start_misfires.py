@@ -49,7 +49,7 @@ def test_the_empty_step_a_flush_closes_is_not_in_the_median():
 
 def test_a_step_without_the_run_s_region_is_left_out_when_the_run_has_regions():
     trace = matmul_like(steps=2, first_step_us=150.0)
-    for n, ts, dur in ((0, 1000.0, 150.0), (1, 1150.0, 100.0)):
+    for ts, dur in ((1000.0, 150.0), (1150.0, 100.0)):
         trace.cpu("myfn", ts + 1.0, dur - 2.0, cat="user_annotation")
     trace.step(2, 1300.0, 2.0).cpu("aten::empty", 1300.5, 1.0)  # torch's own, no call
     run = FakeRun(trace.frame(), _manifest([0.2, 0.2, 0.2], [0.2], name="myfn"))
