@@ -135,8 +135,9 @@ def _allocator_churn(ctx: Context) -> Diagnostic | None:
     if len(steps):
         per_step = steps.groupby(["rank", "device"])["allocations"].median()
         busy = per_step[per_step >= CHURN_ALLOCS_PER_STEP]
-        if len(busy):
-            (rank, device), count = busy.idxmax(), float(busy.max())
+        if len(busy):  # the busiest device; on a tie a GPU before the CPU
+            ranked = sorted(busy.items(), key=lambda kv: (-kv[1], kv[0][1] == "cpu"))
+            (rank, device), count = ranked[0][0], float(ranked[0][1])
             parts.append(f"{device} makes {count:.0f} allocations per step")
             evidence.update(device=str(device), rank=int(rank), allocations_per_step=count,
                             allocations_threshold=CHURN_ALLOCS_PER_STEP)
@@ -158,8 +159,8 @@ def _allocator_churn(ctx: Context) -> Diagnostic | None:
     return Diagnostic(
         id="allocator-churn",
         severity="info",
-        message="; ".join(parts).capitalize() + ": the caching allocator is working hard "
-                "(many small blocks, or cached memory it cannot reuse).",
+        message=("The caching allocator is working hard (many small blocks, or cached memory "
+                 "it cannot reuse): " + "; ".join(parts) + "."),
         evidence=evidence,
         hint=("Allocate less per step: preallocate and reuse buffers (out= arguments, in-place "
               "ops), optimizer.zero_grad(set_to_none=True), avoid shapes that change every "

@@ -54,3 +54,13 @@ def test_peaks_match_memory_stats(name: str) -> None:
     reserved = max(_profiled(case, "memory_reserved"))
     assert abs(cuda["peak_allocated_bytes"] - allocated) <= TOLERANCE * allocated
     assert abs(cuda["peak_reserved_bytes"] - reserved) <= TOLERANCE * reserved
+
+
+def test_churn_message_names_the_gpu_and_keeps_its_units() -> None:
+    """The CPU and cuda:0 both make 6,000 allocations a step in mem_churn: the GPU is named;
+    sizes keep their unit spelling (GiB, MiB)."""
+    for name, expected in (("mem_churn", "cuda:0 makes 6000 allocations per step"),
+                           ("mem_fragmented", "cuda:0 reserves 8.11 GiB for a peak of 300 MiB")):
+        _, run = _case(name)
+        (churn,) = [d for d in run.diagnostics() if d.id == "allocator-churn"]
+        assert expected in churn.message
