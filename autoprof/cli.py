@@ -38,6 +38,7 @@ class Progress:
         self.started = time.monotonic()
         self.last = 0.0
         self.shown = False
+        self.width = 0  # of the longest progress line written
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         now = time.monotonic()
@@ -52,14 +53,22 @@ class Progress:
             what = " ".join([f"{100.0 * numbers[0]:.0f}%", *texts])
         else:
             what = " ".join(texts) or "working"
-        self.stream.write(f"\rautoprof: loading {self.path}: {what} ")
+        line = f"autoprof: loading {self.path}: {what} "
+        self.stream.write("\r" + line)
         self.stream.flush()
         self.shown = True
+        self.width = max(self.width, len(line))
 
     def done(self) -> None:
         if self.shown:
             elapsed = time.monotonic() - self.started
             self.stream.write(f"\rautoprof: loaded {self.path} in {elapsed:.1f} s\n")
+            self.stream.flush()
+
+    def failed(self) -> None:
+        """The load failed: blank the progress line, so only the error line remains."""
+        if self.shown:
+            self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
 
 
@@ -81,11 +90,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
     try:
         run = load(path, progress=progress)
     except TraceError as err:
-        progress.done()
+        progress.failed()
         print(f"autoprof: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as err:
-        progress.done()
+        progress.failed()
         return _error(path, err.strerror or str(err))
     progress.done()
     summary = run.summary()  # cached beside big traces (analysis._summary_cache)
@@ -242,7 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _replace_unencodable(stream: Any) -> None:
+    """Names and paths the terminal's encoding cannot show print as `?`, not a traceback."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _replace_unencodable(sys.stdout)
+    _replace_unencodable(sys.stderr)
     args = build_parser().parse_args(argv)
     return int(args.func(args))
 

@@ -141,6 +141,59 @@ def test_progress_reports_only_for_slow_loads():
     assert "loaded big.json" in sink.text
 
 
+def test_cli_summary_unencodable_names_print_as_replacements(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::\u00b5_op_\U0001f525", "pid": 1,
+               "tid": 1, "ts": 0, "dur": 10}]
+    path = tmp_path / "trace_\U0001f525.json"
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    for args in (("summary", str(path)), ("summary", str(tmp_path / "gone_\u00b5.json"))):
+        res = cli(*args, env=env)
+        assert "Traceback" not in res.stderr, res.stderr
+        assert res.returncode in (0, 2)
+    res = cli("summary", str(path), env=env)
+    assert res.returncode == 0
+    assert "aten::?_op_?" in res.stdout and "trace_?.json" in res.stdout
+
+
+def test_progress_of_a_failed_load_says_no_loaded():
+    class Sink:
+        text = ""
+
+        def write(self, s: str) -> None:
+            self.text += s
+
+        def flush(self) -> None:
+            pass
+
+    sink = Sink()
+    p = Progress("bad.json", sink)
+    p.started -= 10
+    p(0.5, "decoding")
+    p.failed()
+    assert "loaded" not in sink.text
+    assert sink.text.endswith("\r")  # the progress line is blanked for the error line
+
+
+def test_cli_slow_bad_input_prints_only_the_error(tmp_path, monkeypatch, capsys):
+    import autoprof.analysis
+    from autoprof import cli as cli_module
+    from autoprof.analysis import TraceError
+
+    def slow_failing_load(path, progress=None):
+        progress.started -= 10
+        progress(0.5, "decoding")
+        raise TraceError(path, "not JSON")
+
+    monkeypatch.setattr(autoprof.analysis, "load", slow_failing_load)
+    path = tmp_path / "bad.json"
+    path.write_bytes(b"{")
+    assert cli_module.main(["summary", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "loaded" not in err
+    assert err.rsplit("\r", 1)[-1] == f"autoprof: error: {path}: not JSON\n"
+
+
 def test_view_command_binds_localhost_and_passes_dir(tmp_path):
     app = viewer_app()
     assert app is not None and app.name == "app.py"
