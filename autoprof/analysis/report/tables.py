@@ -46,6 +46,8 @@ _SORT_COLUMNS = (
     "calls",
     "flops",
 )
+# a spreadsheet reads a cell that starts with one of these as a formula
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _WIDTH = 12
 _SPACING = 2
 _FLOPS_UNITS = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
@@ -148,6 +150,8 @@ def write_tables(trace_paths: Iterable[Path], run_dir: Path) -> list[Path]:
     ordered = ops.sort_values(sort_by, ascending=False, kind="stable")[CSV_COLUMNS].copy()
     # FLOPs are counts: whole numbers, empty where none was recorded or estimated
     ordered["flops"] = [f"{v:.0f}" if v == v else "" for v in ordered["flops"].astype(float)]
+    for column in ("name", "input_shapes"):
+        ordered[column] = [_csv_text(v) for v in ordered[column]]
     csv_text = ordered.to_csv(index=False, float_format="%.3f", lineterminator="\n")
     run_dir = Path(run_dir)
     table_path = _write_atomic(run_dir / runfolder.TABLE_TXT, table)
@@ -197,6 +201,14 @@ def merge_ops(tables: list[pd.DataFrame]) -> pd.DataFrame:
 def self_vs_total_empty() -> pd.DataFrame:
     """An ops table with no rows and the usual columns."""
     return pd.DataFrame({c: pd.Series(dtype=object) for c in OPS_COLUMNS})
+
+
+def _csv_text(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula (``=cmd()``, ``@SUM(...)``) gets a
+    leading ``'``, which spreadsheets read as "this is text"; other values are unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _write_atomic(path: Path, text: str) -> Path:

@@ -127,6 +127,20 @@ def test_write_tables_with_no_traces_writes_empty_files(tmp_path: Path) -> None:
     assert ops_csv.read_text() == ",".join(CSV_COLUMNS) + "\n"
 
 
+def test_ops_csv_quotes_names_a_spreadsheet_would_run(tmp_path: Path) -> None:
+    import json
+
+    names = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tx", "aten::mm"]
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 * i,
+               "dur": 5} for i, n in enumerate(names)]
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    write_tables([trace], tmp_path)
+    with (tmp_path / "ops.csv").open(newline="") as f:
+        written = {r["name"] for r in csv.DictReader(f)}
+    assert written == {"'" + n for n in names[:-1]} | {"aten::mm"}
+
+
 def test_write_tables_sums_several_traces(tmp_path: Path) -> None:
     write_tables([N64, N64], tmp_path)
     rows = {r["name"]: r for r in csv.DictReader((tmp_path / "ops.csv").open(newline=""))}
