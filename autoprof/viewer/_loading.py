@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import shutil
 import tempfile
 import threading
@@ -171,14 +172,51 @@ def load_run(root: Path, path: Path, label: str | None = None) -> Loaded:
         real, sig = _resolve(root, path)
     except (OSError, ValueError) as e:  # missing, outside the folder, or a special file
         return Loaded(path, name, error=f"{path}: refused: {e}")
+    if finish_left_recording(real):
+        sig = signature(real)  # the finisher compressed its traces: what loads has changed
+    notes = [note] if (note := _FINISHED.get(str(real))) else []
     slot = st.empty()
     bar = _Bar(slot, name)
     with st.spinner(f"Loading {name} ..."):
         run, err = run_store().get_or_load(str(real), sig, bar)
     slot.empty()
     if run is None:
-        return Loaded(real, name, error=err)
-    return Loaded(real, name, run=run)
+        return Loaded(real, name, error=err, notes=notes)
+    return Loaded(real, name, run=run, notes=notes)
+
+
+_FINISHED: dict[str, str] = {}  # run folder -> the line saying this server finished it
+
+
+def finish_left_recording(path: Path) -> bool:
+    """Finish a run folder its process left 'recording' (killed before its finisher ran), as
+    `autoprof summary` does; True when it was finished now. The line saying so is kept for
+    the run's pages. Anything wrong with the folder is the loader's to say."""
+    if not (path.is_dir() and _says_recording(path)):
+        return False
+    from autoprof.finish import FinishError, finish_folder
+
+    try:
+        result = finish_folder(path, this_host_only=True)
+    except (FinishError, OSError):
+        return False
+    if result is None:
+        return False
+    _FINISHED[str(path)] = (f"This run was left recording by a process that has ended; the "
+                            f"viewer finished it: {result.get('status')}.")
+    find_runs.clear()  # the runs list shows its new status
+    return True
+
+
+def _says_recording(path: Path) -> bool:
+    """Does the folder's manifest (or one rank's) still say 'recording'? Cheap, no lock."""
+    for manifest in (path / runfolder.MANIFEST, *path.glob("rank*.manifest.json")):
+        try:
+            if json.loads(manifest.read_text()).get("status") == "recording":
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
 
 
 _SUMMARIES: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()

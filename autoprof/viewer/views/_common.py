@@ -39,6 +39,8 @@ def current_run(ctx: Context, title: str) -> Any:
         return None
     loaded = ctx.current
     st.caption(f"Run: {md_escape(loaded.label)}")
+    for note in loaded.notes:
+        st.info(md_escape(note))
     if not loaded.ok:
         show_error("This run could not be loaded.", loaded.error or "unknown error")
         return None
