@@ -530,8 +530,9 @@ class Session:
                 f"`python -m autoprof.finish {run.run_dir}`"
             )
 
-    def _hand_over(self, run: RunState, status: artifacts.Status) -> None:
-        """Give the run to its finisher (which decides the final status after its writes)."""
+    def _hand_over(self, run: RunState, status: artifacts.Status) -> bool:
+        """Give the run to its finisher (which decides the final status after its writes);
+        False when no finisher took it."""
         manifest = self._manifest("recording")
         manifest["requested_status"] = status
         run.requested = status
@@ -539,6 +540,7 @@ class Session:
         problem = finisher.hand_over(manifest) if finisher is not None else "not started"
         if problem is not None:
             self._finisher_failed(run, problem)
+        return problem is None
 
     def _finisher_failed(self, run: RunState, problem: str) -> None:
         """The finisher is gone: the folder keeps what ``python -m autoprof.finish`` needs."""
@@ -655,8 +657,8 @@ class Session:
                 status = "failed"
             elif status == "partial" and self.options.schedule.repeat == 0 and run.cycles:
                 status = "complete"  # repeat=0 runs until stopped: each saved cycle is whole
-            self._hand_over(run, status)
-            _note_end(self.name, run, status, self._total_steps)
+            handed_over = self._hand_over(run, status)
+            _note_end(self.name, run, status, self._total_steps, handed_over)
         self._retire()
 
     def _retire(self, covered: bool = False) -> None:
@@ -782,12 +784,23 @@ def _note_slow_start(name: str, seconds: float) -> None:
              "(the first profiled call waited for it; later calls do not)")
 
 
-def _note_end(name: str, run: RunState, status: str, total_steps: float) -> None:
-    calls = ""
-    if status == "partial" and total_steps != math.inf:
-        calls = (f" after {run.steps_done} of {int(total_steps)} profiled calls "
-                 "(the program called it fewer times than the schedule needs)")
-    note(f"autoprof: run of {name!r} ends {status}{calls}: {run.run_dir}")
+def _note_end(name: str, run: RunState, status: str, total_steps: float,
+              handed_over: bool) -> None:
+    """What is known when the profiler stops: the calls recorded, not the final status (the
+    finisher decides it, and warns when the run fails)."""
+    done = f"{run.steps_done} profiled call{'' if run.steps_done == 1 else 's'}"
+    if status == "failed":
+        what = f"failed after {done}"
+    elif status == "partial" and total_steps != math.inf:
+        what = (f"recorded partially ({run.steps_done} of {int(total_steps)} profiled calls: "
+                "the program called it fewer times than the schedule needs)")
+    elif status == "partial":
+        what = f"recorded partially ({done})"
+    else:
+        what = f"recorded ({done})"
+    then = ("finishing in the background" if handed_over else
+            "left 'recording' for `python -m autoprof.finish`")
+    note(f"autoprof: run of {name!r} {what}; {then}: {run.run_dir}")
 
 
 def _after_fork_in_child() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autoprof import _session, autoprof
+from autoprof import _export, _session, autoprof
 from tests.core.conftest import manifest, only_run, trace_files
 
 
@@ -174,9 +174,28 @@ def test_a_run_says_where_it_went_and_its_status(caplog, traces_root):
         f(torch.ones(1))
     f.autoprof_session.flush()  # type: ignore[attr-defined]
     run = only_run(traces_root, "told")
-    (line,) = [r.getMessage() for r in caplog.records if "ends" in r.getMessage()]
-    assert "'told' ends partial" in line and str(run) in line
-    assert "after 2 of 4 profiled calls" in line
+    (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
+    assert line == (f"autoprof: run of 'told' recorded partially (2 of 4 profiled calls: the "
+                    "program called it fewer times than the schedule needs); finishing in the "
+                    f"background: {run}")
+
+
+def test_the_end_of_a_run_says_what_was_recorded_not_a_status_not_yet_decided(
+        caplog, traces_root):
+    caplog.set_level(logging.INFO, logger="autoprof")
+
+    @autoprof(name="whole", warmup=0, schedule=dict(wait=0, warmup=1, active=2))
+    def f(x):
+        return x
+
+    for _ in range(3):
+        f(torch.ones(1))
+    f.autoprof_session.flush()  # type: ignore[attr-defined]
+    run = only_run(traces_root, "whole")
+    (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
+    assert line == f"autoprof: run of 'whole' recorded (3 profiled calls); finishing in the " \
+                   f"background: {run}"
+    assert "complete" not in line  # the finisher decides that, after this line
 
 
 def test_a_slow_profiler_start_is_noted(caplog, monkeypatch):
@@ -192,3 +211,26 @@ def test_a_slow_profiler_start_is_noted(caplog, monkeypatch):
     notes = [m for m in (r.getMessage() for r in caplog.records)
              if "to start for 'slow_start'" in m]
     assert len(notes) == 1 and "first profiled call waited" in notes[0]
+
+
+def test_a_run_no_finisher_took_says_how_to_finish_it(caplog, monkeypatch, traces_root):
+    caplog.set_level(logging.INFO, logger="autoprof")
+    def cannot_start(*args: object) -> None:
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(_export.Finisher, "start", cannot_start)
+
+    @autoprof(name="orphan", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
+    def f(x):
+        return x
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            f(torch.ones(1))
+        f.autoprof_session.flush()  # type: ignore[attr-defined]
+    run = only_run(traces_root, "orphan")
+    (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
+    assert line == (f"autoprof: run of 'orphan' recorded (2 profiled calls); left 'recording' "
+                    f"for `python -m autoprof.finish`: {run}")
+    assert any("cannot start the finisher" in str(w.message) for w in said)  # still warned
