@@ -1,11 +1,12 @@
 """The cached columnar form of a loaded trace: ``<trace>.autoprof.arrow`` beside the trace.
 
-An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_ns`` and
-``CACHE_VERSION`` (all in the schema metadata, with the trace's top-level metadata and the
-load warnings). A cache whose key does not match, or that cannot be read, is ignored and
-rewritten; a folder that cannot be written just means no cache. Writes are atomic (temporary
-file + ``os.replace``), so a reader never sees half a cache. The write runs on a background
-thread (``wait_for_writes`` waits for it): the load that writes it already has its table.
+An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_ns``,
+``ctime_ns``, inode and ``CACHE_VERSION`` (all in the schema metadata, with the trace's
+top-level metadata and the load warnings). A cache whose key does not match, or that cannot
+be read, is ignored and rewritten; a folder that cannot be written just means no cache.
+Writes are atomic (temporary file + ``os.replace``), so a reader never sees half a cache.
+The write runs on a background thread (``wait_for_writes`` waits for it): the load that
+writes it already has its table.
 
 Only traces of at least ``AUTOPROF_CACHE_MIN_BYTES`` (default 4 MiB, ~10k events) get a
 cache: smaller ones decode in milliseconds, and caching them would only litter folders.
@@ -28,7 +29,7 @@ from autoprof import env, runfolder
 from autoprof._version import __version__
 from autoprof.analysis.loader.memory import from_ipc, to_ipc
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 _MEMORY_KEY = b"autoprof.memory"  # the [memory] events table, Arrow IPC stream bytes
@@ -50,12 +51,17 @@ def cache_path(trace: Path) -> Path:
 
 def _key(trace: Path) -> dict[str, Any] | None:
     """What a cache must match: the trace as it is now, and the code that built the table
-    (bump CACHE_VERSION when the table's rules change; the autoprof version is included)."""
+    (bump CACHE_VERSION when the table's rules change; the autoprof version is included).
+
+    Size and mtime alone match another trace copied in with its times kept (``cp -p``,
+    ``rsync -t``, an unpacked archive); the inode and ``ctime_ns``, which no copy keeps and
+    nobody can set, tell that file from the one the cache was made from."""
     try:
         st = trace.stat()
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION,
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino, "device": st.st_dev, "version": CACHE_VERSION,
             "autoprof": __version__}
 
 

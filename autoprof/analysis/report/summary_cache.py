@@ -2,13 +2,16 @@
 
 ``Run.summary()`` reads it when its key matches, else computes ``summarize(run)`` and writes
 it. The key is what the summary depends on: every trace as it is now (the loader cache's own
-key, ``_cache._key``: size, ``mtime_ns``, cache and autoprof versions), ``code_hash()`` (a
+key, ``_cache._key``: size, ``mtime_ns``, ``ctime_ns``, inode, cache and autoprof versions),
+``code_hash()`` (a
 SHA-256 of every source file of the analysis package, so any change to a metric, a check or the
 report invalidates every cached summary without a hand-bumped version), the run's path, name
 and world size, its manifest (a SHA-256 of its canonical JSON: a manifest rewritten with a new
 status counts), and a
 fingerprint of the events table (row count, columns, sums of ``ts_us`` and ``dur_us``), so a
 Run whose events were filtered or replaced after loading is never answered from the cache.
+The file also holds a SHA-256 of the summary itself: an entry edited or garbled after it was
+written is ignored.
 
 Same rules as the loader's cache: only runs whose traces total at least
 ``AUTOPROF_CACHE_MIN_BYTES`` get one, ``AUTOPROF_CACHE=0`` turns it off, writes are atomic
@@ -92,7 +95,9 @@ def read_summary(run: RunLike, key: dict[str, Any]) -> dict[str, Any] | None:
         if not isinstance(stored, dict) or stored.get("key") != key:
             return None
         summary = stored.get("summary")
-        return summary if isinstance(summary, dict) else None
+        if not isinstance(summary, dict) or stored.get("summary_sha256") != _digest(summary):
+            return None
+        return summary
     except (OSError, ValueError, TypeError, RecursionError):
         return None
 
@@ -101,11 +106,17 @@ def write_summary(run: RunLike, key: dict[str, Any], summary: dict[str, Any]) ->
     """Write the cache atomically; False (silently) when it cannot be written."""
     target = summary_path(_traces(run)[0])
     try:
-        text = json.dumps({"key": key, "summary": summary}, allow_nan=False)
+        text = json.dumps({"key": key, "summary": summary, "summary_sha256": _digest(summary)},
+                          allow_nan=False)
         runfolder.atomic_write_text(target, text, fsync=False)
         return True
     except (OSError, ValueError, TypeError, RecursionError):
         return False
+
+
+def _digest(summary: dict[str, Any]) -> str:
+    text = json.dumps(summary, sort_keys=True, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _cacheable(key: dict[str, Any] | None) -> bool:

@@ -68,6 +68,7 @@ def test_same_size_new_mtime_invalidates(tmp_path: Path, monkeypatch: pytest.Mon
     cache = _summary_cache.summary_path(trace)
     stored = json.loads(cache.read_text())
     stored["summary"]["verdict"] = "planted"  # would show if the stale entry were used
+    stored["summary_sha256"] = _summary_cache._digest(stored["summary"])
     cache.write_text(json.dumps(stored))
     assert load(trace).summary()["verdict"] == "planted"  # key unchanged: the entry is used
     stat = trace.stat()
@@ -131,3 +132,30 @@ def test_a_changed_manifest_invalidates(tmp_path: Path) -> None:
     manifest["status"] = "complete"
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     assert load(run_dir).summary()["status"] == "complete"
+
+
+def test_caches_beside_a_different_trace_of_the_same_size_and_mtime_are_not_used(
+    tmp_path: Path,
+) -> None:
+    # a trace replaced in place by another one of the same size and mtime (cp -p, rsync -t,
+    # an archive unpacked over the folder) keeps its caches, and the events' sums match too
+    trace = _trace(tmp_path)
+    original = trace.read_bytes()
+    stat = trace.stat()
+    load(trace).summary()
+    swapped = original.replace(b'"aten::relu"', b'"aten::tanh"')
+    assert swapped != original and len(swapped) == len(original)
+    trace.write_bytes(swapped)
+    os.utime(trace, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    names = {op["name"] for ops in load(trace).summary()["top_ops"].values() for op in ops}
+    assert "aten::tanh" in names and "aten::relu" not in names
+
+
+def test_a_tampered_summary_under_a_matching_key_is_ignored(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    expected = load(trace).summary()
+    cache = _summary_cache.summary_path(trace)
+    stored = json.loads(cache.read_text())
+    stored["summary"]["verdict"] = "planted"
+    cache.write_text(json.dumps(stored))
+    assert load(trace).summary() == expected
