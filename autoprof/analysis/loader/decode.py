@@ -191,6 +191,7 @@ def _decode_chunked(
         return _decode_top(data, builder, warnings)
     total = len(cuts) + 1
     try:
+        _check_cuts(data, start, cuts)
         for i in range(len(cuts) - 1):
             _decode_events_list(_as_list(data, cuts[i], cuts[i + 1]), builder, warnings)
             _release(data, cuts[i], cuts[i + 1])
@@ -200,6 +201,21 @@ def _decode_chunked(
         return _decode_top(head_tail, builder, warnings)
     except (msgspec.DecodeError, msgspec.ValidationError, _ShapeError) as exc:
         raise _ChunkFailed(str(exc)) from None
+
+
+_LIST_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def _check_cuts(data: Buffer, start: int, cuts: list[int]) -> None:
+    """Raise unless every cut lies in the list of the only ``traceEvents`` key, as in a whole
+    decode: a second ``traceEvents`` key (the last one wins) or event-like objects under
+    another key would otherwise be read as events. Each middle chunk decodes as a list, so
+    the chunks lie in one list; it is the first key's list when the head up to the first cut
+    is that list's opening part, and the tail holds no other ``traceEvents``."""
+    opened = _LIST_OPEN.match(data, start)
+    if opened is None or data.find(b'"traceEvents"', cuts[-1]) != -1:
+        raise _ChunkFailed("traceEvents is not one list around the cuts")
+    schema.EVENTS_RAW_DECODER.decode(_as_list(data, opened.end(), cuts[0]))
 
 
 def _repair(data: Buffer) -> tuple[bytes, str]:
@@ -224,6 +240,12 @@ def _decode_with_repairs(
 ) -> dict[str, Any]:
     """The whole document failed to decode: repair what can be repaired, or explain."""
     if "truncated" in error:
+        closed = _closed_array(data)
+        if closed is not None:  # the JSON Array Format allows leaving out the final "]"
+            try:
+                return _decode_top(closed, builder, warnings)
+            except msgspec.DecodeError:
+                pass  # cut inside an event: truncated after all
         raise TraceError(path, "truncated JSON: the file ends before the trace does "
                                "(export interrupted or file still being written?)")
     fixed, notes = _repair(data)
@@ -238,7 +260,35 @@ def _decode_with_repairs(
         meta = _decode_stdlib(fixed, builder, warnings)
         if meta is not None:
             return meta
+    elif "invalid character" in error:  # too big for Python's json: NaN -> null in place
+        try:
+            meta = _decode_top(_null_literals(fixed), builder, warnings)
+            warnings.append(_NON_STANDARD_WARNING)
+            return meta
+        except msgspec.DecodeError:
+            pass
     raise TraceError(path, f"not valid JSON ({error})")
+
+
+def _closed_array(data: Buffer) -> bytes | None:
+    """A JSON Array Format trace without its closing ``]`` (trailing comma allowed), closed;
+    None for anything else."""
+    if _first_byte(data) != b"[":
+        return None
+    body = bytes(data).rstrip(b" \t\r\n")
+    if body.endswith(b"]"):
+        return None
+    return body.rstrip(b",").rstrip(b" \t\r\n") + b"]"
+
+
+# a JSON string (skipped as it is) or a NaN / Infinity literal outside strings (-> null)
+_STRING_OR_LITERAL = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)')
+_NON_STANDARD_WARNING = "non-standard JSON (NaN or Infinity literals) read with the slow parser"
+
+
+def _null_literals(data: bytes) -> bytes:
+    """NaN, Infinity and -Infinity outside strings -> null, as Python's json + _finite do."""
+    return _STRING_OR_LITERAL.sub(lambda m: b"null" if m.group(1) else m.group(0), data)
 
 
 def _decode_stdlib(data: bytes, builder: ColumnBuilder, warnings: list[str]) -> Any:
@@ -247,7 +297,7 @@ def _decode_stdlib(data: bytes, builder: ColumnBuilder, warnings: list[str]) -> 
         obj = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    warnings.append("non-standard JSON (NaN or Infinity literals) read with the slow parser")
+    warnings.append(_NON_STANDARD_WARNING)
     return _decode_top(msgspec.json.encode(_finite(obj)), builder, warnings)
 
 
