@@ -17,6 +17,7 @@ from typing import Any
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.source import refuse_special
 from autoprof.analysis.loader.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
@@ -163,6 +164,8 @@ def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
         _check_inside(path, Path(root), "the traces root")
     if not path.exists():
         raise TraceError(path, "no such file or folder")
+    if not path.is_file() and not path.is_dir():
+        refuse_special(path, path.stat().st_mode)  # before anything opens it
     if path.is_file():
         if path.name == MANIFEST_NAME:
             return _run_source(path.parent)

@@ -7,6 +7,7 @@ key they lack.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,10 @@ STATUSES = runfolder.STATUSES
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest at ``path`` with defaults filled in; raises TraceError when unusable."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block open() for ever
+            raise TraceError(path, "manifest is not a regular file (a FIFO, socket or device)")
+        size = info.st_size
         if size > MAX_MANIFEST_BYTES:
             raise TraceError(path, f"manifest is {size} bytes, too large to be a manifest")
         data = path.read_bytes()

