@@ -18,10 +18,11 @@ class TraceBuilder:
         self.corr = 100
         self.step = 0
 
-    def step_with(self, *ops: tuple[str, list[Any], list[str], list[tuple[str, float]]],
+    def step_with(self, *ops: tuple[str, list[Any], list[str], list[tuple[Any, ...]]],
                   cpu_us: float = 50.0) -> None:
         """One ProfilerStep#N holding ``ops``: (name, input dims, input types, kernels)
-        where kernels are (kernel name or "memset", duration in us)."""
+        where kernels are (kernel name or "memset" or "Memcpy ...", duration in us[, the
+        bytes Kineto's args give a memcpy / memset])."""
         start = self.t
         self.events.append({"ph": "X", "cat": "user_annotation",
                             "name": f"ProfilerStep#{self.step}", "pid": 1, "tid": 1,
@@ -34,19 +35,23 @@ class TraceBuilder:
                 op["args"]["Input Dims"] = dims
                 op["args"]["Input type"] = types
             self.events.append(op)
-            for i, (kname, dur) in enumerate(kernels):
+            for i, (kname, dur, *nbytes) in enumerate(kernels):
                 self.corr += 1
                 lt = t + 0.5 + 2 * i
                 self.events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
                                     "pid": 1, "tid": 1, "ts": lt, "dur": 1.0,
                                     "args": {"correlation": self.corr}})
                 self.gpu_t = max(self.gpu_t, lt + 5)
-                cat = "gpu_memset" if kname == "memset" else "kernel"
+                cat = ("gpu_memset" if kname == "memset" else
+                       "gpu_memcpy" if kname.startswith("Memcpy") else "kernel")
+                gpu_args: dict[str, Any] = {"correlation": self.corr, "device": 0,
+                                            "stream": 7}
+                if nbytes:
+                    gpu_args["bytes"] = nbytes[0]
                 self.events.append({"ph": "X", "cat": cat,
                                     "name": "Memset (Device)" if kname == "memset" else kname,
                                     "pid": 0, "tid": 7, "ts": self.gpu_t, "dur": dur,
-                                    "args": {"correlation": self.corr, "device": 0,
-                                             "stream": 7}})
+                                    "args": gpu_args})
                 self.gpu_t += dur
             t += 2.0 * len(kernels) + 2
         self.step += 1

@@ -29,7 +29,7 @@ from autoprof import env, runfolder
 from autoprof._version import __version__
 from autoprof.analysis.loader.memory import from_ipc, to_ipc
 
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 _MEMORY_KEY = b"autoprof.memory"  # the [memory] events table, Arrow IPC stream bytes

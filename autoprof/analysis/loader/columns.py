@@ -32,7 +32,7 @@ _HOST_CATS = RUNTIME_CATS | {"cpu_op", "user_annotation", "python_function", "tr
 _NO_CORRELATION_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
 
 INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "device", "stream", "flow_id")
-FLOAT_COLUMNS = ("ts", "dur", "flops")
+FLOAT_COLUMNS = ("ts", "dur", "flops", "bytes")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -163,8 +163,8 @@ class ColumnBuilder:
         """Append one chunk of decoded events as columns.
 
         Fields every event needs are read for all; the rest only for the events that can
-        carry them (flow ids for flows, input dims and flops for CPU ops, device and stream
-        for GPU events, correlation for launches and GPU events): each skipped pass over
+        carry them (flow ids for flows, input dims and flops for CPU ops, device, stream and
+        bytes for GPU events, correlation for launches and GPU events): each skipped pass over
         the chunk saves ~5% of the decode time.
         """
         n = len(events)
@@ -202,6 +202,8 @@ class ColumnBuilder:
         chunk["input_values"][op_rows] = self.values.encode(values, len(op_args))
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         chunk["device"] = _subset(args, device_rows, "device", n)
+        chunk["bytes"] = np.full(n, np.nan)
+        chunk["bytes"][device_rows] = _column(_pick(args, device_rows), "copy_bytes", np.float64)
         chunk["stream"] = _subset(args, device_rows, "stream", n)
         corr_rows = np.flatnonzero(is_x & ~self._cat_flags(_NO_CORRELATION_CATS)[cat_codes])
         chunk["correlation"] = _subset(args, corr_rows, "correlation", n)
@@ -254,6 +256,7 @@ class ColumnBuilder:
             ts=merged["ts"].astype(np.float64, copy=False),
             dur=merged["dur"].astype(np.float64, copy=False),
             flops=merged["flops"].astype(np.float64, copy=False),
+            bytes=merged["bytes"].astype(np.float64, copy=False),
             correlation=merged["correlation"],
             external_id=merged["external_id"],
             device=merged["device"],
@@ -286,6 +289,7 @@ class RawColumns:
     ts: FloatArray
     dur: FloatArray
     flops: FloatArray
+    bytes: FloatArray  # args.bytes of memcpy / memset events
     correlation: IntArray
     external_id: IntArray
     device: IntArray
@@ -328,6 +332,7 @@ def coerce_loose(loose: LooseEvent) -> Event:
         correlation=int(ident(raw_args.get("correlation"))),
         external_id=int(ident(raw_args.get("External id"))),
         flops=_float_or_nan(raw_args.get("flops")),
+        copy_bytes=_float_or_nan(raw_args.get("bytes")),
         input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,
         input_types=(msgspec.Raw(msgspec.json.encode(types)) if types is not None
                      else RAW_EMPTY),

@@ -39,7 +39,7 @@ MAX_ABS_TS_US = 1e17
 COLUMNS: tuple[str, ...] = (
     "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
     "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
-    "launch_row", "op_row", "flops", "input_dims", "input_types", "input_values",
+    "launch_row", "op_row", "flops", "bytes", "input_dims", "input_types", "input_values",
     "rank",
 )
 # pandas categoricals of str values (see docs/architecture.md); the rest are numbers/bools
@@ -52,7 +52,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 def empty_events() -> pd.DataFrame:
     """The events table with no rows (right columns and dtypes)."""
-    floats = ("ts_us", "dur_us", "end_us", "self_us", "flops")
+    floats = ("ts_us", "dur_us", "end_us", "self_us", "flops", "bytes")
     columns: dict[str, Any] = {}
     for col in COLUMNS:
         if col in TEXT_COLUMNS:
@@ -299,6 +299,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
         "launch_row": launch_row,
         "op_row": op_row,
         "flops": c.flops[rows],
+        "bytes": c.bytes[rows],
         "input_dims": _strings(c.dims, c.input_dims[rows]),
         "input_types": _strings(c.types, c.input_types[rows]),
         "input_values": _strings(c.values, c.input_values[rows]),

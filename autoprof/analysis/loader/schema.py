@@ -20,6 +20,7 @@ class Args(msgspec.Struct, gc=False):
     correlation: int = -1
     external_id: int = msgspec.field(default=-1, name="External id")
     flops: float = math.nan
+    copy_bytes: float = msgspec.field(default=math.nan, name="bytes")  # memcpy / memset
     input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
     input_types: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input type")
     input_values: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Concrete Inputs")

@@ -16,6 +16,13 @@ reaches the device's ridge point for the kernel's dtype, else ``memory``. A kern
 of its roof (``pct_of_roofline``) is achieved TFLOP/s over min(peak, intensity x bandwidth).
 A step's time is the longer of its CPU span and the span of its GPU work (first start to last
 end), so MFU = the step's FLOPs / that time / the peak of the dtype that did most FLOPs.
+
+A memcpy or memset that carries its own byte count (Kineto's ``args.bytes``, the ``bytes``
+column) takes those bytes instead of a share of its op's; a device-to-device copy reads and
+writes each of them, so it moves twice its count (as a ``copy_`` op's shapes say). Copies
+between host and device
+(HtoD, DtoH: over PCIe or the host link) are bounded by that link, not by HBM: their
+``bound`` is ``host link`` and they get no share of the HBM peak.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ FAR_FROM_ROOF = 5  # kernels listed as farthest from the roofline
 SUMMARY_ROWS = 50  # kernels and ops the summary lists (by GPU time)
 _TF32_KERNEL = re.compile(r"tf32|xf32", re.IGNORECASE)
 _LAYOUT_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
+_DEVICE_COPY = re.compile(r"\bDtoD\b", re.IGNORECASE)
+_HOST_COPY = re.compile(r"\b(HtoD|DtoH|HtoH)\b|Pageable|Pinned", re.IGNORECASE)
+HOST_LINK = "host link"  # ``bound`` of a copy between host and device memory
 _NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
           "step", "rank", "flops", "input_dims"]
 
@@ -173,9 +183,14 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     tf32 = (table["dtype"] == "fp32").to_numpy() & _name_flags(work["name"], _TF32_KERNEL)
     table.loc[tf32, "dtype"] = "tf32"
     # an op's kernels share its cost by duration; its memsets / memcpys get a share only
-    # when the op itself only moves memory (copy_, fill_: no FLOPs)
+    # when the op itself only moves memory (copy_, fill_: no FLOPs) and they do not carry
+    # their own byte count
+    own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
+           else np.full(len(work), np.nan))
+    counted = ~table["is_kernel"].to_numpy() & np.isfinite(own) & (own >= 0)
+    table["host_copy"] = counted & _name_flags(work["name"], _HOST_COPY)
     memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
-    takes = table["is_kernel"].to_numpy() | memory_op
+    takes = (table["is_kernel"].to_numpy() | memory_op) & ~counted
     table.loc[~takes, ["op_flops", "op_bytes", "flops_source", "dtype"]] = [np.nan, np.nan, "",
                                                                            ""]
     sharing = table["cost_row"].where(takes, -1)
@@ -184,7 +199,9 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     op_kernels = dur.groupby(sharing).transform("size").to_numpy()
     share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
     table["flops"] = table["op_flops"] * share
-    table["bytes"] = table["op_bytes"] * share
+    moved = own * np.where(_name_flags(work["name"], _DEVICE_COPY), 2.0, 1.0)
+    table["bytes"] = np.where(counted, moved, table["op_bytes"] * share)
+    table["counted"] = counted
     costed = table["op_flops"].notna().to_numpy() | table["op_bytes"].notna().to_numpy()
     table["shared"] = costed & (op_kernels > 1)
     layout = _name_flags(work["name"], _LAYOUT_KERNEL)
@@ -192,6 +209,19 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)
     table["bytes_us"] = table["dur_us"].where(table["bytes"].notna(), 0.0)
     return table
+
+
+def _op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The work table as the op table counts it: a memcpy / memset's own bytes count for its
+    op only when the op launched no kernel (a copy), not beside a matmul's whose bytes are
+    the shapes' (or unknown)."""
+    op_row = events.loc[events["is_gpu_work"].to_numpy(dtype=bool), "op_row"].to_numpy()
+    with_kernel = set(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)].tolist())
+    beside = work["counted"].to_numpy() & np.isin(op_row, list(with_kernel))
+    out = work.assign(op=work["op"].replace("", "(no op)"))
+    out.loc[beside, ["bytes", "bytes_us"]] = [np.nan, 0.0]
+    out.loc[beside, ["counted", "host_copy"]] = False
+    return out
 
 
 def _first_set(work: pd.DataFrame, key: str, column: str, names: list[Any]) -> np.ndarray:
@@ -216,6 +246,8 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
         "bytes": g["bytes"].sum(min_count=1).reindex(names).to_numpy(),
         **{c: _first_set(work, key, c, names) for c in ("dtype", "flops_source", "input_dims")},
         "shared": g["shared"].any().reindex(names).to_numpy(),
+        "counted": g["counted"].all().reindex(names).to_numpy(dtype=bool),
+        "host_copy": g["host_copy"].all().reindex(names).to_numpy(dtype=bool),
         "flops_us": sums["flops_us"].to_numpy(),
         "bytes_us": sums["bytes_us"].to_numpy(),
         "layout_us": sums["layout_us"].to_numpy(),
@@ -229,10 +261,13 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
     roof = np.array([peak.for_dtype(d) or np.nan for d in out["dtype"]], dtype=float)
     bw = peak.gbps or np.nan
     out["pct_of_peak_flops"] = 100 * out["tflops"] / roof
-    out["pct_of_peak_bw"] = 100 * out["gbps"] / bw
+    out["pct_of_peak_bw"] = (100 * out["gbps"] / bw).where(~out["host_copy"])
     ridge = roof * 1e12 / (bw * 1e9)
     bound = np.where(out["intensity"] >= ridge, "compute", "memory")
     known = out["intensity"].notna() & np.isfinite(ridge)
+    bound = np.where(out["counted"], "memory", bound)  # copies, fills: bytes and no FLOPs
+    bound = np.where(out["host_copy"], HOST_LINK, bound)
+    known = known | out["counted"]
     out["bound"] = pd.Series([b if k else None for b, k in zip(bound, known, strict=True)],
                              dtype=object, index=out.index)
     attainable = np.minimum(roof, out["intensity"] * bw * 1e9 / 1e12)
@@ -296,6 +331,9 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
     if not peak.tflops and not peak.gbps:
         notes.append(f"no peak figures for device {device!r}: shares of peak are null; set "
                      "AUTOPROF_PEAK_TFLOPS / AUTOPROF_PEAK_GBPS to supply them")
+    if not work.empty and bool(work["host_copy"].any()):
+        notes.append("copies between host and device (HtoD, DtoH) are bounded by the host "
+                     "link (PCIe), not HBM: their GB/s are not compared with the HBM peak")
     if bool(work["shared"].any()) if not work.empty else False:
         notes.append("ops that launched several kernels share their FLOPs and bytes among "
                       "them by duration")
@@ -305,7 +343,7 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
         by_dtype = with_flops.groupby("dtype")["flops"].sum()
         dtype = str(by_dtype.idxmax()) or None
     kernels = _grouped(work, "name", peak)
-    ops = _grouped(work.assign(op=work["op"].replace("", "(no op)")), "op", peak)
+    ops = _grouped(_op_work(work, events), "op", peak)
     per_step = _steps(work, steps, peak, dtype)
     total_us = float(work["dur_us"].sum())
     good = kernels["pct_of_roofline"].astype(float) >= HALF_PEAK_PCT

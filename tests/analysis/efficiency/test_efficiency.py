@@ -156,3 +156,45 @@ def test_roof_lines_per_dtype_and_the_summary_cut(tmp_path: Path) -> None:
     assert list(slope["tflops"]) == pytest.approx(list(slope["intensity"] * H200_GBPS / 1e3))
     cut = eff.to_dict(top=1)
     assert [k["name"] for k in cut["kernels"]] == ["fp32_gemm"] and cut["kernels_total"] == 2
+
+
+def _copies(n: int = 1024) -> TraceBuilder:
+    """A mm with a memset of its own byte count, a host-to-device and a device-to-device
+    copy, each with Kineto's args.bytes."""
+    b = TraceBuilder()
+    b.step_with((*mm(n), [("memset", 1.0, 4096), ("gemm_kernel", 20.0)]),
+                ("aten::copy_", None, [], [("Memcpy HtoD (Pinned -> Device)", 100.0, 2e6)]),
+                ("aten::copy_", None, [], [("Memcpy DtoD (Device -> Device)", 10.0, 24e6)]))
+    return b
+
+
+def test_loader_keeps_the_bytes_of_memcpys_and_memsets(tmp_path: Path) -> None:
+    ev = _run(tmp_path, _copies()).events
+    assert ev["bytes"].dtype == "float64"
+    by_name = ev.dropna(subset=["bytes"]).set_index("name")["bytes"].to_dict()
+    assert by_name == {"Memset (Device)": 4096.0, "Memcpy HtoD (Pinned -> Device)": 2e6,
+                       "Memcpy DtoD (Device -> Device)": 24e6}
+    assert ev.loc[ev["name"] == "gemm_kernel", "bytes"].isna().all()
+
+
+def test_memcpys_and_memsets_are_rated_from_their_own_bytes(tmp_path: Path) -> None:
+    n = 1024
+    eff = _run(tmp_path, _copies(n)).analysis.efficiency
+    k = eff.kernels.set_index("name")
+    dtod = k.loc["Memcpy DtoD (Device -> Device)"]
+    assert dtod["bytes"] == pytest.approx(2 * 24e6)  # read and written
+    assert dtod["gbps"] == pytest.approx(2 * 24e6 / 10e-6 / 1e9)
+    assert dtod["pct_of_peak_bw"] == pytest.approx(100 * dtod["gbps"] / H200_GBPS)
+    assert dtod["bound"] == "memory" and dtod["pct_of_roofline"] == dtod["pct_of_peak_bw"]
+    memset = k.loc["Memset (Device)"]
+    assert memset["bytes"] == 4096 and memset["bound"] == "memory"
+    htod = k.loc["Memcpy HtoD (Pinned -> Device)"]
+    assert htod["gbps"] == pytest.approx(2e6 / 100e-6 / 1e9)
+    assert htod["bound"] == "host link"  # PCIe, not HBM: no share of the HBM peak
+    assert math.isnan(htod["pct_of_peak_bw"]) and math.isnan(htod["pct_of_roofline"])
+    assert any("host link" in note for note in eff.notes)
+    assert "Memcpy HtoD (Pinned -> Device)" not in set(eff.far_from_roofline()["name"])
+    # the mm's bytes stay its shapes', not its memset's
+    mm_op = eff.ops.set_index("name").loc["aten::mm"]
+    assert mm_op["bytes"] == pytest.approx(3 * n * n * 2)
+    assert k.loc["gemm_kernel", "bytes"] == pytest.approx(3 * n * n * 2)
