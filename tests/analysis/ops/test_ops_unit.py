@@ -83,6 +83,33 @@ def test_only_child_with_the_parents_name_is_folded_in() -> None:
     assert row(ops, "aten::fill_").device_total_us == 1.0
 
 
+def test_a_chain_of_20000_nested_same_name_ops_folds_into_one() -> None:
+    # recursion that nests aten::sum 20,000 deep, each the only child of the one above,
+    # with aten::fill_ (and its kernel) at the bottom: every inner sum folds into the top
+    # one, whose children are found through all 19,999 folded rows
+    depth = 20_000
+    chain = [cpu("aten::sum", i, 2 * depth - 2 * i, parent=i - 1) for i in range(depth)]
+    ev = events(*chain, cpu("aten::fill_", depth, 1, parent=depth - 1),
+                kernel("fill_kernel", 3 * depth, 4, op_row=depth))
+    ops = self_vs_total(ev)
+    total = row(ops, "aten::sum")
+    assert (total.calls, total.cpu_total_us, total.self_cpu_us) == (1, 2 * depth, 2 * depth - 1)
+    assert (total.self_device_us, total.device_total_us) == (0.0, 4.0)
+    assert row(ops, "aten::fill_").device_total_us == 4.0
+
+
+def test_a_cycle_in_the_parent_column_is_an_error() -> None:
+    import numpy as np
+
+    from autoprof.analysis.metrics.ops import _nearest_op_above
+
+    parent = np.array([-1, 2, 1, 0])  # rows 1 and 2 are each other's parent
+    with pytest.raises(ValueError, match="cycle"):
+        _nearest_op_above(parent, np.array([True, False, False, False]))
+    up = _nearest_op_above(np.array([-1, 0, 1, 2]), np.array([True, False, True, False]))
+    assert up.tolist() == [-1, 0, 0, 2]
+
+
 def test_children_of_skipped_rows_move_up_to_the_nearest_op() -> None:
     # The Trace event and a filtered utility op are not ops; aten::empty under the
     # filtered one is a child of aten::zeros for Self CPU.
