@@ -314,43 +314,71 @@ def _aggregate(
     flops = event_flops(events)[keep]
     recorded = ~np.isnan(flops)
     flops_sum = np.bincount(inverse, weights=np.where(recorded, flops, 0.0))
+    names = key_names[groups // 2]
+    lanes = np.where(groups % 2 == 1, "gpu", "cpu").astype(object)
+    counts = _shape_counts(events, keep, inverse, ts, names, lanes)
+    described = shapes_text(counts)
     out = pd.DataFrame(
         {
-            "name": key_names[groups // 2],
-            "lane": np.where(groups % 2 == 1, "gpu", "cpu").astype(object),
+            "name": names,
+            "lane": lanes,
             "calls": np.bincount(inverse).astype(np.int64),
             **{c: np.bincount(inverse, weights=per_event[c][keep]) for c in _TIMES},
             "flops": np.where(np.bincount(inverse, weights=recorded) > 0, flops_sum, np.nan),
-            "input_shapes": _common_shapes(events, keep, inverse, ts, len(groups)),
+            "input_shapes": [described.get((str(n), str(la)), "")
+                             for n, la in zip(names, lanes, strict=True)],
         }
     )
     # first appearance; rows that start together keep the order of their first event
     order = np.lexsort((where, first_ts))
-    return out.iloc[order].reset_index(drop=True)[OPS_COLUMNS]
+    return out.iloc[order].reset_index(drop=True)[OPS_COLUMNS], counts
 
 
-def _common_shapes(
-    events: pd.DataFrame, keep: np.ndarray, group: np.ndarray, ts_us: np.ndarray, n: int
-) -> np.ndarray:
-    """Per group, the most common non-empty ``input_dims`` (the first seen wins a tie)."""
-    shapes = np.full(n, "", dtype=object)
+def _shape_counts(events: pd.DataFrame, keep: np.ndarray, group: np.ndarray,
+                  ts_us: np.ndarray, names: np.ndarray, lanes: np.ndarray) -> pd.DataFrame:
+    """Per group and non-empty ``input_dims``: calls and first start (``SHAPE_COLUMNS``)."""
     # NA and "" get codes of their own, both unshaped: the same groups as fillna("") gives
     dims_code, dims = factorized(events["input_dims"])
     dims_text = pd.Series(dims, dtype=object).fillna("").to_numpy(dtype=object)
     code = dims_code[keep]
     shaped = dims_text[code] != ""
     if not shaped.any():
-        return shapes
-    best = (
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS})
+    counts = (
         pd.DataFrame({"group": group[shaped], "dims": code[shaped], "ts": ts_us[shaped]})
         .groupby(["group", "dims"], sort=False)
-        .agg(n=("ts", "size"), first=("ts", "min"))
+        .agg(calls=("ts", "size"), first_ts_us=("ts", "min"))
         .reset_index()
-        .sort_values(["n", "first"], ascending=[False, True], kind="stable")
-        .drop_duplicates("group")
     )
-    shapes[best["group"].to_numpy()] = dims_text[best["dims"].to_numpy()]
-    return shapes
+    g = counts["group"].to_numpy()
+    return pd.DataFrame({"name": names[g], "lane": lanes[g],
+                         "shapes": dims_text[counts["dims"].to_numpy()],
+                         "calls": counts["calls"].to_numpy(),
+                         "first_ts_us": counts["first_ts_us"].to_numpy()})
+
+
+def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(name, lane) -> its most common shapes (the first seen wins a tie), plus
+    `` (+N more)`` when N other distinct shapes occur; rows of one shape from several
+    traces are summed first.
+
+    | name | shapes | calls |    | (name, lane) | text |
+    | --- | --- | --- | --- | --- | --- |
+    | aten::add | [[8], [8]] | 2 | -> | (aten::add, cpu) | [[8], [8]] (+1 more) |
+    | aten::add | [[1], [1]] | 1 |    |  |  |
+    """
+    if counts.empty:
+        return {}
+    summed = (counts.groupby(["name", "lane", "shapes"], sort=False)
+              .agg(calls=("calls", "sum"), first_ts_us=("first_ts_us", "min"))
+              .reset_index()
+              .sort_values(["calls", "first_ts_us"], ascending=[False, True], kind="stable"))
+    out: dict[tuple[str, str], str] = {}
+    for (name, lane), rows in summed.groupby(["name", "lane"], sort=False):
+        more = len(rows) - 1
+        out[(str(name), str(lane))] = (str(rows["shapes"].iloc[0])
+                                       + (f" (+{more} more)" if more else ""))
+    return out
 
 
 def _dtype(column: str) -> str:

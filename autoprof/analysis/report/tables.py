@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof import runfolder
-from autoprof.analysis.metrics.ops import OPS_COLUMNS, self_vs_total
+from autoprof.analysis.metrics.ops import OPS_COLUMNS, ops_and_shapes, shapes_text
 
 # ops.csv: the ops table's columns without `lane` (one row per op name in the file)
 CSV_COLUMNS = [c for c in OPS_COLUMNS if c != "lane"]
@@ -164,15 +164,20 @@ def ops_for_traces(trace_paths: Iterable[Path]) -> pd.DataFrame:
     from autoprof.analysis.loader.decode import read_trace
     from autoprof.analysis.loader.events import build_events
 
-    tables = []
+    tables, shapes = [], []
     for path in trace_paths:
         # ranks are summed anyway, so each trace's own rank does not matter here
-        tables.append(self_vs_total(build_events(read_trace(Path(path)))))
-    return merge_ops(tables)
+        table, counts = ops_and_shapes(build_events(read_trace(Path(path))))
+        tables.append(table)
+        shapes.append(counts)
+    return merge_ops(tables, pd.concat(shapes, ignore_index=True) if shapes else None)
 
 
-def merge_ops(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """Sum per-trace op tables; ``input_shapes`` is taken from the table with most calls."""
+def merge_ops(tables: list[pd.DataFrame], shape_counts: pd.DataFrame | None = None
+              ) -> pd.DataFrame:
+    """Sum per-trace op tables. ``input_shapes`` comes from ``shape_counts`` (the traces'
+    ``ops_and_shapes`` counts, concatenated) when given: the most common shapes over all
+    traces and how many others; else it is taken from the table with most calls."""
     tables = [t for t in tables if not t.empty]
     if not tables:
         return self_vs_total_empty()
@@ -194,7 +199,8 @@ def merge_ops(tables: list[pd.DataFrame]) -> pd.DataFrame:
         device_total_us=("device_total_us", "sum"),
         flops=("flops", lambda s: s.sum(min_count=1)),
     )
-    out["input_shapes"] = [shapes.get(k, "") for k in out.index]
+    described = shapes_text(shape_counts) if shape_counts is not None else shapes.to_dict()
+    out["input_shapes"] = [described.get(k, "") for k in out.index]
     return out.reset_index()[OPS_COLUMNS]
 
 

@@ -148,6 +148,28 @@ def test_write_tables_sums_several_traces(tmp_path: Path) -> None:
     assert rows["aten::mm"]["self_device_us"] == "11.392"
 
 
+def test_ops_csv_shapes_count_every_shape_of_every_trace(tmp_path: Path) -> None:
+    import json
+
+    def trace(name: str, shapes: list[list[list[int]]]) -> Path:
+        events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
+                   "ts": 10 * i, "dur": 5, "args": {"Input Dims": s}}
+                  for i, s in enumerate(shapes)]
+        path = tmp_path / name
+        path.write_text(json.dumps({"traceEvents": events}))
+        return path
+
+    a = trace("a.json", [[[1]], [[1]]])
+    b = trace("b.json", [[[2]], [[3]]])
+    write_tables([a, b], tmp_path)
+    rows = {r["name"]: r for r in csv.DictReader((tmp_path / "ops.csv").open(newline=""))}
+    assert rows["aten::add"]["calls"] == "4"
+    assert rows["aten::add"]["input_shapes"] == "[[1]] (+2 more)"
+    write_tables([b], tmp_path)
+    rows = {r["name"]: r for r in csv.DictReader((tmp_path / "ops.csv").open(newline=""))}
+    assert rows["aten::add"]["input_shapes"] == "[[2]] (+1 more)"  # a tie: the first seen
+
+
 def test_merge_ops_keeps_first_seen_order_and_common_shapes() -> None:
     a = _ops(("x", "cpu", 1, 1.0, 1.0, 0, 0)).assign(input_shapes="[[1]]")
     b = _ops(("y", "cpu", 1, 1.0, 1.0, 0, 0), ("x", "cpu", 5, 1.0, 1.0, 0, 0)).assign(

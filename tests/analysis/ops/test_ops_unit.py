@@ -216,7 +216,7 @@ def test_flops_estimate_reads_missing_text_in_categorical_columns() -> None:
     assert flops[0] == 2 * 2 * 3 * 4 and math.isnan(flops[1])
 
 
-def test_input_shapes_is_the_most_common() -> None:
+def test_input_shapes_is_the_most_common_and_how_many_others() -> None:
     ev = events(
         cpu("aten::add", 0, 1, input_dims="[[1], [1]]"),
         cpu("aten::add", 2, 1, input_dims="[[8], [8]]"),
@@ -225,7 +225,7 @@ def test_input_shapes_is_the_most_common() -> None:
         cpu("aten::neg", 8, 1),
     )
     ops = self_vs_total(ev)
-    assert row(ops, "aten::add").input_shapes == "[[8], [8]]"
+    assert row(ops, "aten::add").input_shapes == "[[8], [8]] (+1 more)"
     assert row(ops, "aten::neg").input_shapes == ""
 
 
