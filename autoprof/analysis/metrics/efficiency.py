@@ -22,7 +22,8 @@ column) takes those bytes instead of a share of its op's; a device-to-device cop
 writes each of them, so it moves twice its count (as a ``copy_`` op's shapes say). Copies
 between host and device
 (HtoD, DtoH: over PCIe or the host link) are bounded by that link, not by HBM: their
-``bound`` is ``host link`` and they get no share of the HBM peak.
+``bound`` is ``host link`` and they get no share of the HBM peak; so are copies between
+devices (PtoP: NVLink or PCIe), ``peer link``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ _TF32_KERNEL = re.compile(r"tf32|xf32", re.IGNORECASE)
 _LAYOUT_KERNEL = re.compile(r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
 _DEVICE_COPY = re.compile(r"\bDtoD\b", re.IGNORECASE)
 _HOST_COPY = re.compile(r"\b(HtoD|DtoH|HtoH)\b|Pageable|Pinned", re.IGNORECASE)
+_PEER_COPY = re.compile(r"\bPtoP\b", re.IGNORECASE)
 HOST_LINK = "host link"  # ``bound`` of a copy between host and device memory
+PEER_LINK = "peer link"  # ``bound`` of a copy between two devices
 _NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
           "step", "rank", "flops", "input_dims"]
 
@@ -188,7 +191,9 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
            else np.full(len(work), np.nan))
     counted = ~table["is_kernel"].to_numpy() & np.isfinite(own) & (own >= 0)
-    table["host_copy"] = counted & _name_flags(work["name"], _HOST_COPY)
+    table["link"] = np.where(counted & _name_flags(work["name"], _HOST_COPY), HOST_LINK,
+                             np.where(counted & _name_flags(work["name"], _PEER_COPY),
+                                      PEER_LINK, ""))
     memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
     takes = (table["is_kernel"].to_numpy() | memory_op) & ~counted
     table.loc[~takes, ["op_flops", "op_bytes", "flops_source", "dtype"]] = [np.nan, np.nan, "",
@@ -220,7 +225,8 @@ def _op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     beside = work["counted"].to_numpy() & np.isin(op_row, list(with_kernel))
     out = work.assign(op=work["op"].replace("", "(no op)"))
     out.loc[beside, ["bytes", "bytes_us"]] = [np.nan, 0.0]
-    out.loc[beside, ["counted", "host_copy"]] = False
+    out.loc[beside, "counted"] = False
+    out.loc[beside, "link"] = ""
     return out
 
 
@@ -247,7 +253,8 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
         **{c: _first_set(work, key, c, names) for c in ("dtype", "flops_source", "input_dims")},
         "shared": g["shared"].any().reindex(names).to_numpy(),
         "counted": g["counted"].all().reindex(names).to_numpy(dtype=bool),
-        "host_copy": g["host_copy"].all().reindex(names).to_numpy(dtype=bool),
+        "link": g["link"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "")
+        .reindex(names).to_numpy(dtype=object),
         "flops_us": sums["flops_us"].to_numpy(),
         "bytes_us": sums["bytes_us"].to_numpy(),
         "layout_us": sums["layout_us"].to_numpy(),
@@ -261,12 +268,13 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
     roof = np.array([peak.for_dtype(d) or np.nan for d in out["dtype"]], dtype=float)
     bw = peak.gbps or np.nan
     out["pct_of_peak_flops"] = 100 * out["tflops"] / roof
-    out["pct_of_peak_bw"] = (100 * out["gbps"] / bw).where(~out["host_copy"])
+    over_link = out["link"].to_numpy(dtype=object) != ""
+    out["pct_of_peak_bw"] = (100 * out["gbps"] / bw).where(~over_link)
     ridge = roof * 1e12 / (bw * 1e9)
     bound = np.where(out["intensity"] >= ridge, "compute", "memory")
     known = out["intensity"].notna() & np.isfinite(ridge)
     bound = np.where(out["counted"], "memory", bound)  # copies, fills: bytes and no FLOPs
-    bound = np.where(out["host_copy"], HOST_LINK, bound)
+    bound = np.where(over_link, out["link"].to_numpy(dtype=object), bound)
     known = known | out["counted"]
     out["bound"] = pd.Series([b if k else None for b, k in zip(bound, known, strict=True)],
                              dtype=object, index=out.index)
@@ -331,9 +339,10 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
     if not peak.tflops and not peak.gbps:
         notes.append(f"no peak figures for device {device!r}: shares of peak are null; set "
                      "AUTOPROF_PEAK_TFLOPS / AUTOPROF_PEAK_GBPS to supply them")
-    if not work.empty and bool(work["host_copy"].any()):
-        notes.append("copies between host and device (HtoD, DtoH) are bounded by the host "
-                     "link (PCIe), not HBM: their GB/s are not compared with the HBM peak")
+    if not work.empty and bool(work["link"].ne("").any()):
+        notes.append("copies between host and device (HtoD, DtoH) or between devices (PtoP) "
+                     "are bounded by the host link (PCIe) or the peer link, not HBM: their "
+                     "GB/s are not compared with the HBM peak")
     if bool(work["shared"].any()) if not work.empty else False:
         notes.append("ops that launched several kernels share their FLOPs and bytes among "
                       "them by duration")

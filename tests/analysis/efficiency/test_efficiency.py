@@ -164,7 +164,8 @@ def _copies(n: int = 1024) -> TraceBuilder:
     b = TraceBuilder()
     b.step_with((*mm(n), [("memset", 1.0, 4096), ("gemm_kernel", 20.0)]),
                 ("aten::copy_", None, [], [("Memcpy HtoD (Pinned -> Device)", 100.0, 2e6)]),
-                ("aten::copy_", None, [], [("Memcpy DtoD (Device -> Device)", 10.0, 24e6)]))
+                ("aten::copy_", None, [], [("Memcpy DtoD (Device -> Device)", 10.0, 24e6)]),
+                ("aten::copy_", None, [], [("Memcpy PtoP (Device -> Device)", 40.0, 8e6)]))
     return b
 
 
@@ -173,7 +174,8 @@ def test_loader_keeps_the_bytes_of_memcpys_and_memsets(tmp_path: Path) -> None:
     assert ev["bytes"].dtype == "float64"
     by_name = ev.dropna(subset=["bytes"]).set_index("name")["bytes"].to_dict()
     assert by_name == {"Memset (Device)": 4096.0, "Memcpy HtoD (Pinned -> Device)": 2e6,
-                       "Memcpy DtoD (Device -> Device)": 24e6}
+                       "Memcpy DtoD (Device -> Device)": 24e6,
+                       "Memcpy PtoP (Device -> Device)": 8e6}
     assert ev.loc[ev["name"] == "gemm_kernel", "bytes"].isna().all()
 
 
@@ -193,6 +195,9 @@ def test_memcpys_and_memsets_are_rated_from_their_own_bytes(tmp_path: Path) -> N
     assert htod["bound"] == "host link"  # PCIe, not HBM: no share of the HBM peak
     assert math.isnan(htod["pct_of_peak_bw"]) and math.isnan(htod["pct_of_roofline"])
     assert any("host link" in note for note in eff.notes)
+    ptop = k.loc["Memcpy PtoP (Device -> Device)"]
+    assert ptop["bytes"] == 8e6 and ptop["bound"] == "peer link"  # NVLink / PCIe, not HBM
+    assert math.isnan(ptop["pct_of_peak_bw"])
     assert "Memcpy HtoD (Pinned -> Device)" not in set(eff.far_from_roofline()["name"])
     # the mm's bytes stay its shapes', not its memset's
     mm_op = eff.ops.set_index("name").loc["aten::mm"]
