@@ -178,14 +178,7 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     owner = _launching_op(events, is_op, up)
     work = is_work & (owner >= 0)
     np.add.at(self_device, owner[work], dur[work])
-    kernel_us, cur = dur[work], owner[work]
-    for _ in range(n + 1):  # walk every kernel up through all its ops
-        if len(cur) == 0:
-            break
-        np.add.at(device_total, cur, kernel_us)
-        cur = up[cur]
-        alive = cur >= 0
-        cur, kernel_us = cur[alive], kernel_us[alive]
+    device_total += _subtree_sums(up, np.bincount(owner[work], weights=dur[work], minlength=n))
     return {
         "is_op": is_op,
         "is_work": is_work,
@@ -273,6 +266,37 @@ def _nearest_op_above(parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:
         raise ValueError("events table: the parent column has a cycle")
     up = jump[np.where(parent >= 0, parent, n)]
     return np.where(up == n, -1, up)
+
+
+def _subtree_sums(up: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Per row, ``own`` summed over the row and every row below it in the ``up`` tree (each
+    kernel counts once in every op that encloses it): one pass per level, deepest first, so
+    the work is linear in the rows however deep they nest."""
+    depth = _depths(up)
+    total = own.astype(np.float64, copy=True)
+    below = np.flatnonzero(up >= 0)
+    if len(below) == 0:
+        return total
+    by_level = below[np.argsort(-depth[below], kind="stable")]
+    levels = depth[by_level]
+    starts = np.flatnonzero(np.r_[True, levels[1:] != levels[:-1]])
+    for first, last in zip(starts, np.r_[starts[1:], len(levels)], strict=True):
+        rows = by_level[first:last]
+        np.add.at(total, up[rows], total[rows])
+    return total
+
+
+def _depths(up: np.ndarray) -> np.ndarray:
+    """Per row, how many ``up`` steps lead to a root (list ranking by pointer doubling)."""
+    n = len(up)
+    jump = np.append(np.where(up >= 0, up, n), n)
+    dist = np.append((up >= 0).astype(np.int64), 0)
+    for _ in range(n.bit_length() + 2):
+        if (jump == n).all():
+            return dist[:n]
+        dist = dist + dist[jump]
+        jump = jump[jump]
+    raise ValueError("events table: the parent column has a cycle")
 
 
 def _merged_into_parent(key: np.ndarray, parent: np.ndarray, is_op: np.ndarray) -> np.ndarray:

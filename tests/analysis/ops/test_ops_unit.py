@@ -98,6 +98,24 @@ def test_a_chain_of_20000_nested_same_name_ops_folds_into_one() -> None:
     assert row(ops, "aten::fill_").device_total_us == 4.0
 
 
+def test_kernels_under_20000_levels_of_recursion_count_once_per_enclosing_op() -> None:
+    # rec nested 20,000 deep, each level with an aten::add (so no rec is folded) that
+    # launches a 1 us kernel: the rec at level i encloses depth - i kernels
+    depth = 20_000
+    rows = []
+    for i in range(depth):
+        rows.append(cpu("aten::rec", 3 * i, 6 * depth - 6 * i, parent=2 * (i - 1) if i else -1))
+        rows.append(cpu("aten::add", 3 * i + 1, 1, parent=2 * i))
+    ev = events(*rows, *(kernel("k", 10 * depth + i, 1, op_row=2 * i + 1)
+                         for i in range(depth)))
+    ops = self_vs_total(ev)
+    rec, add = row(ops, "aten::rec"), row(ops, "aten::add")
+    assert rec.calls == depth and rec.self_device_us == 0.0
+    assert rec.device_total_us == depth * (depth + 1) / 2
+    assert (add.calls, add.self_device_us, add.device_total_us) == (depth, depth, depth)
+    assert row(ops, "k", "gpu").device_total_us == depth
+
+
 def test_a_cycle_in_the_parent_column_is_an_error() -> None:
     import numpy as np
 
