@@ -211,10 +211,15 @@ def self_vs_total_empty() -> pd.DataFrame:
 
 def _csv_text(value: object) -> object:
     """A text cell a spreadsheet would run as a formula (``=cmd()``, ``@SUM(...)``) gets a
-    leading ``'``, which spreadsheets read as "this is text"; other values are unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
+    leading ``'``, which spreadsheets read as "this is text"; other values are unchanged.
+
+    A carriage return becomes a newline: Python's csv writer quotes a cell holding a newline
+    but not one holding a lone CR, which spreadsheets read as the end of the row (and the
+    text after it as a new row's first cell, unprefixed)."""
+    if not isinstance(value, str):
+        return value
+    text = value.replace("\r\n", "\n").replace("\r", "\n")
+    return "'" + text if value.startswith(_FORMULA_STARTS) else text
 
 
 def _write_atomic(path: Path, text: str) -> Path:

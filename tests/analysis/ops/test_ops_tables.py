@@ -130,7 +130,7 @@ def test_write_tables_with_no_traces_writes_empty_files(tmp_path: Path) -> None:
 def test_ops_csv_quotes_names_a_spreadsheet_would_run(tmp_path: Path) -> None:
     import json
 
-    names = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tx", "aten::mm"]
+    names = ["=cmd|' /C calc'!A0", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\ry", "aten::mm"]
     events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 * i,
                "dur": 5} for i, n in enumerate(names)]
     trace = tmp_path / "trace.json"
@@ -138,7 +138,22 @@ def test_ops_csv_quotes_names_a_spreadsheet_would_run(tmp_path: Path) -> None:
     write_tables([trace], tmp_path)
     with (tmp_path / "ops.csv").open(newline="") as f:
         written = {r["name"] for r in csv.DictReader(f)}
-    assert written == {"'" + n for n in names[:-1]} | {"aten::mm"}
+    assert written == {"'" + n.replace("\r", "\n") for n in names[:-1]} | {"aten::mm"}
+
+
+def test_ops_csv_a_carriage_return_inside_a_name_does_not_start_a_row(tmp_path: Path) -> None:
+    import json
+
+    names = ["aten::x\r=HYPERLINK(1)", "aten::y\r\n@SUM(A1)", "aten::mm"]
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 10 * i,
+               "dur": 5} for i, n in enumerate(names)]
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    write_tables([trace], tmp_path)
+    with (tmp_path / "ops.csv").open(newline="") as f:
+        rows = list(csv.reader(f))
+    assert len(rows) == 1 + len(names)  # the header and one row per op
+    assert {r[0] for r in rows[1:]} == {"aten::x\n=HYPERLINK(1)", "aten::y\n@SUM(A1)", "aten::mm"}
 
 
 def test_write_tables_sums_several_traces(tmp_path: Path) -> None:
