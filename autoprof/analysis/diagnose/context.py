@@ -116,6 +116,13 @@ class Context:
         return straggler_from(self.ranks)
 
     @cached_property
+    def ops(self) -> pd.DataFrame:
+        """Self vs total per op, every rank and lane (metrics/ops.py)."""
+        from autoprof.analysis.metrics.ops import self_vs_total
+
+        return self_vs_total(self.events)
+
+    @cached_property
     def diagnostics(self) -> list[Diagnostic]:
         """Every check whose precondition holds, sorted by severity (diagnose/runner.py)."""
         from autoprof.analysis.diagnose.runner import run_checks

@@ -84,6 +84,8 @@ class Run:
     def ops(
         self, lane: Literal["cpu", "gpu"] | None = None, rank: int | None = None
     ) -> pd.DataFrame:
+        if lane is None and rank is None:
+            return self.analysis.ops
         from autoprof.analysis.metrics.ops import self_vs_total
 
         return self_vs_total(self.events, lane=lane, rank=rank)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -86,10 +85,3 @@ def _cell(column: str, value: Any, numeric: bool) -> Any:
 def dash(text: str | None) -> str:
     """A number formatted by autoprof.units, with a missing value shown as a dash."""
     return "—" if text is None or text in ("", "n/a") else text
-
-
-def call(what: str, fn: Callable[[], T]) -> T:
-    """`fn()`: errors propagate to the page (kept for the pages that still wrap their calls
-    in it; new code calls the analysis directly)."""
-    del what
-    return fn()

@@ -12,7 +12,6 @@ import streamlit as st
 import autoprof.analysis as analysis
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import across
 from autoprof.viewer.views._common import no_folder, readable, show_error
 
 PER_STEP = (("step_cpu_span_us_median", "CPU per step"),
@@ -33,7 +32,7 @@ def render(ctx: Context) -> None:
     if not good:
         return
     runs = [c.run for c in good]
-    table = across(analysis.compare, runs).copy()
+    table = analysis.compare(runs).copy()
     table.insert(0, "run", labels(table, runs))
     if ctx.current is not None and good[0].path == ctx.current.path:
         table.loc[0, "run"] += " (selected)"

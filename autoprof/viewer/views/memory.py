@@ -12,7 +12,7 @@ import streamlit as st
 
 from autoprof.units import fmt_bytes
 from autoprof.viewer._context import Context
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
 HOW_TO = ("This run has no memory events. Record them with `@autoprof(profile_memory=True)` "
           "(or `torch.profiler.profile(profile_memory=True)`): every allocation and free is "
@@ -23,10 +23,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Memory")
     if run is None:
         return
-    found = call("Memory", lambda: (run.analysis.memory,))  # None: the call failed (shown)
-    if found is None:
-        return
-    memory = found[0]
+    memory = run.analysis.memory
     if memory is None:
         st.info(HOW_TO)
         return

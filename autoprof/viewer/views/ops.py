@@ -9,7 +9,6 @@ import streamlit as st
 
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer.views._common import current_run
 
 # Self time first: sorted by total, wrapper rows (ProfilerStep, the function itself) hide the
@@ -22,7 +21,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Self vs total")
     if run is None:
         return
-    ops: pd.DataFrame = analysed(run, "ops")
+    ops: pd.DataFrame = run.ops()
     if not len(ops):
         st.info("No ops in this trace.")
         return

@@ -7,7 +7,6 @@ import streamlit as st
 
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer.views._common import current_run
 
 _CHARTS = (
@@ -22,12 +21,12 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Ranks")
     if run is None:
         return
-    table: pd.DataFrame = analysed(run, "ranks")
+    table: pd.DataFrame = run.ranks()
     if run.world_size <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
         st.dataframe(table, hide_index=True, width="stretch")
         return
-    straggler = analysed(run, "straggler_rank")
+    straggler = run.straggler_rank
     if straggler is None:
         st.write(f"{len(table)} ranks, no straggler: the analysis finds them balanced.")
     else:

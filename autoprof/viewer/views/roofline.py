@@ -8,29 +8,25 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
+from autoprof.analysis import Run
 from autoprof.analysis.metrics.efficiency import Efficiency, roof_lines
 from autoprof.units import fmt_pct, fmt_value
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
 _BOUND_COLORS = alt.Scale(domain=["compute", "memory"], range=["#f58518", "#4c78a8"])
 
 
-def efficiency_of(run: Any) -> Efficiency | None:
-    analysis = analysed(run, "analysis")
-    eff = getattr(analysis, "efficiency", None)
-    return eff if isinstance(eff, Efficiency) else None
+def efficiency_of(run: Run) -> Efficiency:
+    return run.analysis.efficiency
 
 
 def render(ctx: Context) -> None:
     run = current_run(ctx, "Roofline")
     if run is None:
         return
-    eff = call("Efficiency", lambda: efficiency_of(run))
-    if eff is None:
-        return
+    eff = efficiency_of(run)
     if eff.kernels.empty:
         st.info("No GPU work in this run: the roofline needs kernels.")
         return
@@ -110,11 +106,8 @@ def _config() -> dict[str, Any]:
 
 def show_mfu(run: Any) -> None:
     """One line for the Overview: MFU and TFLOP/s per step (nothing for runs without FLOPs)."""
-    try:
-        eff = efficiency_of(run)
-    except Exception:  # noqa: BLE001 - the Overview must draw without it
-        return
-    if eff is None or eff.step_tflops is None:
+    eff = efficiency_of(run)
+    if eff.step_tflops is None:
         return
     st.caption(f"MFU {fmt_pct(eff.mfu_pct)} ({fmt_value('tflops', eff.step_tflops)} TFLOP/s "
                f"per step against the {md_escape(eff.dtype or '')} peak of "

@@ -10,7 +10,6 @@ import streamlit as st
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer.views._common import current_run, readable
 
 FIRST = "first profiled step"
@@ -24,7 +23,7 @@ def render(ctx: Context) -> None:
     rank = None
     if run.world_size > 1:
         rank = int(st.selectbox("Rank", list(range(run.world_size)), key="steps_rank"))
-    _steps(analysed(run, "steps", rank=rank))
+    _steps(run.steps(rank=rank))
     _warmup(run)
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis import Overhead, Run
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer._memo import analysed
 from autoprof.viewer._paths import inside
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown
@@ -21,6 +21,11 @@ MAX_DRAWN = 2500
 MAX_DEPTH = 12  # CPU nesting levels drawn as their own lanes; deeper ones share the last
 _NEEDED = ("name", "cat", "lane", "ts_us", "dur_us", "end_us", "tid", "depth", "device",
            "stream", "step", "launch_row", "rank")
+
+
+def _overhead(run: Run, rank: int) -> Overhead:
+    """The rank's overhead picture: the run's own (computed once) when it has one rank."""
+    return run.overhead() if run.world_size <= 1 else run.overhead(rank=rank)
 
 
 def render(ctx: Context) -> None:
@@ -96,7 +101,7 @@ def _draw(run: Any, events: pd.DataFrame) -> None:
         st.caption("No GPU activity in these steps: CPU lanes only.")
         return
     st.caption("Dashed lines link each kernel to the CPU call that launched it. " + gap_note)
-    over = analysed(run, "overhead", rank=int(ev["rank"].iloc[0]))
+    over = _overhead(run, int(ev["rank"].iloc[0]))
     c = st.columns(3)
     c[0].metric("Launch latency p50", dash(fmt_us(over.launch_latency_us_p50)))
     c[1].metric("p90", dash(fmt_us(over.launch_latency_us_p90)))
@@ -123,7 +128,7 @@ def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
     by_bucket = breakdown.idle_gaps(run, rank)
     if len(by_bucket):
         return by_bucket, "Bands colour the idle GPU time by what the host was doing."
-    over = analysed(run, "overhead", rank=rank)
+    over = _overhead(run, rank)
     at, length = over.idle_gap_max_at_us, over.idle_gap_max_us
     if at is None or not length:
         return None, "No idle GPU gap inside the steps was reported."

@@ -10,11 +10,12 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis import Run
 from autoprof.analysis.loader.whatif import best_fix, measured_for
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views._common import call, current_run
+from autoprof.viewer.views._common import current_run
 
 _STATUS_COLORS = {"faster": "#54a24b", "no change": "#9ecae9", "slower": "#e45756",
                   "outputs differ": "#eeca3b"}
@@ -23,17 +24,13 @@ HOW = ("No fixes were tried for this run. Measure them on your function with "
        "compile-reduce-overhead, cuda-graph, inference-mode, bf16, channels-last).")
 
 
-def results_of(run: Any) -> list[dict[str, Any]]:
-    analysis = getattr(run, "analysis", None)
-    return list(getattr(analysis, "whatif", None) or [])
+def results_of(run: Run) -> list[dict[str, Any]]:
+    return list(run.analysis.whatif)
 
 
 def best_line(run: Any) -> str | None:
     """One sentence naming the best measured fix, for the Overview; None when there is none."""
-    try:
-        results = results_of(run)
-    except Exception:  # noqa: BLE001 - the Overview must draw without it
-        return None
+    results = results_of(run)
     best = best_fix(results)
     if best is None:
         return "No fix tried was measured faster with matching outputs." if results else None
@@ -47,9 +44,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "What-if")
     if run is None:
         return
-    results = call("What-if results", lambda: results_of(run))
-    if results is None:
-        return
+    results = results_of(run)
     if not results:
         st.info(HOW)
         return
