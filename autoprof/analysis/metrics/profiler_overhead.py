@@ -9,7 +9,8 @@ median profiled step (`breakdown` step_us: the call region, autoprof's own time 
 
 The profiler adds host time to every op and leaves GPU work as it is, so the run without it
 is estimated by taking the overhead off the host side: GPU and communication time unchanged,
-host time = untraced call - GPU - communication (at least 0). When that estimate gets another
+host time = untraced call - GPU - communication (at least 0, at most the profiled host time:
+removing the profiler never adds host work). When that estimate gets another
 verdict than the profiled run, `verdict_without_profiler` names it. An untraced call includes
 the device sync that ends it (10-30 us on an H200), so on GPU-bound steps the difference is
 within that and can be negative: `overhead_us` keeps the sign, `overhead_pct` is then 0. On
@@ -73,7 +74,9 @@ def profiler_overhead(bd: Breakdown, manifest: dict[str, Any], has_gpu: bool
     gpu = scale * sum(buckets[b] for b in GPU_SIDE)
     comm = scale * buckets["gpu_communication"]
     host = scale * sum(buckets[b] for b in HOST_SIDE)
-    est_host = max(untraced - gpu - comm, 0.0)
+    # the profiler only adds host time: an untraced call slower than a profiled step (a warm-up
+    # call still paying for allocations, a sync's wait) never makes the host side larger
+    est_host = min(max(untraced - gpu - comm, 0.0), host)
     est_step = est_host + gpu + comm
     est_pct = ({"host_untraced": 100 * est_host / est_step, "gpu_compute": 100 * gpu / est_step,
                 "gpu_communication": 100 * comm / est_step} if est_step > 0 else {})

@@ -137,6 +137,19 @@ def test_a_data_loader_holding_the_step_is_named():
     assert "DataLoader" in diag.evidence["where"]
 
 
+def test_untraced_calls_slower_than_a_step_never_change_the_verdict():
+    """A GPU-bound step (1 ms of GPU work in a 1.25 ms step) whose untraced calls took 1.6 ms
+    (still warming up): taking the profiler off cannot make the host side bigger."""
+    t = Trace().step(0, 0, 1250)
+    t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 1000)
+    ctx = Context(FakeRun(t.frame(), manifest={"warmup_call_ms": [50.0, 1.6, 1.6]}))
+    po = ctx.profiler_overhead
+    assert po["available"] is True and po["overhead_pct"] == 0.0
+    assert po["verdict_without_profiler"] == po["verdict_with_profiler"]
+    assert po["changes_verdict"] is False
+    assert "would be" not in ctx.verdict.reason
+
+
 def test_untraced_calls_doing_other_work_give_no_overhead():
     ctx = _sleepy()
     ctx.manifest = {"warmup_call_ms": [200.0, 200.0], "wait_call_ms": [120.0]}
