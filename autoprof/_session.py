@@ -275,8 +275,8 @@ class Session:
                     self._warmup_begun += 1
                     _sync_if_cuda_in_use()
                     return (_WARMUP, time.perf_counter_ns())
-                if self.state is State.WARMUP:
-                    self._try_start()
+                if self.state is State.WARMUP and len(self.warmup_call_ms) >= self._warmup_begun:
+                    self._try_start()  # not while another thread's warm-up call still runs
                 if self.state is State.PROFILING and self._prof is not None:
                     if not self._is_owner():
                         self._other_thread()

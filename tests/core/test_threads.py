@@ -185,3 +185,33 @@ def test_state_changes_only_along_the_transition_table():
     assert all(pair in _TRANSITIONS for pair in zip(seen, seen[1:], strict=False))
     with pytest.raises(RuntimeError, match="no transition done -> profiling"):
         session._enter(State.PROFILING)  # a finished session never records again
+
+
+def test_the_profiler_waits_for_a_warm_up_call_still_running_on_another_thread(traces_root):
+    """Warm-up call 1 blocks on a worker thread while the main thread makes call 2 and goes on:
+    the profiler must not start (and the schedule must not run out) before call 1 has ended,
+    or the run misses its time and records the worker's call inside a step."""
+    from tests.core.conftest import manifest, only_run
+
+    entered, release = threading.Event(), threading.Event()
+
+    @autoprof(name="slow_warmup", warmup=2, schedule=dict(wait=0, warmup=0, active=2))
+    def work(block: bool) -> int:
+        if block:
+            entered.set()
+            release.wait(timeout=30)
+        return 1
+
+    worker = threading.Thread(target=work, args=(True,))
+    worker.start()
+    assert entered.wait(timeout=30)
+    for _ in range(5):  # warm-up 2, then calls while warm-up 1 is still running
+        work(False)
+    release.set()
+    worker.join()
+    for _ in range(3):
+        work(False)
+    work.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "slow_warmup"))
+    assert len(m["warmup_call_ms"]) == 2
+    assert m["status"] == "complete"
