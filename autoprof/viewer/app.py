@@ -24,7 +24,7 @@ from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import PAGE_FILES, PAGES
 
 SOURCES = ("Run in folder", "Trace by path", "Upload")
-COMPARE_DEFAULT = 8  # runs preselected on the Compare page
+COMPARE_DEFAULT = 12  # runs preselected on the Compare page
 
 
 def _root_from_args() -> str:

@@ -13,6 +13,7 @@ from autoprof.analysis.loader.whatif import best_fix, whatif_or_warn
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "gpu_h200" / "whatif"
 RECORDED = ROOT / "whatif_cases.json"
+EXAMPLES = Path(__file__).resolve().parents[2] / "traces" / "examples"
 pytestmark = pytest.mark.skipif(not RECORDED.is_file(),
                                 reason=f"no H200 what-if recording at {RECORDED}")
 SEVERAL = 2.0  # "several times faster"
@@ -21,6 +22,8 @@ SEVERAL = 2.0  # "several times faster"
 def _case(name: str) -> tuple[dict, dict, dict[str, dict]]:
     case = json.loads(RECORDED.read_text())["cases"][name]
     run = ROOT / case["run"]
+    if not run.is_dir():  # the small seed is a shipped example: one copy, under traces/
+        run = EXAMPLES / Path(case["run"]).relative_to("runs")
     results = whatif_or_warn(run)  # as the summary reads them
     record = json.loads((run / "whatif.json").read_text())
     return case, record, {r["fix"]: r for r in results}
