@@ -47,14 +47,9 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [jsonable(r) for r in df.to_dict(orient="records")]
 
 
-def top_ops(events: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, Any]]]:
-    """The n ops with the most self CPU time and the n GPU rows with the most self device time
-    (from ops.self_vs_total; empty lists if that module is not available)."""
-    try:
-        from autoprof.analysis.metrics.ops import self_vs_total
-    except ImportError:
-        return {"by_self_cpu": [], "by_self_device": []}
-    ops = self_vs_total(events)
+def top_ops(ops: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, Any]]]:
+    """The n ops with the most self CPU time and the n GPU rows with the most self device time,
+    from an ops table (metrics/ops.self_vs_total: the run's is `Context.ops`)."""
     fields = [f for f in _OP_FIELDS if f in ops.columns]
     cpu = ops[ops["self_cpu_us"] > 0].sort_values("self_cpu_us", ascending=False, kind="stable")
     dev = ops[ops["self_device_us"] > 0].sort_values("self_device_us", ascending=False,
@@ -112,7 +107,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "warmup_call_ms": manifest.get("warmup_call_ms") or [],
         "wait_call_ms": manifest.get("wait_call_ms") or [],
         "diagnostics": [d.to_dict() for d in ctx.diagnostics],
-        "top_ops": top_ops(ctx.events),
+        "top_ops": top_ops(ctx.ops),
         "ranks": _ranks_with_attribution(ctx),
         "straggler_rank": ctx.straggler,
         "breakdown": ctx.breakdown.mean(),
