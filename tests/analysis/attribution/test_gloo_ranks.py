@@ -3,53 +3,16 @@ breakdown, and the fast rank's wait in the collective is named as waiting for ra
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
-from support.ports import free_port
+from support.gloo import gloo_straggler_job
 
 from autoprof.analysis import load
 
-WORKER = textwrap.dedent('''
-    import os, sys, time
-    import torch, torch.distributed as dist
-    torch.set_num_threads(1)
-    rank, out, port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    x = torch.randn(64, 64)
-    schedule = torch.profiler.schedule(wait=1, warmup=1, active=3)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=schedule) as prof:
-        for _ in range(5):
-            y = x @ x
-            if rank == 1:
-                time.sleep(0.05)  # the straggler
-            dist.all_reduce(y)
-            prof.step()
-    prof.export_chrome_trace(os.path.join(out, f"rank{rank}.json"))
-    dist.barrier()
-    dist.destroy_process_group()
-''')
-
 
 @pytest.mark.slow
-def test_gloo_fast_rank_waits_for_the_straggler(tmp_path):
+def test_gloo_fast_rank_waits_for_the_straggler():
     pytest.importorskip("torch.distributed")
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    out = tmp_path / "job"
-    out.mkdir()
-    port = str(free_port())
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(out), port],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in (0, 1)]
-    for p in procs:
-        output, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, output.decode(errors="replace")[-2000:]
-    s = load(out).summary()
+    s = load(gloo_straggler_job()).summary()
     assert s["straggler_rank"] == 1
     rank0, rank1 = s["ranks"]
     assert rank0["verdict"] == rank1["verdict"] == "cpu-only"

@@ -2,53 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
-from support.ports import free_port
+from support.gloo import gloo_straggler_job
 
 from autoprof.analysis import load
 
-WORKER = textwrap.dedent('''
-    import os, sys, time
-    import torch, torch.distributed as dist
-    torch.set_num_threads(1)
-    rank, out, port = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    x = torch.randn(64, 64)
-    schedule = torch.profiler.schedule(wait=1, warmup=1, active=3)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                schedule=schedule) as prof:
-        for _ in range(5):
-            y = x @ x
-            if rank == 1:
-                time.sleep(0.08)  # the straggler
-            dist.all_reduce(y)
-            prof.step()
-    prof.export_chrome_trace(os.path.join(out, f"rank{rank}.json"))
-    dist.barrier()  # neither rank tears gloo down while the other still talks to it
-    dist.destroy_process_group()
-''')
-
 
 @pytest.mark.slow
-def test_gloo_two_ranks_straggler(tmp_path):
+def test_gloo_two_ranks_straggler():
     pytest.importorskip("torch.distributed")
-    script = tmp_path / "worker.py"
-    script.write_text(WORKER)
-    out = tmp_path / "job"
-    out.mkdir()
-    port = str(free_port())
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(out), port],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for r in (0, 1)]
-    for p in procs:
-        output, _ = p.communicate(timeout=120)
-        assert p.returncode == 0, output.decode(errors="replace")[-2000:]
-    run = load(out)
+    run = load(gloo_straggler_job())
     assert run.world_size == 2
     table = run.ranks()
     assert list(table["rank"]) == [0, 1]
