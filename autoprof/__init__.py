@@ -23,11 +23,11 @@ if __name__ != "autoprof":  # pragma: no cover - covered in a child process
 from autoprof._version import __version__  # noqa: E402 - after the check above
 
 if TYPE_CHECKING:
-    from autoprof._check import check
-    from autoprof._decorator import autoprof, flush, region
-    from autoprof._options import Schedule
-    from autoprof._warn import AutoprofWarning
     from autoprof.analysis import Run, TraceError, load
+    from autoprof.record.check import check
+    from autoprof.record.decorator import autoprof, flush, region
+    from autoprof.record.options import Schedule
+    from autoprof.record.warn import AutoprofWarning
 
 __all__ = [
     "__version__",
@@ -44,12 +44,12 @@ __all__ = [
 
 # name -> module that defines it; resolved on first attribute access (PEP 562).
 _LAZY: dict[str, str] = {
-    "autoprof": "autoprof._decorator",
-    "region": "autoprof._decorator",
-    "check": "autoprof._check",
-    "flush": "autoprof._decorator",
-    "AutoprofWarning": "autoprof._warn",
-    "Schedule": "autoprof._options",
+    "autoprof": "autoprof.record.decorator",
+    "region": "autoprof.record.decorator",
+    "check": "autoprof.record.check",
+    "flush": "autoprof.record.decorator",
+    "AutoprofWarning": "autoprof.record.warn",
+    "Schedule": "autoprof.record.options",
     "load": "autoprof.analysis",
     "Run": "autoprof.analysis",
     "TraceError": "autoprof.analysis",

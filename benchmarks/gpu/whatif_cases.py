@@ -18,7 +18,7 @@ Cases (each an ``@autoprof``-decorated function checked with explicit fixes):
 Run folders land under ``OUT_DIR/runs/<case>/<run_id>/`` (each with ``whatif.json`` and, for
 the best fix, the fixed function's own run under ``whatif/``); ``OUT_DIR/whatif_cases.json``
 holds per case the run folder, the what-if results and ground truth measured here without
-autoprof.whatif: the original's per-call CUDA-event time and, for the small seed, the same
+autoprof.record.whatif: the original's per-call CUDA-event time and, for the small seed, the same
 function captured by hand in a CUDA graph.
 
 ``--tiny`` shrinks every case (8x8, 10 products, a 32-wide MLP) so the script runs on a CPU:

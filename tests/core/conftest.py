@@ -25,10 +25,10 @@ def _flush_sessions():
     yield
     import sys
 
-    session = sys.modules.get("autoprof._session")
+    session = sys.modules.get("autoprof.record.session")
     if session is not None:
         session.flush_all()
-    decorator = sys.modules.get("autoprof._decorator")
+    decorator = sys.modules.get("autoprof.record.decorator")
     if decorator is not None:
         decorator._regions.clear()  # region names are process-wide; tests start afresh
         decorator._settled.clear()

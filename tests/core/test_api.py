@@ -11,7 +11,7 @@ import torch
 
 import autoprof as autoprof_pkg
 from autoprof import autoprof
-from autoprof._options import Schedule
+from autoprof.record.options import Schedule
 from tests.core.conftest import TINY, manifest, only_run
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autoprof import _export, _session, autoprof
+from autoprof import autoprof
+from autoprof.record import export as _export
+from autoprof.record import session as _session
 from tests.core.conftest import manifest, only_run, trace_files
 
 

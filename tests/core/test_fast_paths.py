@@ -8,8 +8,8 @@ import timeit
 
 import torch
 
-from autoprof import _decorator as decorator_mod
 from autoprof import autoprof
+from autoprof.record import decorator as decorator_mod
 
 
 def test_finished_wrapper_calls_the_function_with_one_frame_between(traces_root):

@@ -11,7 +11,7 @@ import torch
 from support.readonly import read_only
 
 from autoprof import autoprof
-from autoprof._warn import AutoprofWarning
+from autoprof.record.warn import AutoprofWarning
 from tests.core.conftest import event_names, manifest, only_run, trace_files
 
 SCHEDULE = dict(wait=1, warmup=1, active=2, repeat=1)  # after 1 untraced warm-up call
@@ -94,7 +94,7 @@ def _autoprof_warnings(caught):
 
 
 def test_export_fails_disk_full_one_warning(monkeypatch, traces_root):
-    import autoprof._export as export
+    import autoprof.record.export as export
 
     def full(prof, run_dir, worker):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -163,7 +163,7 @@ def test_read_only_out_dir_one_warning(tmp_path, monkeypatch):
 
 def test_read_only_run_folder_after_start_one_warning(monkeypatch, traces_root):
     """Simulates a folder that turns read-only mid-run (root ignores chmod, so patch open)."""
-    import autoprof._export as export
+    import autoprof.record.export as export
 
     def read_only(prof, run_dir, worker):
         raise PermissionError(errno.EACCES, "Permission denied", str(run_dir))

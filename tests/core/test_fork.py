@@ -60,7 +60,8 @@ def test_a_child_forked_in_a_step_leaves_the_parents_run_alone(traces_root):
 def test_after_fork_handler_detaches_every_session():
     import torch
 
-    from autoprof import _session, autoprof
+    from autoprof import autoprof
+    from autoprof.record import session as _session
 
     @autoprof(name="detach", warmup=0, schedule=dict(wait=0, warmup=1, active=3))
     def f(x):

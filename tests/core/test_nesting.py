@@ -8,7 +8,7 @@ import warnings
 import torch
 
 from autoprof import autoprof
-from autoprof._warn import AutoprofWarning
+from autoprof.record.warn import AutoprofWarning
 from tests.core.conftest import event_names, manifest, only_run, run_dirs, trace_files
 
 TINY = dict(wait=0, warmup=1, active=1)
@@ -112,7 +112,7 @@ def test_region_exception_propagates_and_fails_the_run(traces_root):
 
 
 def test_user_profiler_active_only_labels_and_warns_once(traces_root, monkeypatch):
-    import autoprof._warn as warn_mod
+    import autoprof.record.warn as warn_mod
 
     monkeypatch.setattr(warn_mod, "_seen", set())
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from torch.profiler import ProfilerAction, ProfilerActivity, schedule
 
-from autoprof._options import Schedule, env_enabled, make_options
+from autoprof.record.options import Schedule, env_enabled, make_options
 
 pytestmark = pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
 

@@ -45,7 +45,7 @@ SAME_NAME = textwrap.dedent(
 KILLED = textwrap.dedent(
     """
     import sys, time, torch
-    import autoprof._export as export
+    import autoprof.record.export as export
     from autoprof import autoprof
 
     def stuck(prof, run_dir, worker):

@@ -136,8 +136,8 @@ def test_missing_analysis_still_completes(monkeypatch, traces_root):
     """The finisher without the analysis layer: the run is complete, tables_error says why."""
     import sys
 
-    import autoprof._export as export
-    import autoprof.finish as finish
+    import autoprof.record.export as export
+    import autoprof.record.finish as finish
 
     monkeypatch.setattr(export, "FINISHER_MODULE", "autoprof_no_such_finisher")
     fn = autoprof(name="notables", warmup=0, schedule=TINY)(_matmul_add)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import autoprof._export as export
+import autoprof.record.export as export
 from autoprof import AutoprofWarning, autoprof
 from autoprof.analysis.loader.manifest import read_manifest
 from tests.core.conftest import TINY, manifest, only_run, trace_files

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from autoprof import autoprof
-from autoprof._warn import AutoprofWarning
+from autoprof.record.warn import AutoprofWarning
 from tests.core.conftest import manifest, only_run, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ def test_a_thread_reusing_the_owners_ident_is_not_the_owner():
 
 
 def test_state_changes_only_along_the_transition_table():
-    from autoprof._session import _TRANSITIONS, State
+    from autoprof.record.session import _TRANSITIONS, State
 
     @autoprof(name="table", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
     def f(x):

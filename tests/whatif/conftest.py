@@ -10,6 +10,6 @@ def _flush_sessions():
     yield
     import sys
 
-    session = sys.modules.get("autoprof._session")
+    session = sys.modules.get("autoprof.record.session")
     if session is not None:
         session.flush_all()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoprof.whatif.auto import ALWAYS, resolve, suggested_by
+from autoprof.record.whatif.auto import ALWAYS, resolve, suggested_by
 
 
 def test_opportunity_causes_come_first_then_the_verdict():

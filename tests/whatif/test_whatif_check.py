@@ -76,7 +76,7 @@ def test_without_try_fixes_nothing_is_tried():
 
 
 def test_a_failure_inside_whatif_is_a_warning_and_the_run_is_returned(monkeypatch):
-    import autoprof.whatif as whatif
+    import autoprof.record.whatif as whatif
 
     def broken(*args, **kwargs):
         raise RuntimeError("harness bug")
@@ -117,7 +117,7 @@ def test_a_bad_whatif_json_leaves_the_rest_of_the_summary_readable():
 
 def test_writer_and_reader_agree_on_the_file_name_and_version():
     from autoprof.analysis.loader import whatif as reader
-    from autoprof.whatif import record as writer
+    from autoprof.record.whatif import record as writer
 
     assert writer.WHATIF_NAME == reader.WHATIF_NAME == "whatif.json"
     assert writer.WHATIF_SCHEMA_VERSION == reader.WHATIF_SCHEMA_VERSION
@@ -144,7 +144,7 @@ def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
     """On a torch-only machine the profiled fix is written but not analysed: the reader
     analyses it (and refuses a fixed_run outside the run folder)."""
     from autoprof.analysis.loader.whatif import whatif_or_warn
-    from autoprof.whatif.record import whatif_record, write_whatif
+    from autoprof.record.whatif.record import whatif_record, write_whatif
 
     run = autoprof.check(lambda x: x * 2, torch.ones(2))
     fixed = autoprof.check(lambda x: x * 3, torch.ones(2))
@@ -165,7 +165,7 @@ def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
 
 def _skip_the_sleep_fix():
     """A stand-in fix, measurably faster on CPU without compiling anything."""
-    from autoprof.whatif.fixes import Applied, Fix
+    from autoprof.record.whatif.fixes import Applied, Fix
 
     def apply(call):
         return Applied(lambda x, sleep_s: call.fn(x, 0.0))
@@ -181,7 +181,7 @@ def _sleepy(x, sleep_s):
 
 
 def test_the_best_fix_is_profiled_beside_the_run(monkeypatch):
-    from autoprof.whatif import fixes
+    from autoprof.record.whatif import fixes
 
     monkeypatch.setitem(fixes.FIXES, "skip-sleep", _skip_the_sleep_fix())
     fn = autoprof_decorator(name="sleepy", warmup=0, schedule=TINY)(_sleepy)
@@ -197,7 +197,7 @@ def test_the_best_fix_is_profiled_beside_the_run(monkeypatch):
 
 def test_a_fixed_run_that_cannot_be_analysed_still_leaves_the_results(monkeypatch):
     from autoprof.analysis import Run
-    from autoprof.whatif import fixes
+    from autoprof.record.whatif import fixes
 
     def broken_verdict(self, rank=None):
         raise RuntimeError("analysis bug")
@@ -241,7 +241,7 @@ def test_each_fix_is_announced_as_it_is_measured(caplog):
 
 
 def test_whatif_json_is_strict_json_even_with_an_infinite_error(tmp_path):
-    from autoprof.whatif.record import whatif_record, write_whatif
+    from autoprof.record.whatif.record import whatif_record, write_whatif
 
     write_whatif(tmp_path, whatif_record([{"fix": "bf16", "applicable": True,
                                            "max_abs_error": float("inf")}]))
@@ -271,8 +271,8 @@ def test_named_fixes_are_timed_before_the_profile_auto_after_it():
 
 
 def test_a_gpu_baseline_slower_after_profiling_is_called_out(tmp_path):
-    from autoprof.whatif.harness import Timing
-    from autoprof.whatif.runner import Measured, _when
+    from autoprof.record.whatif.harness import Timing
+    from autoprof.record.whatif.runner import Measured, _when
 
     (tmp_path / "manifest.json").write_text(json.dumps({"warmup_call_ms": [2.2, 2.3, 2.5]}))
     slow = Timing(4100.0, 4000.0, 4200.0, (4100.0,), 1, "cuda-events")

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from autoprof.whatif.compare import TOLERANCE, compare_outputs
+from autoprof.record.whatif.compare import TOLERANCE, compare_outputs
 
 
 def test_float32_noise_within_tolerance_matches_and_reports_the_error():

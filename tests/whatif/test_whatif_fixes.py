@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from autoprof.whatif import FIXES, try_fixes
-from autoprof.whatif.trial import best
+from autoprof.record.whatif import FIXES, try_fixes
+from autoprof.record.whatif.trial import best
 
 
 def _by_fix(trials):
@@ -156,7 +156,7 @@ def test_a_stateful_function_is_timed_but_its_outputs_are_not_compared():
 
 
 def test_the_sync_reason_names_the_users_line():
-    from autoprof.whatif.fixes.cuda_graph import _user_line
+    from autoprof.record.whatif.fixes.cuda_graph import _user_line
 
     def users_step(t):
         return t.item_that_syncs()  # an AttributeError stands in for torch's sync error
@@ -170,7 +170,7 @@ def test_the_sync_reason_names_the_users_line():
 
 
 def test_graph_inputs_are_copied_only_when_a_call_brings_new_values():
-    from autoprof.whatif.fixes.cuda_graph import _StaticInputs
+    from autoprof.record.whatif.fixes.cuda_graph import _StaticInputs
 
     static = (torch.zeros(3), {"b": torch.zeros(2)})
     inputs = _StaticInputs(static)
@@ -189,8 +189,8 @@ def test_graph_inputs_are_copied_only_when_a_call_brings_new_values():
 
 def test_a_synchronising_call_is_named_by_its_line(monkeypatch):
     """torch.cuda is stubbed: the error is the one sync debug mode raises on a GPU."""
-    from autoprof.whatif.call import Call
-    from autoprof.whatif.fixes.cuda_graph import synchronises
+    from autoprof.record.whatif.call import Call
+    from autoprof.record.whatif.fixes.cuda_graph import synchronises
 
     modes = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)

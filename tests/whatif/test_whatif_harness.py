@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from autoprof.whatif.harness import MIN_SAMPLE_US, measure
+from autoprof.record.whatif.harness import MIN_SAMPLE_US, measure
 
 
 def test_quartiles_bracket_the_median_and_fast_calls_are_batched():
@@ -28,7 +28,7 @@ def test_a_slower_function_measures_slower():
 
 
 def test_interleaved_callables_get_their_own_timing_and_batching():
-    from autoprof.whatif.harness import measure_interleaved
+    from autoprof.record.whatif.harness import measure_interleaved
 
     order = []
     slow, fast = measure_interleaved(

@@ -1,6 +1,6 @@
 """Reading a run folder's ``whatif.json``: the fixes autoprof tried on the user's function.
 
-Written by ``autoprof.whatif`` (``autoprof.check(..., try_fixes=...)``): an object with
+Written by ``autoprof.record.whatif`` (``autoprof.check(..., try_fixes=...)``): an object with
 ``schema_version`` and ``results``, a list of one record per fix (``fix``, ``applicable``,
 ``reason``, ``status``, ``baseline_us``, ``fixed_us``, ``speedup``, ``outputs_match``,
 ``max_abs_error``, ``setup_s``, ...). A run without the file has no results (``[]``); a file

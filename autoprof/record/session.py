@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autoprof import _export as export
-from autoprof import _warn as _warn_state
 from autoprof import env
 from autoprof import runfolder as artifacts
-from autoprof._distributed import DistInfo, dist_info, shared_run_id
-from autoprof._options import Options, Phase
-from autoprof._warn import note, warn, warn_once
+from autoprof.record import export
+from autoprof.record import warn as _warn_state
+from autoprof.record.distributed import DistInfo, dist_info, shared_run_id
+from autoprof.record.options import Options, Phase
+from autoprof.record.warn import note, warn, warn_once
 
 
 class State(enum.Enum):

@@ -106,7 +106,7 @@ class Options:
     with_modules: bool = False
     sync: bool = False
     enabled: bool = True
-    try_fixes: str | tuple[str, ...] | None = None  # autoprof.check's what-if (autoprof.whatif)
+    try_fixes: str | tuple[str, ...] | None = None  # what-if: autoprof.record.whatif
 
     def __post_init__(self) -> None:
         calls = self.warmup_calls

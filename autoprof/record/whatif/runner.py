@@ -10,14 +10,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from autoprof.record.whatif.auto import resolve, suggested_by
+from autoprof.record.whatif.guard import user_state_kept
+from autoprof.record.whatif.harness import DEFAULT_SAMPLES, Timing
+from autoprof.record.whatif.record import whatif_record, write_whatif
+from autoprof.record.whatif.result import FixResult
+from autoprof.record.whatif.trial import Trial, best, try_fixes
 from autoprof.runfolder import MANIFEST
 from autoprof.units import fmt_us
-from autoprof.whatif.auto import resolve, suggested_by
-from autoprof.whatif.guard import user_state_kept
-from autoprof.whatif.harness import DEFAULT_SAMPLES, Timing
-from autoprof.whatif.record import whatif_record, write_whatif
-from autoprof.whatif.result import FixResult
-from autoprof.whatif.trial import Trial, best, try_fixes
 
 TryFixes = str | Sequence[str]
 FIXED_RUNS = "whatif"  # the profiled best fix lands in <run>/whatif/<name>.<fix>/<run_id>/
@@ -116,7 +116,7 @@ def warmup_median_us(run_dir: Path) -> float | None:
 
 
 def _note(r: FixResult) -> None:
-    from autoprof._warn import note
+    from autoprof.record.warn import note
 
     if r.speedup is not None:
         what = (f"{r.status}, {r.speedup:.2f}x ({fmt_us(r.baseline_us)} -> "
@@ -128,8 +128,8 @@ def _note(r: FixResult) -> None:
 
 def _profile(trial: Trial, run_dir: Path, options: Any) -> None:
     """Profile the fixed function like the original (same options), note its verdict."""
-    from autoprof._check import check
-    from autoprof._decorator import decorate
+    from autoprof.record.check import check
+    from autoprof.record.decorator import decorate
 
     if trial.applied is None or trial.inputs is None:
         return

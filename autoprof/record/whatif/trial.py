@@ -13,19 +13,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoprof.whatif.call import Args, Call
-from autoprof.whatif.compare import Comparison, compare_outputs
-from autoprof.whatif.fixes import FIXES, Applied, Fix, NotApplicable
-from autoprof.whatif.fixes.base import first_line
-from autoprof.whatif.guard import seeded, user_state_kept
-from autoprof.whatif.harness import (
+from autoprof.record.whatif.call import Args, Call
+from autoprof.record.whatif.compare import Comparison, compare_outputs
+from autoprof.record.whatif.fixes import FIXES, Applied, Fix, NotApplicable
+from autoprof.record.whatif.fixes.base import first_line
+from autoprof.record.whatif.guard import seeded, user_state_kept
+from autoprof.record.whatif.harness import (
     DEFAULT_SAMPLES,
     Timing,
     measure,
     measure_interleaved,
     timed_call,
 )
-from autoprof.whatif.result import FixResult, break_even, classify
+from autoprof.record.whatif.result import FixResult, break_even, classify
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The registry of fixes, by name, in the order they are tried."""
 
-from autoprof.whatif.fixes import (
+from autoprof.record.whatif.fixes import (
     bf16,
     channels_last,
     compile,
@@ -8,7 +8,7 @@ from autoprof.whatif.fixes import (
     cuda_graph,
     inference_mode,
 )
-from autoprof.whatif.fixes.base import Applied, Fix, NotApplicable
+from autoprof.record.whatif.fixes.base import Applied, Fix, NotApplicable
 
 FIXES: dict[str, Fix] = {
     f.name: f

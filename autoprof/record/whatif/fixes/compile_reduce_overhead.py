@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from autoprof.whatif.call import Call
-from autoprof.whatif.fixes.base import Applied, Fix, needs_cuda
-from autoprof.whatif.fixes.compile import dynamo_missing
+from autoprof.record.whatif.call import Call
+from autoprof.record.whatif.fixes.base import Applied, Fix, needs_cuda
+from autoprof.record.whatif.fixes.compile import dynamo_missing
 
 
 def _precondition(call: Call) -> str | None:

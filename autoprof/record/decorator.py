@@ -1,6 +1,6 @@
 """The front door: ``@autoprof``, ``@autoprof(...)`` and ``autoprof.region(name)``.
 
-Both are thin shells over :class:`autoprof._session.Session`. A call costs one frame more
+Both are thin shells over :class:`autoprof.record.session.Session`. A call costs one frame more
 than the function's own, as under a plain ``functools.wraps`` wrapper (so recursion that works
 under such a wrapper works under autoprof); once a session is done the wrapper's code becomes
 exactly that plain wrapper's, and a finished region costs one dict lookup plus torch's "is a
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from autoprof import _session
-from autoprof._compile import skip_autoprof_in_dynamo
-from autoprof._options import Options, Schedule, env_enabled, make_options
+from autoprof.record import session as _session
+from autoprof.record.compile import skip_autoprof_in_dynamo
+from autoprof.record.options import Options, Schedule, env_enabled, make_options
 from autoprof.runfolder import kineto_label
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -294,7 +294,7 @@ class Autoprof:
 
     @staticmethod
     def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from autoprof._check import check
+        from autoprof.record.check import check
 
         return check(fn, *args, **kwargs)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from autoprof.whatif.call import Args, Call, map_tensors
-from autoprof.whatif.fixes.base import Applied, Fix
+from autoprof.record.whatif.call import Args, Call, map_tensors
+from autoprof.record.whatif.fixes.base import Applied, Fix
 
 
 def _precondition(call: Call) -> str | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autoprof.whatif.call import Call
-from autoprof.whatif.fixes.base import Applied, Fix
+from autoprof.record.whatif.call import Call
+from autoprof.record.whatif.fixes.base import Applied, Fix
 
 
 def dynamo_missing(call: Call) -> str | None:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoprof._decorator import decorate
-from autoprof._options import make_options
-from autoprof._session import Session
-from autoprof._warn import warn
+from autoprof.record.decorator import decorate
+from autoprof.record.options import make_options
+from autoprof.record.session import Session
+from autoprof.record.warn import warn
 
 
 def check(
@@ -28,7 +28,7 @@ def check(
     ``fn`` may itself be ``@autoprof``-decorated: its options (name, warm-up, schedule, ...)
     are used, on the undecorated function, in a fresh session.
     ``try_fixes`` (``"auto"``, ``"all"`` or fix names; default: the decorator's option) then
-    measures each fix on the same arguments and writes ``whatif.json`` (autoprof.whatif).
+    measures each fix on the same arguments and writes ``whatif.json`` (autoprof.record.whatif).
     """
     session: Session | None = getattr(fn, "autoprof_session", None)
     if session is not None:
@@ -38,7 +38,7 @@ def check(
         options, target = make_options(), fn
     fixes = try_fixes if try_fixes is not None else options.try_fixes
     if fixes:
-        from autoprof.whatif import validate
+        from autoprof.record.whatif import validate
 
         validate(fixes)
     if options.schedule.repeat == 0:
@@ -72,7 +72,7 @@ def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: di
     if fixes == "auto":
         return None
     try:
-        from autoprof.whatif import measure_fixes, resolve_fixes
+        from autoprof.record.whatif import measure_fixes, resolve_fixes
 
         return measure_fixes(target, args, kwargs, resolve_fixes(fixes))
     except Exception as exc:  # the profile that follows raises the user's own error, if any
@@ -85,7 +85,7 @@ def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
              fixes: str | Sequence[str], run_dir: Path, options: Any, early: Any) -> None:
     """Try the fixes; a failure of autoprof's own is a warning, never the user's error."""
     try:
-        from autoprof.whatif import what_if
+        from autoprof.record.whatif import what_if
 
         run = _load(run_dir)
         summary = run.summary() if hasattr(run, "summary") else None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from autoprof.whatif.call import Args, Call
+from autoprof.record.whatif.call import Args, Call
 
 
 class NotApplicable(Exception):  # noqa: N818 -- a result, not an error

@@ -12,11 +12,11 @@ import functools
 import traceback
 from typing import Any
 
-from autoprof.whatif.call import Call, tensors_in
-from autoprof.whatif.fixes.base import Applied, Fix, NotApplicable, first_line, needs_cuda
+from autoprof.record.whatif.call import Call, tensors_in
+from autoprof.record.whatif.fixes.base import Applied, Fix, NotApplicable, first_line, needs_cuda
 
 CAPTURE_WARMUP = 3
-_LIBRARY_PARTS = ("/torch/", "/autoprof/whatif/", "/site-packages/", "/dist-packages/")
+_LIBRARY_PARTS = ("/torch/", "/autoprof/record/whatif/", "/site-packages/", "/dist-packages/")
 
 
 def _user_line(exc: BaseException) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from autoprof.whatif.call import Call
-from autoprof.whatif.fixes.base import Applied, Fix
+from autoprof.record.whatif.call import Call
+from autoprof.record.whatif.fixes.base import Applied, Fix
 
 _WIDE = ("float32", "float64")
 

@@ -24,7 +24,7 @@ from typing import IO, Any
 from autoprof import env
 from autoprof import runfolder as rf
 
-FINISHER_MODULE = "autoprof.finish"
+FINISHER_MODULE = "autoprof.record.finish"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 _finishers: list[Finisher] = []  # open pipes a forked child must close

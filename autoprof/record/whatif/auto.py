@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from autoprof.whatif.fixes import FIXES
+from autoprof.record.whatif.fixes import FIXES
 
 LAUNCH = ("cuda-graph", "compile-reduce-overhead", "compile")
 SUGGESTED: dict[str, tuple[str, ...]] = {
