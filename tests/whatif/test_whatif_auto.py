@@ -9,13 +9,14 @@ from autoprof.record.whatif.auto import ALWAYS, resolve, suggested_by
 
 def test_opportunity_causes_come_first_then_the_verdict():
     summary = {"opportunities": [{"cause": "host_sync"}, {"cause": "host_launch"}],
-               "verdict": "compute-bound", "diagnostics": []}
+               "verdict": "compute-bound", "diagnostics": [], "is_cuda": True}
     assert resolve("auto", summary) == ["cuda-graph", "compile-reduce-overhead", "compile",
                                         "bf16", *ALWAYS]
 
 
 def test_without_opportunities_the_verdict_and_diagnostics_decide():
-    overhead = {"verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"}]}
+    overhead = {"verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"}],
+                "is_cuda": True}
     assert resolve("auto", overhead)[:3] == ["cuda-graph", "compile-reduce-overhead", "compile"]
     assert resolve("auto", {"verdict": "compute-bound"})[:2] == ["bf16", "compile"]
     assert resolve("auto", {"verdict": "cpu-only"}) == ["compile", *ALWAYS]
@@ -31,7 +32,44 @@ def test_names_all_and_unknown():
 
 
 def test_suggested_by_names_the_findings_behind_a_fix():
-    summary = {"verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"},
-                                                            {"id": "cold-start"}]}
+    summary = {"verdict": "overhead-bound", "is_cuda": True,
+               "diagnostics": [{"id": "host-sync"}, {"id": "cold-start"}]}
     assert suggested_by("cuda-graph", summary) == ["overhead-bound", "host-sync"]
     assert suggested_by("bf16", summary) == []
+
+
+def test_cuda_only_fixes_are_never_suggested_on_a_cpu_run():
+    summary = {"opportunities": [{"cause": "host_launch"}, {"cause": "host_sync"}],
+               "verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"}],
+               "is_cuda": False}
+    names = resolve("auto", summary)
+    assert names == ["compile", *ALWAYS]
+    assert suggested_by("cuda-graph", summary) == []
+    assert suggested_by("compile-reduce-overhead", summary) == []
+    assert suggested_by("compile", summary) == ["host_launch", "overhead-bound"]
+    # named explicitly, a CUDA-only fix is still tried (and says why it cannot run)
+    assert resolve(("cuda-graph",), summary) == ["cuda-graph"]
+
+
+@pytest.mark.parametrize("bad", [123, 1.5, True, None, {"compile": 1}, ["compile", 3],
+                                 iter(["compile"])])
+def test_try_fixes_that_is_not_a_name_or_list_of_names_is_refused_clearly(bad):
+    with pytest.raises(ValueError, match=r"try_fixes must be 'auto', 'all', a fix name or a "
+                                         r"list/tuple of fix names \(compile, ") as err:
+        resolve(bad, {})
+    assert type(bad).__name__ in str(err.value)
+    assert "not iterable" not in str(err.value)
+
+
+def test_predictions_are_read_from_the_opportunities_that_name_the_fix():
+    from autoprof.record.whatif.auto import predicted_for
+
+    summary = {"opportunities": [
+        {"cause": "host_launch", "fix": "cuda-graph", "predicted_speedup": 4.0},
+        {"cause": "gpu_memory", "fixes": ["compile", "bf16"], "predicted_speedup": 1.3},
+        {"cause": "host_sync", "fix": "cuda-graph", "predicted_speedup": 9.0}]}
+    assert predicted_for("cuda-graph", summary) == 4.0  # the first that names it
+    assert predicted_for("bf16", summary) == 1.3
+    assert predicted_for("inference-mode", summary) is None
+    assert predicted_for("compile", {"opportunities": [{"fix": "compile",
+                                                        "predicted_speedup": None}]}) is None

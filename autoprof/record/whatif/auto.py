@@ -14,7 +14,7 @@ preconditions look at the call itself (outputs with autograd history, 4-D inputs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from autoprof.record.whatif.fixes import FIXES
@@ -52,24 +52,53 @@ def signals(summary: dict[str, Any]) -> list[str]:
     return found
 
 
+def cuda_run(summary: dict[str, Any]) -> bool:
+    """Whether the run did CUDA work: its summary's ``is_cuda`` when it has one, else whether
+    this process has a CUDA device."""
+    if isinstance(summary.get("is_cuda"), bool):
+        return bool(summary["is_cuda"])
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _offered(name: str, summary: dict[str, Any]) -> bool:
+    """CUDA-only fixes (cuda-graph, compile-reduce-overhead) are never suggested on CPU runs."""
+    return not FIXES[name].cuda_only or cuda_run(summary)
+
+
 def suggested(summary: dict[str, Any]) -> list[str]:
     """Fix names for a run's summary, each once, in the order the signals name them."""
-    return _unique([*(n for s in signals(summary) for n in SUGGESTED.get(s, ())), *ALWAYS])
+    names = [*(n for s in signals(summary) for n in SUGGESTED.get(s, ())), *ALWAYS]
+    return _unique(n for n in names if _offered(n, summary))
 
 
 def suggested_by(name: str, summary: dict[str, Any]) -> list[str]:
-    """The run's signals (opportunity causes, verdict, diagnostic ids) that name fix ``name``."""
+    """The run's signals (opportunity causes, verdict, diagnostic ids) that name fix ``name``
+    (none for a CUDA-only fix on a CPU run)."""
+    if name in FIXES and not _offered(name, summary):
+        return []
     return _unique(s for s in signals(summary) if name in SUGGESTED.get(s, ()))
 
 
-def resolve(try_fixes: str | Sequence[str], summary: dict[str, Any] | None = None) -> list[str]:
-    """``"auto"``, ``"all"``, one fix name or a sequence of names, as a checked list."""
+ACCEPTED = "'auto', 'all', a fix name or a list/tuple of fix names"
+
+
+def resolve(try_fixes: object, summary: dict[str, Any] | None = None) -> list[str]:
+    """``"auto"``, ``"all"``, one fix name or a sequence of names, as a checked list; anything
+    else is a ValueError naming the accepted values."""
     if isinstance(try_fixes, str):
         if try_fixes == "auto":
             return suggested(summary or {})
         if try_fixes == "all":
             return list(FIXES)
         try_fixes = (try_fixes,)
+    if not isinstance(try_fixes, list | tuple) or not all(isinstance(n, str) for n in try_fixes):
+        raise ValueError(f"try_fixes must be {ACCEPTED} ({', '.join(FIXES)}); "
+                         f"got {try_fixes!r} ({type(try_fixes).__name__})")
     names = _unique(try_fixes)
     unknown = [n for n in names if n not in FIXES]
     if unknown:
@@ -80,3 +109,17 @@ def resolve(try_fixes: str | Sequence[str], summary: dict[str, Any] | None = Non
 
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
+
+
+def predicted_for(name: str, summary: dict[str, Any]) -> float | None:
+    """The analysis's replayed prediction for fix ``name``: ``predicted_speedup`` of the first
+    opportunity whose ``fix`` (or ``fixes`` list) names it; None when the summary has none."""
+    for opp in summary.get("opportunities") or []:
+        if not isinstance(opp, dict):
+            continue
+        fixes = opp.get("fixes")
+        named: list[Any] = fixes if isinstance(fixes, list) else [opp.get("fix")]
+        value = opp.get("predicted_speedup")
+        if name in named and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None

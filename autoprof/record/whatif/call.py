@@ -3,6 +3,8 @@ and fresh copies of the arguments for every trial (a fix never touches the user'
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,13 +13,23 @@ Args = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 def map_tensors(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """``value`` with every tensor inside lists, tuples and dicts replaced by ``fn(tensor)``."""
+    """``value`` with every tensor inside lists, tuples, dicts and dataclasses replaced by
+    ``fn(tensor)``; containers keep their types (a dict subclass, a namedtuple, a dataclass)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         return fn(value)
     if isinstance(value, dict):
-        return {k: map_tensors(v, fn) for k, v in value.items()}
+        out = copy.copy(value)
+        for k, v in dict.items(value):
+            dict.__setitem__(out, k, map_tensors(v, fn))
+        return out
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        new = copy.copy(value)
+        for f in dataclasses.fields(value):
+            if hasattr(value, f.name):
+                object.__setattr__(new, f.name, map_tensors(getattr(value, f.name), fn))
+        return new
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
         return type(value)(*(map_tensors(v, fn) for v in value))
     if isinstance(value, list | tuple):
@@ -26,7 +38,7 @@ def map_tensors(value: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def tensors_in(value: Any) -> Iterator[Any]:
-    """Every tensor inside ``value`` (lists, tuples, dicts), in order."""
+    """Every tensor inside ``value`` (lists, tuples, dicts, dataclasses), in order."""
     found: list[Any] = []
 
     def keep(t: Any) -> Any:
@@ -52,15 +64,6 @@ def _memory_format(t: Any) -> Any:
     return torch.preserve_format
 
 
-def _copy_value(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.nn.Module):
-        return value  # shared, like state the function closes over (a fix that changes a
-        # module, channels-last, converts its own deep copy)
-    return map_tensors(value, clone_tensor)
-
-
 @dataclass
 class Call:
     """``fn(*args, **kwargs)`` plus what the fixes' preconditions ask about it."""
@@ -70,16 +73,19 @@ class Call:
     kwargs: dict[str, Any]
     device: str = field(init=False)
     reference: Any = None  # the original function's output on fresh inputs (set by the trial)
-    unstable: str | None = None  # why two calls of the original disagree, when they do
+    not_compared: str | None = None  # why the original's outputs cannot judge a fix
+    draws_random: bool = False  # its outputs change with the RNG seed: it draws random numbers
 
     def __post_init__(self) -> None:
         devices = {t.device.type for t in tensors_in((self.args, self.kwargs))}
         self.device = "cuda" if "cuda" in devices else "cpu"
 
     def fresh(self) -> Args:
-        """Copies of the arguments: tensors cloned (in lists, tuples, dicts), the rest shared."""
-        return tuple(_copy_value(a) for a in self.args), \
-            {k: _copy_value(v) for k, v in self.kwargs.items()}
+        """Copies of the arguments that keep their types (:mod:`copying`: tensors cloned on
+        their device, modules shared); raises NotCopyable naming an argument it cannot copy."""
+        from autoprof.record.whatif.copying import copy_args
+
+        return copy_args(self.args, self.kwargs)
 
     def tensors(self) -> list[Any]:
         return list(tensors_in((self.args, self.kwargs)))

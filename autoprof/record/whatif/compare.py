@@ -4,7 +4,15 @@ Each tensor is compared elementwise against the original's scale: an element mat
 ``|fixed - original| <= tol * (|original| + max|original|)``, ``tol`` from ``TOLERANCE`` for
 the least precise floating dtype among the two outputs and the fix's compute dtype (bf16
 autocast of a float32 function is judged at bf16's tolerance, a float32 compile at float32's).
-Integer and bool tensors must be equal; NaNs must sit at the same places.
+Integer and bool tensors must be equal; NaNs must sit at the same places. numpy arrays are
+compared like tensors (viewed through ``torch.from_numpy``, no copy); arrays of objects or
+strings must be equal element by element.
+
+Large outputs are compared in chunks of ``CHUNK_ELEMENTS`` in a working dtype no wider than
+needed (the wider of the two, at least float32), so the extra memory is a few chunks, not
+copies of the whole output in float64. Outputs that cannot be compared (an ``==`` that raises
+or does not answer True/False, values of different kinds) give ``comparable=False`` and the
+reason: the fix is timed, its outputs are reported "not compared".
 
 | original | fixed | tol | matches |
 | --- | --- | --- | --- |
@@ -36,6 +44,14 @@ class Comparison:
     max_abs_error: float | None
     tolerance: float | None
     problem: str | None = None  # why they do not match when it is not a number
+    comparable: bool = True  # False: the outputs cannot be compared at all (problem says why)
+
+
+class Incomparable(Exception):  # noqa: N818 -- an outcome: the outputs cannot be compared
+    """Raised inside the walk when two outputs cannot be compared; ``str()`` is the reason."""
+
+
+CHUNK_ELEMENTS = 1 << 20
 
 
 def dtype_name(dtype: Any) -> str:
@@ -48,19 +64,40 @@ def _loosest(names: list[str]) -> str | None:
 
 
 def compare_outputs(original: Any, fixed: Any, compute_dtype: str | None = None) -> Comparison:
-    """Compare two outputs of the same structure (tensors, numbers, lists, tuples, dicts)."""
+    """Compare two outputs of the same structure (tensors, numpy arrays, numbers, lists,
+    tuples, dicts, dataclasses)."""
     errors: list[float] = []
     tols: list[float] = []
-    problem = _walk(original, fixed, compute_dtype, errors, tols, "output")
+    try:
+        problem = _walk(original, fixed, compute_dtype, errors, tols, "output")
+    except Incomparable as exc:
+        return Comparison(False, None, None, str(exc), comparable=False)
     worst = max(errors) if errors else None
     tol = max(tols) if tols else None
     return Comparison(problem is None, worst, tol, problem)
+
+
+def _as_tensor(value: Any) -> Any:
+    """A tensor view of a numeric numpy array (no copy), the array itself otherwise."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return value
+    import torch
+
+    arr = value if all(s >= 0 for s in value.strides) else np.ascontiguousarray(value)
+    try:
+        return torch.from_numpy(arr)
+    except TypeError:  # a dtype torch lacks (uint64 on old torch, float128): compare as is
+        return value
 
 
 def _walk(a: Any, b: Any, compute: str | None, errors: list[float], tols: list[float],
           where: str) -> str | None:
     import torch
 
+    a, b = _as_tensor(a), _as_tensor(b)
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return f"{where}: a tensor on one side, {type(b).__name__} on the other"
@@ -68,55 +105,137 @@ def _walk(a: Any, b: Any, compute: str | None, errors: list[float], tols: list[f
     if isinstance(a, dict) or isinstance(b, dict):
         if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):
             return f"{where}: different keys"
-        for k in a:
-            found = _walk(a[k], b[k], compute, errors, tols, f"{where}[{k!r}]")
-            if found:
-                return found
-        return None
+        return _each([(a[k], b[k], f"{where}[{k!r}]") for k in a], compute, errors, tols)
+    if _is_dataclass(a) or _is_dataclass(b):
+        return _dataclasses(a, b, compute, errors, tols, where)
     if isinstance(a, list | tuple) or isinstance(b, list | tuple):
         if not (isinstance(a, list | tuple) and isinstance(b, list | tuple)) or len(a) != len(b):
             return f"{where}: different structure"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            found = _walk(x, y, compute, errors, tols, f"{where}[{i}]")
-            if found:
-                return found
-        return None
+        return _each([(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True))],
+                     compute, errors, tols)
     if isinstance(a, float) or isinstance(b, float):
         return _tensors(torch.tensor(float(a)), torch.tensor(float(b)), compute, errors, tols,
                         where)
-    return None if a == b else f"{where}: {a!r} != {b!r}"
+    return None if _equal(a, b, where) else f"{where}: {_short(a)} != {_short(b)}"
+
+
+def _each(pairs: list[tuple[Any, Any, str]], compute: str | None, errors: list[float],
+          tols: list[float]) -> str | None:
+    for x, y, where in pairs:
+        found = _walk(x, y, compute, errors, tols, where)
+        if found:
+            return found
+    return None
+
+
+def _is_dataclass(value: Any) -> bool:
+    import dataclasses
+
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _dataclasses(a: Any, b: Any, compute: str | None, errors: list[float], tols: list[float],
+                 where: str) -> str | None:
+    import dataclasses
+
+    if type(a) is not type(b):
+        return f"{where}: {type(a).__name__} on one side, {type(b).__name__} on the other"
+    names = [f.name for f in dataclasses.fields(a) if hasattr(a, f.name)]
+    return _each([(getattr(a, n), getattr(b, n), f"{where}.{n}") for n in names], compute,
+                 errors, tols)
+
+
+def _equal(a: Any, b: Any, where: str) -> bool:
+    """``a == b`` as a bool; an ``==`` that raises or answers something else is Incomparable."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    try:
+        if np is not None and isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+        return bool(a == b)
+    except Exception as exc:
+        raise Incomparable(f"{where}: {type(a).__name__} outputs cannot be compared "
+                           f"(== raised {type(exc).__name__}: {exc})") from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _tensors(a: Any, b: Any, compute: str | None, errors: list[float], tols: list[float],
              where: str) -> str | None:
-    import torch
-
     if tuple(a.shape) != tuple(b.shape):
         return f"{where}: shape {tuple(a.shape)} != {tuple(b.shape)}"
-    x, y = a.detach().cpu(), b.detach().cpu()
+    x, y = _flat(a.detach()), _flat(b.detach()).to(a.device)
     if not (x.is_floating_point() or x.is_complex() or y.is_floating_point() or y.is_complex()):
-        equal = bool((x == y).all())
-        errors.append(0.0 if equal else float((x.double() - y.double()).abs().max()))
-        return None if equal else f"{where}: integer values differ"
+        return _integers(x, y, errors, where)
     names = [dtype_name(x.dtype), dtype_name(y.dtype)] + ([compute] if compute else [])
     tol = TOLERANCE[_loosest(names) or "float32"]
     tols.append(tol)
-    wide = torch.complex128 if x.is_complex() or y.is_complex() else torch.float64
-    x64, y64 = x.to(wide), y.to(wide)
-    nan_x, nan_y = x64.isnan(), y64.isnan()
-    if not bool((nan_x == nan_y).all()):
-        errors.append(math.inf)
-        return f"{where}: NaNs at different places"
-    same = (x64 == y64) | nan_x  # equal infinities are equal, not inf - inf = nan apart
-    diff = torch.where(same, torch.zeros_like(x64.real), (x64 - y64).abs())[~nan_x]
-    if diff.numel() == 0:
-        errors.append(0.0)
+    work = _work_dtype(x.dtype, y.dtype)
+    scale = 0.0
+    for xc, yc in _chunks(x, y, work):
+        if not bool((xc.isnan() == yc.isnan()).all()):
+            errors.append(math.inf)
+            return f"{where}: NaNs at different places"
+        finite = xc.abs()[xc.isfinite()]
+        if finite.numel():
+            scale = max(scale, float(finite.max()))
+    worst, ok = 0.0, True
+    for xc, yc in _chunks(x, y, work):
+        diff, allowed = _diff(xc, yc, tol, scale)
+        if diff.numel():
+            worst = max(worst, float(diff.max()))
+            ok = ok and bool((diff <= allowed).all())
+    errors.append(worst)
+    if ok:
         return None
-    finite = x64.abs()[~nan_x & x64.isfinite()]
-    scale = float(finite.max()) if finite.numel() else 0.0
-    errors.append(float(diff.max()))
-    magnitude = torch.where(x64.isfinite(), x64.abs(), torch.zeros_like(x64.real))
-    allowed = tol * (magnitude[~nan_x] + scale)  # an infinity must be matched exactly
-    if bool((diff <= allowed).all()):
-        return None
-    return f"{where}: values differ beyond tolerance (max abs error {float(diff.max()):.3g})"
+    return f"{where}: values differ beyond tolerance (max abs error {worst:.3g})"
+
+
+def _flat(t: Any) -> Any:
+    """A 1-D view of ``t`` (a copy only when its strides allow no view)."""
+    return t.reshape(-1)
+
+
+def _work_dtype(a: Any, b: Any) -> Any:
+    """The dtype chunks are compared in: the wider of the two, at least float32 (complex64)."""
+    import torch
+
+    wide = torch.promote_types(a, b)
+    floor = torch.complex64 if wide.is_complex else torch.float32
+    return torch.promote_types(wide, floor)
+
+
+def _chunks(x: Any, y: Any, work: Any) -> Any:
+    for start in range(0, x.numel(), CHUNK_ELEMENTS):
+        stop = start + CHUNK_ELEMENTS
+        yield x[start:stop].to(work), y[start:stop].to(work)
+
+
+def _diff(x: Any, y: Any, tol: float, scale: float) -> tuple[Any, Any]:
+    """``|x - y|`` and what is allowed, over the elements that are not NaN. Equal values
+    (infinities included) differ by 0; an infinity must be matched exactly."""
+    import torch
+
+    keep = ~x.isnan()
+    x, y = x[keep], y[keep]
+    same = x == y
+    diff = torch.where(same, torch.zeros((), dtype=x.real.dtype, device=x.device),
+                       (x - y).abs())
+    magnitude = torch.where(x.isfinite(), x.abs(), torch.zeros((), dtype=x.real.dtype,
+                                                                 device=x.device))
+    return diff, tol * (magnitude + scale)
+
+
+def _integers(x: Any, y: Any, errors: list[float], where: str) -> str | None:
+    worst, equal = 0.0, True
+    for start in range(0, x.numel(), CHUNK_ELEMENTS):
+        xc, yc = x[start:start + CHUNK_ELEMENTS], y[start:start + CHUNK_ELEMENTS]
+        if not bool((xc == yc).all()):
+            equal = False
+            worst = max(worst, float((xc.double() - yc.double()).abs().max()))
+    errors.append(worst)
+    return None if equal else f"{where}: integer values differ"

@@ -19,7 +19,7 @@ def user_state_kept() -> Iterator[None]:
     py_state = random.getstate()
     np_state = _numpy_state()
     cpu_rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]
     try:
         yield
     finally:

@@ -72,7 +72,7 @@ def _sample_cpu(fn: Callable[[], Any], calls: int) -> float:
 def _sample_cuda(fn: Callable[[], Any], calls: int) -> float:
     import torch
 
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
     torch.cuda.synchronize()
     begin.record()
     for _ in range(calls):

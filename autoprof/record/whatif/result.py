@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 Status = Literal["faster", "slower", "no change", "outputs differ", "raised", "not applicable"]
 NOISE = 0.05  # a speedup within 5% of 1, or with overlapping quartiles, is "no change"
+PREDICTION_MISS = 0.25  # a prediction further than 25% from the measured speedup is flagged
 
 
 @dataclass
@@ -15,7 +16,12 @@ class FixResult:
     the outputs (a fix that changes the answer is never called a speedup). ``speedup_low`` and
     ``speedup_high`` pair the quartiles (baseline p25 / fixed p75, baseline p75 / fixed p25).
     ``setup_s``: the first call's time above a normal call (compilation, graph capture);
-    ``break_even_calls``: calls after which the setup has paid for itself."""
+    ``break_even_calls``: calls after which the setup has paid for itself. ``harness_us``:
+    the timing loop's own cost per call, measured beside the fix (an identity call timed the
+    same way); it is inside both ``baseline_us`` and ``fixed_us`` and never subtracted.
+    ``predicted_speedup``: the analysis's replayed prediction for this fix (None until the
+    analysis provides one); ``prediction_error_pct`` is (predicted - measured) / measured and
+    ``prediction_missed`` is True when that is beyond ``PREDICTION_MISS``."""
 
     fix: str
     doc: str
@@ -40,6 +46,10 @@ class FixResult:
     samples: int | None = None
     calls_per_sample: int | None = None
     clock: str | None = None
+    harness_us: float | None = None
+    predicted_speedup: float | None = None
+    prediction_error_pct: float | None = None
+    prediction_missed: bool | None = None
     fixed_verdict: str | None = None
     fixed_verdict_reason: str | None = None
     fixed_run: str | None = None
@@ -47,6 +57,24 @@ class FixResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def set_prediction(self, predicted: float | None) -> None:
+        """Record the replayed prediction and how far it is from what was measured (the
+        ``speedup``, or the time ratio when the outputs differ)."""
+        self.predicted_speedup = predicted
+        measured = self.speedup if self.speedup is not None else self.measured_speedup
+        self.prediction_error_pct, self.prediction_missed = prediction_check(predicted,
+                                                                             measured)
+
+
+def prediction_check(predicted: float | None,
+                     measured: float | None) -> tuple[float | None, bool | None]:
+    """``(error_pct, missed)``: the prediction's signed error relative to the measured speedup
+    and whether it exceeds ``PREDICTION_MISS``; ``(None, None)`` when either is missing."""
+    if predicted is None or measured is None or measured <= 0:
+        return None, None
+    error = (predicted - measured) / measured
+    return error * 100.0, abs(error) > PREDICTION_MISS
 
 
 def classify(speedup: float, low: float, high: float) -> Status:

@@ -3,29 +3,29 @@ write ``whatif.json`` into the run folder (``check`` then returns the run, reloa
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autoprof.record.whatif.auto import resolve, suggested_by
+from autoprof.record.whatif.auto import predicted_for, resolve, suggested_by
 from autoprof.record.whatif.guard import user_state_kept
 from autoprof.record.whatif.harness import DEFAULT_SAMPLES, Timing
-from autoprof.record.whatif.record import whatif_record, write_whatif
 from autoprof.record.whatif.result import FixResult
 from autoprof.record.whatif.trial import Trial, best, try_fixes
-from autoprof.runfolder import MANIFEST
+from autoprof.runfolder import MANIFEST, MAX_MANIFEST_BYTES, ManifestError, read_manifest
+from autoprof.runfolder.whatif import whatif_record, write_whatif
 from autoprof.units import fmt_us
 
-TryFixes = str | Sequence[str]
+TryFixes = str | Sequence[str]  # anything else is refused by ``validate``
 FIXED_RUNS = "whatif"  # the profiled best fix lands in <run>/whatif/<name>.<fix>/<run_id>/
 SLOWER_AFTER_PROFILING = 1.25  # original timed after profiling / its warm-up calls before
 
 
-def validate(fixes: TryFixes) -> None:
-    """Raise ValueError for an unknown fix name before anything runs."""
+def validate(fixes: object) -> None:
+    """Raise ValueError for an unknown fix name or a value that is not one of those accepted
+    (``auto.ACCEPTED``) before anything runs."""
     resolve(fixes, {})
 
 
@@ -38,13 +38,16 @@ class Measured:
     baseline: Timing
     trials: list[Trial]
     after_profiling: bool
+    harness_us: float | None = None  # an identity call timed beside the original
 
 
 def measure_fixes(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],
                   *, after_profiling: bool = False, samples: int = DEFAULT_SAMPLES) -> Measured:
     """Time the original and each named fix (``resolve`` the names first)."""
     baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
-    return Measured(list(names), baseline, trials, after_profiling)
+    harness = [t.result.harness_us for t in trials if t.result.harness_us is not None]
+    return Measured(list(names), baseline, trials, after_profiling,
+                    statistics.median(harness) if harness else None)
 
 
 def what_if(
@@ -68,6 +71,7 @@ def what_if(
     trials = measured.trials
     for trial in trials:
         trial.result.suggested_by = suggested_by(trial.result.fix, summary or {})
+        trial.result.set_prediction(predicted_for(trial.result.fix, summary or {}))
     top = best(trials)
     if top is not None and run_dir is not None and options is not None:
         _profile(top, run_dir, options)
@@ -80,6 +84,7 @@ def what_if(
             baseline_us=measured.baseline.median_us,
             baseline_spread_us=measured.baseline.spread_us,
             clock=measured.baseline.clock,
+            harness_us=measured.harness_us,
             **_when(measured, run_dir),
         ))
     return results
@@ -108,9 +113,8 @@ def _when(measured: Measured, run_dir: Path) -> dict[str, Any]:
 def warmup_median_us(run_dir: Path) -> float | None:
     """The median untraced warm-up call of the run's manifest, in µs (None without one)."""
     try:
-        manifest = json.loads((run_dir / MANIFEST).read_bytes())
-        calls = [float(v) for v in manifest.get("warmup_call_ms") or []]
-    except (OSError, ValueError, TypeError, AttributeError):
+        calls = read_manifest(run_dir / MANIFEST, MAX_MANIFEST_BYTES).warmup_call_ms
+    except ManifestError:
         return None
     return statistics.median(calls) * 1e3 if calls else None
 

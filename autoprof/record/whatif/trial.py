@@ -1,9 +1,13 @@
 """Trying fixes on the user's call: the original and each fix measured the same way.
 
 Every trial runs on fresh copies of the arguments inside :func:`user_state_kept`, so the
-user's inputs, grad mode and RNG state are as they were afterwards. A fix that raises is a
-result (``status="raised"``); a fix whose outputs differ is reported as such, never as a
-speedup.
+user's inputs, grad mode and RNG state are as they were afterwards. A fix that raises
+(anything but KeyboardInterrupt, SystemExit included) is a result (``status="raised"``); a fix
+whose outputs differ is reported as such, never as a speedup.
+
+What is timed is the fix called as a user calls it (``Applied.bind``), beside the original and
+an identity call through the same closure: the identity's time is the harness's own cost per
+call (``harness_us``), reported, inside every time, never subtracted.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from autoprof.record.whatif.guard import seeded, user_state_kept
 from autoprof.record.whatif.harness import (
     DEFAULT_SAMPLES,
     Timing,
-    measure,
     measure_interleaved,
     timed_call,
 )
@@ -38,25 +41,42 @@ class Trial:
     inputs: Args | None = None
 
 
-def _timed(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: str,
-           samples: int) -> Timing:
-    return measure(lambda: fn(*args, **kwargs), device, samples=samples)
+def _identity(*args: Any, **kwargs: Any) -> None:
+    """What the harness costs per call: a call through the same closure that does nothing."""
+
+
+def bound(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[
+        [], Any]:
+    """``fn`` on these arguments as the zero-argument call the harness times."""
+    return lambda: fn(*args, **kwargs)
 
 
 def measure_baseline(call: Call, samples: int = DEFAULT_SAMPLES) -> Timing:
-    """The original function on fresh inputs; also sets ``call.reference`` (seeded output) and
-    ``call.unstable`` when a second seeded call disagrees with the first (the function updates
-    state, like a training step, or is nondeterministic): its outputs cannot judge a fix."""
+    """The original function on fresh inputs; also sets ``call.reference`` (seeded output),
+    ``call.not_compared`` when a second seeded call disagrees with the first (the function
+    updates state, like a training step, or is nondeterministic) or the outputs cannot be
+    compared, and
+    ``call.draws_random`` when a call on another seed gives other outputs (it draws random
+    numbers: fixes with their own RNG are compared through their ``same_rng`` variant)."""
     with user_state_kept():
+        call.reference = _seeded_call(call, 0)
+        again = compare_outputs(call.reference, _seeded_call(call, 0))
+        if not again.comparable:
+            call.not_compared = f"the outputs cannot be compared: {again.problem}"
+        elif again.problem is not None:
+            call.not_compared = ("two calls of the original disagree (it updates state or is "
+                                 f"nondeterministic): {again.problem}")
+        else:
+            call.draws_random = not compare_outputs(call.reference, _seeded_call(call, 1)).match
         args, kwargs = call.fresh()
-        seeded()
-        call.reference = call.fn(*args, **kwargs)
-        args, kwargs = call.fresh()
-        seeded()
-        again = compare_outputs(call.reference, call.fn(*args, **kwargs))
-        call.unstable = again.problem
-        args, kwargs = call.fresh()
-        return _timed(call.fn, args, kwargs, call.device, samples)
+        return measure_interleaved([bound(call.fn, args, kwargs)], call.device,
+                                   samples=samples)[0]
+
+
+def _seeded_call(call: Call, seed: int) -> Any:
+    args, kwargs = call.fresh()
+    seeded(seed)
+    return call.fn(*args, **kwargs)
 
 
 def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPLES) -> Trial:
@@ -70,22 +90,25 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
             applied, inputs, comparison, first_s = _first_call(fix, call)
             base_args, base_kwargs = call.fresh()
             args, kwargs = inputs
-            baseline, timing = measure_interleaved(
-                [lambda: call.fn(*base_args, **base_kwargs), lambda: applied.fn(*args, **kwargs)],
-                call.device, samples=samples)
+            baseline, timing, harness = measure_interleaved(
+                [bound(call.fn, base_args, base_kwargs), applied.bind(args, kwargs),
+                 bound(_identity, args, kwargs)], call.device, samples=samples)
         except NotApplicable as exc:
             result.applicable, result.status, result.reason = False, "not applicable", str(exc)
             return Trial(result)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a fix never ends the user's program
             result.error = first_line(exc)
             result.reason = f"the fix raised {result.error}"
             return Trial(result)
-    if call.unstable is not None:
+    not_compared = call.not_compared or (None if comparison.comparable else comparison.problem)
+    if not_compared is not None:
         comparison = Comparison(True, None, None, None)
-        result.mismatch = ("outputs not compared: two calls of the original disagree (it "
-                           f"updates state or is nondeterministic): {call.unstable}")
+        result.mismatch = f"outputs not compared: {not_compared}"
     _fill(result, baseline, timing, comparison, max(0.0, first_s - timing.median_us * 1e-6))
-    if call.unstable is not None:
+    result.harness_us = harness.median_us
+    if not_compared is not None:
         result.outputs_match = None
     return Trial(result, applied, inputs)
 
@@ -100,8 +123,13 @@ def _first_call(fix: Fix, call: Call) -> tuple[Applied, Args, Comparison, float]
     applied = fix.apply(call)
     args, kwargs = applied.prepare(*call.fresh())
     seeded()
-    out, _ = timed_call(lambda: applied.fn(*args, **kwargs), call.device)
+    out, _ = timed_call(applied.bind(args, kwargs), call.device)
     first_s = time.perf_counter() - started
+    if call.draws_random and fix.same_rng is not None:  # its own RNG would never match: compare
+        # the variant that draws as eager PyTorch does
+        same_args, same_kwargs = applied.prepare(*call.fresh())
+        seeded()
+        out = fix.same_rng(call)(*same_args, **same_kwargs)
     return applied, (args, kwargs), compare_outputs(call.reference, out, fix.compute_dtype), \
         first_s
 

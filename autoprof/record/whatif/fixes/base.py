@@ -2,9 +2,12 @@
 
 ``precondition(call)`` returns None when the fix can be tried, else the reason it cannot
 ("no CUDA device"). ``apply(call)`` returns an :class:`Applied`: the function to call instead
-of the user's, and how to prepare the arguments it is called with (untimed, like a user
-converting their inputs once). ``apply`` raises :class:`NotApplicable` when it finds out late
-(a graph capture that fails); any other exception is reported as the fix raising.
+of the user's, how to prepare the arguments it is called with (untimed, like a user
+converting their inputs once), and how a user would call it in a loop (``bind``: what is timed;
+a CUDA graph copies the new inputs into its static ones and replays, without the general
+wrapper that finds the tensors in any call's arguments). ``apply`` raises
+:class:`NotApplicable` when it finds out late (a graph capture that fails); any other
+exception is reported as the fix raising.
 """
 
 from __future__ import annotations
@@ -26,8 +29,19 @@ def _same(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args:
 
 @dataclass(frozen=True)
 class Applied:
+    """``fn`` takes the user's arguments (profiled, compared); ``bind(args, kwargs)`` returns
+    the zero-argument call that is timed, ``fn(*args, **kwargs)`` unless the fix says how a
+    user would call it on these inputs."""
+
     fn: Callable[..., Any]
     prepare: Callable[[tuple[Any, ...], dict[str, Any]], Args] = _same
+    user_call: Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Any]] | None = None
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any]:
+        if self.user_call is not None:
+            return self.user_call(args, kwargs)
+        fn = self.fn
+        return lambda: fn(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,10 @@ class Fix:
     precondition: Callable[[Call], str | None]
     apply: Callable[[Call], Applied]
     compute_dtype: str | None = None  # the precision the fix computes in, for the comparison
+    cuda_only: bool = False  # never suggested for a run without CUDA work
+    # the fix rebuilt to draw random numbers as eager PyTorch does, for the output comparison
+    # of a function that samples (dropout in train mode); None: the fix itself is compared
+    same_rng: Callable[[Call], Callable[..., Any]] | None = None
 
 
 def first_line(exc: BaseException) -> str:

@@ -23,4 +23,5 @@ FIX = Fix(
         "one launch per call",
     precondition=_precondition,
     apply=_apply,
+    cuda_only=True,
 )

@@ -85,7 +85,7 @@ def _apply(call: Call) -> Applied:
 
     fn = call.fn
     static_args, static_kwargs = call.fresh()
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(CAPTURE_WARMUP):
@@ -110,7 +110,31 @@ def _apply(call: Call) -> Applied:
         return static_out
 
     replay.graph = graph  # type: ignore[attr-defined]  # keeps the captured memory alive
-    return Applied(replay)
+
+    def user_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return replay_loop(graph, inputs.static, (args, kwargs), static_out)
+
+    return Applied(replay, user_call=user_call)
+
+
+def replay_loop(graph: Any, static: list[Any], new: Any, static_out: Any) -> Any:
+    """The graph called as a user's loop calls it: each call copies the new inputs into the
+    static ones (every time: the copy is part of the fix's cost) and replays. The tensors are
+    paired once, here, not on every call."""
+    sources = list(tensors_in(new))
+    if len(sources) != len(static):
+        raise ValueError(f"the graph was captured with {len(static)} input tensors, "
+                         f"this call passes {len(sources)}")
+    pairs = [(dst.detach(), src.detach()) for dst, src in zip(static, sources, strict=True)
+             if dst is not src]
+
+    def call() -> Any:
+        for dst, src in pairs:
+            dst.copy_(src)
+        graph.replay()
+        return static_out
+
+    return call
 
 
 FIX = Fix(
@@ -119,4 +143,5 @@ FIX = Fix(
         "instead of one per kernel",
     precondition=_precondition,
     apply=_apply,
+    cuda_only=True,
 )
