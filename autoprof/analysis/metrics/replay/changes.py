@@ -1,0 +1,98 @@
+"""The changes a replay accepts: one small frozen record per fix, and the `Change` union.
+
+Each record names what it changes in the replayed graph; `transform.apply_changes` turns a
+list of them into the host costs, GPU durations and waits the simulator uses. Changes compose
+(a CUDA graph over the call and the host costs scaled), applied in the order given.
+
+The CUDA-graph constants:
+
+| constant | value | where it comes from |
+| --- | --- | --- |
+| `GRAPH_LAUNCH_US` | 2.5 us | the host cost of one `cudaGraphLaunch` outside the profiler: an assumption of a few microseconds (the order NVIDIA's CUDA Graphs material gives), not measured here; the profiled launches in `traces/examples/graph_replay` take about 300 us for 200 kernels because the profiler instruments every node |
+| `GRAPH_KERNEL_HOST_US` | 0.01 us | the host cost each captured kernel adds to that launch: an assumption (graph launches grow slowly with the node count) |
+| `GRAPH_KERNEL_GAP_US` | 0.29 us | the median gap between consecutive kernels of one replayed graph on an H200, measured in `traces/examples/graph_replay` (10th-90th percentile 0.22-0.32 us) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+GRAPH_LAUNCH_US = 2.5
+GRAPH_KERNEL_HOST_US = 0.01
+GRAPH_KERNEL_GAP_US = 0.29
+
+CopyDirection = Literal["HtoD", "DtoH"]
+
+
+@dataclass(frozen=True)
+class CudaGraph:
+    """The GPU work launched inside `region` replayed as one CUDA graph per region span.
+
+    `region`: the name of a host row (a `record_function` region, the decorated call, an
+    op); None: each whole profiler step. Inside a span the host's own time and each launch's
+    cost are gone; the span's first launch costs `launch_us` plus `per_kernel_us` per kernel
+    captured, and the captured kernels start `kernel_gap_us` after the one before them on
+    their stream (or the launch latency after the graph launch). A sync inside the span is
+    kept with its wait (a region that syncs cannot be captured whole)."""
+
+    region: str | None = None
+    launch_us: float = GRAPH_LAUNCH_US
+    per_kernel_us: float = GRAPH_KERNEL_HOST_US
+    kernel_gap_us: float = GRAPH_KERNEL_GAP_US
+
+
+@dataclass(frozen=True)
+class RemoveSync:
+    """The host no longer waits at the syncs under an op named `op` (the sync call itself, or
+    any row above it: `aten::item`, `aten::nonzero`, a region); None: at every sync. The sync
+    call keeps its own, non-waiting cost; the GPU work it waited for stays."""
+
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class OverlapBetweenCalls:
+    """The host time of each step outside the decorated call (`call_region`: the caller's
+    loop, a DataLoader's `__next__`) overlapped by loader workers: `remaining` of it is left
+    (0: hidden entirely). Launches and syncs there keep their own cost."""
+
+    call_region: str
+    remaining: float = 0.0
+
+
+@dataclass(frozen=True)
+class NonBlockingCopies:
+    """Host-device copies in `directions` made `non_blocking` from pinned memory: the host no
+    longer waits for the copy, the copy call costs what a kernel launch costs in the same
+    trace (the median `cudaLaunchKernel`-like call; `call_us` overrides), and the copy runs
+    `speedup` times faster on the GPU (pinned memory needs no staging; 1.0 keeps its
+    measured time)."""
+
+    directions: tuple[CopyDirection, ...] = ("HtoD",)
+    call_us: float | None = None
+    speedup: float = 1.0
+
+
+@dataclass(frozen=True)
+class FasterKernels:
+    """GPU work made `factor` times faster: the items named `kernel` (a substring of the
+    kernel's name), or every item launched under the op named `op`; both None: every kernel
+    (memcpys and memsets excluded)."""
+
+    factor: float
+    kernel: str | None = None
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class ScaleHost:
+    """Every host cost (time between calls, each call's own cost) times `factor`: to undo the
+    profiler's distortion, the untraced step time over the profiled host time. Launch
+    latencies, GPU work and the wake-up after a sync are not host costs and stay."""
+
+    factor: float
+
+
+Change = CudaGraph | RemoveSync | OverlapBetweenCalls | NonBlockingCopies | FasterKernels | \
+    ScaleHost

@@ -1,0 +1,232 @@
+"""One rank's profiled steps as a dependency graph: host calls in order, GPU work, waits.
+
+The host side is a list of *calls* in measured order over every thread: the runtime and
+driver calls that launch GPU work, wait for it (syncs, synchronous copies), record an event
+or make a stream wait for one, plus a start and an end marker per profiler step on the
+thread that runs the steps. Everything else the host does (ops, Python, the gaps between
+them) is the measured time between two calls of a thread (`gap_us`).
+
+| call | thread | ts_us | cost_us | kind | items | waits |
+| --- | --- | --- | --- | --- | --- | --- |
+| start of step 2 | main | 100.0 | 0.0 | START | | |
+| cudaLaunchKernel | main | 104.0 | 5.0 | LAUNCH | kernel 0 | |
+| cudaStreamSynchronize | main | 112.0 | 40.0 | SYNC | | kernel 0 |
+
+GPU items are the kernels, memcpys and memsets those calls launched (by `launch_row`), each
+on its (device, stream) queue in launch order; GPU work launched before the first step (or
+before the trace) is a fixed *carry* item that keeps its measured times. GPU work belongs to
+the step whose call launched it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.loader.vocabulary import RUNTIME_CATS
+from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
+from autoprof.analysis.metrics.replay.waits import END, START, link_waits
+from autoprof.analysis.metrics.stats import (
+    cpu_mask,
+    for_rank,
+    isin_mask,
+    ranks_of,
+    require_columns,
+    step_rows,
+)
+
+NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "parent",
+         "launch_row", "op_row", "device", "stream", "pid", "tid", "rank"]
+
+
+@dataclass
+class Graph:
+    """The dependency graph of one rank (arrays indexed by call or by GPU item)."""
+
+    steps: np.ndarray  # profiler step numbers, in order
+    main_thread: int
+    # calls, in measured order
+    call_thread: np.ndarray
+    call_kind: np.ndarray
+    call_is_sync: np.ndarray  # waits for GPU work (a SYNC, or a LAUNCH that copies and waits)
+    call_step: np.ndarray  # index into `steps`
+    call_ts_us: np.ndarray
+    call_dur_us: np.ndarray
+    call_gap_lo_us: np.ndarray  # the measured host stretch before the call on its thread
+    call_row: np.ndarray  # position in the rank's events (-1: a marker)
+    call_items: list[list[int]]
+    call_waits: list[list[int]]  # GPU items a sync waits for
+    # GPU items, in launch order (carry items first)
+    item_stream: np.ndarray
+    item_call: np.ndarray  # -1: a carry item
+    item_ts_us: np.ndarray
+    item_dur_us: np.ndarray
+    item_row: np.ndarray
+    item_deps: list[list[int]]  # cross-stream event waits
+    events: pd.DataFrame  # the rank's events (positions index these)
+    row_thread: np.ndarray  # each event's thread code
+    row_parent: np.ndarray  # each event's parent position (-1: none)
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.call_kind)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.item_stream)
+
+    def gap_us(self) -> np.ndarray:
+        """Measured host time between each call and the previous one on its thread."""
+        return np.maximum(self.call_ts_us - self.call_gap_lo_us, 0.0)
+
+
+def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One integer code per distinct (a, b) pair."""
+    pairs = pd.MultiIndex.from_arrays([a, b])
+    return np.asarray(pd.factorize(pairs)[0], dtype=np.int64)
+
+
+def _outermost_runtime(parent: np.ndarray, runtime: np.ndarray) -> np.ndarray:
+    """Each row's outermost runtime ancestor-or-self (-1 for rows that are not runtime)."""
+    out = np.where(runtime, np.arange(len(parent)), -1)
+    cur = out.copy()
+    while True:
+        up = np.where(cur >= 0, parent[np.clip(cur, 0, None)], -1)
+        move = (cur >= 0) & (up >= 0)
+        if not move.any():
+            return out
+        cur = np.where(move, up, -1)
+        hit = move & runtime[np.clip(cur, 0, None)]
+        out[hit] = cur[hit]
+
+
+def _step_spans(ev: pd.DataFrame, cpu: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray, int]:
+    """(step numbers, starts, ends, position of the first step row); a trace without
+    `ProfilerStep#N` spans is one step -1 over its CPU rows' longest thread."""
+    steps = step_rows(ev)
+    if len(steps):
+        first = int(ev.index.get_indexer(steps.index[:1])[0])
+        return (steps["step_no"].to_numpy(np.int64), steps["ts_us"].to_numpy(float),
+                steps["end_us"].to_numpy(float), first)
+    pos = np.flatnonzero(cpu)
+    if not len(pos):
+        raise ValueError("replay: the events table has no CPU rows to replay")
+    first = int(pos[np.argmax(ev["dur_us"].to_numpy(float)[pos])])
+    lo = float(ev["ts_us"].to_numpy(float)[pos].min())
+    hi = float(ev["end_us"].to_numpy(float)[pos].max())
+    return np.array([-1]), np.array([lo]), np.array([hi]), first
+
+
+def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
+    """The dependency graph of one rank's profiled steps (`rank` None: the only or first)."""
+    require_columns(events, NEEDS, "replay")
+    ranks = ranks_of(events)
+    if not ranks:
+        raise ValueError("replay: the events table is empty")
+    ev = for_rank(events[NEEDS], ranks[0] if rank is None else rank).reset_index()
+    ev = ev.rename(columns={"index": "label"})
+    cpu = cpu_mask(ev)
+    numbers, starts, ends, first_step = _step_spans(ev, cpu)
+    thread = _keys(ev["pid"].to_numpy(), ev["tid"].to_numpy())
+    parent = parent_positions(ev.set_index("label"))
+    runtime = cpu & isin_mask(ev["cat"], RUNTIME_CATS)
+    outer = _outermost_runtime(parent, runtime)
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    work = np.flatnonzero(ev["is_gpu_work"].to_numpy(dtype=bool))
+    launch = ev.set_index("label").index.get_indexer(ev["launch_row"].to_numpy()[work])
+    caller = np.where(launch >= 0, outer[np.clip(launch, 0, None)], -1)
+    lo, hi = float(starts[0]), float(ends[-1])
+    in_window = (caller >= 0) & (ts[np.clip(caller, 0, None)] >= lo) & \
+        (ts[np.clip(caller, 0, None)] < hi)
+    stream = _keys(ev["device"].to_numpy()[work], ev["stream"].to_numpy()[work])
+    stream_of = dict(zip(work.tolist(), stream.tolist(), strict=True))
+    calls = link_waits(ev, thread, runtime & ~has_ancestor_in(parent, runtime),
+                       caller[in_window], work[in_window], stream_of, lo, hi)
+    markers = _markers(starts, ends, int(thread[first_step]))
+    return _assemble(ev, thread, parent, calls, markers, numbers, starts, work, in_window, caller,
+                     stream_of)
+
+
+def _markers(starts: np.ndarray, ends: np.ndarray, main: int) -> pd.DataFrame:
+    n = len(starts)
+    return pd.DataFrame({
+        "row": np.full(2 * n, -1), "kind": np.r_[np.full(n, START), np.full(n, END)],
+        "ts": np.r_[starts, ends], "end": np.r_[starts, ends], "thread": main,
+        "order": np.r_[np.ones(n), np.zeros(n)]})  # at one instant: an end, a start, calls
+
+
+def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: pd.DataFrame,
+              markers: pd.DataFrame, numbers: np.ndarray, starts: np.ndarray,
+              work: np.ndarray, in_window: np.ndarray, caller: np.ndarray,
+              stream_of: dict[int, int]) -> Graph:
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    calls = calls.assign(thread=thread[calls["row"].to_numpy(np.int64)], order=2.0)
+    table = pd.concat([markers, calls[["row", "kind", "ts", "end", "thread", "order"]]],
+                      ignore_index=True)
+    table = table.sort_values(["ts", "order"], kind="stable")
+    n_mark = len(markers)
+    src = table.index.to_numpy()  # < n_mark: a marker; else a row of `calls`
+    index_of_row = {int(r): i for i, r in enumerate(table["row"].to_numpy()) if r >= 0}
+    gap_lo = _previous_end_on_thread(table)
+    # GPU items: carry first (fixed), then the replayed ones in launch order
+    replayed = work[in_window]
+    item_call_of = np.array([index_of_row[int(c)] for c in caller[in_window]], np.int64)
+    order = np.lexsort((ts[replayed], item_call_of))
+    replayed, item_call_of = replayed[order], item_call_of[order]
+    carry = _carry(work[~in_window], replayed, ts, stream_of)
+    rows = np.r_[carry, replayed].astype(np.int64)
+    item_of_row = {int(r): i for i, r in enumerate(rows)}
+    n_calls = len(table)
+    call_items: list[list[int]] = [[] for _ in range(n_calls)]
+    for k, c in enumerate(item_call_of):
+        call_items[int(c)].append(len(carry) + k)
+    call_waits: list[list[int]] = [[] for _ in range(n_calls)]
+    is_sync = np.zeros(n_calls, dtype=bool)
+    item_deps: list[list[int]] = [[] for _ in range(len(rows))]
+    for i, s in enumerate(src):
+        if s < n_mark:
+            continue
+        rec = calls.iloc[s - n_mark]
+        call_waits[i] = [item_of_row[r] for r in rec["waits"] if r in item_of_row]
+        is_sync[i] = bool(rec["is_sync"])
+        for r, dep in rec["deps"]:
+            if r in item_of_row and dep in item_of_row:
+                item_deps[item_of_row[r]].append(item_of_row[dep])
+    call_step = np.clip(np.searchsorted(starts, table["ts"].to_numpy(float), "right") - 1,
+                        0, None)
+    marker_step = np.where(src < n_mark, src % max(len(starts), 1), -1)
+    call_step = np.where(src < n_mark, marker_step, call_step)
+    row = table["row"].to_numpy(np.int64)
+    return Graph(
+        steps=numbers, main_thread=int(markers["thread"].iloc[0]),
+        call_thread=table["thread"].to_numpy(np.int64), call_kind=table["kind"].to_numpy(),
+        call_is_sync=is_sync, call_step=call_step.astype(np.int64),
+        call_ts_us=table["ts"].to_numpy(float),
+        call_dur_us=table["end"].to_numpy(float) - table["ts"].to_numpy(float),
+        call_gap_lo_us=gap_lo, call_row=row, call_items=call_items, call_waits=call_waits,
+        item_stream=np.array([stream_of[int(r)] for r in rows], np.int64),
+        item_call=np.r_[np.full(len(carry), -1), item_call_of].astype(np.int64),
+        item_ts_us=ts[rows], item_dur_us=end[rows] - ts[rows], item_row=rows,
+        item_deps=item_deps, events=ev, row_thread=thread, row_parent=parent)
+
+
+def _previous_end_on_thread(table: pd.DataFrame) -> np.ndarray:
+    """The measured end of the previous call on the same thread (the call's own start for a
+    thread's first call)."""
+    ends = table["end"].to_numpy(float)
+    prev = pd.Series(ends).groupby(table["thread"].to_numpy()).shift(1).to_numpy(float)
+    return np.where(np.isnan(prev), table["ts"].to_numpy(float), prev)
+
+
+def _carry(others: np.ndarray, replayed: np.ndarray, ts: np.ndarray,
+           stream_of: dict[int, int]) -> np.ndarray:
+    """The GPU work not replayed that precedes every replayed item on its stream."""
+    first: dict[int, float] = {}
+    for r in replayed.tolist():
+        s = stream_of[r]
+        first[s] = min(first.get(s, np.inf), float(ts[r]))
+    keep = [r for r in others.tolist() if ts[r] < first.get(stream_of[r], -np.inf)]
+    return np.array(sorted(keep, key=lambda r: ts[r]), dtype=np.int64)

@@ -1,0 +1,178 @@
+"""The replay: the graph's calls in measured order, each thread and stream on its own clock.
+
+A `Plan` holds the numbers the simulator reads: each call's own host cost and the host time
+before it, each sync's waits and wake-up, each GPU item's duration, launch latency and gap
+behind the previous item on its stream. `calibrate` fills it from the measured trace;
+`transform.apply_changes` edits a copy.
+
+The rules (times on the replayed clock):
+- a call starts `gap_us` after the previous call of its thread ends; a thread other than the
+  one running the steps also starts no earlier than its measured start shifted as that main
+  thread's clock is shifted (threads join only through that clock);
+- a launch's GPU item starts at max(launch end + latency, end of the previous item on its
+  stream + gap, end of the items it waits for through an event);
+- a sync ends at max(its start + its own cost, the end of what it waits for + wake-up).
+
+Calibration (`Calibration`):
+- "median": one launch latency (the median over items that found their stream idle), one
+  stream gap (the median over items queued behind another) and one wake-up (the median over
+  syncs that waited) per trace: the model's own error shows in the unchanged replay;
+- "per_item": each item's and sync's own measured values wherever they bind, so the
+  unchanged replay reproduces the trace (what changed predictions are made from).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+
+from autoprof.analysis.metrics.replay.graph import Graph
+from autoprof.analysis.metrics.replay.waits import LAUNCH
+
+Calibration = Literal["median", "per_item"]
+
+
+@dataclass
+class Plan:
+    """The costs and waits one replay uses (arrays indexed as the graph's)."""
+
+    call_cost_us: np.ndarray
+    call_gap_us: np.ndarray
+    call_wake_us: np.ndarray
+    call_waits: list[list[int]]
+    item_dur_us: np.ndarray
+    item_latency_us: np.ndarray
+    item_gap_us: np.ndarray
+    latency_us: float  # the trace's median launch latency
+    launch_us: float  # the trace's median host cost of a launch
+
+    def copy(self) -> Plan:
+        return replace(self, call_cost_us=self.call_cost_us.copy(),
+                       call_gap_us=self.call_gap_us.copy(),
+                       call_wake_us=self.call_wake_us.copy(),
+                       call_waits=[list(w) for w in self.call_waits],
+                       item_dur_us=self.item_dur_us.copy(),
+                       item_latency_us=self.item_latency_us.copy(),
+                       item_gap_us=self.item_gap_us.copy())
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Replayed (or measured) start and end of every call and GPU item."""
+
+    call_start_us: np.ndarray
+    call_end_us: np.ndarray
+    item_start_us: np.ndarray
+    item_end_us: np.ndarray
+
+
+def _median(values: np.ndarray, default: float) -> float:
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if len(values) else default
+
+
+def measured(g: Graph) -> Timeline:
+    """The trace's own times, as a Timeline."""
+    return Timeline(g.call_ts_us, g.call_ts_us + g.call_dur_us, g.item_ts_us,
+                    g.item_ts_us + g.item_dur_us)
+
+
+def _item_terms(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: measured latency after its launch's end, gap after the previous item on its
+    stream (NaN for the first), and whether it was queued (the stream was busy when the
+    launch returned)."""
+    call_end = g.call_ts_us + g.call_dur_us
+    launch_end = np.where(g.item_call >= 0, call_end[np.clip(g.item_call, 0, None)], np.nan)
+    prev_end = np.full(g.n_items, np.nan)
+    last: dict[int, float] = {}
+    for i, s in enumerate(g.item_stream.tolist()):
+        prev_end[i] = last.get(s, np.nan)
+        last[s] = g.item_ts_us[i] + g.item_dur_us[i]
+    latency = g.item_ts_us - launch_end
+    gap = g.item_ts_us - prev_end
+    queued = np.nan_to_num(prev_end, nan=-np.inf) > launch_end
+    return latency, gap, queued
+
+
+def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
+    """The plan that replays the trace as measured (`mode`: see the module docstring)."""
+    latency, gap, queued = _item_terms(g)
+    replayed = g.item_call >= 0
+    free = replayed & ~queued
+    lat_med = _median(latency[free] if free.any() else latency[replayed], 0.0)
+    gap_med = max(_median(gap[replayed & queued], 0.0), 0.0)
+    if mode == "per_item":
+        item_lat = np.where(queued, np.minimum(lat_med, latency), latency)
+        item_gap = np.where(queued, gap, np.minimum(gap_med, np.nan_to_num(gap, nan=0.0)))
+    else:
+        item_lat = np.full(g.n_items, lat_med)
+        item_gap = np.full(g.n_items, gap_med)
+    launches = g.call_dur_us[(g.call_kind == LAUNCH) & ~g.call_is_sync]
+    launch_med = _median(launches, 0.0)
+    cost, wake = _sync_terms(g, mode, launch_med)
+    return Plan(call_cost_us=cost, call_gap_us=g.gap_us(), call_wake_us=wake,
+                call_waits=[list(w) for w in g.call_waits],
+                item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
+                item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med)
+
+
+def _sync_terms(g: Graph, mode: Calibration, launch_med: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each call's own (non-waiting) cost and each sync's wake-up after what it waited for."""
+    item_end = g.item_ts_us + g.item_dur_us
+    end = g.call_ts_us + g.call_dur_us
+    awaited = np.array([max((item_end[i] for i in w), default=-np.inf) for w in g.call_waits])
+    has = np.isfinite(awaited)
+    waited = has & (awaited > g.call_ts_us)
+    idle = has & ~waited
+    own_med = _median(g.call_dur_us[idle], launch_med) if idle.any() else launch_med
+    wake_item = np.where(waited, end - awaited, 0.0)
+    wake_med = _median(wake_item[waited], 0.0)
+    cost = np.where(waited, np.minimum(g.call_dur_us, own_med), g.call_dur_us)
+    if mode == "per_item":
+        slack = np.where(idle, end - awaited, 0.0)  # a wake-up that would not have bound
+        wake = np.where(waited, wake_item, np.minimum(wake_med, slack))
+    else:
+        wake = np.full(g.n_calls, wake_med)
+    return cost, np.maximum(wake, 0.0)
+
+
+def simulate(g: Graph, plan: Plan) -> Timeline:
+    """Replay the graph under `plan` (the rules in the module docstring)."""
+    call_start = np.zeros(g.n_calls)
+    call_end = np.zeros(g.n_calls)
+    item_start = g.item_ts_us.copy()
+    item_end = g.item_ts_us + plan.item_dur_us
+    stream_last: dict[int, int] = {}
+    for i in np.flatnonzero(g.item_call < 0).tolist():  # the carry keeps its measured times
+        item_end[i] = g.item_ts_us[i] + g.item_dur_us[i]
+        stream_last[int(g.item_stream[i])] = i
+    clock: dict[int, float] = {}
+    delta = 0.0  # replayed minus measured time on the main thread
+    for c in range(g.n_calls):
+        th = int(g.call_thread[c])
+        anchor = float(g.call_ts_us[c]) + delta
+        start = clock[th] + plan.call_gap_us[c] if th in clock else anchor
+        if th != g.main_thread:
+            start = max(start, anchor)
+        launch_end = start + plan.call_cost_us[c]
+        for i in g.call_items[c]:
+            s = int(g.item_stream[i])
+            at = launch_end + plan.item_latency_us[i]
+            if s in stream_last:
+                at = max(at, item_end[stream_last[s]] + plan.item_gap_us[i])
+            for d in g.item_deps[i]:
+                at = max(at, item_end[d])
+            item_start[i], item_end[i] = at, at + plan.item_dur_us[i]
+            stream_last[s] = i
+        done = launch_end
+        if plan.call_waits[c]:
+            done = max(done, max(item_end[w] for w in plan.call_waits[c])
+                       + plan.call_wake_us[c])
+        call_start[c], call_end[c] = start, done
+        clock[th] = done
+        if th == g.main_thread:
+            delta = start - float(g.call_ts_us[c])
+    return Timeline(call_start, call_end, item_start, item_end)

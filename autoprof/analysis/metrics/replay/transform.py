@@ -1,0 +1,175 @@
+"""Changes applied to a replay plan: each `Change` edits costs, durations or waits.
+
+| change | what the plan loses or gains |
+| --- | --- |
+| `CudaGraph` | host time and launch costs inside the region's spans; one graph launch per span; captured kernels `kernel_gap_us` apart |
+| `RemoveSync` | the waits of the matching syncs |
+| `OverlapBetweenCalls` | the main thread's host time inside a step but outside the call |
+| `NonBlockingCopies` | the copy's wait; its call costs a launch; the copy runs `speedup` times faster |
+| `FasterKernels` | matching kernels' durations divided by `factor` |
+| `ScaleHost` | every host cost times `factor` |
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from autoprof.analysis.metrics.replay.changes import (
+    Change,
+    CudaGraph,
+    FasterKernels,
+    NonBlockingCopies,
+    OverlapBetweenCalls,
+    RemoveSync,
+    ScaleHost,
+)
+from autoprof.analysis.metrics.replay.graph import Graph
+from autoprof.analysis.metrics.replay.simulate import Plan
+from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
+from autoprof.analysis.metrics.stats import Coverage
+
+_DIRECTION = {"HtoD": re.compile(r"HtoD|Host -> Device"),
+              "DtoH": re.compile(r"DtoH|Device -> Host")}
+
+
+def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
+    """A copy of `base` with every change applied, in order."""
+    plan = base.copy()
+    for change in changes:
+        if isinstance(change, ScaleHost):
+            plan.call_cost_us *= change.factor
+            plan.call_gap_us *= change.factor
+        elif isinstance(change, RemoveSync):
+            _remove_syncs(g, plan, change.op)
+        elif isinstance(change, OverlapBetweenCalls):
+            _overlap_between_calls(g, plan, change)
+        elif isinstance(change, NonBlockingCopies):
+            _non_blocking(g, plan, change)
+        elif isinstance(change, FasterKernels):
+            plan.item_dur_us[_kernels(g, change)] /= change.factor
+        else:
+            _cuda_graph(g, plan, change)
+    return plan
+
+
+# --- which rows ---------------------------------------------------------------------------
+
+def _names(g: Graph) -> np.ndarray:
+    return g.events["name"].astype(str).to_numpy()
+
+
+def _under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
+    """Whether the row or a row above it is named `name`."""
+    while row >= 0:
+        if names[row] == name:
+            return True
+        row = int(g.row_parent[row])
+    return False
+
+
+def _spans(g: Graph, name: str | None) -> dict[int, Coverage]:
+    """Per thread: the spans of the rows named `name` (None: the profiler steps)."""
+    if name is None:
+        starts = g.call_ts_us[g.call_kind == START]
+        ends = g.call_ts_us[g.call_kind == END]
+        return {g.main_thread: Coverage(starts, ends)}
+    cpu = (g.events["lane"].astype(str) == "cpu").to_numpy()
+    hit = np.flatnonzero(cpu & (_names(g) == name))
+    ts, end = g.events["ts_us"].to_numpy(float), g.events["end_us"].to_numpy(float)
+    out = {}
+    for th in np.unique(g.row_thread[hit]).tolist():
+        rows = hit[g.row_thread[hit] == th]
+        out[int(th)] = Coverage(ts[rows], end[rows])
+    return out
+
+
+def _removed(g: Graph, spans: dict[int, Coverage], c: int) -> float:
+    """How much of the host stretch before call `c` lies inside `spans` of its thread."""
+    cover = spans.get(int(g.call_thread[c]))
+    if cover is None:
+        return 0.0
+    return cover.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
+
+
+def _inside(spans: dict[int, Coverage], thread: int, ts: float) -> int:
+    """Index of the span of `thread` holding `ts` (-1: none)."""
+    cover = spans.get(thread)
+    if cover is None:
+        return -1
+    k = int(np.searchsorted(cover.s, ts, "right")) - 1
+    return k if k >= 0 and ts < cover.e[k] else -1
+
+
+# --- the changes ----------------------------------------------------------------------------
+
+def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
+    names = _names(g)
+    for c in np.flatnonzero(g.call_is_sync).tolist():
+        if op is None or _under(g, int(g.call_row[c]), op, names):
+            plan.call_waits[c] = []
+
+
+def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) -> None:
+    steps = _spans(g, None)
+    calls = _spans(g, change.call_region)
+    hidden = 1.0 - change.remaining
+    gap_us = g.gap_us()
+    for c in np.flatnonzero(g.call_thread == g.main_thread).tolist():
+        outside = _removed(g, steps, c) - _removed(g, calls, c)
+        scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
+        plan.call_gap_us[c] = max(plan.call_gap_us[c] - hidden * max(outside, 0.0) * scale,
+                                  0.0)
+
+
+def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
+    names = _names(g)
+    wanted = [_DIRECTION[d] for d in change.directions]
+    call_us = plan.launch_us if change.call_us is None else change.call_us
+    for c in np.flatnonzero(g.call_is_sync & (g.call_kind == LAUNCH)).tolist():
+        items = g.call_items[c]
+        copies = [i for i in items if any(p.search(names[g.item_row[i]]) for p in wanted)]
+        if not copies:
+            continue
+        plan.call_waits[c] = []
+        plan.call_cost_us[c] = min(plan.call_cost_us[c], call_us)
+        plan.item_dur_us[copies] /= change.speedup
+
+
+def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
+    cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
+    mask = (cats == "kernel") & (g.item_call >= 0)
+    if change.kernel is not None:
+        names = _names(g)[g.item_row]
+        mask &= np.fromiter((change.kernel in n for n in names), bool, len(names))
+    if change.op is not None:
+        op_label = g.events["op_row"].to_numpy()[g.item_row]
+        label_names = dict(zip(g.events["label"].tolist(), _names(g).tolist(), strict=True))
+        mask &= np.array([label_names.get(int(r)) == change.op for r in op_label], bool)
+    return np.flatnonzero(mask)
+
+
+def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
+    spans = _spans(g, change.region)
+    seen: set[tuple[int, int]] = set()
+    gap_us = g.gap_us()
+    for c in range(g.n_calls):
+        removed = _removed(g, spans, c)
+        if removed > 0:
+            scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
+            plan.call_gap_us[c] = max(plan.call_gap_us[c] - removed * scale, 0.0)
+        if g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
+            continue
+        th = int(g.call_thread[c])
+        span = _inside(spans, th, float(g.call_ts_us[c]))
+        if span < 0:
+            continue
+        items = g.call_items[c]
+        first = (th, span) not in seen
+        seen.add((th, span))
+        plan.call_cost_us[c] = (change.launch_us if first else 0.0) + \
+            change.per_kernel_us * len(items)
+        plan.item_latency_us[items] = plan.latency_us
+        plan.item_gap_us[items] = change.kernel_gap_us

@@ -1,0 +1,111 @@
+"""What each host call waits for, and which GPU work waits for another stream.
+
+Kineto does not record which stream a sync or an event names, so the waits are inferred the
+way the CUDA runtime orders them, from the calls in measured order:
+
+| call | waits for |
+| --- | --- |
+| `cudaDeviceSynchronize` | the last GPU item launched so far on every stream |
+| `cudaStreamSynchronize` | the last item on the stream the thread launched to last |
+| `cudaEventSynchronize` | the item the latest `cudaEventRecord` recorded |
+| a copy whose GPU copy ended before the call returned (`cudaMemcpy`, a pageable copy) | that copy |
+| `cudaStreamWaitEvent` | (the thread's next launch waits for the recorded item) |
+
+A wait that the measured times contradict (the awaited item ended after the call returned)
+is dropped, so the replay never invents a wait the trace did not show.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.loader.vocabulary import LAUNCH_NAME, SYNC_NAMES
+
+# The graph's call kinds (graph.py reads them from here).
+START, LAUNCH, SYNC, RECORD, WAIT_EVENT, END = 0, 1, 2, 3, 4, 5
+DEVICE_SYNCS = frozenset({"cudaDeviceSynchronize", "cuCtxSynchronize", "hipDeviceSynchronize"})
+STREAM_SYNCS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize",
+                          "hipStreamSynchronize"})
+EVENT_SYNCS = frozenset({"cudaEventSynchronize", "cuEventSynchronize", "hipEventSynchronize"})
+RECORDS = frozenset({"cudaEventRecord", "cuEventRecord", "hipEventRecord",
+                     "cudaEventRecordWithFlags"})
+STREAM_WAITS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent"})
+COPY_NAME = re.compile(r"memcpy", re.IGNORECASE)
+# How far a measured GPU end may pass the end of the host call that waited for it (Kineto
+# aligns the GPU clock to the host's to within a microsecond or so).
+CLOCK_TOLERANCE_US = 1.0
+
+
+class _State:
+    """The runtime's view while the calls are walked in order."""
+
+    def __init__(self) -> None:
+        self.last_on_stream: dict[int, int] = {}  # stream -> last item row launched there
+        self.thread_stream: dict[int, int] = {}  # thread -> stream it launched to last
+        self.recorded = -1  # item row the latest event record captured
+        self.pending: dict[int, int] = {}  # thread -> item row its next launch waits for
+
+    def current(self, thread: int) -> int:
+        s = self.thread_stream.get(thread)
+        return self.last_on_stream.get(s, -1) if s is not None else -1
+
+
+def _named_waits(name: str, thread: int, state: _State) -> list[int]:
+    if name in STREAM_SYNCS and state.current(thread) >= 0:
+        return [state.current(thread)]
+    if name in EVENT_SYNCS and state.recorded >= 0:
+        return [state.recorded]
+    return list(state.last_on_stream.values())
+
+
+def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
+               callers: np.ndarray, items: np.ndarray, stream_of: dict[int, int],
+               lo: float, hi: float) -> pd.DataFrame:
+    """The calls of the window [lo, hi): `row`, `kind`, `ts`, `end`, `is_sync`, `waits`
+    (item rows) and `deps` ((item row, item row it waits for) pairs)."""
+    names = ev["name"].astype(str).to_numpy()
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    launched: dict[int, list[int]] = {}
+    for c, i in zip(callers.tolist(), items.tolist(), strict=True):
+        launched.setdefault(c, []).append(i)
+    interesting = SYNC_NAMES | RECORDS | STREAM_WAITS
+    named = np.fromiter((n in interesting for n in names), bool, len(names))
+    pos = np.flatnonzero(outer_runtime & (ts >= lo) & (ts < hi) & named)
+    cand = np.unique(np.r_[pos, np.fromiter(launched, np.int64, len(launched))])
+    cand = cand[np.argsort(ts[cand], kind="stable")]
+    state = _State()
+    out = []
+    for r in cand.tolist():
+        own = sorted(launched.get(r, []), key=lambda i: ts[i])
+        out.append(_one_call(r, names[r], int(thread[r]), own, ts, end, stream_of, state))
+    return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
+                                      "deps", "items"])
+
+
+def _one_call(r: int, name: str, thread: int, own: list[int], ts: np.ndarray,
+              end: np.ndarray, stream_of: dict[int, int], state: _State) -> tuple[object, ...]:
+    deps: list[tuple[int, int]] = []
+    for i in own:
+        dep = state.pending.pop(thread, -1)
+        if dep >= 0 and stream_of[dep] != stream_of[i] and end[dep] <= ts[i] + \
+                CLOCK_TOLERANCE_US:
+            deps.append((i, dep))
+        state.last_on_stream[stream_of[i]] = i
+        state.thread_stream[thread] = stream_of[i]
+    waits: list[int] = []
+    if own and COPY_NAME.search(name) and LAUNCH_NAME.search(name) and \
+            float(np.max(end[own])) <= end[r] + CLOCK_TOLERANCE_US:
+        waits = [own[-1]]  # a synchronous copy: the call returned after its copy ended
+    elif name in SYNC_NAMES:
+        waits = _named_waits(name, thread, state)
+    waits = [i for i in waits if end[i] <= end[r] + CLOCK_TOLERANCE_US]
+    kind = LAUNCH if own else SYNC if name in SYNC_NAMES else \
+        RECORD if name in RECORDS else WAIT_EVENT
+    if kind == RECORD:
+        state.recorded = state.current(thread)
+    elif kind == WAIT_EVENT and state.recorded >= 0:
+        state.pending[thread] = state.recorded
+    return (r, kind, float(ts[r]), float(end[r]), bool(waits), waits, deps, own)
