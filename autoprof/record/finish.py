@@ -23,59 +23,29 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from autoprof import runfolder as rf
+from autoprof.runfolder import Manifest
 
 GZIP_LEVEL = 1  # ~5x smaller than plain JSON at a fraction of level 9's time
 NICE = 10
-Manifest = dict[str, Any]
+folder_lock = rf.folder_lock
 
 
 class FinishError(Exception):
     """The folder cannot be finished (not a run folder, unreadable manifest)."""
 
 
-@contextlib.contextmanager
-def folder_lock(run_dir: Path) -> Iterator[None]:
-    """An exclusive lock on the run folder itself (no lock file to leave behind)."""
-    fd = os.open(run_dir, os.O_RDONLY)
-    try:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: finishers are not serialized
-            yield
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def read_manifest(path: Path) -> Manifest:
     try:
-        if path.stat().st_size > rf.MAX_MANIFEST_BYTES:
-            raise FinishError(f"{path}: too large to be a manifest")
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise FinishError(f"{path}: cannot read the manifest ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise FinishError(f"{path}: the manifest is not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or "name" not in data:
-        raise FinishError(f"{path}: not an autoprof manifest (no 'name' key)")
-    return data
+        return rf.read_manifest(path, rf.MAX_MANIFEST_BYTES)
+    except rf.ManifestError as exc:
+        raise FinishError(str(exc)) from None
 
 
-def _worker_prefix(manifest: Manifest) -> str:
-    """Traces of this manifest's process: ``rank<R>.`` under torch.distributed, else all."""
-    if int(manifest.get("world_size") or 1) > 1 and manifest.get("rank") is not None:
-        return f"rank{manifest['rank']}."
-    return ""
-
-
-def _owned(hidden_name: str, prefix: str, rank: Any) -> bool:
+def _owned(hidden_name: str, prefix: str, rank: int | None) -> bool:
     """Is this hidden file one of this worker's? Under torch.distributed ranks on other
     hosts share the folder, and their pids mean nothing here."""
     if not prefix:
@@ -131,30 +101,45 @@ def _write_tables(traces: list[Path], run_dir: Path) -> tuple[list[str], str | N
         return [], f"write_tables failed ({type(exc).__name__}: {exc})"
 
 
-def _decide(manifest: Manifest, cycles: int, error: dict[str, str] | None) -> Manifest:
-    """The final status: what the recording process asked for, unless the traces say no."""
-    asked = manifest.pop("requested_status", None)
-    prior = manifest.get("error")
-    if prior is None and error is not None:
-        manifest["error"] = prior = error
-    if prior is not None:
-        status = "failed"
-    elif cycles == 0 and asked != "partial":  # flushed before a recorded step: no trace
-        status = "failed"
-        manifest["error"] = {
-            "type": "NoTrace",
-            "message": "no trace was written" if asked else
-            "the recording process ended before any trace was written",
-            "phase": "export",
-        }
-    elif asked in rf.FINAL_STATUSES:
-        status = asked
-    else:  # the process died after exporting: whole cycles are kept
-        repeat = int((manifest.get("options") or {}).get("schedule", {}).get("repeat", 1))
-        status = "complete" if repeat == 0 or cycles >= repeat else "partial"
-        manifest["ended_by"] = "the recording process ended before handing over its run"
-    manifest["status"] = status
-    return manifest
+def _to_finish(manifest: Manifest, handed_over: bool, this_host_only: bool) -> bool:
+    """Is there anything for this finisher to do? A run handed over always; one read from
+    the folder only while it says ``recording``, no live process still records it, and (with
+    ``this_host_only``) it was recorded here."""
+    if handed_over:
+        return True
+    if manifest.status != "recording":
+        return False
+    if manifest.requested_status is None and _recording_elsewhere(manifest):
+        return False  # a live process still records it and has not handed it over
+    return not (this_host_only and manifest.host != socket.gethostname())
+
+
+def _clear_temps(run_dir: Path, manifest: Manifest) -> None:
+    """Remove this worker's temporary files whose writer is gone, and Kineto's own."""
+    prefix = manifest.trace_prefix
+    for stale in rf.stale_temps(run_dir):
+        if _owned(stale.name, prefix, manifest.rank):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+    for partial in run_dir.glob(f".{prefix}*{rf.RAW_SUFFIX}.tmp"):
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _compress_all(run_dir: Path, prefix: str) -> tuple[list[Path], dict[str, str] | None]:
+    """Every trace of this worker, compressed; the first error of the ones that failed."""
+    raws, done = _traces(run_dir, prefix)
+    error: dict[str, str] | None = None
+    for raw in raws:
+        try:
+            done.append(compress(raw))
+        except Exception as exc:
+            error = error or rf.error_record(exc, "export")
+    if error is not None:  # a raw trace that could not be written is not kept either
+        for raw in raws:
+            with contextlib.suppress(OSError):
+                raw.unlink()
+    return sorted(set(done)), error
 
 
 def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = None,
@@ -165,77 +150,57 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
     process lives cannot be known from here)."""
     with folder_lock(run_dir):
         path = run_dir / manifest_name
-        manifest = dict(handoff) if handoff is not None else read_manifest(path)
-        if handoff is None:
-            if manifest.get("status") != "recording":
-                return None
-            if "requested_status" not in manifest and _recording_elsewhere(manifest):
-                return None  # a live process still records it and has not handed it over
-            if this_host_only and manifest.get("host") != socket.gethostname():
-                return None
-        prefix = _worker_prefix(manifest)
-        for stale in rf.stale_temps(run_dir):
-            if _owned(stale.name, prefix, manifest.get("rank")):
-                with contextlib.suppress(OSError):
-                    stale.unlink()
-        for partial in run_dir.glob(f".{prefix}*{rf.RAW_SUFFIX}.tmp"):  # Kineto's own temp
-            with contextlib.suppress(OSError):
-                partial.unlink()
-        raws, done = _traces(run_dir, prefix)
-        error: dict[str, str] | None = None
-        for raw in raws:
-            try:
-                done.append(compress(raw))
-            except Exception as exc:
-                error = error or rf.error_record(exc, "export")
-        traces = sorted(set(done))
-        if error is not None:  # a raw trace that could not be written is not kept either
-            for raw in raws:
-                with contextlib.suppress(OSError):
-                    raw.unlink()
-        handed_over = manifest.get("requested_status") is not None
-        manifest = _decide(manifest, len(traces), error)
+        manifest = handoff if handoff is not None else read_manifest(path)
+        if not _to_finish(manifest, handoff is not None, this_host_only):
+            return None
+        _clear_temps(run_dir, manifest)
+        traces, error = _compress_all(run_dir, manifest.trace_prefix)
+        handed_over = manifest.requested_status is not None
+        manifest = rf.final_status(manifest, len(traces), error)
         if not handed_over and traces:  # only the folder tells what was recorded
             mtime = max(p.stat().st_mtime for p in traces)
-            manifest["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(mtime))
-            active = int((manifest.get("options") or {}).get("schedule", {}).get("active", 0))
-            manifest["steps_recorded"] = active * len(traces)
+            manifest = manifest.replace(
+                ended_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(mtime)),
+                steps_recorded=rf.steps_in(manifest, len(traces)))
         names = [p.name for p in traces]
-        if tables and traces and manifest.get("rank") in (0, None):
+        if tables and traces and manifest.rank in (0, None):
             table_names, problem = _write_tables(traces, run_dir)
             names += table_names
-            manifest["tables_error"] = problem
-        manifest["files"] = sorted(set(names))
+            manifest = manifest.replace(tables_error=problem)
+        manifest = manifest.replace(files=tuple(sorted(set(names))))
         with contextlib.suppress(OSError):  # gone before the folder reads as finished
             (run_dir / rf.FINISH_LOG).unlink()
-        _write_manifest(path, manifest)
-        return manifest
+        return _write_manifest(path, manifest)
 
 
 def _recording_elsewhere(manifest: Manifest) -> bool:
-    pid = manifest.get("pid")
-    return (manifest.get("host") == socket.gethostname() and isinstance(pid, int)
+    pid = manifest.pid
+    return (manifest.host == socket.gethostname() and pid is not None
             and pid != os.getppid() and rf.pid_alive(pid))
 
 
-def _write_manifest(path: Path, manifest: Manifest) -> None:
-    """Write the final manifest; if even that fails (disk full), a minimal failed one."""
+def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
+    """Write the final manifest; if even that fails (disk full), a minimal failed one.
+    Returns what was written."""
     try:
-        rf.atomic_write_json(path, manifest)
-        return
+        rf.write_manifest(path, manifest)
+        return manifest
     except OSError as exc:
-        if manifest.get("error") is None or manifest.get("status") != "failed":
-            manifest["error"] = rf.error_record(exc, "export")
-        manifest["status"] = "failed"
-    small = {k: manifest.get(k) for k in ("schema_version", "name", "run_id", "rank",
-                                           "world_size", "status", "error", "files")}
-    rf.atomic_write_json(path, small)
+        if manifest.error is None or manifest.status != "failed":
+            manifest = manifest.replace(error=rf.error_record(exc, "export"))
+        manifest = manifest.replace(status="failed")
+    small = Manifest(name=manifest.name, schema_version=manifest.schema_version,
+                     run_id=manifest.run_id, rank=manifest.rank,
+                     world_size=manifest.world_size, status=manifest.status,
+                     error=manifest.error, files=manifest.files)
+    rf.write_manifest(path, small)
+    return manifest
 
 
 def merge_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
     """Rank 0's ``manifest.json`` once every rank's own manifest is final, or ``partial``
     naming the ranks still missing after ``timeout_s``."""
-    world = int(rank0.get("world_size") or 1)
+    world = rank0.world_size
     deadline = time.monotonic() + timeout_s
     missing = list(range(1, world))
     while True:
@@ -243,21 +208,37 @@ def merge_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
         if not missing or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    merged = {**rank0, "ranks": list(range(world))}
+    merged = rank0.replace(ranks=tuple(range(world)))
     if missing:
-        merged["missing_ranks"] = missing
-        if merged["status"] == "complete":
-            merged["status"] = "partial"
+        merged = merged.replace(missing_ranks=tuple(missing))
+        if merged.status == "complete":
+            merged = merged.replace(status="partial")
     with folder_lock(run_dir):
-        _write_manifest(run_dir / rf.MANIFEST, merged)
-    return merged
+        return _write_manifest(run_dir / rf.MANIFEST, merged)
 
 
 def _rank_final(run_dir: Path, rank: int) -> bool:
     try:
-        return read_manifest(run_dir / rf.rank_manifest(rank)).get("status") in rf.FINAL_STATUSES
+        return read_manifest(run_dir / rf.rank_manifest(rank)).is_final
     except FinishError:
         return False
+
+
+def _finish_found(run_dir: Path, rank_timeout_s: float, this_host_only: bool
+                  ) -> Manifest | None:
+    """Finish what the folder holds (``python -m autoprof.finish RUN_DIR``, the CLI, the
+    viewer): its one manifest, or every rank's and then rank 0's merged one."""
+    ranks = sorted(run_dir.glob(rf.RANK_MANIFEST_GLOB))
+    if not ranks:
+        return finish_one(run_dir, rf.MANIFEST, this_host_only=this_host_only)
+    result = None
+    for path in ranks:
+        result = finish_one(run_dir, path.name, this_host_only=this_host_only) or result
+    top = read_manifest(run_dir / rf.MANIFEST)
+    if top.status == "recording" or top.missing_ranks:
+        rank0 = read_manifest(run_dir / rf.rank_manifest(0))
+        return merge_ranks(run_dir, rank0, rank_timeout_s)
+    return result
 
 
 def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | None = None,
@@ -266,22 +247,15 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
     """Finish one run folder, single-process or one rank of a torch.distributed run."""
     if not (run_dir / rf.MANIFEST).is_file() and rank is None:
         raise FinishError(f"{run_dir}: no {rf.MANIFEST} (not an autoprof run folder)")
-    world = int((handoff or {}).get("world_size") or 1)
     if rank is None and handoff is None:
-        ranks = sorted(run_dir.glob("rank*.manifest.json"))
-        if not ranks:
-            return finish_one(run_dir, rf.MANIFEST, this_host_only=this_host_only)
-        result = None
-        for path in ranks:
-            result = finish_one(run_dir, path.name, this_host_only=this_host_only) or result
-        top = read_manifest(run_dir / rf.MANIFEST)
-        if top.get("status") == "recording" or top.get("missing_ranks"):
-            rank0 = read_manifest(run_dir / rf.rank_manifest(0))
-            return merge_ranks(run_dir, rank0, rank_timeout_s)
-        return result
+        return _finish_found(run_dir, rank_timeout_s, this_host_only)
+    world = handoff.world_size if handoff is not None else 1
     if world <= 1 and rank is None:
         return finish_one(run_dir, rf.MANIFEST, handoff)
-    rank = int(rank if rank is not None else (handoff or {})["rank"])
+    if rank is None:
+        if handoff is None or handoff.rank is None:
+            raise FinishError(f"{run_dir}: the handed-over manifest names no rank")
+        rank = handoff.rank
     mine = finish_one(run_dir, rf.rank_manifest(rank), handoff)
     if rank == 0 and mine is not None:
         return merge_ranks(run_dir, mine, rank_timeout_s)
@@ -294,9 +268,7 @@ def _read_handoff(stream: Any) -> Manifest | None:
     data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
     for line in data.splitlines():
         with contextlib.suppress(ValueError):
-            handoff = json.loads(line)
-            if isinstance(handoff, dict) and "name" in handoff:
-                return handoff
+            return Manifest.from_json(line, "<the manifest handed over on stdin>")
     return None
 
 
@@ -329,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(OSError):
                 (run_dir / rf.FINISH_LOG).unlink()  # kept only when something went wrong
         else:
-            what = result["status"] if result else "nothing to do (finished, or still recording)"
+            what = result.status if result else "nothing to do (finished, or still recording)"
             print(f"{run_dir}: {what}")
     return status
 

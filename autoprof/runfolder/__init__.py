@@ -1,5 +1,5 @@
-"""The run-folder contract: file names, atomic writes and the manifest, shared by every writer
-and reader. No torch, no pandas."""
+"""The run-folder contract: file names, atomic writes, the typed manifest record and the
+what-if record, shared by every writer and reader. No torch, no pandas."""
 
 from autoprof.runfolder.files import (
     FINAL_STATUSES,
@@ -19,22 +19,36 @@ from autoprof.runfolder.files import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    build_manifest,
     create_run_dir,
     device_info,
     error_record,
     final_trace_name,
+    folder_lock,
     host_identity,
     kineto_label,
     new_run_id,
     pid_alive,
-    rank_manifest,
     raw_trace_name,
     safe_component,
     stale_temps,
     temp_name,
     utc_now_iso,
     versions,
+)
+from autoprof.runfolder.manifest import (
+    RANK_MANIFEST_GLOB,
+    Manifest,
+    ManifestError,
+    build_manifest,
+    cycles_status,
+    final_status,
+    finite_numbers,
+    manifest_name,
+    rank_manifest,
+    rank_of_manifest,
+    read_manifest,
+    steps_in,
+    write_manifest,
 )
 
 __all__ = [
@@ -71,4 +85,16 @@ __all__ = [
     "device_info",
     "build_manifest",
     "host_identity",
+    "folder_lock",
+    "Manifest",
+    "ManifestError",
+    "RANK_MANIFEST_GLOB",
+    "rank_of_manifest",
+    "manifest_name",
+    "read_manifest",
+    "write_manifest",
+    "finite_numbers",
+    "cycles_status",
+    "steps_in",
+    "final_status",
 ]

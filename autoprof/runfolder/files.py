@@ -20,7 +20,7 @@ import platform
 import re
 import socket
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -38,11 +38,6 @@ FINISH_LOCK = ".finish.lock"
 FINISH_LOG = ".finish.log"
 MAX_ERROR_CHARS = 4000  # an exception message longer than this is cut in the manifest
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")
-
-
-def rank_manifest(rank: int) -> str:
-    """Each rank's own manifest under torch.distributed (rank 0 also writes ``MANIFEST``)."""
-    return f"rank{rank}.manifest.json"
 
 
 def raw_trace_name(final_name: str) -> str:
@@ -109,6 +104,23 @@ def atomic_write_text(path: Path, text: str, fsync: bool = True) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, default=str) + "\n").encode())
+
+
+@contextlib.contextmanager
+def folder_lock(run_dir: Path) -> Iterator[None]:
+    """An exclusive lock on the run folder itself (no lock file to leave behind): every
+    writer of a finished folder's manifest (the finisher, the what-if record) holds it."""
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: writers are not serialized
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def stale_temps(folder: Path) -> list[Path]:
@@ -194,44 +206,6 @@ def device_info(uses_cuda: bool) -> dict[str, Any] | None:
     keep = ("name", "major", "minor", "total_memory", "multi_processor_count", "L2_cache_size")
     properties = {k: getattr(props, k) for k in keep if hasattr(props, k)}
     return {"name": torch.cuda.get_device_name(index), "index": index, "properties": properties}
-
-
-def build_manifest(
-    *,
-    status: Status,
-    identity: dict[str, Any],
-    options: dict[str, Any],
-    started_at: str,
-    ended_at: str | None,
-    warmup_call_ms: Iterable[float],
-    wait_call_ms: Iterable[float] = (),
-    steps_recorded: int,
-    files: Iterable[str],
-    error: dict[str, str] | None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The manifest dict of docs/architecture.md. ``identity`` holds name, qualname,
-    source_file, source_line, host, pid, rank, world_size, device, run_id.
-    ``warmup_call_ms``: the untraced warm-up calls; ``wait_call_ms``: the profiler steps
-    before the first recorded one (``skip_first`` and the first cycle's ``wait``), both timed
-    the same way (wall clock, device synchronized when CUDA is in use)."""
-    manifest: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "status": status,
-        **identity,
-        "options": options,
-        "versions": versions(),
-        "started_at": started_at,
-        "ended_at": ended_at,
-        "warmup_call_ms": [round(float(v), 6) for v in warmup_call_ms],
-        "wait_call_ms": [round(float(v), 6) for v in wait_call_ms],
-        "steps_recorded": int(steps_recorded),
-        "files": sorted(set(files)),
-        "error": error,
-    }
-    if extra:
-        manifest.update(extra)
-    return manifest
 
 
 def host_identity() -> dict[str, Any]:
