@@ -117,7 +117,7 @@ def _finish_left_recording(path: Path) -> None:
     except (FinishError, OSError):
         return
     if result is not None:
-        print(f"autoprof: {path} was left recording; finished it: {result['status']}",
+        print(f"autoprof: {path} was left recording; finished it: {result.status}",
               file=sys.stderr)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import shutil
 import tempfile
 import threading
@@ -203,19 +202,20 @@ def finish_left_recording(path: Path) -> bool:
     if result is None:
         return False
     _FINISHED[str(path)] = (f"This run was left recording by a process that has ended; the "
-                            f"viewer finished it: {result.get('status')}.")
+                            f"viewer finished it: {result.status}.")
     find_runs.clear()  # the runs list shows its new status
     return True
 
 
 def _says_recording(path: Path) -> bool:
     """Does the folder's manifest (or one rank's) still say 'recording'? Cheap, no lock."""
-    for manifest in (path / runfolder.MANIFEST, *path.glob("rank*.manifest.json")):
+    for manifest in (path / runfolder.MANIFEST, *path.glob(runfolder.RANK_MANIFEST_GLOB)):
         try:
-            if json.loads(manifest.read_text()).get("status") == "recording":
-                return True
-        except (OSError, ValueError, AttributeError):
+            record = runfolder.read_manifest(manifest, runfolder.MAX_MANIFEST_BYTES)
+        except runfolder.ManifestError:
             continue
+        if record.status == "recording":
+            return True
     return False
 
 
