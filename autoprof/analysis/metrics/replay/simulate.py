@@ -90,9 +90,12 @@ def _item_terms(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for i, s in enumerate(g.item_stream.tolist()):
         prev_end[i] = last.get(s, np.nan)
         last[s] = g.item_ts_us[i] + g.item_dur_us[i]
+    item_end = g.item_ts_us + g.item_dur_us
+    dep_end = np.array([max((item_end[d] for d in deps), default=-np.inf)
+                        for deps in g.item_deps])
     latency = g.item_ts_us - launch_end
     gap = g.item_ts_us - prev_end
-    queued = np.nan_to_num(prev_end, nan=-np.inf) > launch_end
+    queued = np.maximum(np.nan_to_num(prev_end, nan=-np.inf), dep_end) > launch_end
     return latency, gap, queued
 
 
@@ -101,7 +104,9 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     latency, gap, queued = _item_terms(g)
     replayed = g.item_call >= 0
     free = replayed & ~queued
-    lat_med = _median(latency[free] if free.any() else latency[replayed], 0.0)
+    # no item found its stream idle: the latency is at most the smallest one seen
+    lat_med = _median(latency[free], 0.0) if free.any() else \
+        max(float(np.min(latency[replayed], initial=np.inf)), 0.0) if replayed.any() else 0.0
     gap_med = max(_median(gap[replayed & queued], 0.0), 0.0)
     if mode == "per_item":
         item_lat = np.where(queued, np.minimum(lat_med, latency), latency)

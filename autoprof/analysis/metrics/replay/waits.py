@@ -9,7 +9,7 @@ way the CUDA runtime orders them, from the calls in measured order:
 | `cudaStreamSynchronize` | the last item on the stream the thread launched to last |
 | `cudaEventSynchronize` | the item the latest `cudaEventRecord` recorded |
 | a copy whose GPU copy ended before the call returned (`cudaMemcpy`, a pageable copy) | that copy |
-| `cudaStreamWaitEvent` | (the thread's next launch waits for the recorded item) |
+| `cudaStreamWaitEvent` | (the thread's next launch waits for the last item launched before it on another stream: the latest-ending one that ended before that launch's work started) |
 
 A wait that the measured times contradict (the awaited item ended after the call returned)
 is dropped, so the replay never invents a wait the trace did not show.
@@ -46,11 +46,23 @@ class _State:
         self.last_on_stream: dict[int, int] = {}  # stream -> last item row launched there
         self.thread_stream: dict[int, int] = {}  # thread -> stream it launched to last
         self.recorded = -1  # item row the latest event record captured
-        self.pending: dict[int, int] = {}  # thread -> item row its next launch waits for
+        # thread -> the last item per stream when it called cudaStreamWaitEvent
+        self.pending: dict[int, dict[int, int]] = {}
 
     def current(self, thread: int) -> int:
         s = self.thread_stream.get(thread)
         return self.last_on_stream.get(s, -1) if s is not None else -1
+
+
+def _binding(snapshot: dict[int, int], item: int, ts: np.ndarray, end: np.ndarray,
+             stream_of: dict[int, int]) -> int:
+    """Of the last items on other streams at a stream wait, the latest-ending one that ended
+    before `item` started (-1: none)."""
+    best, best_end = -1, -np.inf
+    for s, dep in snapshot.items():
+        if s != stream_of[item] and best_end < end[dep] <= ts[item] + CLOCK_TOLERANCE_US:
+            best, best_end = dep, float(end[dep])
+    return best
 
 
 def _named_waits(name: str, thread: int, state: _State) -> list[int]:
@@ -89,9 +101,8 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: np.ndarray,
               end: np.ndarray, stream_of: dict[int, int], state: _State) -> tuple[object, ...]:
     deps: list[tuple[int, int]] = []
     for i in own:
-        dep = state.pending.pop(thread, -1)
-        if dep >= 0 and stream_of[dep] != stream_of[i] and end[dep] <= ts[i] + \
-                CLOCK_TOLERANCE_US:
+        dep = _binding(state.pending.pop(thread, {}), i, ts, end, stream_of)
+        if dep >= 0:
             deps.append((i, dep))
         state.last_on_stream[stream_of[i]] = i
         state.thread_stream[thread] = stream_of[i]
@@ -106,6 +117,6 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: np.ndarray,
         RECORD if name in RECORDS else WAIT_EVENT
     if kind == RECORD:
         state.recorded = state.current(thread)
-    elif kind == WAIT_EVENT and state.recorded >= 0:
-        state.pending[thread] = state.recorded
+    elif kind == WAIT_EVENT:
+        state.pending[thread] = dict(state.last_on_stream)
     return (r, kind, float(ts[r]), float(end[r]), bool(waits), waits, deps, own)
