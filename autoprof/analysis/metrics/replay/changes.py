@@ -6,11 +6,15 @@ list of them into the host costs, GPU durations and waits the simulator uses. Ch
 
 The CUDA-graph constants:
 
-| constant | value | where it comes from |
-| --- | --- | --- |
-| `GRAPH_LAUNCH_US` | 2.5 us | the host cost of one `cudaGraphLaunch` outside the profiler: an assumption of a few microseconds (the order NVIDIA's CUDA Graphs material gives), not measured here; the profiled launches in `traces/examples/graph_replay` take about 300 us for 200 kernels because the profiler instruments every node |
-| `GRAPH_KERNEL_HOST_US` | 0.01 us | the host cost each captured kernel adds to that launch: an assumption (graph launches grow slowly with the node count) |
-| `GRAPH_KERNEL_GAP_US` | 0.29 us | the median gap between consecutive kernels of one replayed graph on an H200, measured in `traces/examples/graph_replay` (10th-90th percentile 0.22-0.32 us) |
+- `GRAPH_LAUNCH_US` (2.5 us): the host cost of one `cudaGraphLaunch` outside the profiler.
+  An assumption of a few microseconds (the order NVIDIA's CUDA Graphs material gives), not
+  measured here: the profiled launches in `traces/examples/graph_replay` take about 300 us
+  for 200 kernels, because the profiler instruments every node.
+- `GRAPH_KERNEL_HOST_US` (0.01 us): the host cost each captured kernel adds to that launch;
+  an assumption (a graph launch grows slowly with its node count).
+- `GRAPH_KERNEL_GAP_US` (0.29 us): the median gap between consecutive kernels of one
+  replayed graph on an H200, measured in `traces/examples/graph_replay` (10th-90th
+  percentile 0.22-0.32 us).
 """
 
 from __future__ import annotations

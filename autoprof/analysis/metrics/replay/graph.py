@@ -79,7 +79,8 @@ class Graph:
 
     def gap_us(self) -> np.ndarray:
         """Measured host time between each call and the previous one on its thread."""
-        return np.maximum(self.call_ts_us - self.call_gap_lo_us, 0.0)
+        gap: np.ndarray = np.maximum(self.call_ts_us - self.call_gap_lo_us, 0.0)
+        return gap
 
 
 def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -134,7 +135,7 @@ def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
     parent = parent_positions(ev.set_index("label"))
     runtime = cpu & isin_mask(ev["cat"], RUNTIME_CATS)
     outer = _outermost_runtime(parent, runtime)
-    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    ts = ev["ts_us"].to_numpy(float)
     work = np.flatnonzero(ev["is_gpu_work"].to_numpy(dtype=bool))
     launch = ev.set_index("label").index.get_indexer(ev["launch_row"].to_numpy()[work])
     caller = np.where(launch >= 0, outer[np.clip(launch, 0, None)], -1)
@@ -218,7 +219,8 @@ def _previous_end_on_thread(table: pd.DataFrame) -> np.ndarray:
     thread's first call)."""
     ends = table["end"].to_numpy(float)
     prev = pd.Series(ends).groupby(table["thread"].to_numpy()).shift(1).to_numpy(float)
-    return np.where(np.isnan(prev), table["ts"].to_numpy(float), prev)
+    out: np.ndarray = np.where(np.isnan(prev), table["ts"].to_numpy(float), prev)
+    return out
 
 
 def _carry(others: np.ndarray, replayed: np.ndarray, ts: np.ndarray,

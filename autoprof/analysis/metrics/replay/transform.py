@@ -1,13 +1,13 @@
 """Changes applied to a replay plan: each `Change` edits costs, durations or waits.
 
-| change | what the plan loses or gains |
-| --- | --- |
-| `CudaGraph` | host time and launch costs inside the region's spans; one graph launch per span; captured kernels `kernel_gap_us` apart |
-| `RemoveSync` | the waits of the matching syncs |
-| `OverlapBetweenCalls` | the main thread's host time inside a step but outside the call |
-| `NonBlockingCopies` | the copy's wait; its call costs a launch; the copy runs `speedup` times faster |
-| `FasterKernels` | matching kernels' durations divided by `factor` |
-| `ScaleHost` | every host cost times `factor` |
+- `CudaGraph`: the host time and the launch costs inside the region's spans go; one graph
+  launch per span; the captured kernels run `kernel_gap_us` apart.
+- `RemoveSync`: the matching syncs lose their waits.
+- `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
+- `NonBlockingCopies`: the copy loses its wait, its call costs a launch, the copy runs
+  `speedup` times faster.
+- `FasterKernels`: the matching kernels' durations are divided by `factor`.
+- `ScaleHost`: every host cost is multiplied by `factor`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
 # --- which rows ---------------------------------------------------------------------------
 
 def _names(g: Graph) -> np.ndarray:
-    return g.events["name"].astype(str).to_numpy()
+    names: np.ndarray = g.events["name"].astype(str).to_numpy()
+    return names
 
 
 def _under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
@@ -139,6 +140,7 @@ def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
 
 
 def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
+    """Positions of the replayed kernels the change names."""
     cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
     mask = (cats == "kernel") & (g.item_call >= 0)
     if change.kernel is not None:
@@ -148,7 +150,7 @@ def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
         op_label = g.events["op_row"].to_numpy()[g.item_row]
         label_names = dict(zip(g.events["label"].tolist(), _names(g).tolist(), strict=True))
         mask &= np.array([label_names.get(int(r)) == change.op for r in op_label], bool)
-    return np.flatnonzero(mask)
+    return np.asarray(np.flatnonzero(mask), dtype=np.int64)
 
 
 def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:

@@ -9,7 +9,11 @@ way the CUDA runtime orders them, from the calls in measured order:
 | `cudaStreamSynchronize` | the last item on the stream the thread launched to last |
 | `cudaEventSynchronize` | the item the latest `cudaEventRecord` recorded |
 | a copy whose GPU copy ended before the call returned (`cudaMemcpy`, a pageable copy) | that copy |
-| `cudaStreamWaitEvent` | (the thread's next launch waits for the last item launched before it on another stream: the latest-ending one that ended before that launch's work started) |
+| `cudaStreamWaitEvent` | (the thread's next launch: see below) |
+
+After a `cudaStreamWaitEvent`, the thread's next launch waits for one of the last items on
+the other streams at the time of the wait: the latest-ending one that ended before the
+launch's work started (the record that event names is not in the trace).
 
 A wait that the measured times contradict (the awaited item ended after the call returned)
 is dropped, so the replay never invents a wait the trace did not show.
