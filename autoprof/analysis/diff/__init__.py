@@ -1,0 +1,23 @@
+"""``autoprof diff A B``: is B faster, slower or the same as A, how sure, and why."""
+
+from autoprof.analysis.diff.causes import Cause
+from autoprof.analysis.diff.comparability import Comparability
+from autoprof.analysis.diff.facts import RunFacts, run_facts
+from autoprof.analysis.diff.render import render_markdown, render_text
+from autoprof.analysis.diff.result import Diff, diff, diff_facts, exit_status
+from autoprof.analysis.diff.significance import Change, median_change
+
+__all__ = [
+    "Cause",
+    "Change",
+    "Comparability",
+    "Diff",
+    "RunFacts",
+    "diff",
+    "diff_facts",
+    "exit_status",
+    "median_change",
+    "render_markdown",
+    "render_text",
+    "run_facts",
+]

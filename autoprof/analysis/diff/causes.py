@@ -1,0 +1,116 @@
+"""Why the step changed: the change spread over the seven buckets, the ops and the kernels.
+
+Every row is per profiled step (µs), ``delta_us`` = B - A; rows are ranked by ``|delta_us|``
+so the first row explains most of the change. An op's time is its self CPU time (with the
+CUDA runtime calls it makes, which the profiler nests under it) plus the GPU work it
+launched; a kernel's is its GPU time. Kernels present in only one run are ``new`` or
+``gone``; a gone and a new kernel launched by the same op are one ``renamed`` kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from autoprof.analysis.diff.facts import OpFacts, RunFacts
+
+CauseKind = Literal["bucket", "op", "kernel"]
+TOP_ROWS = 10
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: CauseKind
+    name: str
+    a_us: float
+    b_us: float
+    share_pct: float | None  # of the step's change (signed: same sign as the change = explains it)
+    note: str = ""
+
+    @property
+    def delta_us(self) -> float:
+        return self.b_us - self.a_us
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "name": self.name, "a_us_per_step": self.a_us,
+                "b_us_per_step": self.b_us, "delta_us_per_step": self.delta_us,
+                "share_of_change_pct": self.share_pct, "note": self.note}
+
+
+def _share(delta_us: float, step_delta_us: float) -> float | None:
+    return delta_us / step_delta_us * 100.0 if step_delta_us else None
+
+
+def _ranked(rows: list[Cause]) -> list[Cause]:
+    return sorted(rows, key=lambda c: (-abs(c.delta_us), c.name))
+
+
+def bucket_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+    names = list(dict.fromkeys([*a.buckets_us, *b.buckets_us]))
+    rows = [Cause("bucket", n, a.buckets_us.get(n, 0.0), b.buckets_us.get(n, 0.0),
+                  _share(b.buckets_us.get(n, 0.0) - a.buckets_us.get(n, 0.0), step_delta_us))
+            for n in names]
+    return _ranked(rows)
+
+
+def _op_us(op: OpFacts | None) -> float:
+    return 0.0 if op is None else op.self_cpu_us_per_step + op.self_device_us_per_step
+
+
+def _op_note(a: OpFacts | None, b: OpFacts | None) -> str:
+    if a is None:
+        return "new"
+    if b is None:
+        return "gone"
+    notes = []
+    if a.input_types and b.input_types and a.input_types != b.input_types:
+        notes.append(f"input types {a.input_types} -> {b.input_types}")
+    if a.input_shapes and b.input_shapes and a.input_shapes != b.input_shapes:
+        notes.append(f"shapes {a.input_shapes} -> {b.input_shapes}")
+    if abs(a.calls_per_step - b.calls_per_step) >= 0.5:
+        notes.append(f"calls per step {a.calls_per_step:g} -> {b.calls_per_step:g}")
+    return "; ".join(notes)
+
+
+def op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+    rows = []
+    for name in dict.fromkeys([*a.ops, *b.ops]):
+        oa, ob = a.ops.get(name), b.ops.get(name)
+        a_us, b_us = _op_us(oa), _op_us(ob)
+        if a_us or b_us:
+            rows.append(Cause("op", name, a_us, b_us, _share(b_us - a_us, step_delta_us),
+                              _op_note(oa, ob)))
+    return _ranked(rows)[:TOP_ROWS]
+
+
+def _renames(a: RunFacts, b: RunFacts) -> dict[str, str]:
+    """new kernel -> the gone kernel it replaces (both launched by the same op)."""
+    gone_by_op: dict[str, list[str]] = {}
+    for name in sorted(set(a.kernels) - set(b.kernels)):
+        if a.kernels[name].op:
+            gone_by_op.setdefault(a.kernels[name].op, []).append(name)
+    renames = {}
+    for name in sorted(set(b.kernels) - set(a.kernels)):
+        candidates = gone_by_op.get(b.kernels[name].op)
+        if candidates:
+            renames[name] = candidates.pop(0)
+    return renames
+
+
+def kernel_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+    renames = _renames(a, b)
+    renamed_from = set(renames.values())
+    rows = []
+    for new, old in renames.items():
+        a_us, b_us = a.kernels[old].us_per_step, b.kernels[new].us_per_step
+        rows.append(Cause("kernel", new, a_us, b_us, _share(b_us - a_us, step_delta_us),
+                          f"renamed from {old} (both launched by {b.kernels[new].op})"))
+    for name in dict.fromkeys([*a.kernels, *b.kernels]):
+        if name in renames or name in renamed_from:
+            continue
+        ka, kb = a.kernels.get(name), b.kernels.get(name)
+        a_us = ka.us_per_step if ka else 0.0
+        b_us = kb.us_per_step if kb else 0.0
+        note = "new" if ka is None else "gone" if kb is None else ""
+        rows.append(Cause("kernel", name, a_us, b_us, _share(b_us - a_us, step_delta_us), note))
+    return _ranked(rows)[:TOP_ROWS]

@@ -1,0 +1,183 @@
+"""What a diff needs to know of one run, read once from its summary, manifest and events.
+
+Everything is per profiled step (``_per_step``), so runs that recorded different numbers of
+steps compare directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from autoprof.analysis.run import Run
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """One op (by name) of one run, per profiled step."""
+
+    self_cpu_us_per_step: float
+    self_device_us_per_step: float
+    calls_per_step: float
+    input_shapes: str
+    input_types: str
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """One kernel (by name) of one run, per profiled step."""
+
+    us_per_step: float
+    launches_per_step: float
+    op: str  # the op that launched it most often ("" when unknown)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    label: str
+    name: str
+    device: str  # the GPU's name, or "CPU"
+    is_cuda: bool
+    versions: Mapping[str, str]  # torch, cuda (from torch's build tag), python
+    options: Mapping[str, Any]
+    world_size: int
+    step_us: list[float]
+    gpu_us: list[float]
+    buckets_us: Mapping[str, float]
+    launches_per_step: float | None
+    memory_peak_bytes: float | None
+    mfu_pct: float | None
+    ops: Mapping[str, OpFacts] = field(default_factory=dict)
+    kernels: Mapping[str, KernelFacts] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_us)
+
+
+def _manifest_dict(run: Run) -> dict[str, Any]:
+    manifest: Any = run.manifest
+    if manifest is None:
+        return {}
+    if isinstance(manifest, Mapping):
+        return dict(manifest)
+    to_json = getattr(manifest, "to_json", None)
+    if callable(to_json):
+        data = to_json()
+        return dict(data) if isinstance(data, Mapping) else {}
+    return {}
+
+
+def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
+    raw = manifest.get("versions")
+    versions = {k: str(v) for k, v in raw.items() if v is not None} if isinstance(
+        raw, Mapping) else {}
+    torch_version = versions.get("torch", "")
+    if "+" in torch_version:  # 2.11.0+cu130: the build tag names the CUDA (or cpu) build
+        versions["cuda"] = torch_version.split("+", 1)[1]
+    return versions
+
+
+def _most_common(values: pd.Series) -> str:
+    values = values.astype(str)
+    values = values[values != ""]
+    return str(values.mode().iloc[0]) if len(values) else ""
+
+
+def _sum_by_op(events: pd.DataFrame, rows: pd.DataFrame, op_column: str) -> pd.Series:
+    """``dur_us`` of ``rows`` summed by the name of the op each points at (``op_column``)."""
+    names = events.loc[rows[op_column], "name"].astype(str).to_numpy()
+    return rows["dur_us"].groupby(names).sum()
+
+
+def _op_facts(events: pd.DataFrame, steps: int) -> dict[str, OpFacts]:
+    in_step = events["step"] >= 0
+    ops = events[(events["cat"] == "cpu_op") & in_step]
+    device_us = _sum_by_op(events, events[events["is_gpu_work"] & in_step
+                                          & (events["op_row"] >= 0)], "op_row")
+    # the CUDA runtime calls an op makes are its own host cost (nested under it, so not in
+    # its self time)
+    runtime = events[events["cat"].isin(["cuda_runtime", "cuda_driver"]) & in_step
+                     & (events["parent"] >= 0)]
+    runtime_us = _sum_by_op(events, runtime, "parent")
+    facts: dict[str, OpFacts] = {}
+    for name, rows in ops.groupby(ops["name"].astype(str), observed=True):
+        facts[str(name)] = OpFacts(
+            self_cpu_us_per_step=(float(rows["self_us"].sum())
+                                  + float(runtime_us.get(name, 0.0))) / steps,
+            self_device_us_per_step=float(device_us.get(name, 0.0)) / steps,
+            calls_per_step=len(rows) / steps,
+            input_shapes=_most_common(rows["input_dims"]),
+            input_types=_most_common(rows["input_types"]),
+        )
+    return facts
+
+
+def _kernel_facts(events: pd.DataFrame, steps: int) -> dict[str, KernelFacts]:
+    work = events[events["is_gpu_work"] & (events["step"] >= 0)]
+    facts: dict[str, KernelFacts] = {}
+    for name, rows in work.groupby(work["name"].astype(str), observed=True):
+        op_rows = rows["op_row"][rows["op_row"] >= 0]
+        op = _most_common(events.loc[op_rows, "name"]) if len(op_rows) else ""
+        facts[str(name)] = KernelFacts(float(rows["dur_us"].sum()) / steps, len(rows) / steps, op)
+    return facts
+
+
+def _memory_peak_bytes(summary: Mapping[str, Any]) -> float | None:
+    """The largest allocated peak over the run's devices (the Memory analysis)."""
+    memory = summary.get("memory")
+    devices = memory.get("devices") if isinstance(memory, Mapping) else None
+    peaks = [float(d["peak_allocated_bytes"]) for d in devices or []
+             if isinstance(d, Mapping) and isinstance(d.get("peak_allocated_bytes"), int | float)]
+    return max(peaks) if peaks else None
+
+
+def _per_step(summary: Mapping[str, Any], key: str, source: str) -> list[float]:
+    rows = summary.get(source)
+    if source == "breakdown":
+        rows = rows.get("per_step") if isinstance(rows, Mapping) else None
+    if not isinstance(rows, list):
+        return []
+    return [float(r[key]) for r in rows
+            if isinstance(r, Mapping) and isinstance(r.get(key), int | float)]
+
+
+def _launches_per_step(summary: Mapping[str, Any]) -> float | None:
+    launches = _per_step(summary, "launches", "steps")
+    return float(pd.Series(launches).median()) if launches else None
+
+
+def run_facts(run: Run) -> RunFacts:
+    """Everything a diff compares, from one loaded run."""
+    summary = run.summary()
+    manifest = _manifest_dict(run)
+    device = summary.get("device")
+    device_name = str(device.get("name")) if isinstance(device, Mapping) else "CPU"
+    step_us = _per_step(summary, "step_us", "breakdown")
+    steps = max(len(step_us), 1)
+    breakdown = summary.get("breakdown")
+    buckets = breakdown.get("buckets_us") if isinstance(breakdown, Mapping) else None
+    efficiency = summary.get("efficiency")
+    mfu = efficiency.get("mfu_pct") if isinstance(efficiency, Mapping) else None
+    options = manifest.get("options")
+    return RunFacts(
+        label=str(run.path),
+        name=str(run.name),
+        device=device_name,
+        is_cuda=bool(summary.get("is_cuda")),
+        versions=_versions(manifest),
+        options=dict(options) if isinstance(options, Mapping) else {},
+        world_size=int(summary.get("world_size") or 1),
+        step_us=step_us,
+        gpu_us=_per_step(summary, "gpu_work_us", "steps"),
+        buckets_us={str(k): float(v) for k, v in (buckets or {}).items()},
+        launches_per_step=_launches_per_step(summary),
+        memory_peak_bytes=_memory_peak_bytes(summary),
+        mfu_pct=float(mfu) if isinstance(mfu, int | float) else None,
+        ops=_op_facts(run.events, steps),
+        kernels=_kernel_facts(run.events, steps),
+    )

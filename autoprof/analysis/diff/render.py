@@ -1,0 +1,97 @@
+"""A diff as text (the terminal) and as GitHub-flavoured Markdown (a pull request, a CI job
+summary)."""
+
+from __future__ import annotations
+
+from autoprof.analysis.diff.causes import Cause
+from autoprof.analysis.diff.result import Diff
+from autoprof.analysis.diff.significance import Change
+from autoprof.units import fmt_us
+
+
+def _signed_pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def _change_line(label: str, change: Change | None) -> str:
+    if change is None:
+        return f"{label}: n/a"
+    if change.change_pct is None:
+        return f"{label}: {change.verdict} ({change.reason})"
+    return (f"{label}: {fmt_us(change.median_a)} -> {fmt_us(change.median_b)} "
+            f"{_signed_pct(change.change_pct)} (95% CI {_signed_pct(change.ci_low_pct)} .. "
+            f"{_signed_pct(change.ci_high_pct)}; {change.samples_a} vs {change.samples_b} "
+            f"steps): {change.verdict}")
+
+
+def _cause_line(c: Cause) -> str:
+    share = "" if c.share_pct is None else f", {c.share_pct:.0f}% of the change"
+    note = f"  [{c.note}]" if c.note else ""
+    return (f"  {c.kind:<7} {c.name[:60]:<60} {fmt_us(c.a_us):>9} -> {fmt_us(c.b_us):>9} "
+            f"({'+' if c.delta_us >= 0 else '-'}{fmt_us(abs(c.delta_us))}{share}){note}")
+
+
+def _comparability_lines(d: Diff) -> list[str]:
+    lines = [f"comparability: {d.comparability.status}"]
+    lines += [f"  not comparable: {r}" for r in d.comparability.blocking]
+    lines += [f"  caveat: {r}" for r in d.comparability.caveats]
+    return lines
+
+
+def _metric_value(name: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / 1e6:,.1f} MB" if name.endswith("_bytes") else f"{value:,.4g}"
+
+
+def _metric_lines(d: Diff) -> list[str]:
+    return [f"  {m.name.replace('_', ' ')}: {_metric_value(m.name, m.a)} -> "
+            f"{_metric_value(m.name, m.b)}"
+            for m in d.metrics if m.a != m.b]
+
+
+def render_text(d: Diff) -> str:
+    lines = [f"autoprof diff: {d.a} -> {d.b}", *_comparability_lines(d), "",
+             f"VERDICT: {d.verdict}"]
+    if d.step is not None:
+        lines += ["  " + _change_line("step time", d.step)]
+        if d.gpu is not None:
+            lines += ["  " + _change_line("GPU time per step", d.gpu)]
+    lines += _metric_lines(d)
+    for title, rows in (("WHY (ops, largest first)", d.why),
+                        ("BUCKETS (per step)", [c for c in d.buckets if c.delta_us]),
+                        ("KERNELS (per step)", d.kernels[:5])):
+        if rows:
+            lines += ["", title, *(_cause_line(c) for c in rows)]
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'").replace("\n", " ")
+
+
+def _md_rows(rows: list[Cause]) -> list[str]:
+    out = ["| | name | A | B | change | share | note |", "|---|---|---:|---:|---:|---:|---|"]
+    for c in rows:
+        share = "" if c.share_pct is None else f"{c.share_pct:.0f}%"
+        out.append(f"| {c.kind} | `{_md_escape(c.name[:80])}` | {fmt_us(c.a_us)} | "
+                   f"{fmt_us(c.b_us)} | {'+' if c.delta_us >= 0 else '-'}"
+                   f"{fmt_us(abs(c.delta_us))} | {share} | {_md_escape(c.note)} |")
+    return out
+
+
+def render_markdown(d: Diff) -> str:
+    lines = [f"### autoprof diff: **{d.verdict}**", "",
+             f"`{_md_escape(d.a)}` → `{_md_escape(d.b)}`", "",
+             f"- comparability: **{d.comparability.status}**"]
+    lines += [f"  - {_md_escape(r)}" for r in d.comparability.blocking + d.comparability.caveats]
+    if d.step is not None:
+        lines.append("- " + _md_escape(_change_line("step time", d.step)))
+    if d.gpu is not None:
+        lines.append("- " + _md_escape(_change_line("GPU time per step", d.gpu)))
+    if d.why:
+        lines += ["", "**Why** (per step, largest first)", "", *_md_rows(d.why)]
+    moved = [c for c in d.buckets if c.delta_us]
+    if moved:
+        lines += ["", "**Buckets**", "", *_md_rows(moved)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,155 @@
+"""autoprof diff: the verdict, its interval, comparability and the ranked causes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from autoprof.analysis.diff import (
+    diff_facts,
+    exit_status,
+    median_change,
+    render_markdown,
+    render_text,
+)
+from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = REPO / "traces" / "examples"
+
+
+def _facts(step_us: list[float], **changes: object) -> RunFacts:
+    base = RunFacts(
+        label="a", name="train_step", device="NVIDIA H200", is_cuda=True,
+        versions={"torch": "2.11.0+cu130", "cuda": "cu130"},
+        options={"schedule": {"wait": 1, "warmup": 1, "active": 5}, "record_shapes": True},
+        world_size=1, step_us=step_us, gpu_us=[s / 2 for s in step_us],
+        buckets_us={"gpu_compute": 500.0, "host_launch": 500.0},
+        launches_per_step=10.0, memory_peak_bytes=None, mfu_pct=None,
+        ops={"aten::mm": OpFacts(400.0, 300.0, 2.0, "[[64, 64], [64, 64]]",
+                                 "['c10::BFloat16', 'c10::BFloat16']"),
+             "aten::add": OpFacts(100.0, 50.0, 1.0, "[[64, 64], [64]]", "")},
+        kernels={"gemm_bf16": KernelFacts(300.0, 2.0, "aten::mm")},
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_same_samples_are_no_significant_change() -> None:
+    same = [1000.0, 1010.0, 990.0, 1005.0, 995.0]
+    change = median_change(same, list(reversed(same)))
+    assert change.verdict == "no significant change"
+    assert change.change_pct == 0.0
+    assert change.ci_low_pct is not None and change.ci_low_pct <= 0 <= (change.ci_high_pct or 0)
+
+
+def test_clear_slowdown_is_slower_with_interval_around_the_change() -> None:
+    a = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
+    b = [v * 1.10 for v in a]
+    change = median_change(a, b)
+    assert change.verdict == "slower"
+    assert change.change_pct == pytest.approx(10.0)
+    assert change.ci_low_pct is not None and change.ci_high_pct is not None
+    assert 0 < change.ci_low_pct <= 10.0 <= change.ci_high_pct
+
+
+def test_tiny_but_consistent_change_is_noise() -> None:
+    a = [1000.0, 1000.5, 999.5, 1000.2, 999.8]
+    change = median_change(a, [v * 1.01 for v in a])
+    assert change.verdict == "no significant change"
+    assert "under 2" in change.reason
+
+
+def test_too_few_steps_gives_no_verdict() -> None:
+    change = median_change([1.0, 2.0], [1.0, 2.0, 3.0])
+    assert change.verdict == "too few steps"
+    assert change.change_pct is None and "A has 2" in change.reason
+
+
+def test_the_bootstrap_is_deterministic() -> None:
+    a, b = [10.0, 12.0, 11.0, 13.0], [12.0, 14.0, 11.5, 15.0]
+    assert median_change(a, b) == median_change(a, b)
+
+
+def test_other_device_or_ranks_is_not_comparable_and_exits_2() -> None:
+    a = _facts([1000.0] * 5)
+    for b in (replace(a, device="NVIDIA H100"), replace(a, world_size=2)):
+        d = diff_facts(a, b)
+        assert d.comparability.status == "not comparable"
+        assert d.verdict == "not comparable" and d.step is None
+        assert exit_status(d, 5.0) == 2
+
+
+def test_heavy_ops_on_other_shapes_are_not_comparable() -> None:
+    a = _facts([1000.0] * 5)
+    bigger = dict(a.ops)
+    bigger["aten::mm"] = replace(a.ops["aten::mm"], input_shapes="[[4096, 4096], [4096, 4096]]")
+    d = diff_facts(a, replace(a, ops=bigger))
+    assert d.comparability.status == "not comparable"
+    reason = d.comparability.blocking[0]
+    assert "input shapes" in reason and "aten::mm" in reason
+
+
+def test_other_torch_and_schedule_are_caveats() -> None:
+    a = _facts([1000.0] * 5)
+    b = replace(a, versions={"torch": "2.12.0+cu130", "cuda": "cu130"},
+                options={**a.options, "schedule": {"wait": 0, "warmup": 1, "active": 5}})
+    d = diff_facts(a, b)
+    assert d.comparability.status == "comparable with caveats"
+    assert any(c.startswith("torch:") for c in d.comparability.caveats)
+    assert any(c.startswith("schedule:") for c in d.comparability.caveats)
+
+
+def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
+    a = _facts([1000.0, 1004.0, 996.0, 1002.0, 998.0])
+    ops = dict(a.ops)
+    ops["aten::mm"] = replace(a.ops["aten::mm"], self_device_us_per_step=600.0,
+                              input_types="['float', 'float']")
+    ops["aten::copy_"] = OpFacts(20.0, 10.0, 1.0, "[[64, 64], [64, 64]]", "")
+    b = replace(a, label="b", step_us=[v * 1.3 for v in a.step_us], ops=ops,
+                kernels={"gemm_fp32": KernelFacts(600.0, 2.0, "aten::mm")})
+    d = diff_facts(a, b)
+    assert d.verdict == "slower"
+    assert [c.name for c in d.why][:2] == ["aten::mm", "aten::copy_"]
+    assert "input types" in d.why[0].note
+    renamed = d.kernels[0]
+    assert renamed.name == "gemm_fp32" and renamed.note.startswith("renamed from gemm_bf16")
+    assert exit_status(d, 5.0) == 1  # +30%, the whole interval above the 5% gate
+    assert exit_status(d, 50.0) == 0  # a regression, but not beyond a 50% gate
+    text, markdown = render_text(d), render_markdown(d)
+    assert "VERDICT: slower" in text and "aten::mm" in text
+    assert markdown.startswith("### autoprof diff: **slower**")
+    assert "| op | `aten::mm` |" in markdown
+
+
+@pytest.mark.slow
+def test_committed_examples_eager_vs_graph_faster_because_launches_go() -> None:
+    import autoprof
+    from autoprof.analysis.diff import diff
+
+    eager = autoprof.load(next((EXAMPLES / "eager_100").iterdir()))
+    graph = autoprof.load(next((EXAMPLES / "graph_replay").iterdir()))
+    d = diff(eager, graph)
+    assert d.verdict == "faster"
+    assert d.step is not None and d.step.change_pct is not None and d.step.change_pct < -80
+    assert d.buckets[0].name == "host_launch" and d.buckets[0].delta_us < 0
+    launches = {m.name: m for m in d.metrics}["launches_per_step"]
+    assert launches.a is not None and launches.b is not None and launches.b < launches.a
+    assert exit_status(d, 5.0) == 0
+
+
+@pytest.mark.slow
+def test_committed_seed_64_vs_4096_not_comparable_because_of_shapes() -> None:
+    import autoprof
+    from autoprof.analysis.diff import diff
+
+    runs = {}
+    for folder in sorted((EXAMPLES / "matmul_add").iterdir()):
+        run = autoprof.load(folder)
+        shapes = run.ops().set_index("name").loc["aten::mm", "input_shapes"]
+        runs.setdefault("4096" if "4096" in shapes else "64", run)
+    d = diff(runs["64"], runs["4096"])
+    assert d.verdict == "not comparable"
+    assert "input shapes" in " ".join(d.comparability.blocking)
+    assert exit_status(d, None) == 2
