@@ -9,8 +9,9 @@ The rules (times on the replayed clock):
 - a call starts `gap_us` after the previous call of its thread ends; a thread other than the
   one running the steps also starts no earlier than its measured start shifted as that main
   thread's clock is shifted (threads join only through that clock);
-- a launch's GPU item starts at max(launch end + latency, end of the previous item on its
-  stream + gap, end of the items it waits for through an event);
+- a launch's GPU item starts at max(launch end + latency, the end of its latest
+  predecessor (the previous item on its stream, the items it waits for through an event)
+  + gap), never before its call;
 - a sync ends at max(its start + its own cost, the end of what it waits for + wake-up).
 
 Calibration (`Calibration`):
@@ -79,31 +80,36 @@ def measured(g: Graph) -> Timeline:
                     g.item_ts_us + g.item_dur_us)
 
 
-def _item_terms(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per item: measured latency after its launch's end, gap after the previous item on its
-    stream (NaN for the first), and whether it was queued (the stream was busy when the
-    launch returned)."""
-    call_end = g.call_ts_us + g.call_dur_us
+def _item_terms(g: Graph, cost_us: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: measured latency after its launch's end (the call's start plus its own
+    cost: a sync's wait is not part of it), gap after its latest predecessor (the previous
+    item on its stream, or an item it waits for through an event; NaN without one), and
+    whether it was queued (a predecessor was still running when the launch returned)."""
+    call_end = g.call_ts_us + cost_us
     launch_end = np.where(g.item_call >= 0, call_end[np.clip(g.item_call, 0, None)], np.nan)
-    prev_end = np.full(g.n_items, np.nan)
+    item_end = g.item_ts_us + g.item_dur_us
+    prev_end = np.full(g.n_items, -np.inf)
     last: dict[int, float] = {}
     for i, s in enumerate(g.item_stream.tolist()):
-        prev_end[i] = last.get(s, np.nan)
-        last[s] = g.item_ts_us[i] + g.item_dur_us[i]
-    item_end = g.item_ts_us + g.item_dur_us
-    dep_end = np.array([max((item_end[d] for d in deps), default=-np.inf)
-                        for deps in g.item_deps])
+        deps = max((item_end[d] for d in g.item_deps[i]), default=-np.inf)
+        prev_end[i] = max(last.get(s, -np.inf), deps)
+        last[s] = item_end[i]
     latency = g.item_ts_us - launch_end
-    gap = g.item_ts_us - prev_end
-    queued = np.maximum(np.nan_to_num(prev_end, nan=-np.inf), dep_end) > launch_end
-    return latency, gap, queued
+    gap = np.where(np.isfinite(prev_end), g.item_ts_us - prev_end, np.nan)
+    return latency, gap, prev_end > launch_end
 
 
 def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     """The plan that replays the trace as measured (`mode`: see the module docstring)."""
-    latency, gap, queued = _item_terms(g)
+    launches = g.call_dur_us[(g.call_kind == LAUNCH) & ~g.call_is_sync]
+    launch_med = _median(launches, 0.0)
+    cost, wake = _sync_terms(g, mode, launch_med)
+    latency, gap, queued = _item_terms(g, cost)
     replayed = g.item_call >= 0
-    free = replayed & ~queued
+    # a copy the host waits for may start long before its call returns: not a latency
+    sync_call = g.call_is_sync[np.clip(g.item_call, 0, None)] & replayed
+    free = replayed & ~queued & ~sync_call
     # no item found its stream idle: the latency is at most the smallest one seen
     lat_med = _median(latency[free], 0.0) if free.any() else \
         max(float(np.min(latency[replayed], initial=np.inf)), 0.0) if replayed.any() else 0.0
@@ -114,9 +120,6 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     else:
         item_lat = np.full(g.n_items, lat_med)
         item_gap = np.full(g.n_items, gap_med)
-    launches = g.call_dur_us[(g.call_kind == LAUNCH) & ~g.call_is_sync]
-    launch_med = _median(launches, 0.0)
-    cost, wake = _sync_terms(g, mode, launch_med)
     return Plan(call_cost_us=cost, call_gap_us=g.gap_us(), call_wake_us=wake,
                 call_waits=[list(w) for w in g.call_waits],
                 item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
@@ -165,11 +168,11 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
         launch_end = start + plan.call_cost_us[c]
         for i in g.call_items[c]:
             s = int(g.item_stream[i])
-            at = launch_end + plan.item_latency_us[i]
+            at = max(launch_end + plan.item_latency_us[i], start)  # never before its call
+            before = max((item_end[d] for d in g.item_deps[i]), default=-np.inf)
             if s in stream_last:
-                at = max(at, item_end[stream_last[s]] + plan.item_gap_us[i])
-            for d in g.item_deps[i]:
-                at = max(at, item_end[d])
+                before = max(before, item_end[stream_last[s]])
+            at = max(at, before + plan.item_gap_us[i])
             item_start[i], item_end[i] = at, at + plan.item_dur_us[i]
             stream_last[s] = i
         done = launch_end

@@ -1,0 +1,185 @@
+"""Replays of small events tables whose answer is known by hand (times in microseconds)."""
+
+from __future__ import annotations
+
+import pytest
+from support.attrbuild import Trace
+
+from autoprof.analysis.metrics.replay import (
+    CudaGraph,
+    FasterKernels,
+    NonBlockingCopies,
+    OverlapBetweenCalls,
+    RemoveSync,
+    ScaleHost,
+    build_graph,
+    predict_speedup,
+    predict_speedups,
+    replay_error,
+    replay_step,
+    replay_steps,
+)
+
+
+def host_bound() -> Trace:
+    """100 us of host time launching two 2 us kernels (1 us launch latency)."""
+    return (Trace().step(1, 0, 100)
+            .launch(10, 5, 16, 2)
+            .launch(50, 5, 56, 2))
+
+
+def test_host_bound_step_replays_as_measured_and_scales_with_the_host() -> None:
+    ev = host_bound().frame()
+    r = replay_step(ev, 1)
+    assert r.measured_step_us == pytest.approx(100.0)
+    assert r.step_us == pytest.approx(100.0)
+    assert r.gpu_busy_us == pytest.approx(4.0)
+    assert r.host_busy_us == pytest.approx(100.0)
+    # every host cost halved: 50 us; the kernels keep their 1 us latency
+    assert replay_step(ev, 1, [ScaleHost(0.5)]).step_us == pytest.approx(50.0)
+    assert predict_speedup(ev, 1, [ScaleHost(0.5)]) == pytest.approx(2.0)
+    # a faster kernel changes nothing on a host-bound step
+    assert predict_speedup(ev, 1, [FasterKernels(4.0)]) == pytest.approx(1.0)
+
+
+def gpu_bound() -> Trace:
+    """Two 100 us kernels queued back to back (1 us apart) behind a 20 us host step."""
+    return (Trace().step(1, 0, 20)
+            .launch(2, 3, 6, 100, kernel="gemm_a")
+            .launch(6, 3, 107, 100, kernel="gemm_b"))
+
+
+def test_gpu_bound_step_ends_with_its_gpu_work_and_follows_kernel_speed() -> None:
+    ev = gpu_bound().frame()
+    assert replay_step(ev, 1).step_us == pytest.approx(207.0)
+    # kernel 1: 6..56; kernel 2: 1 us after it, 57..107
+    assert replay_step(ev, 1, [FasterKernels(2.0)]).step_us == pytest.approx(107.0)
+    # only the second kernel twice as fast: 6..106, then 107..157
+    assert replay_step(ev, 1, [FasterKernels(2.0, kernel="gemm_b")]).step_us == \
+        pytest.approx(157.0)
+    # the host is not what bounds it: a 10x faster host only starts the first kernel 4.5 us
+    # earlier (its launch ends at 0.5 instead of 5)
+    assert replay_step(ev, 1, [ScaleHost(0.1)]).step_us == pytest.approx(202.5)
+
+
+def sync_in_the_middle() -> Trace:
+    """A 500 us kernel, a stream sync that waits for it (ends 4 us after it), then 200 us of
+    host work that launches nothing."""
+    return (Trace().step(1, 0, 710)
+            .launch(0, 5, 6, 500)
+            .cpu("aten::item", 8, 504)
+            .cpu("cudaStreamSynchronize", 10, 500, "cuda_runtime")
+            .cpu("aten::cpu_work", 510, 200))
+
+
+@pytest.mark.parametrize("calibration", ["median", "per_item"])
+def test_removing_a_sync_saves_the_host_time_the_gpu_then_overlaps(calibration: str) -> None:
+    ev = sync_in_the_middle().frame()
+    base = replay_step(ev, 1, calibration=calibration)  # type: ignore[arg-type]
+    assert base.step_us == pytest.approx(710.0)
+    # without the wait the 200 us of host work (and the 4 us wake-up) run under the kernel:
+    # the step ends with the kernel, at 506
+    free = replay_step(ev, 1, [RemoveSync("aten::item")],
+                       calibration=calibration)  # type: ignore[arg-type]
+    assert free.step_us == pytest.approx(506.0)
+    assert base.step_us - free.step_us == pytest.approx(200.0 + 4.0)
+    assert replay_step(ev, 1, [RemoveSync()]).step_us == pytest.approx(506.0)
+    # a sync under another op is left alone
+    assert replay_step(ev, 1, [RemoveSync("aten::nonzero")]).step_us == pytest.approx(710.0)
+
+
+def two_streams() -> Trace:
+    """Kernel A on stream 7 (3..103); stream 8 waits for it through an event; kernel B on
+    stream 8 starts right after A (103.5..113.5)."""
+    return (Trace().step(1, 0, 20)
+            .launch(0, 2, 3, 100, kernel="kernel_a", stream=7)
+            .cpu("cudaEventRecord", 3, 1, "cuda_runtime")
+            .cpu("cudaStreamWaitEvent", 5, 1, "cuda_runtime")
+            .launch(7, 2, 103.5, 10, kernel="kernel_b", stream=8))
+
+
+def test_an_event_wait_makes_the_second_stream_follow_the_first() -> None:
+    ev = two_streams().frame()
+    g = build_graph(ev)
+    b = next(i for i in range(g.n_items) if g.item_deps[i])
+    assert g.item_deps[b] == [b - 1]  # B waits for A
+    assert replay_step(ev, 1, calibration="per_item").step_us == pytest.approx(113.5)
+    # A twice as fast: 3..53, B 0.5 us after it (as measured): 53.5..63.5
+    assert replay_step(ev, 1, [FasterKernels(2.0, kernel="kernel_a")]).step_us == \
+        pytest.approx(63.5)
+    assert replay_step(ev, 1).step_us == pytest.approx(113.5)
+
+
+def launch_bound() -> Trace:
+    """A region `fwd` of 10 launches 10 us apart (8 us each; 2 us kernels 1 us after each
+    launch), then 10 us of host time to the step's end."""
+    t = Trace().step(1, 0, 110).region("fwd", 0, 100)
+    for i in range(10):
+        t.launch(10 * i, 8, 10 * i + 9, 2)
+    return t
+
+
+def test_a_cuda_graph_over_a_launch_bound_region() -> None:
+    ev = launch_bound().frame()
+    assert replay_step(ev, 1).step_us == pytest.approx(110.0)
+    change = CudaGraph("fwd", launch_us=2.5, per_kernel_us=0.01, kernel_gap_us=0.29)
+    # host: one graph launch (2.5 + 0.01) and nine captured launches at 0.01 each, then the
+    # 10 us after the region; GPU: the first kernel 1 us after the graph launch, then the
+    # others 0.29 us apart: 3.51 + 2 + 9 * 2.29 = 26.12
+    r = replay_step(ev, 1, [change])
+    assert r.step_us == pytest.approx(3.51 + 2 + 9 * 2.29)
+    assert r.gpu_busy_us == pytest.approx(20.0)
+    assert predict_speedup(ev, 1, [change]) == pytest.approx(110.0 / 26.12)
+    # None: the whole step captured (the 10 us after the region go too)
+    whole = replay_step(ev, 1, [CudaGraph(None, 2.5, 0.01, 0.29)])
+    assert whole.step_us == pytest.approx(26.12)
+    assert whole.host_busy_us == pytest.approx(26.12)  # the step window, host not waiting
+
+
+def test_the_time_between_calls_overlapped() -> None:
+    """A DataLoader fetch (0..55) before the decorated call (60..100)."""
+    t = (Trace().step(1, 0, 100).cpu("DataLoader.__next__", 0, 55)
+         .region("train_step", 60, 40).launch(62, 5, 68, 2))
+    ev = t.frame()
+    assert replay_step(ev, 1).step_us == pytest.approx(100.0)
+    # 60 us outside the call go: the launch at 2..7, the call's remaining 33 us: 40
+    assert replay_step(ev, 1, [OverlapBetweenCalls("train_step")]).step_us == \
+        pytest.approx(40.0)
+    assert replay_step(ev, 1, [OverlapBetweenCalls("train_step", remaining=0.5)]).step_us == \
+        pytest.approx(70.0)
+
+
+def test_a_pageable_copy_made_non_blocking() -> None:
+    """A synchronous HtoD copy call (0..50; the copy 10..45), then a kernel (61..71)."""
+    t = (Trace().step(1, 0, 65)
+         .launch(0, 50, 10, 35, kernel="Memcpy HtoD (Pageable -> Device)",
+                 gpu_cat="gpu_memcpy", api="cudaMemcpyAsync")
+         .launch(55, 5, 61, 10))
+    ev = t.frame()
+    assert replay_step(ev, 1, calibration="per_item").step_us == pytest.approx(71.0)
+    # the copy call costs a launch (5); the copy 6..41; the kernel launch 10..15 waits for
+    # the copy on its stream: 41..51
+    assert replay_step(ev, 1, [NonBlockingCopies()]).step_us == pytest.approx(51.0)
+    # DtoH only: the HtoD copy keeps its wait
+    base = replay_step(ev, 1).step_us
+    assert replay_step(ev, 1, [NonBlockingCopies(("DtoH",))]).step_us == pytest.approx(base)
+
+
+def test_steps_share_the_gpu_tail_and_spread_over_steps() -> None:
+    """Step 2's kernel queues behind step 1's: the GPU tail is counted once, in step 1."""
+    t = (Trace().step(1, 0, 20).launch(2, 3, 6, 100)
+         .step(2, 20, 20).launch(22, 3, 107, 100))
+    ev = t.frame()
+    steps = replay_steps(ev, calibration="per_item")
+    assert [s.step for s in steps] == [1, 2]
+    assert [s.measured_step_us for s in steps] == pytest.approx([106.0, 101.0])
+    assert [s.step_us for s in steps] == pytest.approx([106.0, 101.0])
+    spread = predict_speedups(ev, [FasterKernels(2.0)], calibration="per_item")
+    assert spread.low <= spread.median <= spread.high
+    assert len(spread.per_step) == 2
+    assert replay_error(ev, calibration="per_item").high == pytest.approx(0.0, abs=1e-9)
+
+
+def test_an_unknown_step_is_named() -> None:
+    with pytest.raises(ValueError, match="no profiler step 9"):
+        replay_step(host_bound().frame(), 9)
