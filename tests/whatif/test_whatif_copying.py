@@ -103,3 +103,23 @@ def test_a_fix_that_exits_is_a_result_and_the_program_goes_on(monkeypatch):
     r = trials[0].result
     assert r.status == "raised" and r.error == "SystemExit: 3"
     assert r.speedup is None
+
+
+def test_uncopyable_arguments_are_a_refusal_with_the_reason_in_whatif_json(tmp_path):
+    import json
+
+    from autoprof.record.whatif import what_if
+
+    calls = []
+
+    def step(x, gen):
+        calls.append(1)
+        return x + 1
+
+    results = what_if(step, (torch.ones(2), (i for i in range(3))), {}, ("bf16", "compile"),
+                      run_dir=tmp_path, samples=3)
+    assert calls == []  # nothing ran on the user's own objects
+    assert [r["status"] for r in results] == ["not applicable"] * 2
+    assert results[0]["reason"].startswith("not tried: argument 1 (generator) cannot be copied")
+    record = json.loads((tmp_path / "whatif.json").read_text())
+    assert record["baseline_us"] is None and len(record["results"]) == 2

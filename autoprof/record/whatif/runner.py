@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from autoprof.record.whatif.auto import predicted_for, resolve, suggested_by
+from autoprof.record.whatif.copying import NotCopyable
+from autoprof.record.whatif.fixes import FIXES
 from autoprof.record.whatif.guard import user_state_kept
 from autoprof.record.whatif.harness import DEFAULT_SAMPLES, Timing
 from autoprof.record.whatif.result import FixResult
@@ -35,7 +37,7 @@ class Measured:
     (CUPTI stays attached after torch.profiler and slows every later kernel launch)."""
 
     names: list[str]
-    baseline: Timing
+    baseline: Timing | None  # None when the arguments could not be copied (nothing was run)
     trials: list[Trial]
     after_profiling: bool
     harness_us: float | None = None  # an identity call timed beside the original
@@ -43,8 +45,17 @@ class Measured:
 
 def measure_fixes(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], names: Sequence[str],
                   *, after_profiling: bool = False, samples: int = DEFAULT_SAMPLES) -> Measured:
-    """Time the original and each named fix (``resolve`` the names first)."""
-    baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
+    """Time the original and each named fix (``resolve`` the names first). Arguments that
+    cannot be copied are a refusal, not an error: every fix is "not applicable" with the
+    reason, and nothing runs on the user's own objects."""
+    try:
+        baseline, trials = try_fixes(fn, args, kwargs, names, samples=samples, on_result=_note)
+    except NotCopyable as exc:
+        refused = [Trial(FixResult(n, FIXES[n].doc, applicable=False, status="not applicable",
+                                   reason=f"not tried: {exc}")) for n in names]
+        for trial in refused:
+            _note(trial.result)
+        return Measured(list(names), None, refused, after_profiling)
     harness = [t.result.harness_us for t in trials if t.result.harness_us is not None]
     return Measured(list(names), baseline, trials, after_profiling,
                     statistics.median(harness) if harness else None)
@@ -81,9 +92,9 @@ def what_if(
             results,
             function=f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}",
             tried=measured.names,
-            baseline_us=measured.baseline.median_us,
-            baseline_spread_us=measured.baseline.spread_us,
-            clock=measured.baseline.clock,
+            baseline_us=measured.baseline.median_us if measured.baseline else None,
+            baseline_spread_us=measured.baseline.spread_us if measured.baseline else None,
+            clock=measured.baseline.clock if measured.baseline else None,
             harness_us=measured.harness_us,
             **_when(measured, run_dir),
         ))
@@ -97,12 +108,13 @@ def _when(measured: Measured, run_dir: Path) -> dict[str, Any]:
                              else "before profiling"}
     before = warmup_median_us(run_dir)
     about["warmup_call_us_median"] = before
-    slower = (before is not None and measured.after_profiling
-              and measured.baseline.clock == "cuda-events"
-              and measured.baseline.median_us > SLOWER_AFTER_PROFILING * before)
-    if slower:
+    base = measured.baseline
+    slower = (before is not None and base is not None and measured.after_profiling
+              and base.clock == "cuda-events"
+              and base.median_us > SLOWER_AFTER_PROFILING * before)
+    if slower and base is not None:
         about["note"] = (
-            f"the original took {fmt_us(measured.baseline.median_us)} per call when the fixes "
+            f"the original took {fmt_us(base.median_us)} per call when the fixes "
             f"were timed, {fmt_us(before)} in its warm-up calls before profiling: after "
             "torch.profiler the process launches kernels more slowly (CUPTI stays attached), "
             "which overstates what removing launches gains. Name the fixes (try_fixes=(...)) "
