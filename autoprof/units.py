@@ -69,3 +69,18 @@ def fmt_bytes(value: float | int | None) -> str:
         if abs(v) >= size:
             return f"{v / size:.3g} {unit}"
     return f"{v:.0f} B"
+
+
+def fmt_flops(value: float | int | None) -> str:
+    """A count of floating-point operations in decimal units: ``512 FLOP``, ``3.4 GFLOP``,
+    ``1.25 TFLOP``."""
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if math.isnan(v):
+        return "n/a"
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6),
+                       ("kFLOP", 1e3)):
+        if abs(v) >= size:
+            return f"{v / size:.3g} {unit}"
+    return f"{v:.0f} FLOP"

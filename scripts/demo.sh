@@ -17,7 +17,8 @@ if [ "${AUTOPROF_DEMO_NO_VIEWER:-0}" = "1" ]; then
 fi
 echo "Opening the viewer on $AUTOPROF_DIR (http://127.0.0.1:8501; Ctrl+C stops it)."
 echo "Without a GPU both runs are cpu-only; the same experiment recorded on an NVIDIA H200"
-echo "(64: overhead-bound, 4096: compute-bound) is in tests/data/gpu_h200: type that folder"
-echo "into the viewer's 'Traces folder' field, or run: .venv/bin/autoprof summary tests/data/gpu_h200/matmul_add"
+echo "(64: overhead-bound, 4096: compute-bound) ships in traces/examples/matmul_add: pick those"
+echo "runs in the viewer's Run list (when it reads ./traces, the default), or run:"
+echo "  .venv/bin/autoprof summary traces/examples/matmul_add"
 exec .venv/bin/python -m streamlit run viewer/app.py --server.address 127.0.0.1 \
   --browser.gatherUsageStats false

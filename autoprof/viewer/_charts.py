@@ -74,7 +74,7 @@ def self_vs_total(
     )
     long["measure"] = long["measure"].map({self_col: SELF, total_col: TOTAL})
     order = top.sort_values(self_col, ascending=False)["op"].tolist()
-    return (
+    chart: alt.Chart = (
         alt.Chart(long)
         .mark_bar()
         .encode(
@@ -95,12 +95,13 @@ def self_vs_total(
         )
         .properties(title=title, height=alt.Step(9))
     )
+    return chart
 
 
 def balance(df: pd.DataFrame) -> alt.Chart:
     """One horizontal bar per side (`side`, `time_us`): where the profiled time went."""
     df, unit = in_unit(df, ["time_us"])
-    return (
+    chart: alt.Chart = (
         alt.Chart(df)
         .mark_bar()
         .encode(
@@ -114,6 +115,7 @@ def balance(df: pd.DataFrame) -> alt.Chart:
         .properties(title="Self CPU vs self GPU time in the profiled steps",
                     height=alt.Step(30))
     )
+    return chart
 
 
 def bars(
@@ -143,7 +145,9 @@ def bars(
         scale = (alt.Scale(domain=list(colors), range=list(colors.values())) if colors
                  else alt.Undefined)
         enc["color"] = alt.Color(f"{color}:N", title=None, scale=scale)
-    return alt.Chart(df).mark_bar().encode(**enc).properties(title=title, height=260)
+    chart: alt.Chart = alt.Chart(df).mark_bar().encode(**enc).properties(title=title,
+                                                                       height=260)
+    return chart
 
 
 def grouped_bars(
@@ -159,12 +163,12 @@ def grouped_bars(
         long = long[long["value"] > 0]
     scale = alt.Scale(type="log") if log else alt.Undefined
     long["measure"] = long["measure"].map(dict(zip(value_cols, labels, strict=True)))
-    return (
+    chart: alt.Chart = (
         alt.Chart(long)
         .mark_bar()
         .encode(
             y=alt.Y(f"{x}:N", title=None, sort=None,
-                    axis=alt.Axis(labelLimit=420, labelOverlap=False)),
+                    axis=alt.Axis(labelLimit=0, labelOverlap=False)),  # 0: never cut
             yOffset=alt.YOffset("measure:N"),
             x=alt.X("value:Q", title=f"{y_title} ({unit}{', log' if log else ''})",
                     scale=scale, stack=None),  # side by side; stacking breaks a log axis
@@ -174,6 +178,7 @@ def grouped_bars(
         )
         .properties(title=title, height=alt.Step(12))
     )
+    return chart
 
 
 def sweep(df: pd.DataFrame, size_col: str, value_cols: Sequence[str], labels: Sequence[str],
@@ -185,7 +190,7 @@ def sweep(df: pd.DataFrame, size_col: str, value_cols: Sequence[str], labels: Se
     )
     long["measure"] = long["measure"].map(dict(zip(value_cols, labels, strict=True)))
     long = long[long["value"] > 0]
-    return (
+    chart: alt.Chart = (
         alt.Chart(long)
         .mark_line(point=True)
         .encode(
@@ -197,6 +202,7 @@ def sweep(df: pd.DataFrame, size_col: str, value_cols: Sequence[str], labels: Se
         )
         .properties(title=title, height=320)
     )
+    return chart
 
 
 def timeline_height(n_lanes: int) -> int:

@@ -24,7 +24,7 @@ from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import PAGE_FILES, PAGES
 
 SOURCES = ("Run in folder", "Trace by path", "Upload")
-COMPARE_DEFAULT = 12  # runs preselected on the Compare page
+COMPARE_DEFAULT = 12  # runs preselected on the Compare page: the selected one and its kin
 
 
 def _root_from_args() -> str:
@@ -97,16 +97,35 @@ def _status(ctx: Context, path: str) -> str | None:
     return None if value is None or value != value else str(value)  # NaN -> None
 
 
+def _name(ctx: Context, path: str | None) -> str | None:
+    if ctx.runs is None or path is None or "name" not in ctx.runs.columns:
+        return None
+    match = ctx.runs.loc[ctx.runs["path"].astype(str) == path, "name"]
+    return str(match.iloc[0]) if len(match) else None
+
+
+def preselected(ctx: Context, paths: list[str], current: str | None) -> list[str]:
+    """The runs the Compare page starts with: the selected run (else the newest) and the
+    other complete runs of the same function, newest first, at most COMPARE_DEFAULT. Runs of
+    other functions are one click away; preselecting every run drew unrelated ones."""
+    anchor = current if current in paths else (paths[0] if paths else None)
+    if anchor is None:
+        return []
+    name = _name(ctx, anchor)
+    kin = [p for p in paths if p != anchor and _status(ctx, p) in ("complete", None)
+           and name is not None and _name(ctx, p) == name]
+    return ([anchor] + kin)[:COMPARE_DEFAULT]
+
+
 def _sidebar_compare(ctx: Context) -> None:
     """The runs to compare: the selected run always, beside the runs the user picks (at
-    first, the other complete runs, newest first)."""
+    first, the other complete runs of its function, newest first)."""
     paths = run_paths(ctx.runs)
     labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
     current = str(ctx.current.path) if ctx.current is not None else None
-    others = [p for p in paths if _status(ctx, p) in ("complete", None) and p != current]
-    first = ([current] if current in paths else []) + others
+    first = preselected(ctx, paths, current)
     chosen = st.sidebar.multiselect(
-        "Runs to compare", paths, default=first[:COMPARE_DEFAULT], key="compare",
+        "Runs to compare", paths, default=first, key="compare",
         format_func=lambda p: labels.get(p, p),
     )
     ctx.compared = [load_run(ctx.root, Path(p), labels.get(p)) for p in chosen]

@@ -90,7 +90,13 @@ def test_a_stray_json_is_not_a_run(one_cpu_run, monkeypatch):
 def test_compare_log_axis_with_the_selected_run_and_telling_labels(monkeypatch):
     at = select_run(open_app(EXAMPLES, monkeypatch), SEED_4096[0])
     visit(at, "compare")
+    box = at.multiselect(key="compare")
+    # preselected: the selected run and the other runs of its function, nothing unrelated
+    assert sorted(Path(p).parent.name for p in box.value) == ["matmul_add"] * 4, box.value
+    others = [p for p in box.options if Path(p).parent.name in ("cpu_mlp_train", "ddp_step")]
+    box.set_value([*box.value, *others]).run()
     (spec,) = [s for s in charts(at) if s["title"] == "Median time per profiled step"]
+    assert spec["encoding"]["y"]["axis"]["labelLimit"] == 0  # labels drawn whole
     assert spec["encoding"]["x"]["scale"]["type"] == "log"
     labels = list(at.dataframe[-1].value["run"])
     assert labels[0] == "matmul_add · n=4096 · warmup=3 (selected)", labels

@@ -123,7 +123,7 @@ def test_multirank_run(roots, monkeypatch):
     visit(at, "ranks")
     assert_wired(at, "ranks")
     table = at.dataframe[-1].value
-    assert sorted(table["rank"].tolist()) == [0, 1]
+    assert sorted(table["rank"].tolist()) == ["0", "1"]
     assert any(t.startswith("Straggler: rank 1") for t in markdown_texts(at))
     assert len(charts(at)) == 4
     visit(at, "timeline")
@@ -163,17 +163,25 @@ def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
     assert EVIL_RUN_NAME in set(at.dataframe[0].value["name"])
 
 
-def test_big_trace_timeline_is_capped_and_says_so(tmp_path, monkeypatch):
+def test_big_trace_timeline_draws_whole_steps_and_says_so(tmp_path, monkeypatch):
     from support.synthetic import write_synthetic_trace
 
+    import autoprof
     from autoprof.viewer.views.timeline import MAX_DRAWN
 
     (tmp_path / "big").mkdir()
-    write_synthetic_trace(tmp_path / "big" / "big.pt.trace.json", 4 * MAX_DRAWN)
+    trace = tmp_path / "big" / "big.pt.trace.json"
+    write_synthetic_trace(trace, 4 * MAX_DRAWN)
     at = visit(open_app(tmp_path, monkeypatch), "timeline")
-    assert any(f"Drawing the first {MAX_DRAWN:,} of" in t for t in markdown_texts(at))
+    (line,) = [t for t in markdown_texts(at) if t.startswith("Drawing steps")]
+    found = re.match(r"Drawing steps (\d+)-(\d+) whole \(([\d,]+) events\)", line)
+    assert found, line
+    lo, hi, n = int(found[1]), int(found[2]), int(found[3].replace(",", ""))
+    per_step = autoprof.load(trace).events["step"].value_counts()
+    assert n == sum(per_step.get(s, 0) for s in range(lo, hi + 1)) <= MAX_DRAWN
+    assert n + per_step[hi + 1] > MAX_DRAWN  # the next whole step would not fit
     drawn = [df for df in chart_data(at) if "lane" in df.columns]
-    assert len(drawn) == 1 and len(drawn[0]) == MAX_DRAWN
+    assert len(drawn) == 1 and len(drawn[0]) == n
 
 
 def test_size_sweep_on_the_h200_sweep(roots, monkeypatch):

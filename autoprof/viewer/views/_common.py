@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-from autoprof.units import fmt_value
+from autoprof.units import fmt_bytes, fmt_flops, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._loading import Loaded
 from autoprof.viewer._text import md_escape
@@ -68,7 +68,7 @@ def show_error(headline: str, line: str) -> None:
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
     """A table as people read it: each number in the unit its column names (`_us`, `_pct`,
-    ... through autoprof.units), a missing value as a dash."""
+    `_bytes`, `flops`, ... through autoprof.units), a missing value as a dash."""
     out = df.copy()
     for col in out.columns:
         numeric = is_numeric_dtype(out[col]) and not is_bool_dtype(out[col])
@@ -79,7 +79,27 @@ def readable(df: pd.DataFrame) -> pd.DataFrame:
 def _cell(column: str, value: Any, numeric: bool) -> Any:
     if value is None or (isinstance(value, float) and value != value):
         return "—"
-    return dash(fmt_value(column, value)) if numeric else value
+    if not numeric:
+        return value
+    unit = column.lower().rsplit("_", 1)[-1]  # the unit a column ends with
+    if unit == "bytes":
+        return dash(fmt_bytes(value))
+    if unit == "flops":
+        return dash(fmt_flops(value))
+    return dash(fmt_value(column, value))
+
+
+def device_name(run: Any) -> str:
+    """The device name as the manifest or the trace metadata states it."""
+    dev = (run.manifest or {}).get("device")
+    if isinstance(dev, dict) and dev.get("name"):
+        return str(dev["name"])
+    for meta in run.trace_metadata:
+        props = meta.get("deviceProperties")
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            if props[0].get("name"):
+                return str(props[0]["name"])
+    return "CUDA GPU" if run.is_cuda else "CPU"
 
 
 def dash(text: str | None) -> str:

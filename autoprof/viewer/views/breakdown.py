@@ -7,6 +7,7 @@ no statistic.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
@@ -16,6 +17,7 @@ import streamlit as st
 from autoprof.analysis import Run
 from autoprof.analysis.metrics.breakdown import BUCKETS, idle_segments
 from autoprof.units import fmt_pct, fmt_us
+from autoprof.viewer import _charts
 
 # one colour per bucket: GPU side greens/blues, host side warm
 COLORS = {
@@ -23,37 +25,47 @@ COLORS = {
     "host_launch": "#ff7f0e", "host_sync": "#d62728", "host_cpu_work": "#8c564b",
     "host_untraced": "#bcbd22",
 }
-SCALE = alt.Scale(domain=list(COLORS), range=list(COLORS.values()))
 
 
 def show_breakdown(run: Run) -> None:
-    """A stacked bar per step (and rank): how its time splits into the seven buckets."""
+    """A stacked bar per step (and rank): how its time splits into the buckets it has.
+
+    The legend, below the bars, names every bucket with time in this run and no other (a
+    legend beside a short chart is cut to what fits its height); times are drawn in the unit
+    that suits the longest step (ms for ms-scale steps)."""
     steps = run.breakdown()
     if steps.empty:
         return
+    present = [b for b in BUCKETS if float(steps[f"{b}_us"].abs().sum()) > 0]
+    if not present:
+        return
     long = steps.melt(id_vars=["rank", "step", "step_us"],
-                      value_vars=[f"{b}_us" for b in BUCKETS], var_name="bucket",
-                      value_name="us")
+                      value_vars=[f"{b}_us" for b in present], var_name="bucket",
+                      value_name="time_us")
     long["bucket"] = long["bucket"].str.removesuffix("_us")
     long["label"] = [f"rank {r} step {s}" if run.world_size > 1 else f"step {s}"
                      for r, s in zip(long["rank"], long["step"], strict=True)]
     long["order"] = long["bucket"].map({b: i for i, b in enumerate(BUCKETS)})
-    chart = (
-        alt.Chart(long)
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", title=None, sort=None),
-            x=alt.X("us:Q", title="time in the step (µs)", stack="zero"),
-            color=alt.Color("bucket:N", scale=SCALE, title="where the time goes"),
-            order=alt.Order("order:Q"),
-            tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("bucket:N"),
-                     alt.Tooltip("us:Q", title="µs", format=",.1f"),
-                     alt.Tooltip("step_us:Q", title="step (µs)", format=",.1f")],
-        )
-        .properties(title="Where the time goes, per step", height=28 * long["label"].nunique()
-                    + 60)
+    long, unit = _charts.in_unit(long, ["time_us", "step_us"])
+    st.altair_chart(_chart(long, present, unit), width="stretch")
+
+
+def _chart(long: pd.DataFrame, present: Sequence[str], unit: str) -> alt.Chart:
+    scale = alt.Scale(domain=present, range=[COLORS[b] for b in present])
+    legend = alt.Legend(orient="bottom", columns=4, title="where the time goes",
+                        labelLimit=200, symbolLimit=len(present))
+    chart: alt.Chart = alt.Chart(long).mark_bar().encode(
+        y=alt.Y("label:N", title=None, sort=None),
+        x=alt.X("time_us:Q", title=f"time in the step ({unit})", stack="zero"),
+        color=alt.Color("bucket:N", scale=scale, legend=legend),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("bucket:N"),
+                 alt.Tooltip("time_us:Q", title=unit, format=",.3g"),
+                 alt.Tooltip("step_us:Q", title=f"step ({unit})", format=",.3g")],
     )
-    st.altair_chart(chart, width="stretch")
+    height = 28 * long["label"].nunique() + 60
+    shown: alt.Chart = chart.properties(title="Where the time goes, per step", height=height)
+    return shown
 
 
 def show_opportunities(run: Run) -> None:

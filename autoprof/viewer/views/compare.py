@@ -12,7 +12,7 @@ import streamlit as st
 import autoprof.analysis as analysis
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer.views._common import no_folder, readable, show_error
+from autoprof.viewer.views._common import device_name, no_folder, readable, show_error
 
 PER_STEP = (("step_cpu_span_us_median", "CPU per step"),
             ("step_gpu_work_us_median", "GPU work per step"))
@@ -45,21 +45,33 @@ def render(ctx: Context) -> None:
     st.caption("Log axis: a bar one decade shorter is a run ten times faster. Runs of one "
                "function are told apart by their problem size and the options they differ in.")
     drew = False
-    for name in dict.fromkeys(run.name for run in runs):
-        mine = pd.Series([run.name == name for run in runs], index=table.index)
-        rows = table[mine & table["size"].notna()]
-        if rows["size"].nunique() >= 2:
-            _sweep(rows, name)
-            drew = True
+    for (name, device), rows in sweeps(table, runs):
+        _sweep(rows, f"{name} on {device}")
+        drew = True
     if not drew and len(good) >= 2:
-        st.caption("Size sweep: pick two or more runs of the same function (same name) with "
-                   "different problem sizes to see CPU vs GPU time per size.")
+        st.caption("Size sweep: pick two or more runs of the same function (same name) on "
+                   "the same device with different problem sizes to see CPU vs GPU time per "
+                   "size.")
     st.dataframe(readable(table.drop(columns=["name"])), hide_index=True, width="stretch")
 
 
+def sweeps(table: pd.DataFrame, runs: list[Any]) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+    """The rows of each (function, device) with two or more problem sizes: one sweep each,
+    so a CPU run and an H200 run of one function are never drawn on one line."""
+    keys = [(str(run.name), device_name(run)) for run in runs]
+    out = []
+    for key in dict.fromkeys(keys):
+        mine = pd.Series([k == key for k in keys], index=table.index)
+        rows = table[mine & table["size"].notna()]
+        if rows["size"].nunique() >= 2:
+            out.append((key, rows))
+    return out
+
+
 def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:
-    """Each run's name, plus what tells it from the other runs of that name: the problem
-    size (or input shapes), then the autoprof options that differ, then the run id."""
+    """Each run's name, plus what tells it from the other runs of that name: the device,
+    the problem size (or input shapes), then the autoprof options that differ, then the run
+    id. The chart draws labels whole (no length limit), so the telling part is never cut."""
     out = []
     for i, run in enumerate(runs):
         same = [j for j, other in enumerate(runs) if other.name == run.name]
@@ -75,6 +87,9 @@ def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:
 
 def _differences(table: pd.DataFrame, runs: list[Any], i: int, same: list[int]) -> list[str]:
     parts = []
+    devices = {device_name(runs[j]) for j in same}
+    if len(devices) > 1:
+        parts.append(device_name(runs[i]))
     sizes = {str(table["size"].iloc[j]) for j in same}
     dims = {str(table["input_dims"].iloc[j]) for j in same}
     if len(sizes) > 1 and pd.notna(table["size"].iloc[i]):

@@ -12,7 +12,7 @@ import streamlit as st
 
 from autoprof.units import fmt_bytes
 from autoprof.viewer._context import Context
-from autoprof.viewer.views._common import current_run
+from autoprof.viewer.views._common import current_run, readable
 
 HOW_TO = ("This run has no memory events. Record them with `@autoprof(profile_memory=True)` "
           "(or `torch.profiler.profile(profile_memory=True)`): every allocation and free is "
@@ -110,10 +110,10 @@ def _tables(memory: Any, rank: int, device: str) -> None:
         return df[(df["rank"] == rank) & (df["device"] == device)].drop(columns=["rank"])
 
     st.subheader("Live at the peak")
-    st.dataframe(mine(memory.live_at_peak), hide_index=True, width="stretch")
+    st.dataframe(readable(mine(memory.live_at_peak)), hide_index=True, width="stretch")
     st.subheader("By region")
-    st.dataframe(mine(memory.by_region), hide_index=True, width="stretch")
+    st.dataframe(readable(mine(memory.by_region)), hide_index=True, width="stretch")
     st.subheader("Per step")
-    st.dataframe(mine(memory.steps), hide_index=True, width="stretch")
+    st.dataframe(readable(mine(memory.steps)), hide_index=True, width="stretch")
     st.subheader("By op")
-    st.dataframe(mine(memory.by_op), hide_index=True, width="stretch")
+    st.dataframe(readable(mine(memory.by_op)), hide_index=True, width="stretch")

@@ -13,7 +13,7 @@ from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown, roofline, whatif
-from autoprof.viewer.views._common import current_run, dash
+from autoprof.viewer.views._common import current_run, dash, device_name
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
 _SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
@@ -61,19 +61,6 @@ def _top_findings(top: list[Diagnostic]) -> None:
         _SEVERITY_BOX.get(d.severity, st.info)(text)
 
 
-def _device(run: Run) -> str:
-    """The device name as the manifest or the trace metadata states it."""
-    dev = (run.manifest or {}).get("device")
-    if isinstance(dev, dict) and dev.get("name"):
-        return str(dev["name"])
-    for meta in run.trace_metadata:
-        props = meta.get("deviceProperties")
-        if isinstance(props, list) and props and isinstance(props[0], dict):
-            if props[0].get("name"):
-                return str(props[0]["name"])
-    return "CUDA GPU" if run.is_cuda else "CPU"
-
-
 def _numbers(run: Run) -> None:
     over = run.analysis.overhead
     ranks = run.world_size
@@ -85,7 +72,7 @@ def _numbers(run: Run) -> None:
     cols[4].metric("Profiled steps" + (f" (all {ranks} ranks)" if ranks > 1 else ""),
                    f"{over.steps}" if over.steps else "—")
     cols[5].text("Device")
-    cols[5].text(_device(run))
+    cols[5].text(device_name(run))
 
 
 def _balance_chart(run: Run) -> None:

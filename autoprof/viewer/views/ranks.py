@@ -7,7 +7,7 @@ import streamlit as st
 
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
-from autoprof.viewer.views._common import current_run
+from autoprof.viewer.views._common import current_run, readable
 
 _CHARTS = (
     ("step_time_us_median", "Step time (median)", "time"),
@@ -24,7 +24,7 @@ def render(ctx: Context) -> None:
     table: pd.DataFrame = run.ranks()
     if run.world_size <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(readable(table), hide_index=True, width="stretch")
         return
     straggler = run.straggler_rank
     if straggler is None:
@@ -39,4 +39,4 @@ def render(ctx: Context) -> None:
                              colors={"other ranks": "#4c78a8", "straggler": "#e45756"},
                              time_us=col.endswith(("_us", "_us_median")))
         slot.altair_chart(chart, width="stretch")
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(readable(table), hide_index=True, width="stretch")

@@ -13,7 +13,7 @@ from autoprof.analysis.metrics.efficiency import Efficiency, roof_lines
 from autoprof.units import fmt_pct, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views._common import current_run
+from autoprof.viewer.views._common import current_run, readable
 
 _BOUND_COLORS = alt.Scale(domain=["compute", "memory"], range=["#f58518", "#4c78a8"])
 
@@ -32,9 +32,9 @@ def render(ctx: Context) -> None:
         return
     roof = eff.peak.for_dtype(eff.dtype or "")
     cols = st.columns(4)
-    cols[0].metric("Device", eff.device or "unknown")
+    cols[0].metric("Device", md_escape(eff.device or "unknown"))
     cols[1].metric("TFLOP/s per step", fmt_value("tflops", eff.step_tflops))
-    cols[2].metric(f"MFU ({eff.dtype or 'n/a'} peak {fmt_value('tflops', roof)})",
+    cols[2].metric(f"MFU ({md_escape(eff.dtype or 'n/a')} peak {fmt_value('tflops', roof)})",
                    fmt_pct(eff.mfu_pct))
     cols[3].metric("GPU time at ≥ 50% of roofline", fmt_pct(eff.at_half_peak_pct))
     for note in eff.notes:
@@ -48,14 +48,15 @@ def render(ctx: Context) -> None:
                    f"{md_escape(peaks)}; bandwidth {fmt_value('gbps', eff.peak.gbps)} GB/s. "
                    f"Source: {md_escape(eff.peak.source)}")
     st.subheader("Kernels (grouped by name, most GPU time first)")
-    st.dataframe(eff.kernels, hide_index=True, width="stretch", column_config=_config())
+    st.dataframe(readable(eff.kernels), hide_index=True, width="stretch",
+                 column_config=_config())
     far = eff.far_from_roofline()
     if len(far):
         st.subheader("Farthest from the roofline (GPU time × (1 − efficiency))")
-        st.dataframe(far[["name", "gpu_us", "pct_of_roofline", "lost_us", "bound"]],
+        st.dataframe(readable(far[["name", "gpu_us", "pct_of_roofline", "lost_us", "bound"]]),
                      hide_index=True, width="stretch", column_config=_config())
     st.subheader("By launching op")
-    st.dataframe(eff.ops, hide_index=True, width="stretch", column_config=_config())
+    st.dataframe(readable(eff.ops), hide_index=True, width="stretch", column_config=_config())
 
 
 def roofline_chart(eff: Efficiency) -> alt.LayerChart | alt.FacetChart | alt.Chart | None:
@@ -70,7 +71,7 @@ def roofline_chart(eff: Efficiency) -> alt.LayerChart | alt.FacetChart | alt.Cha
     pts["bound"] = pts["bound"].fillna("unknown")
     shown = pts[["kernel", "intensity", "tflops", "gpu_us", "bound", "dtype"]]
     log = alt.Scale(type="log")
-    points = alt.Chart(shown).mark_circle(opacity=0.8).encode(
+    points: alt.Chart = alt.Chart(shown).mark_circle(opacity=0.8).encode(
         x=alt.X("intensity:Q", scale=log, title="arithmetic intensity (FLOP/byte)"),
         y=alt.Y("tflops:Q", scale=log, title="achieved TFLOP/s"),
         size=alt.Size("gpu_us:Q", title="GPU time (µs)"),
@@ -92,15 +93,13 @@ def roofline_chart(eff: Efficiency) -> alt.LayerChart | alt.FacetChart | alt.Cha
 
 
 def _config() -> dict[str, Any]:
-    fmt = {"gpu_us": ("GPU time (µs)", "%.1f"), "lost_us": ("lost (µs)", "%.1f"),
-           "tflops": ("TFLOP/s", "%.4g"), "gbps": ("GB/s", "%.4g"),
-           "pct_of_peak_flops": ("% of peak FLOP/s", "%.1f"),
-           "pct_of_peak_bw": ("% of peak bandwidth", "%.1f"),
-           "pct_of_roofline": ("% of roofline", "%.1f"), "intensity": ("FLOP/byte", "%.4g"),
-           "flops": ("FLOPs", "%.4g"), "bytes": ("bytes", "%.4g")}
+    """Column labels (the cells are text already: numbers formatted by `readable`)."""
+    labels = {"gpu_us": "GPU time", "lost_us": "lost", "tflops": "TFLOP/s", "gbps": "GB/s",
+              "pct_of_peak_flops": "% of peak FLOP/s", "pct_of_peak_bw": "% of peak bandwidth",
+              "pct_of_roofline": "% of roofline", "intensity": "FLOP/byte", "flops": "FLOPs"}
     cfg: dict[str, Any] = {"name": st.column_config.TextColumn("name", width="large")}
-    for col, (label, form) in fmt.items():
-        cfg[col] = st.column_config.NumberColumn(label, format=form)
+    for col, label in labels.items():
+        cfg[col] = st.column_config.TextColumn(label)
     return cfg
 
 

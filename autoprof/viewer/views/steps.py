@@ -53,7 +53,20 @@ def _steps(steps: pd.DataFrame) -> None:
                                  "GPU time per step", "time"),
             width="stretch",
         )
-    st.dataframe(readable(df.drop(columns=["which"])), hide_index=True, width="stretch")
+    st.dataframe(table(df.drop(columns=["which"])), hide_index=True, width="stretch")
+
+
+def table(steps: pd.DataFrame) -> pd.DataFrame:
+    """The steps table as shown: each step's start in ms after the first step's (the trace's
+    own clock counts from an arbitrary origin, so its raw value means nothing to a reader),
+    every other number in the unit its column names."""
+    shown = steps.drop(columns=[c for c in ("start_us", "end_us") if c in steps.columns])
+    out = readable(shown)
+    if "start_us" in steps.columns and len(steps):
+        start_ms = (steps["start_us"] - steps["start_us"].min()) / 1e3
+        out.insert(min(2, len(out.columns)), "start (ms after the first step)",
+                   [f"{v:,.2f}" for v in start_ms])
+    return out
 
 
 def _warmup(run: Any) -> None:

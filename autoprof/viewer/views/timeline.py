@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,19 +70,55 @@ def _lane_keys(ev: pd.DataFrame) -> pd.Series:
     return cpu.where(ev["lane"] == "cpu", gpu)
 
 
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders the numbers inside a text by value: L2 before L10."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in re.split(r"(\d+)", text) if part)
+
+
+def lane_order(lanes: list[str]) -> list[str]:
+    """CPU lanes first, then GPU lanes, each in natural order (thread, then level L0, L1,
+    ..., L10; device, then stream)."""
+    return sorted(lanes, key=lambda s: (not s.startswith("CPU"), natural_key(s)))
+
+
+def whole_steps(ev: pd.DataFrame, cap: int) -> tuple[pd.DataFrame, str]:
+    """The leading whole steps of `ev` whose events fit in `cap` (at least the first step),
+    and the line saying what was left out ("" when nothing was). Events of a trace without
+    steps, or of one step larger than `cap`, are cut by start time instead."""
+    ev = ev.sort_values("ts_us", kind="stable")
+    total = len(ev)
+    if total <= cap:
+        return ev, ""
+    per_step = ev["step"].value_counts().sort_index()
+    steps = [int(s) for s in per_step.index if s >= 0]
+    kept = [s for s, n in zip(steps, per_step.loc[steps].cumsum(), strict=True) if n <= cap]
+    if not kept:
+        first = steps[0] if steps else None
+        head = (ev[ev["step"] == first] if first is not None else ev).head(cap)
+        what = f"step {first}" if first is not None else "the trace"
+        return head, (f"Drawing the first {cap:,} events of {what} by start time "
+                      f"({total:,} events in all): one step holds more than {cap:,}. Open "
+                      "the trace in Perfetto for all of it.")
+    drawn = ev[ev["step"].isin(kept)]
+    shown = f"step {kept[0]}" if len(kept) == 1 else f"steps {kept[0]}-{kept[-1]}"
+    return drawn, (f"Drawing {shown} whole ({len(drawn):,} events) of the {len(steps)} "
+                   f"chosen steps ({total:,} events): at most {cap:,} events are drawn, in "
+                   "whole steps. Pick later steps with the slider, or open the trace in "
+                   "Perfetto for all of it.")
+
+
 def _draw(run: Any, events: pd.DataFrame) -> None:
     ev, where = _pick_rows(events)
-    total = len(ev)
-    ev = ev.sort_values("ts_us", kind="stable").head(MAX_DRAWN)
-    if total > MAX_DRAWN:
-        st.warning(f"Drawing the first {MAX_DRAWN:,} of {total:,} events of {where}, by start "
-                   "time. Narrow the step range, or open the trace in Perfetto for all of it.")
+    ev, cut = whole_steps(ev, MAX_DRAWN)
+    if cut:
+        st.warning(cut)
     else:
-        st.caption(f"{total:,} events of {where}. Drag to pan, scroll to zoom; hover for names. "
-                   "CPU lanes: one per thread and nesting level (L0 = outermost); regions "
-                   "(record_function, ProfilerStep) carry their names.")
+        st.caption(f"{len(ev):,} events of {where}. Drag to pan, scroll to zoom; hover for "
+                   "names. CPU lanes: one per thread and nesting level (L0 = outermost); "
+                   "regions (record_function, ProfilerStep) carry their names.")
     lanes_of_rows = _lane_keys(ev)
-    lanes = sorted(lanes_of_rows.unique(), key=lambda s: (not s.startswith("CPU"), s))
+    lanes = lane_order([str(x) for x in lanes_of_rows.unique()])
     index = {name: i for i, name in enumerate(lanes)}
     t0 = float(ev["ts_us"].min())
     spans = pd.DataFrame({
