@@ -13,6 +13,7 @@ from autoprof.analysis.metrics.replay import (
     RemoveSync,
     ScaleHost,
     build_graph,
+    fit_host_scale,
     predict_speedup,
     predict_speedups,
     replay_error,
@@ -183,3 +184,20 @@ def test_steps_share_the_gpu_tail_and_spread_over_steps() -> None:
 def test_an_unknown_step_is_named() -> None:
     with pytest.raises(ValueError, match="no profiler step 9"):
         replay_step(host_bound().frame(), 9)
+
+
+def test_the_host_scale_that_gives_the_untraced_step() -> None:
+    # host-bound: half the host time gives the 50 us untraced step
+    assert fit_host_scale(host_bound().frame(), 50.0) == pytest.approx(0.5, abs=1e-6)
+    # an untraced step no shorter than the replay: nothing to undo
+    assert fit_host_scale(host_bound().frame(), 120.0) == 1.0
+    # GPU-bound: no host speed reaches 150 us; the factor goes to its floor
+    assert fit_host_scale(gpu_bound().frame(), 150.0) < 1e-3
+
+
+def test_a_baseline_change_applies_to_both_sides() -> None:
+    ev = launch_bound().frame()
+    graph = [CudaGraph("fwd", 2.5, 0.01, 0.29)]
+    # with the host twice as fast first, the graph gains against a 55 us step, not 110
+    assert predict_speedup(ev, 1, graph, baseline=[ScaleHost(0.5)]) == pytest.approx(
+        55.0 / replay_step(ev, 1, [ScaleHost(0.5), *graph]).step_us)

@@ -39,6 +39,7 @@ from autoprof.analysis.metrics.replay.graph import Graph, build_graph
 from autoprof.analysis.metrics.replay.replay import (
     ReplayResult,
     Spread,
+    fit_host_scale,
     predict_speedup,
     predict_speedups,
     replay_error,
@@ -63,6 +64,7 @@ __all__ = [
     "ScaleHost",
     "Spread",
     "build_graph",
+    "fit_host_scale",
     "predict_speedup",
     "predict_speedups",
     "replay_error",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.replay.changes import Change
+from autoprof.analysis.metrics.replay.changes import Change, ScaleHost
 from autoprof.analysis.metrics.replay.graph import Graph, build_graph
 from autoprof.analysis.metrics.replay.simulate import (
     Calibration,
@@ -134,9 +134,10 @@ def replay_step(events: pd.DataFrame, step: int, changes: Sequence[Change] = (),
 
 
 def _speedups(events: pd.DataFrame, changes: Sequence[Change], rank: int | None,
-              calibration: Calibration) -> list[tuple[int, float]]:
+              calibration: Calibration, baseline: Sequence[Change]
+              ) -> list[tuple[int, float]]:
     g = build_graph(events, rank)
-    base_plan = calibrate(g, calibration)
+    base_plan = apply_changes(g, calibrate(g, calibration), baseline)
     base = _results(g, simulate(g, base_plan), base_plan.call_cost_us)
     plan = apply_changes(g, base_plan, changes)
     changed = _results(g, simulate(g, plan), plan.call_cost_us)
@@ -145,19 +146,23 @@ def _speedups(events: pd.DataFrame, changes: Sequence[Change], rank: int | None,
 
 
 def predict_speedup(events: pd.DataFrame, step: int, changes: Sequence[Change], *,
-                    rank: int | None = None, calibration: Calibration = "median") -> float:
+                    rank: int | None = None, calibration: Calibration = "median",
+                    baseline: Sequence[Change] = ()) -> float:
     """The unchanged replay's step time over the changed replay's, for one step (the
-    replay's own error cancels to first order)."""
-    for number, speedup in _speedups(events, changes, rank, calibration):
+    replay's own error cancels to first order). `baseline`: changes applied to both sides
+    first (a `ScaleHost` from `fit_host_scale`, to predict against the untraced step)."""
+    for number, speedup in _speedups(events, changes, rank, calibration, baseline):
         if number == step:
             return speedup
     raise ValueError(f"replay: no profiler step {step} in the events table")
 
 
 def predict_speedups(events: pd.DataFrame, changes: Sequence[Change], *,
-                     rank: int | None = None, calibration: Calibration = "median") -> Spread:
+                     rank: int | None = None, calibration: Calibration = "median",
+                     baseline: Sequence[Change] = ()) -> Spread:
     """`predict_speedup` over every step: median, quartiles, min and max."""
-    return Spread.of([s for _, s in _speedups(events, changes, rank, calibration)])
+    return Spread.of([s for _, s in _speedups(events, changes, rank, calibration,
+                                              baseline)])
 
 
 def replay_error(events: pd.DataFrame, *, rank: int | None = None,
@@ -165,3 +170,30 @@ def replay_error(events: pd.DataFrame, *, rank: int | None = None,
     """The unchanged replay's error per step, in percent of the measured step time."""
     return Spread.of([r.error_pct for r in replay_steps(events, rank=rank,
                                                           calibration=calibration)])
+
+
+def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int | None = None,
+                   calibration: Calibration = "median", iterations: int = 40) -> float:
+    """The `ScaleHost` factor (in (0, 1]) at which the replayed median step time equals
+    `untraced_step_us`, the step timed without the profiler (a warm-up call, a wait step):
+    how much of the profiled host time is the profiler's. 1.0 when the untraced step is not
+    shorter than the replay; the smallest factor tried when even a free host is slower (the
+    GPU side bounds the step)."""
+    g = build_graph(events, rank)
+    base = calibrate(g, calibration)
+
+    def median_step_us(factor: float) -> float:
+        plan = apply_changes(g, base, [ScaleHost(factor)])
+        return float(np.median([r.step_us for r in _results(g, simulate(g, plan),
+                                                              plan.call_cost_us)]))
+
+    if median_step_us(1.0) <= untraced_step_us:
+        return 1.0
+    lo, hi = 0.0, 1.0  # median_step_us(hi) > untraced_step_us throughout
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        if median_step_us(mid) > untraced_step_us:
+            hi = mid
+        else:
+            lo = mid
+    return max(lo, 1e-6)
