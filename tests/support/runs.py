@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from support.loader_paths import MATMUL
+from support.manifests import manifest, write_manifest
+
+__all__ = ["copy_tree", "manifest", "write_run", "write_trace"]
 
 
 def write_trace(path: Path, case: str = "n64_cold", rank: int | None = None) -> Path:
@@ -28,19 +31,6 @@ def write_trace(path: Path, case: str = "n64_cold", rank: int | None = None) -> 
     return path
 
 
-def manifest(name: str = "step", **overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "schema_version": 1, "status": "complete", "name": name, "qualname": name,
-        "source_file": "train.py", "source_line": 10, "options": {}, "versions": {},
-        "host": "gpuhost", "pid": 4242, "rank": 0, "world_size": 1, "device": None,
-        "started_at": "2026-11-30T08:00:00.000+00:00",
-        "ended_at": "2026-11-30T08:00:05.000+00:00", "warmup_call_ms": [1.0],
-        "steps_recorded": 3, "files": [], "error": None,
-    }
-    base.update(overrides)
-    return base
-
-
 def write_run(
     root: Path, run_id: str = "20261130-080000-abcdef", name: str = "step",
     traces: tuple[str, ...] = ("gpuhost_4242.1.pt.trace.json.gz",), **overrides: Any,
@@ -50,7 +40,7 @@ def write_run(
     for trace in traces:
         write_trace(run_dir / trace)
     files = overrides.pop("files", list(traces))
-    (run_dir / "manifest.json").write_text(json.dumps(manifest(name, files=files, **overrides)))
+    write_manifest(run_dir, name, files=files, **overrides)
     return run_dir
 
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support import manifests
+
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "tests" / "data" / "h200"
 APP = str(REPO / "viewer" / "app.py")
@@ -20,19 +22,18 @@ def _h200(case: str) -> dict[str, Any]:
     return json.loads((H200 / "matmul_add" / case / "trace.json").read_text())
 
 
+VIEWER_RUN: dict[str, Any] = {  # what the viewer's runs differ in from support.manifests.BASE
+    "source_file": "bench.py", "source_line": 1,
+    "versions": {"autoprof": "0.1.0", "torch": "2.11.0", "python": "3.12"},
+    "host": "h200", "pid": 457,
+    "device": {"name": "NVIDIA H200", "properties": {"numSms": 132}},
+    "started_at": "2026-11-30T07:00:00Z", "ended_at": "2026-11-30T07:00:02Z",
+    "warmup_call_ms": [912.5, 0.31, 0.05, 0.04],
+}
+
+
 def manifest(name: str, files: list[str], **over: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {
-        "schema_version": 1, "status": "complete", "name": name, "qualname": name,
-        "source_file": "bench.py", "source_line": 1, "options": {},
-        "versions": {"autoprof": "0.1.0", "torch": "2.11.0", "python": "3.12"},
-        "host": "h200", "pid": 457, "rank": 0, "world_size": 1,
-        "device": {"name": "NVIDIA H200", "properties": {"numSms": 132}},
-        "started_at": "2026-11-30T07:00:00Z", "ended_at": "2026-11-30T07:00:02Z",
-        "warmup_call_ms": [912.5, 0.31, 0.05, 0.04], "steps_recorded": 3, "files": files,
-        "error": None,
-    }
-    m.update(over)
-    return m
+    return manifests.manifest(name, **{**VIEWER_RUN, "files": files, **over})
 
 
 def write_run(root: Path, name: str, run_id: str, traces: dict[str, dict[str, Any]],
@@ -46,8 +47,8 @@ def write_run(root: Path, name: str, run_id: str, traces: dict[str, dict[str, An
         with gzip.open(folder / fname, "wt") as f:
             json.dump(trace, f)
         files.append(fname)
-    m = manifest(manifest_over.pop("manifest_name", name), files, **manifest_over)
-    (folder / "manifest.json").write_text(json.dumps(m))
+    manifests.write_manifest(folder, manifest_over.pop("manifest_name", name),
+                             **{**VIEWER_RUN, "files": files, **manifest_over})
     return folder
 
 
@@ -131,9 +132,9 @@ def add_multirank(root: Path) -> None:
                         "rank1": ddp_trace(1, compute_us=850.0)},
                        world_size=2, ranks=[0, 1])
     m = json.loads((folder / "manifest.json").read_text())
-    r1 = dict(m, rank=1, pid=460, files=[m["files"][1]])
-    r1.pop("ranks")
-    (folder / "rank1.manifest.json").write_text(json.dumps(r1))
+    manifests.write_manifest(folder, "ddp_step", file="rank1.manifest.json",
+                             **{**VIEWER_RUN, "world_size": 2, "rank": 1, "pid": 460,
+                                "files": [m["files"][1]]})
 
 
 def add_cpu(root: Path) -> None:

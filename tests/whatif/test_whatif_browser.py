@@ -16,7 +16,7 @@ import torch
 from support.ports import free_port
 
 import autoprof
-from autoprof.record.whatif.record import whatif_record, write_whatif
+from autoprof.runfolder.whatif import whatif_record, write_whatif
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 sync_api = pytest.importorskip("playwright.sync_api")

@@ -12,7 +12,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import autoprof
-from autoprof.record.whatif.record import whatif_record, write_whatif
+from autoprof.runfolder.whatif import whatif_record, write_whatif
 
 APP = str(Path(__file__).resolve().parents[2] / "viewer" / "app.py")
 MEASURED = {"applicable": True, "baseline_us": 300.0, "samples": 15}

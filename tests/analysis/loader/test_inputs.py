@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support.invariants import check_events
 from support.loader_paths import MATMUL, REPO
-from support.runs import manifest, write_run, write_trace
+from support.manifests import write_manifest
+from support.runs import write_run, write_trace
 
 from autoprof.analysis import TraceError, find_runs, load
 
@@ -53,10 +54,10 @@ def test_distributed_run_merges_rank_manifests(tmp_path):
     write_trace(run_dir / "rank0.11.pt.trace.json.gz")
     write_trace(run_dir / "rank1.12.pt.trace.json.gz")
     for rank in (0, 1):
-        (run_dir / f"rank{rank}.manifest.json").write_text(json.dumps(
-            manifest(rank=rank, world_size=2, files=[f"rank{rank}.1{rank + 1}.pt.trace.json.gz"])))
-    (run_dir / "manifest.json").write_text(json.dumps(
-        manifest(rank=0, world_size=2, ranks=[0, 1], files=["rank0.11.pt.trace.json.gz"])))
+        write_manifest(run_dir, file=f"rank{rank}.manifest.json", rank=rank, world_size=2,
+                       files=[f"rank{rank}.1{rank + 1}.pt.trace.json.gz"])
+    write_manifest(run_dir, rank=0, world_size=2, ranks=[0, 1],
+                   files=["rank0.11.pt.trace.json.gz"])
     run = load(run_dir)
     assert run.world_size == 2
     assert sorted(run.events["rank"].unique()) == [0, 1]
