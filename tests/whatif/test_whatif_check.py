@@ -117,7 +117,7 @@ def test_a_bad_whatif_json_leaves_the_rest_of_the_summary_readable():
 
 def test_writer_and_reader_agree_on_the_file_name_and_version():
     from autoprof.analysis.loader import whatif as reader
-    from autoprof.record.whatif import record as writer
+    from autoprof.runfolder import whatif as writer
 
     assert writer.WHATIF_NAME == reader.WHATIF_NAME == "whatif.json"
     assert writer.WHATIF_SCHEMA_VERSION == reader.WHATIF_SCHEMA_VERSION
@@ -144,7 +144,7 @@ def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
     """On a torch-only machine the profiled fix is written but not analysed: the reader
     analyses it (and refuses a fixed_run outside the run folder)."""
     from autoprof.analysis.loader.whatif import whatif_or_warn
-    from autoprof.record.whatif.record import whatif_record, write_whatif
+    from autoprof.runfolder.whatif import whatif_record, write_whatif
 
     run = autoprof.check(lambda x: x * 2, torch.ones(2))
     fixed = autoprof.check(lambda x: x * 3, torch.ones(2))
@@ -241,7 +241,7 @@ def test_each_fix_is_announced_as_it_is_measured(caplog):
 
 
 def test_whatif_json_is_strict_json_even_with_an_infinite_error(tmp_path):
-    from autoprof.record.whatif.record import whatif_record, write_whatif
+    from autoprof.runfolder.whatif import whatif_record, write_whatif
 
     write_whatif(tmp_path, whatif_record([{"fix": "bf16", "applicable": True,
                                            "max_abs_error": float("inf")}]))
@@ -271,10 +271,12 @@ def test_named_fixes_are_timed_before_the_profile_auto_after_it():
 
 
 def test_a_gpu_baseline_slower_after_profiling_is_called_out(tmp_path):
+    from support.manifests import write_manifest
+
     from autoprof.record.whatif.harness import Timing
     from autoprof.record.whatif.runner import Measured, _when
 
-    (tmp_path / "manifest.json").write_text(json.dumps({"warmup_call_ms": [2.2, 2.3, 2.5]}))
+    write_manifest(tmp_path, warmup_call_ms=[2.2, 2.3, 2.5])
     slow = Timing(4100.0, 4000.0, 4200.0, (4100.0,), 1, "cuda-events")
     about = _when(Measured(["cuda-graph"], slow, [], after_profiling=True), tmp_path)
     assert about["warmup_call_us_median"] == pytest.approx(2300.0)
