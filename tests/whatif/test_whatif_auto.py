@@ -73,3 +73,13 @@ def test_predictions_are_read_from_the_opportunities_that_name_the_fix():
     assert predicted_for("inference-mode", summary) is None
     assert predicted_for("compile", {"opportunities": [{"fix": "compile",
                                                         "predicted_speedup": None}]}) is None
+
+
+def test_check_refuses_a_bad_try_fixes_before_calling_the_function():
+    import autoprof
+
+    calls = []
+    with pytest.raises(ValueError, match="try_fixes must be 'auto', 'all', a fix name") as err:
+        autoprof.check(calls.append, 1, try_fixes=123)
+    assert "got 123 (int)" in str(err.value)
+    assert calls == []
