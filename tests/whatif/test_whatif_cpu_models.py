@@ -108,3 +108,15 @@ def test_a_cpu_run_gets_no_cuda_only_fix_suggested():
     tried = [r["fix"] for r in results]
     assert "cuda-graph" not in tried and "compile-reduce-overhead" not in tried
     assert tried[0] == "compile"
+
+
+def test_a_same_rng_variant_that_fails_falls_back_to_the_fixs_own_output(monkeypatch):
+    def broken(call):
+        raise RuntimeError("cannot build the variant")
+
+    fix = _own_rng_fix(with_same_rng=False)
+    monkeypatch.setitem(FIXES, "own-rng", Fix(fix.name, fix.doc, fix.precondition, fix.apply,
+                                              same_rng=broken))
+    _, trials = try_fixes(_dropout_like, (torch.randn(256),), {}, ["own-rng"], samples=3)
+    r = trials[0].result
+    assert r.status == "outputs differ" and r.fixed_us is not None  # measured, not "raised"

@@ -125,13 +125,23 @@ def _first_call(fix: Fix, call: Call) -> tuple[Applied, Args, Comparison, float]
     seeded()
     out, _ = timed_call(applied.bind(args, kwargs), call.device)
     first_s = time.perf_counter() - started
-    if call.draws_random and fix.same_rng is not None:  # its own RNG would never match: compare
-        # the variant that draws as eager PyTorch does
-        same_args, same_kwargs = applied.prepare(*call.fresh())
-        seeded()
-        out = fix.same_rng(call)(*same_args, **same_kwargs)
+    if call.draws_random and fix.same_rng is not None:
+        out = _same_rng_output(fix, call, applied, out)
     return applied, (args, kwargs), compare_outputs(call.reference, out, fix.compute_dtype), \
         first_s
+
+
+def _same_rng_output(fix: Fix, call: Call, applied: Applied, out: Any) -> Any:
+    """The output of the fix's variant that draws random numbers as eager PyTorch does (the
+    fix's own RNG would never match a sampling function); the fix's own output when that
+    variant cannot be built or run (the comparison then says the outputs differ)."""
+    assert fix.same_rng is not None
+    try:
+        same_args, same_kwargs = applied.prepare(*call.fresh())
+        seeded()
+        return fix.same_rng(call)(*same_args, **same_kwargs)
+    except Exception:
+        return out
 
 
 def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
