@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.loader.vocabulary import RUNTIME_CATS
+from autoprof.analysis.loader.vocabulary import NOT_CPU_WORK_CATS, RUNTIME_CATS
 from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
 from autoprof.analysis.metrics.replay.waits import END, START, link_waits
 from autoprof.analysis.metrics.stats import (
+    Coverage,
     cpu_mask,
     for_rank,
     isin_mask,
@@ -81,6 +82,23 @@ class Graph:
         """Measured host time between each call and the previous one on its thread."""
         gap: np.ndarray = np.maximum(self.call_ts_us - self.call_gap_lo_us, 0.0)
         return gap
+
+    def busy_gap_us(self) -> np.ndarray:
+        """The part of `gap_us` that the thread spent inside its own traced rows: on a
+        thread other than the main one the rest is idle (waiting for work), not host cost."""
+        cpu = isin_mask(self.events["lane"], ("cpu",)) & \
+            ~isin_mask(self.events["cat"], NOT_CPU_WORK_CATS)
+        ts = self.events["ts_us"].to_numpy(float)
+        end = self.events["end_us"].to_numpy(float)
+        out = self.gap_us()
+        for th in np.unique(self.call_thread).tolist():
+            if th == self.main_thread:
+                continue
+            rows = cpu & (self.row_thread == th)
+            cover = Coverage(ts[rows], end[rows])
+            for c in np.flatnonzero(self.call_thread == th).tolist():
+                out[c] = cover.covered(float(self.call_gap_lo_us[c]), float(self.call_ts_us[c]))
+        return out
 
 
 def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:

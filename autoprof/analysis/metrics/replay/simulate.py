@@ -6,9 +6,10 @@ behind the previous item on its stream. `calibrate` fills it from the measured t
 `transform.apply_changes` edits a copy.
 
 The rules (times on the replayed clock):
-- a call starts `gap_us` after the previous call of its thread ends; a thread other than the
-  one running the steps also starts no earlier than its measured start shifted as that main
-  thread's clock is shifted (threads join only through that clock);
+- a call starts `gap_us` after the previous call of its thread ends; on a thread other than
+  the one running the steps (autograd's backward thread) that is only the time spent in its
+  own traced rows (the rest is idle), and the call also starts no earlier than its measured
+  start shifted as the main thread's clock is (threads join only through that clock);
 - a launch's GPU item starts at max(launch end + latency, the end of its latest
   predecessor (the previous item on its stream, the items it waits for through an event)
   + gap), never before its call;
@@ -120,7 +121,7 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     else:
         item_lat = np.full(g.n_items, lat_med)
         item_gap = np.full(g.n_items, gap_med)
-    return Plan(call_cost_us=cost, call_gap_us=g.gap_us(), call_wake_us=wake,
+    return Plan(call_cost_us=cost, call_gap_us=g.busy_gap_us(), call_wake_us=wake,
                 call_waits=[list(w) for w in g.call_waits],
                 item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
                 item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med)

@@ -71,37 +71,26 @@ def _under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
     return False
 
 
-def _spans(g: Graph, name: str | None) -> dict[int, Coverage]:
-    """Per thread: the spans of the rows named `name` (None: the profiler steps)."""
+def _spans(g: Graph, name: str | None) -> Coverage:
+    """The spans of the host rows named `name` (None: the profiler steps), on any thread: a
+    capture or a call holds the work other threads (autograd's) do meanwhile."""
     if name is None:
-        starts = g.call_ts_us[g.call_kind == START]
-        ends = g.call_ts_us[g.call_kind == END]
-        return {g.main_thread: Coverage(starts, ends)}
+        return Coverage(g.call_ts_us[g.call_kind == START], g.call_ts_us[g.call_kind == END])
     cpu = (g.events["lane"].astype(str) == "cpu").to_numpy()
-    hit = np.flatnonzero(cpu & (_names(g) == name))
-    ts, end = g.events["ts_us"].to_numpy(float), g.events["end_us"].to_numpy(float)
-    out = {}
-    for th in np.unique(g.row_thread[hit]).tolist():
-        rows = hit[g.row_thread[hit] == th]
-        out[int(th)] = Coverage(ts[rows], end[rows])
-    return out
+    hit = cpu & (_names(g) == name)
+    return Coverage(g.events["ts_us"].to_numpy(float)[hit],
+                    g.events["end_us"].to_numpy(float)[hit])
 
 
-def _removed(g: Graph, spans: dict[int, Coverage], c: int) -> float:
-    """How much of the host stretch before call `c` lies inside `spans` of its thread."""
-    cover = spans.get(int(g.call_thread[c]))
-    if cover is None:
-        return 0.0
-    return cover.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
+def _removed(g: Graph, spans: Coverage, c: int) -> float:
+    """How much of the host stretch before call `c` lies inside `spans`."""
+    return spans.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
 
 
-def _inside(spans: dict[int, Coverage], thread: int, ts: float) -> int:
-    """Index of the span of `thread` holding `ts` (-1: none)."""
-    cover = spans.get(thread)
-    if cover is None:
-        return -1
-    k = int(np.searchsorted(cover.s, ts, "right")) - 1
-    return k if k >= 0 and ts < cover.e[k] else -1
+def _inside(spans: Coverage, ts: float) -> int:
+    """Index of the span holding `ts` (-1: none)."""
+    k = int(np.searchsorted(spans.s, ts, "right")) - 1
+    return k if k >= 0 and ts < spans.e[k] else -1
 
 
 # --- the changes ----------------------------------------------------------------------------
@@ -117,7 +106,7 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
     steps = _spans(g, None)
     calls = _spans(g, change.call_region)
     hidden = 1.0 - change.remaining
-    gap_us = g.gap_us()
+    gap_us = g.busy_gap_us()
     for c in np.flatnonzero(g.call_thread == g.main_thread).tolist():
         outside = _removed(g, steps, c) - _removed(g, calls, c)
         scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
@@ -155,8 +144,8 @@ def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
 
 def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     spans = _spans(g, change.region)
-    seen: set[tuple[int, int]] = set()
-    gap_us = g.gap_us()
+    seen: set[int] = set()
+    gap_us = g.busy_gap_us()
     for c in range(g.n_calls):
         removed = _removed(g, spans, c)
         if removed > 0:
@@ -164,13 +153,12 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
             plan.call_gap_us[c] = max(plan.call_gap_us[c] - removed * scale, 0.0)
         if g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
             continue
-        th = int(g.call_thread[c])
-        span = _inside(spans, th, float(g.call_ts_us[c]))
+        span = _inside(spans, float(g.call_ts_us[c]))
         if span < 0:
             continue
         items = g.call_items[c]
-        first = (th, span) not in seen
-        seen.add((th, span))
+        first = span not in seen
+        seen.add(span)
         plan.call_cost_us[c] = (change.launch_us if first else 0.0) + \
             change.per_kernel_us * len(items)
         plan.item_latency_us[items] = plan.latency_us
