@@ -24,8 +24,9 @@ from autoprof._version import __version__  # noqa: E402 - after the check above
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run, TraceError, load
+    from autoprof.record.api import autoprof
     from autoprof.record.check import check
-    from autoprof.record.decorator import autoprof, flush, region
+    from autoprof.record.decorator import flush, region
     from autoprof.record.options import Schedule
     from autoprof.record.warn import AutoprofWarning
 
@@ -44,7 +45,7 @@ __all__ = [
 
 # name -> module that defines it; resolved on first attribute access (PEP 562).
 _LAZY: dict[str, str] = {
-    "autoprof": "autoprof.record.decorator",
+    "autoprof": "autoprof.record.api",
     "region": "autoprof.record.decorator",
     "check": "autoprof.record.check",
     "flush": "autoprof.record.decorator",

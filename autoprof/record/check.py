@@ -4,7 +4,8 @@ Calls ``fn`` as many times as the warm-up plus one full schedule need (``repeat=
 as one cycle), waits for every artifact, and returns the loaded run (``autoprof.load``), or
 the run folder's ``Path`` when the analysis layer cannot load it. With autoprof off
 (``AUTOPROF=0``) or no run folder written, ``fn`` is still called as often and ``check``
-returns ``None``.
+returns ``None``. The profile itself is :mod:`autoprof.record.once`; the fixes are
+:mod:`autoprof.record.whatif`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoprof.record.decorator import decorate
-from autoprof.record.options import make_options
-from autoprof.record.session import Session
+from autoprof.record.once import load_run, one_schedule, options_of, record
+from autoprof.record.options import Options, env_enabled
 from autoprof.record.warn import warn
+from autoprof.record.whatif import measure_fixes, resolve_fixes, validate, what_if
 
 
 def check(
@@ -30,38 +31,19 @@ def check(
     ``try_fixes`` (``"auto"``, ``"all"`` or fix names; default: the decorator's option) then
     measures each fix on the same arguments and writes ``whatif.json`` (autoprof.record.whatif).
     """
-    session: Session | None = getattr(fn, "autoprof_session", None)
-    if session is not None:
-        options = session.options
-        target = fn.__wrapped__  # type: ignore[attr-defined]
-    else:
-        options, target = make_options(), fn
+    options, target = options_of(fn)
     fixes = try_fixes if try_fixes is not None else options.try_fixes
     if fixes:
-        from autoprof.record.whatif import validate
-
         validate(fixes)
-    if options.schedule.repeat == 0:
-        from dataclasses import replace
-
-        options = replace(options, schedule=replace(options.schedule, repeat=1))
-    wrapped = decorate(target, options)
-    fresh: Session | None = getattr(wrapped, "autoprof_session", None)
-    early = _measure_first(target, args, kwargs, fixes) if fixes and fresh is not None else None
-    total = options.warmup_calls + (options.schedule.total_steps or 0)
-    try:
-        for _ in range(total):
-            wrapped(*args, **kwargs)
-    finally:
-        if fresh is not None:
-            fresh.flush(wait=True)  # the run's files are complete before check returns
-    if fresh is None:  # AUTOPROF=0
-        return None
-    if fresh.run_dir is None:
+    options = one_schedule(options)
+    on = options.enabled and env_enabled()
+    early = _measure_first(target, args, kwargs, fixes) if fixes and on else None
+    _, run_dir = record(target, options, args, kwargs)
+    if run_dir is None:
         return None
     if fixes:
-        _what_if(target, args, kwargs, fixes, fresh.run_dir, options, early)
-    return _load(fresh.run_dir)
+        _what_if(target, args, kwargs, fixes, run_dir, options, early)
+    return load_run(run_dir)
 
 
 def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -72,8 +54,6 @@ def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: di
     if fixes == "auto":
         return None
     try:
-        from autoprof.record.whatif import measure_fixes, resolve_fixes
-
         return measure_fixes(target, args, kwargs, resolve_fixes(fixes))
     except Exception as exc:  # the profile that follows raises the user's own error, if any
         warn(f"autoprof.check: timing the fixes before profiling failed "
@@ -82,12 +62,10 @@ def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: di
 
 
 def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-             fixes: str | Sequence[str], run_dir: Path, options: Any, early: Any) -> None:
+             fixes: str | Sequence[str], run_dir: Path, options: Options, early: Any) -> None:
     """Try the fixes; a failure of autoprof's own is a warning, never the user's error."""
     try:
-        from autoprof.record.whatif import what_if
-
-        run = _load(run_dir)
+        run = load_run(run_dir)
         summary = run.summary() if hasattr(run, "summary") else None
         what_if(target, args, kwargs, fixes, summary=summary, run_dir=run_dir, options=options,
                 measured=early)
@@ -95,14 +73,3 @@ def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
         warn(f"autoprof.check: trying the fixes failed ({type(exc).__name__}: {exc}); "
              f"the run in {run_dir} is complete without them")
 
-
-def _load(run_dir: Path) -> Any:
-    try:
-        from autoprof.analysis import load
-    except Exception:
-        return run_dir
-    try:
-        return load(run_dir)
-    except Exception as exc:
-        warn(f"autoprof.check: run written to {run_dir} but could not be loaded: {exc}")
-        return run_dir

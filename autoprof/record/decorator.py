@@ -1,6 +1,7 @@
 """The front door: ``@autoprof``, ``@autoprof(...)`` and ``autoprof.region(name)``.
 
-Both are thin shells over :class:`autoprof.record.session.Session`. A call costs one frame more
+Both are thin shells over :class:`autoprof.record.session.Session` (the ``autoprof``
+object that carries them is :mod:`autoprof.record.api`). A call costs one frame more
 than the function's own, as under a plain ``functools.wraps`` wrapper (so recursion that works
 under such a wrapper works under autoprof); once a session is done the wrapper's code becomes
 exactly that plain wrapper's, and a finished region costs one dict lookup plus torch's "is a
@@ -19,11 +20,11 @@ import sys
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast
 
 from autoprof.record import session as _session
 from autoprof.record.compile import skip_autoprof_in_dynamo
-from autoprof.record.options import Options, Schedule, env_enabled, make_options
+from autoprof.record.options import Options, env_enabled, make_options
 from autoprof.runfolder import kineto_label
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -122,8 +123,8 @@ def decorate(fn: F, options: Options) -> F:
             wrapper.__code__ = _DIRECT_CODE
 
     session.on_done = fast_path
-    wrapper.autoprof_session = session  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    wrapper.autoprof_session = session
+    return cast(F, wrapper)
 
 
 # -- regions ------------------------------------------------------------------------------
@@ -262,53 +263,3 @@ def flush(wait: bool = True) -> None:
     """End every run still recording (status ``partial``) and wait until all files are
     written. Runs at interpreter exit too."""
     _session.flush_all(wait)
-
-
-# -- the object users import --------------------------------------------------------------
-
-
-class Autoprof:
-    """``@autoprof`` / ``@autoprof(name=..., warmup=..., schedule=...)``; also carries
-    ``region``, ``check``, ``flush``, ``Schedule`` and (lazily) ``load``."""
-
-    Schedule = Schedule
-
-    @overload
-    def __call__(self, fn: F, /) -> F: ...
-
-    @overload
-    def __call__(self, fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
-
-    def __call__(self, fn: Any = None, /, **options: Any) -> Any:
-        if fn is not None:
-            if options or not callable(fn):
-                raise TypeError(
-                    "use @autoprof or @autoprof(name=..., ...): options are keywords only, "
-                    f"got a positional {type(fn).__name__}"
-                )
-            return decorate(fn, make_options())
-        opts = make_options(**options)
-        return lambda f: decorate(f, opts)
-
-    region = staticmethod(region)
-
-    @staticmethod
-    def check(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from autoprof.record.check import check
-
-        return check(fn, *args, **kwargs)
-
-    flush = staticmethod(flush)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("load", "Run", "TraceError"):
-            import autoprof.analysis
-
-            return getattr(autoprof.analysis, name)
-        raise AttributeError(f"autoprof has no attribute {name!r}")
-
-    def __repr__(self) -> str:
-        return "<autoprof decorator>"
-
-
-autoprof = Autoprof()

@@ -19,10 +19,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from autoprof import env
 from autoprof import runfolder as rf
+
+if TYPE_CHECKING:
+    from autoprof.runfolder import Manifest
 
 FINISHER_MODULE = "autoprof.record.finish"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
@@ -89,13 +92,14 @@ class Finisher:
             _finishers.append(finisher)
         return finisher
 
-    def hand_over(self, manifest: dict[str, Any]) -> str | None:
-        """Give the finisher the run's manifest and let it go; None, or why it failed."""
+    def hand_over(self, manifest: Manifest) -> str | None:
+        """Give the finisher the run's manifest (one JSON line) and let it go; None, or why
+        it failed."""
         stdin, self._stdin = self._stdin, None
         if stdin is None or os.getpid() != self._pid:
             return None
         try:
-            stdin.write(json.dumps(manifest, default=str).encode() + b"\n")
+            stdin.write(json.dumps(manifest.to_dict(), default=str).encode() + b"\n")
             stdin.close()
         except OSError:
             pass  # the finisher is gone: died() says why

@@ -18,7 +18,8 @@ import torch
 
 from autoprof import autoprof
 from autoprof.record import export as _export
-from autoprof.record import session as _session
+from autoprof import runfolder
+from autoprof.record.session import driver
 from tests.core.conftest import manifest, only_run, trace_files
 
 
@@ -131,7 +132,7 @@ def cuda_run(monkeypatch):
         calls.append(inspect.stack()[1].filename)
 
     monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
-    monkeypatch.setattr(_session.artifacts, "device_info", lambda uses_cuda: None)
+    monkeypatch.setattr(runfolder, "device_info", lambda uses_cuda: None)
     warnings.filterwarnings("ignore", message="CUDA is not available")
     return calls
 
@@ -146,7 +147,7 @@ def test_autoprof_makes_no_device_sync_of_its_own_in_a_run(cuda_run, traces_root
         f(torch.ones(2))
     f.autoprof_session.flush()  # type: ignore[attr-defined]
     assert manifest(only_run(traces_root, "nosync"))["status"] == "complete"
-    ours = [c for c in cuda_run if c.endswith(os.path.join("autoprof", "_session.py"))]
+    ours = [c for c in cuda_run if os.path.join("autoprof", "record", "session") in c]
     assert ours == []  # torch syncs the device itself when a trace stops, outside any step
 
 
@@ -202,7 +203,7 @@ def test_the_end_of_a_run_says_what_was_recorded_not_a_status_not_yet_decided(
 
 def test_a_slow_profiler_start_is_noted(caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="autoprof")
-    monkeypatch.setattr(_session, "SLOW_START_S", 0.0)  # every start counts as slow
+    monkeypatch.setattr(driver, "SLOW_START_S", 0.0)  # every start counts as slow
 
     @autoprof(name="slow_start", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
     def f(x):

@@ -61,7 +61,7 @@ def test_after_fork_handler_detaches_every_session():
     import torch
 
     from autoprof import autoprof
-    from autoprof.record import session as _session
+    from autoprof.record.session.owner import registry
 
     @autoprof(name="detach", warmup=0, schedule=dict(wait=0, warmup=1, active=3))
     def f(x):
@@ -69,18 +69,17 @@ def test_after_fork_handler_detaches_every_session():
 
     f(torch.ones(1))  # profiling: the parent's profiler runs
     session = f.autoprof_session  # type: ignore[attr-defined]
-    assert session._prof is not None and _session._live is session
-    saved = (session._prof, session._run, session._finisher, session.state, session._owner,
-             session._owner_thread)
+    assert session._prof is not None and registry.live is session
+    saved = (session._prof, session._run, session._finisher, session.state, session._owner)
     try:
-        _session._after_fork_in_child()  # what os.fork() runs in the child
-        assert _session._live is None and session.done
+        registry.after_fork_in_child()  # what os.fork() runs in the child
+        assert registry.live is None and session.done
         assert session._prof is None and session._run is None and session._finisher is None
-        assert session not in _session._sessions  # the child's exit flush never sees it
+        assert session not in registry.sessions  # the child's exit flush never sees it
     finally:  # give the parent (this process) its run back, then end it properly
-        (session._prof, session._run, session._finisher, session.state, session._owner,
-         session._owner_thread) = saved
+        (session._prof, session._run, session._finisher, session.state,
+         session._owner) = saved
         session.done = False
-        _session._live = session
-        _session._sessions.add(session)
+        registry.live = session
+        registry.sessions.add(session)
         session.flush()

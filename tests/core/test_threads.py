@@ -170,7 +170,7 @@ def test_a_thread_reusing_the_owners_ident_is_not_the_owner():
 
 
 def test_state_changes_only_along_the_transition_table():
-    from autoprof.record.session import _TRANSITIONS, State
+    from autoprof.record.session.table import TRANSITIONS, State
 
     @autoprof(name="table", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
     def f(x):
@@ -182,7 +182,7 @@ def test_state_changes_only_along_the_transition_table():
         f(torch.ones(1))
         seen.append(session.state)
     assert seen == [State.WARMUP, State.PROFILING, State.DONE]
-    assert all(pair in _TRANSITIONS for pair in zip(seen, seen[1:], strict=False))
+    assert all(pair in TRANSITIONS for pair in zip(seen, seen[1:], strict=False))
     with pytest.raises(RuntimeError, match="no transition done -> profiling"):
         session._enter(State.PROFILING)  # a finished session never records again
 

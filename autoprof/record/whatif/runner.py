@@ -9,6 +9,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from autoprof.record.decorator import decorate
+from autoprof.record.once import profile_once
+from autoprof.record.warn import note
 from autoprof.record.whatif.auto import predicted_for, resolve, suggested_by
 from autoprof.record.whatif.copying import NotCopyable
 from autoprof.record.whatif.fixes import FIXES
@@ -132,8 +135,6 @@ def warmup_median_us(run_dir: Path) -> float | None:
 
 
 def _note(r: FixResult) -> None:
-    from autoprof.record.warn import note
-
     if r.speedup is not None:
         what = (f"{r.status}, {r.speedup:.2f}x ({fmt_us(r.baseline_us)} -> "
                 f"{fmt_us(r.fixed_us)} per call)")
@@ -144,9 +145,6 @@ def _note(r: FixResult) -> None:
 
 def _profile(trial: Trial, run_dir: Path, options: Any) -> None:
     """Profile the fixed function like the original (same options), note its verdict."""
-    from autoprof.record.check import check
-    from autoprof.record.decorator import decorate
-
     if trial.applied is None or trial.inputs is None:
         return
     result = trial.result
@@ -156,7 +154,7 @@ def _profile(trial: Trial, run_dir: Path, options: Any) -> None:
     args, kwargs = trial.inputs
     try:
         with user_state_kept():
-            run = check(decorate(trial.applied.fn, fixed_options), *args, **kwargs)
+            run = profile_once(decorate(trial.applied.fn, fixed_options), *args, **kwargs)
     except Exception as exc:
         result.fixed_verdict_reason = f"profiling the fixed function failed: {exc}"
         return

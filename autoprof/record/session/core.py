@@ -1,0 +1,392 @@
+"""One profiling session per decorated function or region name.
+
+``warmup`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
+``done`` (pass-through). Every change of state goes through :data:`table.TABLE`: ``_fire``
+looks up (state, event), enters the next state and runs the row's actions. The profiler is
+:class:`driver.Driver`; the run folder and the finisher hand-over are :mod:`writer`; who may
+drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
+
+Only one torch profiler runs at a time in a process: a session that finds another one
+recording only adds its ``record_function`` label. Calls from other threads during the
+profiled window run unrecorded, are not steps, and warn once. A flush from another thread
+asks the owner to stop at its next call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autoprof import env
+from autoprof import runfolder as artifacts
+from autoprof.record import export
+from autoprof.record.options import Options
+from autoprof.record.session import exit as _exit
+from autoprof.record.session import writer
+from autoprof.record.session.actions import Actions
+from autoprof.record.session.driver import (
+    Driver,
+    profiler_enabled,
+    record_function,
+    sync_if_cuda_in_use,
+    torch_module,
+    total_steps,
+)
+from autoprof.record.session.owner import Owner, registry
+from autoprof.record.session.table import TRANSITIONS, Event, State, step
+from autoprof.record.session.writer import Identity, RunState
+from autoprof.record.warn import warn_once
+
+# A call's token: (kind, payload) -- what ``end`` must close
+Token = tuple[int, Any]
+PASS, LABEL, WARMUP, STEP, WAIT_STEP = 0, 1, 2, 3, 4
+PASS_TOKEN: Token = (PASS, None)
+_RECORDING = (State.PROFILING, State.STOP_ASKED)
+
+
+def failure(exc: BaseException | None) -> BaseException | None:
+    """``exc`` unless it is a successful exit (``sys.exit()``, ``sys.exit(0)``)."""
+    if isinstance(exc, SystemExit) and exc.code in (None, 0):
+        return None
+    return exc
+
+
+class Session(Actions):
+    """The profiling state of one decorated function or one region name."""
+
+    def __init__(self, name: str, options: Options, qualname: str,
+                 source_file: str | None, source_line: int | None) -> None:
+        self.name = name
+        self.options = options
+        self.qualname = qualname
+        self.source_file = source_file
+        self.source_line = source_line
+        self._who = Identity(name, qualname, source_file, source_line)
+        self.state = State.WARMUP
+        self.done = False  # ``state`` is DONE or COVERED, read without the lock (fast paths)
+        self.run_dir: Path | None = None
+        self.on_done: Callable[[], None] | None = None
+        self.warmup_call_ms: list[float] = []
+        self._warmup_begun = 0
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._prof: Driver | None = None
+        self._owner: Owner | None = None
+        # per call, not state: the owner thread is inside one of our steps (nested calls
+        # only add their label), and the owner's native id while its next call is a plain
+        # recorded step (the decorator's fast path)
+        self._in_step = False
+        self._stepping_thread: int | None = None
+        self._record_function: Any = None
+        self._total_steps = total_steps(options)
+        self._sync_each_step = False  # options.sync on a run that records CUDA
+        self._run: RunState | None = None
+        self._finisher: export.Finisher | None = None
+        self._handed_over = False
+        self._ending: tuple[artifacts.Status, dict[str, str] | None] = ("partial", None)
+        self.label = artifacts.kineto_label(name)  # what Kineto writes into the trace
+        self._warned = False
+        registry.sessions.add(self)
+        _exit.register()
+
+    def __repr__(self) -> str:
+        return (f"<autoprof Session {self.name!r} state={self.state.value} "
+                f"run_dir={self.run_dir}>")
+
+    @property
+    def covered(self) -> bool:
+        """Retired inside another session's step: its calls only add their label."""
+        return self.state is State.COVERED
+
+    # -- the table -------------------------------------------------------------------
+
+    def _fire(self, event: Event, status: artifacts.Status = "partial",
+              error: dict[str, str] | None = None) -> None:
+        """Enter the state the table gives for ``event``, then run its actions (called
+        with the lock held, or on a thread no other one can reach the session from)."""
+        row = step(self.state, event)
+        self._ending = (status, error)
+        self._enter(row.to)
+        for action in row.actions:
+            getattr(self, action)()
+
+    def _enter(self, state: State) -> None:
+        if (self.state, state) not in TRANSITIONS:
+            raise RuntimeError(f"autoprof: no transition {self.state.value} -> {state.value}")
+        self.state = state
+        self.done = state in (State.DONE, State.COVERED)
+
+    def _is_owner(self) -> bool:
+        """Is the calling thread the live thread that started the profiler?"""
+        return self._owner is not None and self._owner.is_current()
+
+    def _owner_native_id(self) -> int | None:
+        return None if self._owner is None else self._owner.native_id
+
+    # -- the two halves of one call (or one region entry) -----------------------------
+
+    def _recorded_step(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """The steady state of a run: one recorded step on the owner thread, with nothing
+        to time and nothing to decide (benchmarked: recording steps/s, target 2). A nested
+        call of the same function sees ``_in_step`` and only adds its label."""
+        self._stepping_thread = None  # until this step ends: nested calls take the full path
+        try:
+            rf = self._record_function(self.label)
+            rf.__enter__()
+        except Exception:  # pragma: no cover - defensive: the full path warns and goes on
+            return self._finish_call(fn, args, kwargs, self.begin())
+        self._in_step = True
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self._end_recorded_step(rf, exc)
+            raise
+        self._end_recorded_step(rf, None)
+        return result
+
+    def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:
+        try:
+            self._end_step(rf, failure(exc))
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+
+    def _finish_call(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                     kwargs: dict[str, Any], token: Token) -> Any:
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            self.end(token, exc)
+            raise
+        self.end(token, None)
+        return result
+
+    def begin(self) -> Token:
+        """Never raises: on an internal problem the call runs unprofiled (one warning)."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        try:
+            return self._begin(depth)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+            return PASS_TOKEN
+
+    def _begin(self, depth: int) -> Token:
+        if self._in_step and self._owner_native_id() == threading.get_native_id():
+            return self._label()  # nested in our own step (the fast path keeps no depth)
+        if depth == 0 and not self.done:
+            live = registry.live
+            if live is not None and live is not self and live._in_step:
+                if live._owner_native_id() == threading.get_native_id():
+                    with self._lock:
+                        self._fire(Event.NESTED)  # nested in another session's step
+                    return self._label()
+            with self._lock:
+                return self._begin_locked()
+        return self._label()
+
+    def _begin_locked(self) -> Token:
+        if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
+            self._warmup_begun += 1
+            sync_if_cuda_in_use()
+            return (WARMUP, time.perf_counter_ns())
+        if self.state is State.WARMUP and len(self.warmup_call_ms) >= self._warmup_begun:
+            self._try_start()  # not while another thread's warm-up call still runs
+        if self.state not in _RECORDING or self._prof is None:
+            return self._label()
+        if not self._is_owner():
+            self._other_thread()
+            return self._label()
+        if self.state is State.STOP_ASKED:
+            self._fire(Event.OWNER_CALLED)
+            return self._label()
+        timed = self._before_recording()
+        if timed:
+            sync_if_cuda_in_use()
+        rf = self._record_function(self.label)
+        rf.__enter__()
+        self._in_step = True
+        if timed:
+            return (WAIT_STEP, (rf, time.perf_counter_ns()))
+        return (STEP, rf)
+
+    def end(self, token: Token, exc: BaseException | None) -> None:
+        """Never raises: profiling must not break the user's program."""
+        kind, payload = token
+        exc = failure(exc)
+        try:
+            if kind == STEP:
+                self._end_step(payload, exc)
+            elif kind == LABEL:
+                payload.__exit__(None, None, None)
+            elif kind == WARMUP:
+                self._end_warmup(payload, exc)
+            elif kind == WAIT_STEP:
+                rf, started_ns = payload
+                self._end_wait_step(rf, started_ns, exc)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
+        finally:
+            self._local.depth -= 1
+
+    def _label(self) -> Token:
+        if not profiler_enabled():
+            return PASS_TOKEN
+        rf = record_function()(self.label)
+        rf.__enter__()
+        return (LABEL, rf)
+
+    def _end_warmup(self, started_ns: int, exc: BaseException | None) -> None:
+        sync_if_cuda_in_use()
+        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        with self._lock:
+            self.warmup_call_ms.append(elapsed_ms)
+            if exc is not None and self.state is State.WARMUP:
+                if self._open_run() is not None:
+                    self._fire(Event.WARMUP_FAILED, "failed",
+                               artifacts.error_record(exc, "warmup"))
+
+    def _before_recording(self) -> bool:
+        """Is the next step one before the profiler first records (the schedule's
+        ``skip_first`` and first ``wait`` steps)? Such calls are timed like warm-up calls:
+        torch.profiler records nothing then, so the device sync cannot disturb the trace."""
+        run, prof = self._run, self._prof
+        return run is not None and prof is not None and run.steps_done < prof.first_recorded_step
+
+    def _end_wait_step(self, rf: Any, started_ns: int, exc: BaseException | None) -> None:
+        sync_if_cuda_in_use()
+        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        with self._lock:
+            if self._run is not None:
+                self._run.wait_call_ms.append(elapsed_ms)
+        self._end_step(rf, exc)
+
+    def _end_step(self, rf: Any, exc: BaseException | None) -> None:
+        try:
+            if exc is None and self._sync_each_step:  # asked for (sync=True): labelled ours
+                with self._record_function("autoprof::sync"):
+                    torch_module().cuda.synchronize()
+        finally:
+            self._in_step = False
+            rf.__exit__(None, None, None)
+        with self._lock:
+            prof, run = self._prof, self._run
+            if prof is None or run is None or self.state not in _RECORDING:
+                return  # flushed meanwhile
+            self._count_step(prof, run, exc)
+
+    def _count_step(self, prof: Driver, run: RunState, exc: BaseException | None) -> None:
+        """One step of the schedule ended (with the lock): count it, step torch, and end
+        the run when the schedule is over or the step failed."""
+        phase = prof.phase(run.steps_done)
+        if exc is not None:
+            self._fire(Event.STEP_FAILED, "failed", artifacts.error_record(exc, phase))
+            return
+        # No device sync of our own here: it would sit inside this ProfilerStep. torch
+        # synchronizes the device itself when a cycle's trace stops (outside any step).
+        if phase in ("active", "last_active"):
+            run.recorded += 1
+        run.steps_done += 1
+        try:
+            prof.step()
+        except Exception as problem:
+            self._export_failed(problem, run.run_dir)
+            self._fire(Event.STEP_FAILED, "failed")
+            return
+        if run.steps_done >= self._total_steps:
+            self._fire(Event.SCHEDULE_OVER, "complete")
+        elif run.steps_done >= prof.first_recorded_step:
+            self._stepping_thread = self._owner_native_id()
+
+    # -- starting ---------------------------------------------------------------------
+
+    def _try_start(self) -> None:
+        """Start the profiler if no other one is running (called with self._lock held)."""
+        with registry.lock:
+            problem = self._start_unless_live()
+        if problem is not None:  # outside registry.lock: ending the run takes it again
+            self._warn(
+                f"autoprof: could not start torch.profiler for {self.name!r} "
+                f"({type(problem).__name__}: {problem}); the program goes on unprofiled"
+            )
+            self._fire(Event.START_FAILED, "failed", artifacts.error_record(problem, "wait"))
+
+    def _start_unless_live(self) -> Exception | None:
+        """With registry.lock: open the run and start its profiler, unless another one
+        records; the exception when torch.profiler would not start."""
+        if registry.live is not None:
+            return None  # a sibling: label only, and start our own run once that one ends
+        if profiler_enabled():
+            warn_once(
+                "user-profiler",
+                f"autoprof: a torch.profiler is already running; {self.name!r} only adds "
+                "its record_function label and starts no run of its own",
+            )
+            return None
+        run = self._open_run()
+        if run is None:
+            return None
+        try:
+            prof = Driver(self.options, run.activities, self._on_trace_ready)
+            prof.start(self.name)
+        except Exception as exc:
+            return exc
+        self._prof = prof
+        self._fire(Event.START)
+        return None
+
+    def flush(self, wait: bool = True, timeout_s: float | None = None) -> None:
+        """End a run still recording (status ``partial``) and wait, at most ``timeout_s``
+        (default ``AUTOPROF_FINISH_TIMEOUT_S``), for its finisher to write its files."""
+        with self._lock:
+            self._fire(self._flush_event())
+            if self.state in _RECORDING:
+                return  # its owner thread stops it at its next call: nothing to wait for yet
+            finisher, run = self._finisher, self._run
+        if not wait or finisher is None or run is None:
+            return
+        if finisher.wait(env.finish_timeout_s() if timeout_s is None else timeout_s):
+            self._finisher = None
+            problem = finisher.died()
+            if problem is not None:
+                self._finisher_failed(run, problem)
+                return
+            message = writer.finished_problem(self.name, run, finisher)
+            if message is not None:
+                self._warn(message)
+        else:
+            warn_once(
+                "finisher-slow",
+                f"autoprof: the run {run.run_dir} is still being finished by process "
+                f"{finisher.proc.pid}; it finishes on its own",
+            )
+
+    def _flush_event(self) -> Event:
+        """Flush: stop on the owner thread; from another thread ask the owner to stop at its
+        next call, or, at exit or with the owner gone, abandon the profiler (never stop it
+        here: torch crashes). Called with the lock."""
+        if self.state not in _RECORDING or self._prof is None or self._is_owner():
+            return Event.FLUSH
+        owner = self._owner
+        if owner is not None and owner.is_alive() and not _exit.is_exiting():
+            return Event.ASK_OWNER
+        return Event.ABANDON
+
+    # -- threads and fork ---------------------------------------------------------------
+
+    def owner_ended(self) -> None:
+        """Runs on the owner thread as it ends: the last chance to stop torch's profiler on
+        the only thread that may."""
+        with self._lock:
+            if self._prof is not None:
+                self._fire(Event.OWNER_ENDED)
+
+    def detach_after_fork(self) -> None:
+        """In a forked child: forget the parent's run and profiler; pass-through from now."""
+        self._lock = threading.RLock()
+        self._fire(Event.FORKED)

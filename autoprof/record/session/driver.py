@@ -1,0 +1,123 @@
+"""The torch.profiler driver: build, start, step and stop one profiler, and ask its
+schedule what a step is.
+
+The phase of a step is asked of the schedule function handed to torch
+(``torch.profiler.schedule``), never recomputed. torch is imported on first use: ``import
+autoprof`` never imports it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from autoprof.record.options import Options, Phase
+from autoprof.record.warn import note
+
+# torch.profiler.ProfilerAction name -> the phase autoprof records in an error
+PHASES: dict[str, Phase] = {
+    "NONE": "wait",
+    "WARMUP": "profiler_warmup",
+    "RECORD": "active",
+    "RECORD_AND_SAVE": "last_active",
+}
+SLOW_START_S = 0.5  # a profiler start at least this long is noted (logging)
+_torch: Any = None
+
+
+def torch_module() -> Any:
+    """torch, imported on first use (``import autoprof`` never imports it)."""
+    global _torch
+    if _torch is None:
+        import torch
+
+        _torch = torch
+    return _torch
+
+
+def profiler_enabled() -> bool:
+    """Is any torch profiler (ours or the user's) recording in this process?"""
+    return bool(torch_module().autograd._profiler_enabled())
+
+
+def sync_if_cuda_in_use() -> None:
+    """Wait for the device, where this process already uses CUDA (a timed call's end)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def record_function() -> Any:
+    """torch's ``record_function`` class: the label of one call in the trace."""
+    return torch_module().autograd.profiler.record_function
+
+
+def total_steps(options: Options) -> float:
+    """The calls one schedule takes (infinite with ``repeat=0``)."""
+    total = options.schedule.total_steps
+    return math.inf if total is None else total
+
+
+class Driver:
+    """One torch.profiler for one run: its schedule, start, step and stop."""
+
+    def __init__(self, options: Options, activities: tuple[str, ...],
+                 on_trace_ready: Callable[[Any], None]) -> None:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        s = options.schedule
+        self.total_steps = total_steps(options)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*won't be using warmup.*")
+            extra = {"skip_first_wait": s.skip_first_wait} if s.skip_first_wait else {}
+            self.schedule_fn: Callable[[int], Any] = schedule(
+                wait=s.wait, warmup=s.warmup, active=s.active, repeat=s.repeat,
+                skip_first=s.skip_first, **extra,
+            )
+        first = 0  # the first step torch's schedule does anything in (later ones are recorded)
+        while first < self.total_steps and self.schedule_fn(first).name == "NONE":
+            first += 1
+        self.first_recorded_step = first
+        # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
+        # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
+        # one message, nothing else.
+        warnings.filterwarnings(
+            "ignore", message="Warning: Profiler clears events at the end of each cycle"
+        )
+        kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+        self._prof: Any = profile(
+            activities=[kinds[a] for a in activities],
+            schedule=self.schedule_fn,
+            on_trace_ready=on_trace_ready,
+            record_shapes=options.record_shapes,
+            profile_memory=options.profile_memory,
+            with_stack=options.with_stack,
+            with_flops=options.with_flops,
+            with_modules=options.with_modules,
+        )
+
+    def phase(self, step: int) -> Phase:
+        """What torch's schedule does in ``step`` (``done`` past the schedule)."""
+        if step >= self.total_steps:
+            return "done"
+        return PHASES.get(self.schedule_fn(step).name, "wait")
+
+    def start(self, name: str) -> None:
+        """Start recording; a slow start (CUPTI attaching) is noted."""
+        started_ns = time.perf_counter_ns()
+        self._prof.start()
+        seconds = (time.perf_counter_ns() - started_ns) / 1e9
+        if seconds >= SLOW_START_S:
+            note(f"autoprof: torch.profiler took {seconds:.1f} s to start for {name!r} "
+                 "(the first profiled call waited for it; later calls do not)")
+
+    def step(self) -> None:
+        self._prof.step()
+
+    def stop(self) -> None:
+        """Stop (torch syncs the device itself when the trace stops, exporting the cycle)."""
+        self._prof.stop()

@@ -1,0 +1,204 @@
+"""The run folder from the recording side: open it, write its ``recording`` manifest, hand
+the run to its finisher, and read back what the finisher decided.
+
+Every manifest goes through ``autoprof.runfolder`` (its builder, names and atomic writes);
+the facts only the recording process knows are written here once: the device, the calls
+recorded (``steps_recorded``) and the status it asks for (``requested_status``, after the
+``repeat`` rule of :func:`requested_status`). The finisher (``autoprof.record.finish``)
+decides the final status after its writes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoprof import runfolder as artifacts
+from autoprof.record import export
+from autoprof.record.distributed import DistInfo, dist_info, shared_run_id
+from autoprof.record.options import Options
+from autoprof.record.warn import note, warn_once
+from autoprof.runfolder import files
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What names a session's runs (the manifest's identity fields besides the host's)."""
+
+    name: str
+    qualname: str
+    source_file: str | None
+    source_line: int | None
+
+
+@dataclass
+class RunState:
+    """What one run has produced so far (guarded by its session's lock)."""
+
+    run_dir: Path
+    run_id: str
+    dist: DistInfo
+    uses_cuda: bool
+    activities: tuple[str, ...] = ("cpu",)
+    started_at: str = field(default_factory=artifacts.utc_now_iso)
+    ended_at: str | None = None
+    steps_done: int = 0
+    cycles: int = 0
+    recorded_exported: int = 0  # recorded steps already in an exported trace
+    skip_empty: bool = False  # stopping on flush: a cycle with no recorded step is dropped
+    error: dict[str, str] | None = None
+    wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
+    recorded: int = 0  # steps torch's schedule recorded (RECORD, RECORD_AND_SAVE)
+    requested: artifacts.Status | None = None  # the status handed to the finisher
+
+
+def activities_of(options: Options, cuda_available: bool) -> tuple[str, ...]:
+    """The activities asked for, else CPU plus CUDA where a device is there."""
+    return options.activities or (("cpu", "cuda") if cuda_available else ("cpu",))
+
+
+def open_run(who: Identity, options: Options, activities: tuple[str, ...]) -> RunState:
+    """Create the run folder (a fresh run id on a clash); raises OSError on failure."""
+    info = dist_info()
+    out_dir = Path(os.path.abspath(options.resolved_out_dir()))  # chdir-proof
+    run_id, problem = shared_run_id(who.name, artifacts.new_run_id(), info)
+    if problem:
+        warn_once("dist-run-id", f"autoprof: {problem}; each rank writes its own run folder")
+    shared = info.initialized and problem is None
+    for _ in range(5):
+        try:
+            run_dir = artifacts.create_run_dir(out_dir, who.name, run_id, exist_ok=shared)
+            break
+        except FileExistsError:
+            run_id = artifacts.new_run_id()
+    else:
+        raise FileExistsError(f"no free run id under {out_dir / who.name}")
+    return RunState(run_dir, run_id, info, uses_cuda="cuda" in activities,
+                    activities=activities)
+
+
+def unwritable_dir(options: Options, name: str) -> Path:
+    """Where a run of ``name`` would have gone (for the warning when it cannot be made)."""
+    out_dir = Path(os.path.abspath(options.resolved_out_dir()))
+    return out_dir / artifacts.safe_component(name)
+
+
+def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: list[float],
+             status: artifacts.Status) -> artifacts.Manifest:
+    """The manifest as the recording process knows it."""
+    dist = run.dist
+    identity = {
+        "name": who.name,
+        "qualname": who.qualname,
+        "source_file": who.source_file,
+        "source_line": who.source_line,
+        "run_id": run.run_id,
+        **artifacts.host_identity(),
+        "rank": dist.rank,
+        "world_size": dist.world_size,
+        "device": artifacts.device_info(run.uses_cuda),
+    }
+    built = artifacts.build_manifest(
+        status=status,
+        identity=identity,
+        options=options.as_manifest(),
+        started_at=run.started_at,
+        ended_at=run.ended_at,
+        warmup_call_ms=warmup_call_ms,
+        wait_call_ms=run.wait_call_ms,
+        steps_recorded=run.recorded,
+        files=(),
+        error=run.error,
+    )
+    return built.replace(requested_status=run.requested)
+
+
+def write_manifest(run: RunState, content: artifacts.Manifest) -> None:
+    """Write ``content`` as this rank's manifest (and the run's, on rank 0 or alone)."""
+    dist = run.dist
+    if dist.initialized:
+        _write(run.run_dir / artifacts.rank_manifest(dist.rank), content)
+        if dist.rank != 0:
+            return
+        content = content.replace(ranks=tuple(range(dist.world_size)))
+    _write(run.run_dir / artifacts.MANIFEST, content)
+
+
+def _write(path: Path, content: artifacts.Manifest) -> None:
+    """``runfolder.write_manifest``'s bytes through the one atomic writer, looked up at call
+    time (the disk-full tests replace it)."""
+    files.atomic_write_bytes(path, content.to_json())
+
+
+def requested_status(status: artifacts.Status, run: RunState,
+                     options: Options) -> artifacts.Status:
+    """The status handed to the finisher: failed on any error; ``repeat=0`` runs until
+    stopped, so a flushed one whose cycles were saved is complete (each cycle is whole).
+    A stop on another schedule exports its cycle in progress: that one is partial."""
+    if run.error is not None:
+        return "failed"
+    if status == "partial" and options.schedule.repeat == 0 and run.cycles:
+        return "complete"
+    return status
+
+
+def start_finisher(run: RunState) -> export.Finisher:
+    """Start the run's finisher process; raises OSError when it cannot be started."""
+    return export.Finisher.start(run.run_dir, run.dist.rank if run.dist.initialized else None)
+
+
+def finisher_missing(run_dir: Path, exc: BaseException) -> str:
+    return (f"autoprof: cannot start the finisher of {run_dir} ({type(exc).__name__}: "
+            f"{exc}); the run will stay 'recording' until you run "
+            f"`python -m autoprof.finish {run_dir}`")
+
+
+def finisher_failed(run_dir: Path, problem: str) -> str:
+    return (f"autoprof: the finisher of {run_dir} failed ({problem}); the run stays "
+            f"'recording' until you run `python -m autoprof.finish {run_dir}` "
+            "where autoprof can be imported")
+
+
+def export_failed(name: str, path: Path, exc: BaseException) -> str:
+    return (f"autoprof: could not write the profile of {name!r} to {path}: "
+            f"{type(exc).__name__}: {exc}; the program goes on")
+
+
+def finished_problem(name: str, run: RunState, finisher: export.Finisher) -> str | None:
+    """After the finisher: the warning to give if the run failed or has no tables."""
+    file = artifacts.manifest_name(run.dist.rank if run.dist.initialized else None)
+    try:
+        final = artifacts.read_manifest(run.run_dir / file, artifacts.MAX_MANIFEST_BYTES)
+    except artifacts.ManifestError as exc:
+        why = finisher.died() or f"{type(exc).__name__}: {exc}"
+        return (f"autoprof: could not write the profile of {name!r} to "
+                f"{run.run_dir}: the finisher could not finish it ({why})")
+    error = final.error or {}
+    if final.status == "failed" and error.get("phase") == "export":
+        return (f"autoprof: could not write the profile of {name!r} to "
+                f"{run.run_dir}: {error.get('type')}: {error.get('message')}")
+    if final.tables_error:
+        return (f"autoprof: {run.run_dir}: table.txt and ops.csv not written: "
+                f"{final.tables_error}")
+    return None
+
+
+def note_end(name: str, run: RunState, status: str, total_steps: float,
+             handed_over: bool) -> None:
+    """What is known when the profiler stops: the calls recorded, not the final status (the
+    finisher decides it, and warns when the run fails)."""
+    done = f"{run.steps_done} profiled call{'' if run.steps_done == 1 else 's'}"
+    if status == "failed":
+        what = f"failed after {done}"
+    elif status == "partial" and total_steps != math.inf:
+        what = (f"recorded partially ({run.steps_done} of {int(total_steps)} profiled calls: "
+                "the program called it fewer times than the schedule needs)")
+    elif status == "partial":
+        what = f"recorded partially ({done})"
+    else:
+        what = f"recorded ({done})"
+    then = ("finishing in the background" if handed_over else
+            "left 'recording' for `python -m autoprof.finish`")
+    note(f"autoprof: run of {name!r} {what}; {then}: {run.run_dir}")
