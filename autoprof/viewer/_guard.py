@@ -11,10 +11,12 @@ user (this is how a viewer bound to 0.0.0.0 is reached from another machine).
 from __future__ import annotations
 
 import ipaddress
+import sys
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import streamlit as st
+from streamlit import config
 
 from autoprof.viewer._text import md_escape
 
@@ -63,9 +65,39 @@ def refusal(headers: Mapping[str, str], allowed: frozenset[str]) -> str | None:
     return None
 
 
+START = ("`autoprof view DIR`, or `streamlit run viewer/app.py --server.address 127.0.0.1` "
+         "(`--server.address 0.0.0.0` serves other machines on purpose)")
+
+
+def private_defaults() -> None:
+    """No usage statistics, however Streamlit was started (they are the browser's: off
+    here, they are off from the next script run on; the viewer's own .streamlit/config.toml
+    has them off from the first)."""
+    if config.get_option("browser.gatherUsageStats"):
+        config.set_option("browser.gatherUsageStats", False, where_defined="autoprof viewer")
+
+
+def unbound_refusal(headers: Mapping[str, str], address: str | None) -> str | None:
+    """The line refusing a server that listens on every interface without being told to
+    (no `server.address` set: Streamlit's default binds them all); None when it was given
+    an address, or when there is no HTTP request at all (AppTest)."""
+    if not any(k.lower() == "host" for k in headers) or (address or "").strip():
+        return None
+    return ("Refused: this viewer was started without an address, so it listens on every "
+            f"network interface. Restart it with {START}.")
+
+
 def enforce() -> None:
-    """Stop the script run, showing why, when the client came through a foreign name."""
-    why = refusal(dict(st.context.headers), allowed_hosts())
+    """Stop the script run, showing why, when the server listens on every interface by
+    default or the client came through a foreign name."""
+    private_defaults()
+    headers = dict(st.context.headers)
+    unbound = unbound_refusal(headers, config.get_option("server.address"))
+    if unbound is not None:
+        print(f"autoprof viewer: {unbound}", file=sys.stderr)
+        st.error(unbound)
+        st.stop()
+    why = refusal(headers, allowed_hosts())
     if why is None:
         return
     st.error(f"Refused: this viewer only answers on its own address ({md_escape(why)}). Open "

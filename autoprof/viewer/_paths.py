@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from autoprof import env
@@ -27,8 +28,12 @@ def default_root() -> Path:
 
 
 def resolve_root(text: str | os.PathLike[str]) -> Path:
-    """The traces folder as an absolute, link-free path (it may not exist yet)."""
-    return Path(text).expanduser().resolve(strict=False)
+    """The traces folder as an absolute, link-free path (it may not exist yet).
+
+    `~` is not expanded, as the recording side (autoprof.env.out_dir) does not expand it
+    either: `AUTOPROF_DIR='~/traces'` is the folder `./~/traces` for both (a shell expands an
+    unquoted `~` before either sees it)."""
+    return Path(text).resolve(strict=False)
 
 
 def inside(root: Path, candidate: str | os.PathLike[str]) -> Path:
@@ -38,7 +43,7 @@ def inside(root: Path, candidate: str | os.PathLike[str]) -> Path:
     way) leads outside the traces folder.
     """
     root_real = root.resolve(strict=True)
-    path = Path(candidate).expanduser()
+    path = Path(candidate)
     if not path.is_absolute():
         path = root_real / path
     real = path.resolve(strict=True)
@@ -47,21 +52,30 @@ def inside(root: Path, candidate: str | os.PathLike[str]) -> Path:
     return real
 
 
-def check_tree(root: Path, folder: Path, max_files: int = 2000) -> None:
+def check_tree(root: Path, folder: Path) -> None:
     """Refuse a run folder holding any file or link that resolves outside `root`, or any
-    special file (a FIFO would block the reader's `open()`; a device never ends)."""
+    special file (a FIFO would block the reader's `open()`; a device never ends).
+
+    Every entry is checked, however many there are: a cap would let a link placed after
+    it (a what-if `fixed_run` pointing out of the folder) through. Links to folders are
+    checked as entries, not followed."""
     inside(root, folder)
     regular_only(folder)
     if not folder.is_dir():
         return
-    for n, entry in enumerate(folder.rglob("*")):
-        if n >= max_files:
-            break
+    for entry in _entries(folder):
         try:
             real = inside(root, entry)
         except FileNotFoundError as e:  # dangling link
             raise OutsideFolderError(f"{entry}: broken link") from e
         regular_only(real)
+
+
+def _entries(folder: Path) -> Iterator[Path]:
+    """Every file, folder and link below `folder`, without following links."""
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in (*dirs, *files):
+            yield Path(parent) / name
 
 
 def regular_only(path: Path) -> None:

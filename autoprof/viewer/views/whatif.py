@@ -15,7 +15,7 @@ from autoprof.analysis.loader.whatif import best_fix, measured_for
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views._common import current_run
+from autoprof.viewer.views._common import current_run, show_error
 
 _STATUS_COLORS = {"faster": "#54a24b", "no change": "#9ecae9", "slower": "#e45756",
                   "outputs differ": "#eeca3b"}
@@ -24,13 +24,33 @@ HOW = ("No fixes were tried for this run. Measure them on your function with "
        "compile-reduce-overhead, cuda-graph, inference-mode, bf16, channels-last).")
 
 
+NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
+           "fixed_us", "setup_s", "max_abs_error", "break_even_calls")
+
+
 def results_of(run: Run) -> list[dict[str, Any]]:
     return list(run.analysis.whatif)
+
+
+def garbled(results: list[dict[str, Any]]) -> str | None:
+    """The first field of the what-if records that should be a number and is not, as one
+    line naming the fix, the field and its value; None when every one is a number or
+    missing. Such a record is not drawn: a traceback would be all the page could show."""
+    for r in results:
+        for key in NUMBERS:
+            value = r.get(key)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, int | float)):
+                return (f"whatif.json: fix {str(r.get('fix'))[:80]!r}: {key} is "
+                        f"{str(value)[:80]!r}, not a number")
+    return None
 
 
 def best_line(run: Any) -> str | None:
     """One sentence naming the best measured fix, for the Overview; None when there is none."""
     results = results_of(run)
+    if garbled(results):
+        return None
     best = best_fix(results)
     if best is None:
         return "No fix tried was measured faster with matching outputs." if results else None
@@ -47,6 +67,10 @@ def render(ctx: Context) -> None:
     results = results_of(run)
     if not results:
         st.info(HOW)
+        return
+    problem = garbled(results)
+    if problem:
+        show_error("The what-if results of this run could not be read.", problem)
         return
     line = best_line(run)
     if line:
