@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.attrbuild import Trace
+from support.attrbuild import Ev, Trace
 
 from autoprof.analysis.metrics.replay import (
     CudaGraph,
@@ -201,3 +201,16 @@ def test_a_baseline_change_applies_to_both_sides() -> None:
     # with the host twice as fast first, the graph gains against a 55 us step, not 110
     assert predict_speedup(ev, 1, graph, baseline=[ScaleHost(0.5)]) == pytest.approx(
         55.0 / replay_step(ev, 1, [ScaleHost(0.5), *graph]).step_us)
+
+
+def test_gpu_work_queued_before_the_trace_keeps_its_times() -> None:
+    """A kernel queued before tracing began (no launch in the trace) runs 0..50; step 1
+    (10..30) launches a kernel that waits behind it (51..61)."""
+    t = Trace().step(1, 10, 20).launch(12, 3, 51, 10)
+    t.events.append(Ev("earlier_kernel", "kernel", 0, 50, tid=7, stream=7))
+    ev = t.frame()
+    g = build_graph(ev)
+    assert g.item_call[0] == -1 and g.item_call[1] >= 0  # the carry first, not replayed
+    assert replay_step(ev, 1).step_us == pytest.approx(51.0)
+    # the carry is not the step's: only the step's own kernel gets faster
+    assert replay_step(ev, 1, [FasterKernels(2.0)]).step_us == pytest.approx(46.0)
