@@ -182,6 +182,7 @@ def test_big_trace_timeline_draws_whole_steps_and_says_so(tmp_path, monkeypatch)
     assert n + per_step[hi + 1] > MAX_DRAWN  # the next whole step would not fit
     drawn = [df for df in chart_data(at) if "lane" in df.columns]
     assert len(drawn) == 1 and len(drawn[0]) == n
+    assert [s["title"] for s in charts(at)] == [f"Timeline of steps {lo}-{hi}"]
 
 
 def test_size_sweep_on_the_h200_sweep(roots, monkeypatch):

@@ -108,11 +108,20 @@ def whole_steps(ev: pd.DataFrame, cap: int) -> tuple[pd.DataFrame, str]:
                    "Perfetto for all of it.")
 
 
+def _steps_drawn(ev: pd.DataFrame, where: str) -> str:
+    """'steps 2-3' for the steps `ev` holds; `where` unchanged when it holds no step."""
+    steps = sorted(int(s) for s in ev["step"].unique() if s >= 0)
+    if not steps:
+        return where
+    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+
+
 def _draw(run: Any, events: pd.DataFrame) -> None:
     ev, where = _pick_rows(events)
     ev, cut = whole_steps(ev, MAX_DRAWN)
     if cut:
         st.warning(cut)
+        where = _steps_drawn(ev, where)
     else:
         st.caption(f"{len(ev):,} events of {where}. Drag to pan, scroll to zoom; hover for "
                    "names. CPU lanes: one per thread and nesting level (L0 = outermost); "
