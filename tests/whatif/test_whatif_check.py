@@ -81,7 +81,10 @@ def test_a_failure_inside_whatif_is_a_warning_and_the_run_is_returned(monkeypatc
     def broken(*args, **kwargs):
         raise RuntimeError("harness bug")
 
+    import autoprof.record.check as check_module
+
     monkeypatch.setattr(whatif, "what_if", broken)
+    monkeypatch.setattr(check_module, "what_if", broken, raising=False)  # imported by name
     with pytest.warns(autoprof.AutoprofWarning, match="trying the fixes failed.*harness bug"):
         run = autoprof.check(lambda x: x * 2, torch.ones(2), try_fixes=("bf16",))
     assert len(run.events) > 0
