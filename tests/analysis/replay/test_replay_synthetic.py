@@ -181,9 +181,21 @@ def test_steps_share_the_gpu_tail_and_spread_over_steps() -> None:
     assert replay_error(ev, calibration="per_item").high == pytest.approx(0.0, abs=1e-9)
 
 
-def test_an_unknown_step_is_named() -> None:
+def test_an_unknown_step_or_region_is_named() -> None:
     with pytest.raises(ValueError, match="no profiler step 9"):
         replay_step(host_bound().frame(), 9)
+    with pytest.raises(ValueError, match="no host row named 'train_step'"):
+        replay_step(host_bound().frame(), 1, [CudaGraph("train_step")])
+    with pytest.raises(ValueError, match="no host row named 'train_step'"):
+        replay_step(host_bound().frame(), 1, [OverlapBetweenCalls("train_step")])
+
+
+def test_a_trace_without_profiler_steps_is_one_step() -> None:
+    t = Trace().cpu("forward", 0, 100).launch(10, 5, 16, 2).launch(50, 5, 56, 2)
+    (only,) = replay_steps(t.frame())
+    assert only.step == -1
+    assert only.measured_step_us == pytest.approx(100.0)
+    assert only.step_us == pytest.approx(100.0)
 
 
 def test_the_host_scale_that_gives_the_untraced_step() -> None:

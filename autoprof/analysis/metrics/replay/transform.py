@@ -78,6 +78,8 @@ def _spans(g: Graph, name: str | None) -> Coverage:
         return Coverage(g.call_ts_us[g.call_kind == START], g.call_ts_us[g.call_kind == END])
     cpu = (g.events["lane"].astype(str) == "cpu").to_numpy()
     hit = cpu & (_names(g) == name)
+    if not hit.any():
+        raise ValueError(f"replay: no host row named {name!r} in the events table")
     return Coverage(g.events["ts_us"].to_numpy(float)[hit],
                     g.events["end_us"].to_numpy(float)[hit])
 
