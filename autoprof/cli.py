@@ -13,12 +13,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoprof import env as settings
 from autoprof import runfolder
-from autoprof.analysis.report.text import render_summary
 from autoprof.units import fmt_us
+
+if TYPE_CHECKING:
+    from autoprof.analysis import AnalysisOptions
+
+# Nothing from autoprof.analysis (pandas, numpy) is imported at module level: `autoprof view`
+# and `--help` start without them; each command imports what it uses.
 
 # --- summary -------------------------------------------------------------------------------
 
@@ -77,8 +82,17 @@ def _error(path: object, problem: str) -> int:
     return EXIT_BAD_INPUT
 
 
+def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
+    """The command line's analysis flags as the typed options the analysis takes."""
+    from autoprof.analysis import AnalysisOptions
+
+    return AnalysisOptions(peak_tflops=getattr(args, "peak_tflops", None),
+                           peak_gbps=getattr(args, "peak_gbps", None))
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     from autoprof.analysis import TraceError, load
+    from autoprof.analysis.report.text import render_summary
 
     path = Path(args.path)
     if not path.exists():
@@ -88,7 +102,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     _finish_left_recording(path)
     progress = Progress(str(path))
     try:
-        run = load(path, progress=progress)
+        run = load(path, progress=progress, options=analysis_options(args))
     except TraceError as err:
         progress.failed()
         print(f"autoprof: error: {err}", file=sys.stderr)
@@ -231,6 +245,17 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 # --- entry point ---------------------------------------------------------------------------
 
+def _positive(text: str) -> float:
+    """A positive, finite number for a flag; argparse names the flag when this raises."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoprof", description="Explain torch.profiler runs: why is it slow?")
@@ -240,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), a folder of "
                                       "per-rank traces, or a folder of runs (one line each)")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
+    summary.add_argument("--peak-tflops", type=_positive, default=None, metavar="TFLOPS",
+                         help="the device's peak TFLOP/s for the efficiency analysis (every "
+                              "dtype; default: the peaks table, else $AUTOPROF_PEAK_TFLOPS)")
+    summary.add_argument("--peak-gbps", type=_positive, default=None, metavar="GBPS",
+                         help="the device's peak memory bandwidth in GB/s (default: the peaks "
+                              "table, else $AUTOPROF_PEAK_GBPS)")
     summary.set_defaults(func=cmd_summary)
     view = sub.add_parser("view", help="open the Streamlit viewer on a traces folder")
     view.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "

@@ -337,7 +337,7 @@ def load_autoprof(path: str) -> dict[str, Any]:
         import importlib
 
         # what load and summary run, imported up front as HTA's TraceAnalysis import is
-        for module in ("autoprof.analysis.loader.run", "autoprof.analysis.report.summary"):
+        for module in ("autoprof.analysis.run", "autoprof.analysis.report.summary"):
             importlib.import_module(module)
         load = autoprof.load
     except (ImportError, AttributeError) as exc:

@@ -45,7 +45,7 @@ _HAND_OFF = ('        mem_code = self.names.codes.get(MEMORY_EVENT)\n'
 _CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from autoprof.analysis.loader.run import load
+from autoprof.analysis.run import load
 from autoprof.analysis.loader import cache
 c0, t0 = time.thread_time(), time.perf_counter()
 run = load(sys.argv[2])

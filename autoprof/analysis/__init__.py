@@ -1,39 +1,46 @@
 """autoprof's analysis layer: any torch.profiler trace -> one events table -> explanations.
 
-Four stages, each a subpackage that only reads from the ones before it:
+Layers, top to bottom; a module imports only from the layers below it (imports used only for
+annotations sit under ``TYPE_CHECKING``):
 
-- ``loader/``: a path -> the events table (inputs, manifest, decode, columns, nesting, events,
-  merge, cache, discover, run);
-- ``metrics/``: the events table -> numbers (ops, steps, overhead, verdict, ranks, compare);
-- ``diagnose/``: numbers -> findings (the per-run context, the checks);
-- ``report/``: everything -> what users read (summary, key_averages tables).
+- ``run``: the facade, ``Run`` (the loader's record plus its analysis), ``load``, ``find_runs``;
+- ``report/``: everything -> what users read (summary, text, key_averages tables, runs side by
+  side);
+- ``analysis``: ``Analysis(data, options)``, every number of one run, each computed at most
+  once, with its typed ``AnalysisOptions``;
+- ``diagnose/``: numbers -> findings (``Diagnostic``) and fix suggestions;
+- ``metrics/``: the events table -> numbers (ops, steps, overhead, breakdown, verdict, ranks,
+  efficiency, memory use);
+- ``loader/``: a path -> the events table (``loader/formats/`` reads each trace format).
 
 Never imports torch, streamlit or altair. docs/architecture.md draws the layout.
 """
 
 from __future__ import annotations
 
-from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.analysis import Analysis, AnalysisOptions, diagnose, verdict
 from autoprof.analysis.diagnose.records import Diagnostic
-from autoprof.analysis.diagnose.runner import diagnose
 from autoprof.analysis.loader.decode import TraceFile, read_trace
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.events import build_events
-from autoprof.analysis.loader.run import Run, find_runs, load
-from autoprof.analysis.metrics.compare import compare
+from autoprof.analysis.loader.load import RunData, load_data
 from autoprof.analysis.metrics.ops import self_vs_total
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
 from autoprof.analysis.metrics.steps import per_step
-from autoprof.analysis.metrics.verdict import Verdict, verdict
+from autoprof.analysis.metrics.verdict import Verdict
+from autoprof.analysis.report.side_by_side import compare
 from autoprof.analysis.report.summary import summarize
 from autoprof.analysis.report.tables import format_table, write_tables
+from autoprof.analysis.run import Run, find_runs, load
 
 __all__ = [
-    "Context",
+    "Analysis",
+    "AnalysisOptions",
     "Diagnostic",
     "Overhead",
     "Run",
+    "RunData",
     "TraceError",
     "TraceFile",
     "Verdict",
@@ -43,6 +50,7 @@ __all__ = [
     "find_runs",
     "format_table",
     "load",
+    "load_data",
     "overhead",
     "per_step",
     "rank_table",

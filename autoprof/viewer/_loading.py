@@ -266,7 +266,7 @@ _ROWS_MAX = 10_000
 
 
 def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
-    from autoprof.analysis.metrics.compare import run_size
+    from autoprof.analysis.metrics.problem_size import run_size
 
     run, err = run_store().get_or_load(key[0], key[1], None)
     if run is None:

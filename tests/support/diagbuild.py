@@ -218,6 +218,6 @@ class FakeRun:
 
 def ids(run: Any) -> dict[str, Any]:
     """The run's diagnostics by id."""
-    from autoprof.analysis.diagnose.runner import diagnose
+    from autoprof.analysis.analysis import diagnose
 
     return {d.id: d for d in diagnose(run)}

@@ -146,7 +146,7 @@ def test_best_fix_skips_changed_outputs_and_slower_fixes():
 def test_a_fixed_run_recorded_without_the_analysis_gets_its_verdict_when_read():
     """On a torch-only machine the profiled fix is written but not analysed: the reader
     analyses it (and refuses a fixed_run outside the run folder)."""
-    from autoprof.analysis.loader.whatif import whatif_or_warn
+    from autoprof.analysis.analysis import whatif_or_warn
     from autoprof.runfolder.whatif import whatif_record, write_whatif
 
     run = autoprof.check(lambda x: x * 2, torch.ones(2))

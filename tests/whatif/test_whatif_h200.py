@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.analysis.loader.whatif import best_fix, whatif_or_warn
+from autoprof.analysis.analysis import whatif_or_warn
+from autoprof.analysis.loader.whatif import best_fix
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "gpu_h200" / "whatif"
 RECORDED = ROOT / "whatif_cases.json"

@@ -13,13 +13,17 @@ of step times down:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.diagnose.context import Context
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, STEP_NAME
 from autoprof.analysis.metrics.stats import cpu_work_mask, name_matches
 from autoprof.analysis.metrics.sync import autoprof_mask
+
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis
 
 
 def _steps_with(events: pd.DataFrame, mask: np.ndarray) -> set[tuple[int, int]]:
@@ -28,7 +32,7 @@ def _steps_with(events: pd.DataFrame, mask: np.ndarray) -> set[tuple[int, int]]:
     return set(zip(ranks.tolist(), steps.tolist(), strict=True))
 
 
-def called_steps(ctx: Context) -> pd.DataFrame:
+def called_steps(ctx: Analysis) -> pd.DataFrame:
     """`ctx.steps` without the steps that hold no call of the function.
 
     A step holds a call when the region named after the run (the decorated call) is inside
@@ -49,7 +53,7 @@ def called_steps(ctx: Context) -> pd.DataFrame:
     return steps[np.fromiter((k in held for k in keys), bool, len(steps))]
 
 
-def data_loader_us(ctx: Context, rank: int) -> dict[int, float]:
+def data_loader_us(ctx: Analysis, rank: int) -> dict[int, float]:
     """Per step of `rank`: the time in the outermost DataLoader rows (fetching batches)."""
     events = ctx.events
     mask = (cpu_work_mask(events) & name_matches(events["name"], DATA_LOADER_NAME)

@@ -5,23 +5,22 @@ Thresholds are module constants; docs/analysis.md explains each and the evidence
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
-from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.diagnose.cold_start import cold_start, cold_start_applies
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
+from autoprof.analysis.diagnose.efficiency_checks import low_efficiency_diagnostic
 from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
-from autoprof.analysis.diagnose.records import Check, Diagnostic
-from autoprof.analysis.metrics.efficiency import low_efficiency_diagnostic
+from autoprof.analysis.diagnose.records import Check, Diagnostic, rounded
 from autoprof.analysis.metrics.stats import median
 from autoprof.units import fmt_us
 
-COLD_START_RATIO = 1.75  # first step (or first warm-up call) vs the median of the rest
-COLD_START_UNTRACED_RATIO = 3.0  # first untraced call (synced) vs the median profiled step
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis
+
 HOST_SYNC_CRITICAL_SHARE = 0.25  # sync time / step time above which host-sync is critical
 GPU_IDLE_SHARE = 0.30  # idle share of the step windows
 GPU_IDLE_MIN_GAP_US = 50.0  # ... and one gap at least this long
@@ -30,13 +29,9 @@ QUEUE_OFFSET_US = 100.0  # median launch-to-start offset worth explaining
 SHORT_KERNEL_SHARE = 0.5  # share of kernels shorter than their launch call
 
 
-def _r(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), digits)
-
-
 # --- overhead-bound ----------------------------------------------------------------------
 
-def _overhead_bound(ctx: Context) -> Diagnostic | None:
+def _overhead_bound(ctx: Analysis) -> Diagnostic | None:
     v, ov = ctx.verdict, ctx.overhead
     if v.kind != "overhead-bound":
         return None
@@ -55,156 +50,9 @@ def _overhead_bound(ctx: Context) -> Diagnostic | None:
     )
 
 
-# --- cold-start ---------------------------------------------------------------------------
-
-def _first_rank_steps(ctx: Context) -> list[tuple[int, float]]:
-    steps = called_steps(ctx)
-    if steps.empty:
-        return []
-    first = steps[steps["rank"] == steps["rank"].min()].sort_values("start_us")
-    return list(zip(first["step"].astype(int), first["cpu_span_us"].astype(float), strict=True))
-
-
-def _manifest_calls(ctx: Context, key: str) -> list[float]:
-    """A list of call times (ms) from the manifest; [] when absent (older manifests) or odd."""
-    calls = ctx.manifest.get(key)
-    if not isinstance(calls, list):
-        return []
-    return [float(c) for c in calls if isinstance(c, int | float) and not isinstance(c, bool)]
-
-
-def _warmup_calls(ctx: Context) -> list[float]:
-    return _manifest_calls(ctx, "warmup_call_ms")
-
-
-def _untraced_calls(ctx: Context) -> list[float]:
-    """Every untraced call before profiling, in call order: the warm-up calls, then the
-    profiler steps before the first recorded one (``wait_call_ms``: skip_first and wait)."""
-    return _warmup_calls(ctx) + _manifest_calls(ctx, "wait_call_ms")
-
-
-def _warmup_was_off(ctx: Context) -> bool:
-    options = ctx.manifest.get("options")
-    warmup = options.get("warmup") if isinstance(options, dict) else None
-    if isinstance(warmup, int) and not isinstance(warmup, bool):
-        return warmup == 0
-    return not _warmup_calls(ctx)
-
-
-def _step_median_us(ctx: Context) -> float | None:
-    """Median profiled step of the first rank, as a synchronized call would time it: the
-    longer of its CPU span and its GPU window (step start to the end of its GPU work)."""
-    steps = called_steps(ctx)
-    if steps.empty:
-        return None
-    first = steps[steps["rank"] == steps["rank"].min()]
-    wall = np.maximum(first["cpu_span_us"].to_numpy(float), first["gpu_window_us"].to_numpy(float))
-    value = median(wall)
-    return value if np.isfinite(value) and value > 0 else None
-
-
-def _cold_start_applies(ctx: Context) -> bool:
-    steps = len(_first_rank_steps(ctx))
-    return steps >= 2 or len(_warmup_calls(ctx)) >= 2 or (steps >= 1 and bool(_untraced_calls(ctx)))
-
-
-def _untraced_slow(ctx: Context, evidence: dict[str, Any]) -> str | None:
-    """The sentence about a slow first untraced call, or None; fills ``evidence``."""
-    calls, untraced = _warmup_calls(ctx), _untraced_calls(ctx)
-    if not untraced:
-        return None
-    first_ms = untraced[0]
-    if len(untraced) >= 2 and first_ms < COLD_START_RATIO * median(untraced[1:]):
-        return None  # the first call costs what the others do: nothing one-time about it
-    found = []
-    if len(calls) >= 2:
-        rest_ms = median(calls[1:])
-        ratio = calls[0] / rest_ms if rest_ms > 0 else float("inf")
-        evidence.update(first_warmup_call_ms=_r(calls[0], 3), other_warmup_calls_median_ms=_r(
-            rest_ms, 3), warmup_ratio=_r(ratio), warmup_calls=len(calls))
-        if ratio >= COLD_START_RATIO:
-            found.append(f"{ratio:.1f}x the median of the other warm-up calls ({rest_ms:.3f} ms)")
-    step_us = _step_median_us(ctx)
-    if step_us is not None:
-        ratio = first_ms * 1e3 / step_us
-        evidence.update(first_untraced_call_ms=_r(first_ms, 3), untraced_calls=len(untraced),
-                        wait_calls=len(untraced) - len(calls), profiled_step_median_us=_r(
-                            step_us), untraced_step_ratio=_r(ratio),
-                        untraced_ratio_threshold=COLD_START_UNTRACED_RATIO)
-        if ratio >= COLD_START_UNTRACED_RATIO:
-            found.append(f"{ratio:.1f}x the median profiled step ({fmt_us(step_us)})")
-    if not found:
-        return None
-    which = ("first warm-up call" if calls else "first call (untraced: a wait step of the "
-             "profiler schedule, before it recorded anything)")
-    return f"the {which} took {first_ms:.3f} ms, " + " and ".join(found)
-
-
-def _first_step_loader_excess_us(ctx: Context, steps: list[tuple[int, float]]) -> float:
-    """How much longer the first step spent in a DataLoader than the later steps' median (a
-    new epoch starting its iterator or workers is slow once per epoch, not once per process)."""
-    loader = data_loader_us(ctx, int(called_steps(ctx)["rank"].min()))
-    if not loader:
-        return 0.0
-    return loader.get(steps[0][0], 0.0) - median(loader.get(n, 0.0) for n, _ in steps[1:])
-
-
-def _one_time_costs(ctx: Context) -> str:
-    if ctx.has_gpu:
-        return "cuBLAS heuristics, lazy module loading, allocator growth"
-    return "lazy initialisation, first-call dispatch, allocator growth"
-
-
-WARMUP_OFF_HINT = ("Set warmup>=1 (autoprof's default is 3) so one-time costs stay out of the "
-                   "profiled steps.")
-
-
-def _cold_start(ctx: Context) -> Diagnostic | None:
-    evidence: dict[str, Any] = {"ratio_threshold": COLD_START_RATIO}
-    parts = []
-    steps = _first_rank_steps(ctx)
-    step_slow = False
-    if len(steps) >= 2:
-        first_no, first_us = steps[0]
-        rest_us = median(s for _, s in steps[1:])
-        ratio = first_us / rest_us if rest_us > 0 else float("inf")
-        evidence.update(first_step=first_no, first_step_us=_r(first_us),
-                        other_steps_median_us=_r(rest_us), step_ratio=_r(ratio))
-        loader_us = _first_step_loader_excess_us(ctx, steps)
-        evidence.update(first_step_data_loader_extra_us=_r(loader_us))
-        if ratio >= COLD_START_RATIO and loader_us < 0.5 * (first_us - rest_us):
-            step_slow = True
-            parts.append(f"the first profiled step (ProfilerStep#{first_no}) took "
-                         f"{fmt_us(first_us)}, {ratio:.1f}x the median of the later steps "
-                         f"({fmt_us(rest_us)})")
-    untraced = _untraced_slow(ctx, evidence)
-    if untraced is not None:
-        parts.append(untraced)
-    if not parts:
-        return None
-    warmup_off = _warmup_was_off(ctx)
-    evidence["warmup_off"] = warmup_off
-    text = "; ".join(parts)
-    message = text[0].upper() + text[1:] + "."
-    if step_slow:
-        hint = ("Warm up more before recording: more untraced warm-up calls and a profiler "
-                f"schedule warmup of at least 1, so one-time costs ({_one_time_costs(ctx)}) land "
-                "before the active steps; or leave the first step out when reading per-step "
-                "numbers.")
-        if warmup_off:
-            hint = f"{WARMUP_OFF_HINT} {hint}"
-    elif warmup_off:
-        hint = ("The profiler schedule's wait step absorbed it this time, so the recorded "
-                f"steps are clean, but only by luck of the schedule. {WARMUP_OFF_HINT}")
-    else:
-        hint = ("Warm-up already kept this one-time cost out of the profile; expect it again "
-                "at the start of every new process (pre-load or compile ahead if it matters).")
-    return Diagnostic("cold-start", "warning" if step_slow else "info", message, evidence, hint)
-
-
 # --- host-sync ----------------------------------------------------------------------------
 
-def _host_sync(ctx: Context) -> Diagnostic | None:
+def _host_sync(ctx: Analysis) -> Diagnostic | None:
     """Fires when the breakdown gives the steps host_sync time: real waits for a device (a CPU
     tensor's .item() and autoprof's own syncs never count; metrics/sync.py)."""
     ov = ctx.overhead
@@ -225,9 +73,9 @@ def _host_sync(ctx: Context) -> Diagnostic | None:
                  f"per step; {names}) leave the GPU idle {fmt_us(sync_us)} per step, "
                  f"{100 * share:.1f}% of the step, waiting in or draining after them ({at})."),
         evidence={"host_syncs_in_steps": ov.host_syncs_in_steps,
-                  "host_sync_in_steps_us": _r(ov.host_sync_in_steps_us),
-                  "host_sync_us_per_step": _r(sync_us),
-                  "share_of_step_time_pct": _r(100 * share), "per_step": _r(per_step),
+                  "host_sync_in_steps_us": rounded(ov.host_sync_in_steps_us),
+                  "host_sync_us_per_step": rounded(sync_us),
+                  "share_of_step_time_pct": rounded(100 * share), "per_step": rounded(per_step),
                   "host_syncs_total": ov.host_syncs, "by_name": dict(ov.sync_names),
                   "where": where},
         hint=("Remove .item(), .cpu(), .tolist(), print(tensor) and explicit "
@@ -238,7 +86,7 @@ def _host_sync(ctx: Context) -> Diagnostic | None:
 
 # --- gpu-idle -----------------------------------------------------------------------------
 
-def _gpu_idle(ctx: Context) -> Diagnostic | None:
+def _gpu_idle(ctx: Analysis) -> Diagnostic | None:
     ov = ctx.overhead
     if ov.step_window_us <= 0:
         return None
@@ -260,10 +108,10 @@ def _gpu_idle(ctx: Context) -> Diagnostic | None:
         message=(f"The GPU is idle {100 * share:.1f}% of the time inside steps: {ov.idle_gaps} "
                  f"gap(s) totalling {fmt_us(ov.idle_gap_total_us)}; the largest is "
                  f"{fmt_us(ov.idle_gap_max_us)}{where}."),
-        evidence={"idle_share_pct": _r(100 * share), "idle_gaps": ov.idle_gaps,
-                  "idle_gap_total_us": _r(ov.idle_gap_total_us),
-                  "idle_gap_max_us": _r(ov.idle_gap_max_us),
-                  "step_window_us": _r(ov.step_window_us)},
+        evidence={"idle_share_pct": rounded(100 * share), "idle_gaps": ov.idle_gaps,
+                  "idle_gap_total_us": rounded(ov.idle_gap_total_us),
+                  "idle_gap_max_us": rounded(ov.idle_gap_max_us),
+                  "step_window_us": rounded(ov.step_window_us)},
         hint=("Look at the CPU lane during the largest gap: data loading, Python work, host "
               "syncs or CPU-side ops keep the GPU waiting. Overlap them with GPU work "
               "(DataLoader workers, pin_memory, non_blocking copies, a side stream) or move "
@@ -271,21 +119,22 @@ def _gpu_idle(ctx: Context) -> Diagnostic | None:
     )
 
 
-def _gpu_idle_applies(ctx: Context) -> bool:
+def _gpu_idle_applies(ctx: Analysis) -> bool:
     return ctx.has_gpu and not ctx.steps.empty and ctx.verdict.kind != "overhead-bound"
 
 
 # --- launch-latency -----------------------------------------------------------------------
 
-def _launch_latency(ctx: Context) -> Diagnostic | None:
+def _launch_latency(ctx: Analysis) -> Diagnostic | None:
     ov = ctx.overhead
     p50, disp = ov.launch_latency_us_p50, ov.dispatch_latency_us_p50
     if p50 is None or disp is None:
         return None
-    evidence = {"launch_latency_us_p50": _r(p50), "launch_latency_us_p90":
-                _r(ov.launch_latency_us_p90), "launch_latency_us_max":
-                _r(ov.launch_latency_us_max), "launch_queued_pct": _r(ov.launch_queued_pct),
-                "dispatch_latency_us_p50": _r(disp)}
+    evidence = {"launch_latency_us_p50": rounded(p50),
+                "launch_latency_us_p90": rounded(ov.launch_latency_us_p90),
+                "launch_latency_us_max": rounded(ov.launch_latency_us_max),
+                "launch_queued_pct": rounded(ov.launch_queued_pct),
+                "dispatch_latency_us_p50": rounded(disp)}
     if disp >= DISPATCH_LATENCY_US:
         return Diagnostic(
             "launch-latency", "warning",
@@ -311,7 +160,7 @@ def _launch_latency(ctx: Context) -> Diagnostic | None:
 
 # --- short-kernels ------------------------------------------------------------------------
 
-def _short_kernels(ctx: Context) -> Diagnostic | None:
+def _short_kernels(ctx: Analysis) -> Diagnostic | None:
     ov = ctx.overhead
     ev = ctx.events
     linked = ev[ev["is_gpu_work"].to_numpy(dtype=bool) & (ev["launch_row"].to_numpy() >= 0)]
@@ -329,8 +178,8 @@ def _short_kernels(ctx: Context) -> Diagnostic | None:
                  f"shorter than the CPU call that launched them (median kernel "
                  f"{fmt_us(kernel_med)} vs launch call {fmt_us(launch_med)})."),
         evidence={"short_kernels": ov.short_kernels, "linked_kernels": len(linked),
-                  "share_pct": _r(100 * share), "kernel_us_median": _r(kernel_med),
-                  "launch_call_us_median": _r(launch_med)},
+                  "share_pct": rounded(100 * share), "kernel_us_median": rounded(kernel_med),
+                  "launch_call_us_median": rounded(launch_med)},
         hint=("Each launch costs more host time than the GPU work it starts: fuse ops "
               "(torch.compile), batch several small inputs into one call, or replay the "
               "step as a CUDA graph."),
@@ -339,13 +188,13 @@ def _short_kernels(ctx: Context) -> Diagnostic | None:
 
 # --- no-profiler-warmup -------------------------------------------------------------------
 
-def _schedule(ctx: Context) -> dict[str, Any] | None:
+def _schedule(ctx: Analysis) -> dict[str, Any] | None:
     options = ctx.manifest.get("options")
     schedule = options.get("schedule") if isinstance(options, dict) else None
     return schedule if isinstance(schedule, dict) and "warmup" in schedule else None
 
 
-def _no_profiler_warmup(ctx: Context) -> Diagnostic | None:
+def _no_profiler_warmup(ctx: Analysis) -> Diagnostic | None:
     schedule = _schedule(ctx)
     if schedule is None or schedule.get("warmup") != 0:
         return None
@@ -361,7 +210,7 @@ def _no_profiler_warmup(ctx: Context) -> Diagnostic | None:
 
 # --- straggler ----------------------------------------------------------------------------
 
-def _straggler(ctx: Context) -> Diagnostic | None:
+def _straggler(ctx: Analysis) -> Diagnostic | None:
     rank = ctx.straggler
     if rank is None:
         return None
@@ -380,10 +229,10 @@ def _straggler(ctx: Context) -> Diagnostic | None:
                  f"{fmt_us(slow['compute_us_median'] - other_compute)} longer than the other "
                  f"ranks (median {fmt_us(other_compute)}), which wait for it in collectives "
                  f"({fmt_us(other_wait)} per step)."),
-        evidence={"straggler_rank": rank, "compute_us_median": _r(slow["compute_us_median"]),
-                  "others_compute_us_median": _r(other_compute),
-                  "others_collective_us_median": _r(other_wait),
-                  "straggler_collective_us_median": _r(slow["collective_us_median"]),
+        evidence={"straggler_rank": rank, "compute_us_median": rounded(slow["compute_us_median"]),
+                  "others_compute_us_median": rounded(other_compute),
+                  "others_collective_us_median": rounded(other_wait),
+                  "straggler_collective_us_median": rounded(slow["collective_us_median"]),
                   "ranks": len(table)},
         hint=(f"Find what rank {rank} does that the others do not: uneven batches or sequence "
               "lengths, data loading, logging or checkpointing on one rank, a slower GPU or "
@@ -401,10 +250,10 @@ def _gpu_straggler(rank: int, slow: pd.Series, others: pd.DataFrame, ranks: int)
         message=(f"Rank {rank} is the straggler: the other ranks' GPUs spend {waiting:.1f}% of "
                  f"their step in collectives with no compute beside them (exposed "
                  f"communication), waiting for rank {rank}, whose own share is {own:.1f}%."),
-        evidence={"straggler_rank": rank, "others_exposed_comm_pct": _r(waiting),
-                  "straggler_exposed_comm_pct": _r(own),
-                  "compute_us_median": _r(slow["compute_us_median"]),
-                  "others_compute_us_median": _r(float(others["compute_us_median"].median())),
+        evidence={"straggler_rank": rank, "others_exposed_comm_pct": rounded(waiting),
+                  "straggler_exposed_comm_pct": rounded(own),
+                  "compute_us_median": rounded(slow["compute_us_median"]),
+                  "others_compute_us_median": rounded(float(others["compute_us_median"].median())),
                   "ranks": ranks},
         hint=(f"Find what rank {rank} does that the others do not: uneven batches or sequence "
               "lengths, data loading, logging or checkpointing on one rank, a slower GPU or "
@@ -418,7 +267,7 @@ CHECKS: tuple[Check, ...] = (
     Check("straggler", "needs two or more ranks", lambda c: len(c.ranks) >= 2, _straggler),
     Check("cold-start", "needs two profiler steps, two warm-up calls, or a profiler step and "
           "an untraced call (warm-up or wait) in the manifest",
-          _cold_start_applies, _cold_start),
+          cold_start_applies, cold_start),
     Check("gpu-idle", "needs GPU work in profiler steps, and a verdict other than "
           "overhead-bound (that finding covers an idle GPU)", _gpu_idle_applies, _gpu_idle),
     Check("launch-latency", "needs kernels linked to their launch calls",

@@ -22,7 +22,7 @@ from autoprof.analysis.metrics.sync import autoprof_mask
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
-    from autoprof.analysis.diagnose.context import Context
+    from autoprof.analysis.analysis import Analysis
 
 # an op this short is mostly the framework's per-op cost (dispatch, checks, allocation):
 # a few microseconds per op even for one element on a fast CPU
@@ -32,7 +32,7 @@ DATA_LOADER_MIN_PCT = 10.0
 TOP_HEAVIEST = 3
 
 
-def _outermost_ops(ctx: Context) -> pd.DataFrame:
+def _outermost_ops(ctx: Analysis) -> pd.DataFrame:
     """The outermost `cpu_op` rows inside profiler steps (autoprof's own left out)."""
     ev = ctx.events
     ops = isin_mask(ev["cat"], ("cpu_op",)) & (ev["step"].to_numpy() >= 0)
@@ -41,7 +41,7 @@ def _outermost_ops(ctx: Context) -> pd.DataFrame:
     return ev.loc[outer, ["name", "dur_us", "step", "rank"]]
 
 
-def cpu_dispatch_bound(ctx: Context) -> Diagnostic | None:
+def cpu_dispatch_bound(ctx: Analysis) -> Diagnostic | None:
     ops = _outermost_ops(ctx)
     steps = max(len(ctx.breakdown.steps), 1)
     if ops.empty:
@@ -78,7 +78,7 @@ def cpu_dispatch_bound(ctx: Context) -> Diagnostic | None:
     )
 
 
-def data_loader(ctx: Context) -> Diagnostic | None:
+def data_loader(ctx: Analysis) -> Diagnostic | None:
     bd = ctx.breakdown
     n = len(bd.steps)
     step_us = float(bd.steps["step_us"].mean()) if n else 0.0

@@ -5,15 +5,17 @@ Thresholds are module constants; docs/analysis.md ("Memory") explains each.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.diagnose.context import Context
 from autoprof.analysis.diagnose.records import Check, Diagnostic
-from autoprof.analysis.metrics.memory import BEFORE_WINDOW, Memory
+from autoprof.analysis.metrics.memory_use import BEFORE_WINDOW, Memory
 from autoprof.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis
 
 GROWTH_MIN_STEPS = 2  # steps with memory events on the device
 GROWTH_MIN_TOTAL_BYTES = 64 * 1024  # below this, a rise is allocator noise, not a leak
@@ -29,11 +31,11 @@ _MEMORY_HINT = ("Lower the peak: a smaller batch, activation checkpointing "
                 "and the next step takes them back.")
 
 
-def _has_memory(ctx: Context) -> bool:
+def _has_memory(ctx: Analysis) -> bool:
     return ctx.memory is not None
 
 
-def _memory(ctx: Context) -> Memory:
+def _memory(ctx: Analysis) -> Memory:
     if ctx.memory is None:
         raise ValueError("memory checks need memory events (record with profile_memory=True)")
     return ctx.memory
@@ -64,7 +66,7 @@ def _growing(steps: pd.DataFrame) -> list[tuple[int, str, pd.DataFrame]]:
     return found
 
 
-def _memory_growth(ctx: Context) -> Diagnostic | None:
+def _memory_growth(ctx: Analysis) -> Diagnostic | None:
     mem = _memory(ctx)
     found = _growing(mem.steps)
     if not found:
@@ -98,7 +100,7 @@ def _memory_growth(ctx: Context) -> Diagnostic | None:
 
 # --- near-capacity ------------------------------------------------------------------------
 
-def _near_capacity(ctx: Context) -> Diagnostic | None:
+def _near_capacity(ctx: Analysis) -> Diagnostic | None:
     devices = _memory(ctx).devices
     known = devices[devices["reserved_pct"].notna()]
     if not len(known):
@@ -127,7 +129,7 @@ def _near_capacity(ctx: Context) -> Diagnostic | None:
 
 # --- allocator-churn ----------------------------------------------------------------------
 
-def _allocator_churn(ctx: Context) -> Diagnostic | None:
+def _allocator_churn(ctx: Analysis) -> Diagnostic | None:
     mem = _memory(ctx)
     parts: list[str] = []
     evidence: dict[str, Any] = {}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from autoprof.analysis.metrics.breakdown import BUCKETS, Breakdown
 from autoprof.analysis.metrics.ranks import COLLECTIVE_NAME
 
@@ -87,3 +89,17 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
             "hint": hint,
         })
     return sorted(out, key=lambda o: -o["us_per_step"])
+
+
+def rank_attribution(bd: Breakdown, table: pd.DataFrame, straggler: int | None
+                     ) -> dict[int, dict[str, Any]]:
+    """Per rank: its own `breakdown` (mean), `opportunities` and `verdict`. A faster rank's
+    exposed communication is named as waiting for the straggler."""
+    out: dict[int, dict[str, Any]] = {}
+    verdicts = dict(zip(table["rank"].tolist(), table["verdict"].tolist(), strict=True))
+    for rank in verdicts:
+        own = bd.for_rank(int(rank))
+        out[int(rank)] = {"breakdown": own.mean(),
+                          "opportunities": opportunities(own, straggler, int(rank)),
+                          "verdict": verdicts[rank]}
+    return out

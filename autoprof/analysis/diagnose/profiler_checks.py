@@ -1,21 +1,25 @@
 """`profiler-slowdown`: the profiled steps run several times slower than the same calls untraced.
 
 autoprof times the calls the profiler does not record (warm-up calls and the schedule's wait
-steps); `Context.profiler_overhead` sets their median against the median profiled step. When
+steps); `Analysis.profiler_overhead` sets their median against the median profiled step. When
 the profiler multiplies a step's time, the absolute times in the trace describe the profiler
 as much as the program: shares and rankings still hold, durations do not.
 """
 
 from __future__ import annotations
 
-from autoprof.analysis.diagnose.context import Context
+from typing import TYPE_CHECKING
+
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.units import fmt_us
+
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis
 
 PROFILER_SLOWDOWN_RATIO = 3.0  # profiled step / untraced call at and above which to say so
 
 
-def profiler_slowdown(ctx: Context) -> Diagnostic | None:
+def profiler_slowdown(ctx: Analysis) -> Diagnostic | None:
     po = ctx.profiler_overhead
     if not po.get("available"):
         return None

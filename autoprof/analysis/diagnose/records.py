@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 if TYPE_CHECKING:
-    from autoprof.analysis.diagnose.context import Context
+    from autoprof.analysis.analysis import Analysis
 
 Severity = Literal["info", "warning", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -34,7 +36,12 @@ class Check:
 
     id: str
     needs: str
-    applies: Callable[[Context], bool]
-    find: Callable[[Context], Diagnostic | None]
+    applies: Callable[[Analysis], bool]
+    find: Callable[[Analysis], Diagnostic | None]
 
 
+
+
+def rounded(value: float | None, digits: int = 2) -> float | None:
+    """An evidence number: rounded, None when missing or not finite."""
+    return None if value is None or not np.isfinite(value) else round(float(value), digits)

@@ -27,7 +27,7 @@ import pyarrow.ipc as ipc
 
 from autoprof import env, runfolder
 from autoprof._version import __version__
-from autoprof.analysis.loader.memory import from_ipc, to_ipc
+from autoprof.analysis.loader.memory_events import from_ipc, to_ipc
 
 CACHE_VERSION = 8
 SUFFIX = ".autoprof.arrow"

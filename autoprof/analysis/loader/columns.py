@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from autoprof.analysis.loader.memory import MEMORY_EVENT, MemoryBuilder, MemoryColumns
+from autoprof.analysis.loader.memory_events import MEMORY_EVENT, MemoryBuilder, MemoryColumns
 from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 from autoprof.analysis.loader.source import refuse_special
-from autoprof.analysis.loader.whatif import WHATIF_NAME
+from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
 _RANK_MANIFEST = re.compile(r"^rank(\d{1,6})\.manifest\.json$")
@@ -39,15 +40,15 @@ class Source:
 
 
 def may_be_trace_name(name: str) -> bool:
-    """Whether a file of this name may hold a trace (``.json``/``.json.gz``, not a manifest,
-    what-if result, cache, temporary or hidden file). Names only: ``discover.looks_like_trace``
-    reads the first bytes."""
+    """Whether a file of this name may hold a trace (a name some ``formats`` reader takes; not
+    a manifest, what-if result, cache, temporary or hidden file). Names only:
+    ``discover.looks_like_trace`` reads the first bytes."""
     lower = name.lower()
     if lower.endswith(CACHE_SUFFIX) or lower.endswith(".tmp") or lower.startswith("."):
         return False
     if lower in (MANIFEST_NAME, WHATIF_NAME) or lower.endswith(".manifest.json"):
         return False
-    return lower.endswith(".json") or lower.endswith(".json.gz")
+    return formats.can_read(Path(name))
 
 
 def rank_from_name(path: Path) -> int | None:

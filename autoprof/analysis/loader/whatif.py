@@ -4,22 +4,20 @@ Written by ``autoprof.record.whatif`` (``autoprof.check(..., try_fixes=...)``): 
 ``schema_version`` and ``results``, a list of one record per fix (``fix``, ``applicable``,
 ``reason``, ``status``, ``baseline_us``, ``fixed_us``, ``speedup``, ``outputs_match``,
 ``max_abs_error``, ``setup_s``, ...). A run without the file has no results (``[]``); a file
-that is not such an object raises TraceError naming it (``whatif_or_warn`` turns that into a
-warning, for the summary).
+that is not such an object raises TraceError naming it (``whatif_or_warn`` in
+autoprof/analysis/analysis.py turns that into a warning and completes each fixed run's verdict,
+for the summary).
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.runfolder.whatif import MAX_WHATIF_BYTES, WHATIF_NAME, WHATIF_SCHEMA_VERSION
 
-WHATIF_NAME = "whatif.json"
-WHATIF_SCHEMA_VERSION = 1
-MAX_WHATIF_BYTES = 16 * 1024**2
 REQUIRED = ("fix", "applicable")
 
 
@@ -39,44 +37,6 @@ def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:
     except (ValueError, RecursionError) as exc:
         raise TraceError(path, f"not valid JSON ({exc})") from None
     return _results(path, raw)
-
-
-def whatif_or_warn(run_path: str | Path | None) -> list[dict[str, Any]]:
-    """``read_whatif``, but a bad file is a warning (``path: problem``) and ``[]``: the trace
-    analysis of the run does not depend on it. A fixed run recorded where the analysis could
-    not run (a torch-only GPU machine) gets its verdict here (``with_fixed_verdicts``)."""
-    try:
-        return with_fixed_verdicts(read_whatif(run_path), run_path)
-    except TraceError as err:
-        warnings.warn(f"{err} (what-if results ignored)", stacklevel=2)
-        return []
-
-
-def with_fixed_verdicts(results: list[dict[str, Any]],
-                        run_path: str | Path | None) -> list[dict[str, Any]]:
-    """Each result with a ``fixed_run`` but no ``fixed_verdict``, completed from that run
-    folder (inside the run's own folder only); one that cannot be loaded says why."""
-    out = []
-    for record in results:
-        fixed_run = record.get("fixed_run")
-        if record.get("fixed_verdict") or not isinstance(fixed_run, str) or run_path is None:
-            out.append(record)
-            continue
-        out.append({**record, **_verdict_of(Path(run_path), fixed_run)})
-    return out
-
-
-def _verdict_of(run_path: Path, fixed_run: str) -> dict[str, Any]:
-    from autoprof.analysis.loader.run import load
-
-    folder = run_path / fixed_run
-    if Path(fixed_run).is_absolute() or ".." in Path(fixed_run).parts:
-        return {"fixed_verdict_reason": f"fixed_run {fixed_run!r} is outside the run folder"}
-    try:
-        verdict = load(folder).analysis.verdict
-    except (TraceError, OSError) as err:
-        return {"fixed_verdict_reason": f"the fixed run could not be loaded: {err}"}
-    return {"fixed_verdict": str(verdict.kind), "fixed_verdict_reason": str(verdict.reason)}
 
 
 def _results(path: Path, raw: Any) -> list[dict[str, Any]]:

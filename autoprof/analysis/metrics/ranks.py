@@ -190,19 +190,3 @@ def straggler_from(table: pd.DataFrame) -> int | None:
 def straggler_rank(events: pd.DataFrame) -> int | None:
     """The rank the others wait for in collectives (see the module doc), or None."""
     return straggler_from(rank_table(events))
-
-
-def rank_attribution(bd: Breakdown, table: pd.DataFrame, straggler: int | None
-                     ) -> dict[int, dict[str, Any]]:
-    """Per rank: its own `breakdown` (mean), `opportunities` and `verdict`. A faster rank's
-    exposed communication is named as waiting for the straggler."""
-    from autoprof.analysis.diagnose.opportunities import opportunities
-
-    out: dict[int, dict[str, Any]] = {}
-    verdicts = dict(zip(table["rank"].tolist(), table["verdict"].tolist(), strict=True))
-    for rank in verdicts:
-        own = bd.for_rank(int(rank))
-        out[int(rank)] = {"breakdown": own.mean(),
-                          "opportunities": opportunities(own, straggler, int(rank)),
-                          "verdict": verdicts[rank]}
-    return out

@@ -25,9 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import pandas as pd
-
-from autoprof.analysis.metrics.overhead import Overhead, overhead
+from autoprof.analysis.metrics.overhead import Overhead
 from autoprof.analysis.metrics.stats import finite_or_none
 from autoprof.units import fmt_us
 
@@ -163,11 +161,3 @@ def _from_busy(ov: Overhead) -> Verdict:
         reason += (f"; {ov.gpu_comm_pct:.1f}% of the window is NCCL communication kernels, "
                    "which may only be waiting for other ranks (see the rank table)")
     return Verdict(kind, reason, evidence)
-
-
-def verdict(events: pd.DataFrame, rank: int | None = None) -> Verdict:
-    """The verdict of one rank (or all ranks pooled), by the rule in this module's doc."""
-    from autoprof.analysis.metrics.breakdown import breakdown
-
-    bd = breakdown(events, rank=rank)
-    return verdict_from(overhead(events, rank), bd.mean())

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.diagnose.context import Context, RunLike
-from autoprof.analysis.metrics.memory import memory_summary
+from autoprof.analysis.analysis import Analysis, RunLike
+from autoprof.analysis.metrics.memory_use import memory_summary
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -49,7 +49,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 def top_ops(ops: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, Any]]]:
     """The n ops with the most self CPU time and the n GPU rows with the most self device time,
-    from an ops table (metrics/ops.self_vs_total: the run's is `Context.ops`)."""
+    from an ops table (metrics/ops.self_vs_total: the run's is `Analysis.ops`)."""
     fields = [f for f in _OP_FIELDS if f in ops.columns]
     cpu = ops[ops["self_cpu_us"] > 0].sort_values("self_cpu_us", ascending=False, kind="stable")
     dev = ops[ops["self_device_us"] > 0].sort_values("self_device_us", ascending=False,
@@ -71,17 +71,15 @@ def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
     return "cuda" if run.is_cuda else None
 
 
-def _ranks_with_attribution(ctx: Context) -> list[dict[str, Any]]:
+def _ranks_with_attribution(ctx: Analysis) -> list[dict[str, Any]]:
     """rank_table rows, each with its rank's own breakdown, opportunities and verdict."""
-    from autoprof.analysis.metrics.ranks import rank_attribution
-
-    per_rank = rank_attribution(ctx.breakdown, ctx.ranks, ctx.straggler)
+    per_rank = ctx.rank_attribution
     return [{**row, **per_rank.get(int(row["rank"]), {})} for row in _records(ctx.ranks)]
 
 
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
-    ctx = Context.of(run)
+    ctx = Analysis.of(run)
     manifest = ctx.manifest
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path

@@ -33,7 +33,7 @@ from autoprof import runfolder
 from autoprof.analysis.loader import cache as _cache
 
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
-    from autoprof.analysis.diagnose.context import RunLike
+    from autoprof.analysis.analysis import RunLike
 
 SUFFIX = ".autoprof.summary.json"
 
@@ -127,7 +127,10 @@ def _cacheable(key: dict[str, Any] | None) -> bool:
 
 
 def cached_summary(run: RunLike) -> dict[str, Any]:
-    """``summarize(run)``, from the cache beside the run's first trace when it matches."""
+    """``summarize(run)``, from the cache beside the run's first trace when it matches. A run
+    analysed with options other than the defaults (``Run.options``) is never cached."""
+    if _has_options(run):
+        return _summarize(run)
     try:
         key = summary_key(run)
     except (OSError, ValueError, TypeError, KeyError):
@@ -140,6 +143,13 @@ def cached_summary(run: RunLike) -> dict[str, Any]:
     summary = _summarize(run)
     write_summary(run, key, summary)
     return summary
+
+
+def _has_options(run: RunLike) -> bool:
+    from autoprof.analysis.analysis import AnalysisOptions
+
+    options = getattr(run, "options", None)
+    return isinstance(options, AnalysisOptions) and options != AnalysisOptions()
 
 
 def _summarize(run: RunLike) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def _headline(row: pd.Series) -> None:
 
 
 def _timeline(memory: Any, rank: int, device: str, row: pd.Series) -> None:
-    from autoprof.analysis.metrics.memory import plot_points
+    from autoprof.analysis.metrics.memory_use import plot_points
 
     tl = memory.timeline
     mine = plot_points(tl[(tl["rank"] == rank) & (tl["device"] == device)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.attrbuild import FakeRun, Trace
 
-from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.analysis import Analysis
 from autoprof.analysis.metrics.breakdown import BUCKETS, breakdown
 
 
@@ -52,14 +52,14 @@ def test_cpu_tensor_item_is_not_a_sync():
     expect(buckets(t), gpu_compute=500, host_launch=15, host_cpu_work=15,
            host_untraced=10 + 60)
     run = FakeRun(t.frame())
-    assert "host-sync" not in {d.id for d in Context(run).diagnostics}
+    assert "host-sync" not in {d.id for d in Analysis(run).diagnostics}
 
 
 def test_device_item_fires_host_sync_and_names_its_region():
     t = Trace().step(0, 0, 600).region("log_grad_norms", 35, 510)
     t.cpu("aten::mm", 10, 20).launch(15, 5, 25, 500)
     t.item(40, 500)
-    ctx = Context(FakeRun(t.frame()))
+    ctx = Analysis(FakeRun(t.frame()))
     diag = {d.id: d for d in ctx.diagnostics}["host-sync"]
     assert diag.evidence["host_sync_us_per_step"] == pytest.approx(75)
     sync = next(o for o in ctx.opportunities if o["cause"] == "host_sync")
@@ -140,7 +140,7 @@ def test_another_threads_launch_counts():
 def test_cpu_only_step():
     t = Trace().step(0, 0, 100).cpu("aten::select", 10, 30)
     expect(buckets(t), host_cpu_work=30, host_untraced=70)
-    assert Context(FakeRun(t.frame())).verdict.kind == "cpu-only"
+    assert Analysis(FakeRun(t.frame())).verdict.kind == "cpu-only"
 
 
 def test_no_steps_is_one_step_over_the_trace():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.attrbuild import FakeRun, Trace
 
-from autoprof.analysis.diagnose.context import Context
+from autoprof.analysis.analysis import Analysis
 from autoprof.analysis.metrics.verdict import classify_sides
 
 
@@ -27,11 +27,11 @@ def test_no_gpu_work_is_cpu_only():
     assert classify_sides({"host_cpu_work": 100.0}, has_gpu=False) == "cpu-only"
 
 
-def _sleepy() -> Context:
+def _sleepy() -> Analysis:
     t = Trace().step(0, 0, 1100).region("train_step", 0, 1100)
     t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 10)
     t.cpu("aten::add", 1040, 20).launch(1045, 10, 1056, 4)
-    return Context(FakeRun(t.frame()))
+    return Analysis(FakeRun(t.frame()))
 
 
 def test_opportunities_largest_first_with_speedup_and_where():
@@ -87,14 +87,14 @@ def test_profiler_overhead_names_another_verdict_in_the_reason():
     # 100 us of GPU work in a 1 ms profiled step; untraced the call takes 110 us
     t = Trace().step(0, 0, 1000)
     t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 100)
-    ctx = Context(FakeRun(t.frame(), manifest={"warmup_call_ms": [0.2, 0.11, 0.11]}))
+    ctx = Analysis(FakeRun(t.frame(), manifest={"warmup_call_ms": [0.2, 0.11, 0.11]}))
     assert ctx.profiler_overhead["verdict_without_profiler"] == "compute-bound"
     assert ctx.verdict.kind == "overhead-bound"
     assert "would be compute-bound" in ctx.verdict.reason
 
 
 def _ids(trace: Trace) -> dict[str, object]:
-    return {d.id: d for d in Context(FakeRun(trace.frame())).diagnostics}
+    return {d.id: d for d in Analysis(FakeRun(trace.frame())).diagnostics}
 
 
 def test_a_loop_of_tiny_cpu_ops_is_dispatch_bound():
@@ -142,7 +142,7 @@ def test_untraced_calls_slower_than_a_step_never_change_the_verdict():
     (still warming up): taking the profiler off cannot make the host side bigger."""
     t = Trace().step(0, 0, 1250)
     t.cpu("aten::mm", 10, 20).launch(15, 10, 26, 1000)
-    ctx = Context(FakeRun(t.frame(), manifest={"warmup_call_ms": [50.0, 1.6, 1.6]}))
+    ctx = Analysis(FakeRun(t.frame(), manifest={"warmup_call_ms": [50.0, 1.6, 1.6]}))
     po = ctx.profiler_overhead
     assert po["available"] is True and po["overhead_pct"] == 0.0
     assert po["verdict_without_profiler"] == po["verdict_with_profiler"]
@@ -160,6 +160,6 @@ def test_untraced_calls_doing_other_work_give_no_overhead():
 
 def test_cpu_only_hints_do_not_speak_of_a_gpu():
     t = Trace().step(0, 0, 100).cpu("aten::mm", 10, 60)
-    ops = Context(FakeRun(t.frame())).opportunities
+    ops = Analysis(FakeRun(t.frame())).opportunities
     assert [o["cause"] for o in ops] == ["host_cpu_work", "host_untraced"]
     assert all("GPU" not in o["hint"] for o in ops)

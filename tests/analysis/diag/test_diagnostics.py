@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from support.diagbuild import FakeRun, Trace, ids, matmul_like
 
-from autoprof.analysis.diagnose.runner import checks, diagnose
+from autoprof.analysis.analysis import diagnose
+from autoprof.analysis.diagnose.registry import checks
 
 
 def compute_bound(steps: int = 4, first_step_us: float | None = None) -> Trace:

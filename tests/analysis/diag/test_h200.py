@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoprof.analysis import compare, load
-from autoprof.analysis.diagnose.runner import diagnose
+from autoprof.analysis.analysis import diagnose
 
 H200 = Path(__file__).resolve().parents[2] / "data" / "h200"
 MATMUL = H200 / "matmul_add"

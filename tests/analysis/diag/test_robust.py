@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from support.diagbuild import FakeRun, Trace, matmul_like
 
-from autoprof.analysis.metrics.compare import compare
+from autoprof.analysis import verdict
 from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
 from autoprof.analysis.metrics.steps import per_step
-from autoprof.analysis.metrics.verdict import verdict
+from autoprof.analysis.report.side_by_side import compare
 from autoprof.analysis.report.summary import summarize
 
 

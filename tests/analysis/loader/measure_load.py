@@ -27,7 +27,7 @@ mode, path = sys.argv[1], sys.argv[2]
 import numpy, pandas
 t0 = time.perf_counter()
 if mode in ("first", "cached"):
-    import autoprof.analysis.loader.run as run_module
+    import autoprof.analysis.loader.load as run_module
 elif mode == "orjson":
     import orjson
 elif mode == "msgspec_any":
@@ -38,7 +38,7 @@ elif mode == "hta":
     logging.getLogger("hta").setLevel(logging.ERROR)
 t1 = time.perf_counter(); c1 = time.process_time()
 if mode in ("first", "cached"):
-    rows = len(run_module.load(path).events)
+    rows = len(run_module.load_data(path).events)
 elif mode == "json":
     rows = len(json.load(open(path))["traceEvents"])
 elif mode == "orjson":

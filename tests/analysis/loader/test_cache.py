@@ -8,7 +8,7 @@ import os
 import pytest
 from support.readonly import read_only
 
-import autoprof.analysis.loader.run as run_module
+import autoprof.analysis.loader.formats as formats_module
 from autoprof.analysis import load as load_now
 from autoprof.analysis.loader.cache import cache_path, wait_for_writes
 
@@ -24,7 +24,7 @@ def _forbid_decoding(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the trace was decoded although a fresh cache exists")
 
-    monkeypatch.setattr(run_module, "read_trace", refuse)
+    monkeypatch.setattr(formats_module, "read", refuse)
 
 
 def test_second_load_reads_the_cache(trace_copy, with_cache, monkeypatch):
@@ -50,12 +50,12 @@ def test_a_stale_key_is_ignored_even_with_the_same_size(trace_copy, with_cache):
     st = trace_copy.stat()
     os.utime(trace_copy, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     calls = []
-    original = run_module.read_trace
-    run_module.read_trace = lambda *a, **k: calls.append(1) or original(*a, **k)
+    original = formats_module.read
+    formats_module.read = lambda *a, **k: calls.append(1) or original(*a, **k)
     try:
         load(trace_copy)
     finally:
-        run_module.read_trace = original
+        formats_module.read = original
     assert calls == [1]
 
 

@@ -61,7 +61,7 @@ def test_random_memory_events(tmp_path, seed):
 
 
 def test_missing_columns_are_named(tmp_path):
-    from autoprof.analysis.metrics.memory import memory_analysis
+    from autoprof.analysis.metrics.memory_use import memory_analysis
     from autoprof.analysis.metrics.stats import MissingColumnsError
 
     run = analysis.load(write(tmp_path / "t.json", _random_trace(0)))

@@ -11,7 +11,7 @@ from support.memory_trace import GIB, cuda_steps, mem, write, x
 
 import autoprof.analysis as analysis
 from autoprof.analysis.loader import cache, decode
-from autoprof.analysis.loader.memory import MEMORY_COLUMNS, device_label
+from autoprof.analysis.loader.memory_events import MEMORY_COLUMNS, device_label
 
 
 def test_device_labels():

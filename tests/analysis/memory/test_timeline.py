@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.memory import TIMELINE_COLUMNS, plot_points, timeline_of
+from autoprof.analysis.metrics.memory_use import TIMELINE_COLUMNS, plot_points, timeline_of
 
 
 def test_plot_points_keeps_the_peak_and_the_ends():

@@ -1,61 +1,43 @@
-"""``load(path) -> Run`` and ``find_runs(root)``: the front door of the analysis layer."""
+"""``load_data(path) -> RunData``: a run folder, a trace or a folder of per-rank traces read into
+one events table plus what the manifest and traces say (``autoprof.analysis.run`` wraps it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader import cache as _cache
+from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.columns import KIND_X
-from autoprof.analysis.loader.decode import TraceFile, read_trace
+from autoprof.analysis.loader.decode import TraceFile
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.events import build_events, empty_events
 from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
-from autoprof.analysis.loader.memory import build_memory, empty_memory
+from autoprof.analysis.loader.memory_events import build_memory, empty_memory
 from autoprof.analysis.loader.merge import combine
-
-if TYPE_CHECKING:
-    from autoprof.analysis.diagnose.context import Context
-    from autoprof.analysis.diagnose.runner import Diagnostic
-    from autoprof.analysis.metrics.overhead import Overhead
-    from autoprof.analysis.metrics.verdict import Verdict
 
 Progress = Callable[[float, str], None]
 
 
-class Run:
-    """One loaded run: the events table plus what the manifest and traces say about it.
+@dataclass
+class RunData:
+    """What the loader read from one run: the events table and what the manifest and traces
+    say about it. Plain data: the analysis of it is ``autoprof.analysis.Analysis``."""
 
-    Every analysis method is a thin call into a pure function over ``events``.
-    """
-
-    def __init__(
-        self,
-        path: Path,
-        events: pd.DataFrame,
-        *,
-        name: str,
-        manifest: dict[str, Any] | None = None,
-        trace_paths: list[Path] | None = None,
-        trace_metadata: list[dict[str, Any]] | None = None,
-        world_size: int = 1,
-        load_warnings: list[str] | None = None,
-        memory_events: pd.DataFrame | None = None,
-    ) -> None:
-        self.path = path
-        self.events = events
-        self.name = name
-        self.manifest = manifest
-        self.trace_paths = list(trace_paths or [])
-        self.trace_metadata = list(trace_metadata or [])
-        self.world_size = world_size
-        self.load_warnings = list(load_warnings or [])
-        self.memory_events = memory_events if memory_events is not None else empty_memory()
-        self._analysis: Context | None = None
+    path: Path
+    events: pd.DataFrame
+    name: str
+    manifest: dict[str, Any] | None = None
+    trace_paths: list[Path] = field(default_factory=list)
+    trace_metadata: list[dict[str, Any]] = field(default_factory=list)
+    world_size: int = 1
+    load_warnings: list[str] = field(default_factory=list)
+    memory_events: pd.DataFrame = field(default_factory=empty_memory)
 
     @property
     def is_cuda(self) -> bool:
@@ -66,90 +48,12 @@ class Run:
             return True
         return any(m.get("deviceProperties") for m in self.trace_metadata)
 
-    def __repr__(self) -> str:
-        return (f"Run(path={str(self.path)!r}, name={self.name!r}, events={len(self.events)}, "
-                f"world_size={self.world_size}, is_cuda={self.is_cuda})")
-
-    @property
-    def analysis(self) -> Context:
-        """This run's analysis: every metric computed at most once, shared by the methods
-        below, the summary, the CLI and the viewer. Assigning new ``events`` starts a new one."""
-        from autoprof.analysis.diagnose.context import Context
-
-        kept = self._analysis
-        if kept is None or kept.events is not self.events:
-            kept = self._analysis = Context(self)
-        return kept
-
-    def ops(
-        self, lane: Literal["cpu", "gpu"] | None = None, rank: int | None = None
-    ) -> pd.DataFrame:
-        if lane is None and rank is None:
-            return self.analysis.ops
-        from autoprof.analysis.metrics.ops import self_vs_total
-
-        return self_vs_total(self.events, lane=lane, rank=rank)
-
-    def steps(self, rank: int | None = None) -> pd.DataFrame:
-        if rank is None:
-            return self.analysis.steps
-        from autoprof.analysis.metrics.steps import per_step
-
-        return per_step(self.events, rank=rank)
-
-    def overhead(self, rank: int | None = None) -> Overhead:
-        if rank is None:
-            return self.analysis.overhead
-        from autoprof.analysis.metrics.overhead import overhead
-
-        return overhead(self.events, rank=rank)
-
-    def verdict(self, rank: int | None = None) -> Verdict:
-        if rank is None:
-            return self.analysis.verdict
-        from autoprof.analysis.metrics.verdict import verdict_from
-
-        return verdict_from(self.overhead(rank), self.analysis.breakdown.for_rank(rank).mean())
-
-    def diagnostics(self) -> list[Diagnostic]:
-        return self.analysis.diagnostics
-
-    def ranks(self) -> pd.DataFrame:
-        return self.analysis.ranks
-
-    def efficiency(self) -> pd.DataFrame:
-        """Per kernel name: FLOPs, bytes, TFLOP/s, GB/s, shares of the device's peak,
-        arithmetic intensity and roofline ``bound`` (metrics/efficiency.py)."""
-        return self.analysis.efficiency.kernels
-
-    def memory(self) -> pd.DataFrame:
-        """The memory timeline (ts_us, rank, device, allocated_bytes, reserved_bytes, step);
-        no rows without ``[memory]`` events (record with ``profile_memory=True``)."""
-        from autoprof.analysis.metrics.memory import timeline_of
-
-        return timeline_of(self.analysis.memory)
-
-    def breakdown(self, rank: int | None = None) -> pd.DataFrame:
-        """Per (rank, step): step_us and the seven buckets it splits into, in microseconds
-        (metrics/breakdown.py); one rank's steps when `rank` is given."""
-        return self.analysis.breakdown.for_rank(rank).steps
-
-    @property
-    def straggler_rank(self) -> int | None:
-        return self.analysis.straggler
-
-    def summary(self) -> dict[str, Any]:
-        """``summarize(self)``; cached beside the first trace (see report/summary_cache)."""
-        from autoprof.analysis.report.summary_cache import cached_summary
-
-        return cached_summary(self)
-
 
 def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
     cached = _cache.read_cache(trace)
     if cached is not None:
         return cached
-    trace_file = read_trace(trace, progress=progress)
+    trace_file = formats.read(trace, progress=progress)
     if progress is not None:
         progress(0.75, f"building the events table of {trace.name}")
     events = build_events(trace_file, rank=0)
@@ -218,10 +122,10 @@ def _scaled(progress: Progress | None, index: int, count: int) -> Progress | Non
     return report
 
 
-def load(
+def load_data(
     path: str | Path, progress: Progress | None = None, *, root: str | Path | None = None
-) -> Run:
-    """Load a run folder, a trace file or a folder of per-rank traces into a Run.
+) -> RunData:
+    """Load a run folder, a trace file or a folder of per-rank traces into a RunData.
 
     ``progress(fraction, message)`` is called as big traces load. With ``root``, ``path`` and
     every trace must resolve inside ``root``. Bad input raises TraceError (one line).
@@ -259,24 +163,17 @@ def load(
         name = Path(source.path).name
     if progress is not None:
         progress(1.0, "loaded")
-    return Run(
+    return RunData(
         Path(source.path),
         events,
         name=name,
         manifest=manifest,
-        trace_paths=source.traces,
+        trace_paths=list(source.traces),
         trace_metadata=metadata,
         world_size=_world_size(source, metadata, ranks),
         load_warnings=warnings,
-        memory_events=pd.concat(memory, ignore_index=True) if memory else None,
+        memory_events=pd.concat(memory, ignore_index=True) if memory else empty_memory(),
     )
 
 
-def find_runs(root: str | Path) -> pd.DataFrame:
-    """One row per run folder or loose trace under ``root``; see _discover for the columns."""
-    from autoprof.analysis.loader.discover import discover
-
-    return discover(Path(root))
-
-
-__all__ = ["Run", "TraceError", "find_runs", "load"]
+__all__ = ["Progress", "RunData", "load_data"]

@@ -1,0 +1,287 @@
+"""The analysis of one run: every number the checks, the summary, the CLI and the viewer
+read, each computed at most once (``Run.analysis`` holds one per loaded run).
+
+``Analysis(data, options)`` reads the loader's record (``loader.load.RunData``, or anything
+with the same fields: ``RunLike``) and takes its options as an explicit, typed argument
+(``AnalysisOptions``): a CLI flag that changes the analysis reaches it here, never through an
+environment variable. It sits above ``diagnose/`` (its ``diagnostics`` run the checks) and
+below ``report/`` and the ``Run`` facade.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import pandas as pd
+
+from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.metrics.breakdown import Breakdown
+from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.memory_use import Memory
+from autoprof.analysis.metrics.overhead import Overhead, overhead
+from autoprof.analysis.metrics.ranks import rank_table, straggler_from
+from autoprof.analysis.metrics.stats import ranks_of
+from autoprof.analysis.metrics.steps import per_step
+from autoprof.analysis.metrics.verdict import Verdict, verdict_from
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What a caller may change about the analysis of a run.
+
+    ``peak_tflops`` / ``peak_gbps``: the device's roof for the efficiency analysis, replacing
+    the peaks table's figures (None: the table, else ``AUTOPROF_PEAK_TFLOPS`` /
+    ``AUTOPROF_PEAK_GBPS``, metrics/peaks.py).
+    """
+
+    peak_tflops: float | None = None
+    peak_gbps: float | None = None
+
+
+class RunLike(Protocol):
+    """What the analysis reads from a run (``RunData`` and ``Run`` have it)."""
+
+    @property
+    def events(self) -> pd.DataFrame: ...
+
+    @property
+    def manifest(self) -> dict[str, Any] | None: ...
+
+    @property
+    def path(self) -> str | Path: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    @property
+    def trace_paths(self) -> Sequence[str | Path]: ...
+
+    @property
+    def trace_metadata(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def memory_events(self) -> pd.DataFrame | None: ...
+
+    @property
+    def is_cuda(self) -> bool: ...
+
+
+class Analysis:
+    """Numbers every check, the summary and the viewer may use, each computed at most once."""
+
+    @staticmethod
+    def of(run: RunLike, options: AnalysisOptions | None = None) -> Analysis:
+        """The run's own analysis when it keeps one (``Run.analysis``), else a new one."""
+        kept = getattr(run, "analysis", None)
+        if isinstance(kept, Analysis) and options in (None, kept.options):
+            return kept
+        return Analysis(run, options)
+
+    def __init__(self, data: RunLike, options: AnalysisOptions | None = None) -> None:
+        self.data = data
+        self.options = options if options is not None else AnalysisOptions()
+        self.events: pd.DataFrame = data.events
+        manifest = data.manifest
+        self.manifest: dict[str, Any] = manifest if isinstance(manifest, dict) else {}
+
+    @property
+    def call_region(self) -> str | None:
+        """The region autoprof wraps the decorated call in: the run's name (metrics/breakdown)."""
+        name = self.manifest.get("name")
+        return name if isinstance(name, str) else None
+
+    @cached_property
+    def overhead(self) -> Overhead:
+        return overhead(self.events, steps=self.steps)
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The run's verdict: its breakdown (call region left out) and the profiler caveat."""
+        from autoprof.analysis.metrics.profiler_overhead import verdict_note
+
+        return verdict_from(self.overhead, self.breakdown.mean(),
+                            verdict_note(self.profiler_overhead))
+
+    def verdict_for(self, rank: int | None) -> Verdict:
+        """The verdict of one rank (None: the run's, ``verdict``); the one route behind
+        ``Run.verdict`` and ``autoprof.analysis.verdict``."""
+        if rank is None:
+            return self.verdict
+        return verdict_from(self.overhead_for(rank), self.breakdown.for_rank(rank).mean())
+
+    def overhead_for(self, rank: int | None) -> Overhead:
+        return self.overhead if rank is None else overhead(self.events, rank=rank)
+
+    def steps_for(self, rank: int | None) -> pd.DataFrame:
+        return self.steps if rank is None else per_step(self.events, rank=rank)
+
+    def ops_for(self, lane: Literal["cpu", "gpu"] | None, rank: int | None) -> pd.DataFrame:
+        if lane is None and rank is None:
+            return self.ops
+        from autoprof.analysis.metrics.ops import self_vs_total
+
+        return self_vs_total(self.events, lane=lane, rank=rank)
+
+    @cached_property
+    def breakdown(self) -> Breakdown:
+        """Every microsecond of each step in one of seven buckets (metrics/breakdown.py)."""
+        from autoprof.analysis.metrics.breakdown import breakdown
+
+        return breakdown(self.events, self.call_region)
+
+    @cached_property
+    def opportunities(self) -> list[dict[str, Any]]:
+        """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
+        from autoprof.analysis.diagnose.opportunities import opportunities
+
+        return opportunities(self.breakdown)
+
+    @cached_property
+    def rank_attribution(self) -> dict[int, dict[str, Any]]:
+        """Per rank: its breakdown, opportunities and verdict (diagnose/opportunities.py)."""
+        from autoprof.analysis.diagnose.opportunities import rank_attribution
+
+        return rank_attribution(self.breakdown, self.ranks, self.straggler)
+
+    @cached_property
+    def profiler_overhead(self) -> dict[str, Any]:
+        """The profiler's share of a step, from the untraced calls (profiler_overhead.py)."""
+        from autoprof.analysis.metrics.profiler_overhead import profiler_overhead
+
+        return profiler_overhead(self.breakdown, self.manifest, self.overhead.kernels > 0)
+
+    @cached_property
+    def steps(self) -> pd.DataFrame:
+        return per_step(self.events)
+
+    @cached_property
+    def ranks(self) -> pd.DataFrame:
+        ranks = ranks_of(self.events)
+        reuse = {ranks[0]: self.overhead} if len(ranks) == 1 else None
+        return rank_table(self.events, reuse, self.breakdown)
+
+    @cached_property
+    def straggler(self) -> int | None:
+        return straggler_from(self.ranks)
+
+    @cached_property
+    def ops(self) -> pd.DataFrame:
+        """Self vs total per op, every rank and lane (metrics/ops.py)."""
+        from autoprof.analysis.metrics.ops import self_vs_total
+
+        return self_vs_total(self.events)
+
+    @cached_property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Every check whose precondition holds, sorted by severity (diagnose/registry.py)."""
+        from autoprof.analysis.diagnose.registry import run_checks
+
+        return run_checks(self)
+
+    @cached_property
+    def whatif(self) -> list[dict[str, Any]]:
+        """The fixes tried on the function (the run folder's whatif.json; [] when none, or
+        when the file is unreadable: a warning names it and the rest of the run still reads),
+        each fixed run's verdict completed by analysing that run with the same options."""
+        return whatif_or_warn(self.data.path, self.options)
+
+    @cached_property
+    def efficiency(self) -> Efficiency:
+        """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
+        from autoprof.analysis.metrics.efficiency import device_name, efficiency
+
+        device = device_name(self.manifest, list(self.data.trace_metadata))
+        return efficiency(self.events, device, steps=self.steps,
+                          peak_tflops=self.options.peak_tflops,
+                          peak_gbps=self.options.peak_gbps)
+
+    @cached_property
+    def memory(self) -> Memory | None:
+        """Peak, timeline, steps and sites of the memory events (metrics/memory_use.py); None
+        without ``[memory]`` events (``profile_memory=True`` records them)."""
+        from autoprof.analysis.metrics.memory_use import capacities, memory_analysis
+
+        meta = list(self.data.trace_metadata)
+        return memory_analysis(self.events, self.data.memory_events,
+                               capacities(self.manifest, meta))
+
+    @property
+    def memory_timeline(self) -> pd.DataFrame:
+        from autoprof.analysis.metrics.memory_use import timeline_of
+
+        return timeline_of(self.memory)
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.overhead.kernels > 0
+
+
+def verdict(run: RunLike | pd.DataFrame, rank: int | None = None,
+            options: AnalysisOptions | None = None) -> Verdict:
+    """The verdict of a run (a ``Run``, a ``RunData``) or of a bare events table, one rank's
+    when ``rank`` is given: ``Analysis.verdict_for``, the route ``Run.verdict`` and the summary
+    take. A bare table carries no manifest, so no call region and no profiler caveat: pass the
+    run to get its own verdict."""
+    if isinstance(run, pd.DataFrame):
+        from autoprof.analysis.loader.load import RunData
+
+        run = RunData(Path(), run, name="")
+    return Analysis.of(run, options).verdict_for(rank)
+
+
+def diagnose(run: RunLike, options: AnalysisOptions | None = None) -> list[Diagnostic]:
+    """Run every check whose precondition holds; findings sorted by severity, then id order."""
+    return Analysis.of(run, options).diagnostics
+
+
+# --- the fixed runs of what-if ---------------------------------------------------------------
+
+def whatif_or_warn(run_path: str | Path | None,
+                   options: AnalysisOptions | None = None) -> list[dict[str, Any]]:
+    """``loader.whatif.read_whatif``, but a bad file is a warning (``path: problem``) and
+    ``[]``: the trace analysis of the run does not depend on it. A fixed run recorded where the
+    analysis could not run (a torch-only GPU machine) gets its verdict here."""
+    from autoprof.analysis.loader.whatif import read_whatif
+
+    try:
+        return with_fixed_verdicts(read_whatif(run_path), run_path, options)
+    except TraceError as err:
+        warnings.warn(f"{err} (what-if results ignored)", stacklevel=2)
+        return []
+
+
+def with_fixed_verdicts(results: list[dict[str, Any]], run_path: str | Path | None,
+                        options: AnalysisOptions | None = None) -> list[dict[str, Any]]:
+    """Each result with a ``fixed_run`` but no ``fixed_verdict``, completed from that run
+    folder (inside the run's own folder only); one that cannot be loaded says why."""
+    out = []
+    for record in results:
+        fixed_run = record.get("fixed_run")
+        if record.get("fixed_verdict") or not isinstance(fixed_run, str) or run_path is None:
+            out.append(record)
+            continue
+        out.append({**record, **_verdict_of(Path(run_path), fixed_run, options)})
+    return out
+
+
+def _verdict_of(run_path: Path, fixed_run: str,
+                options: AnalysisOptions | None) -> dict[str, Any]:
+    from autoprof.analysis.loader.load import load_data
+
+    folder = run_path / fixed_run
+    if Path(fixed_run).is_absolute() or ".." in Path(fixed_run).parts:
+        return {"fixed_verdict_reason": f"fixed_run {fixed_run!r} is outside the run folder"}
+    try:
+        found = Analysis(load_data(folder), options).verdict
+    except (TraceError, OSError) as err:
+        return {"fixed_verdict_reason": f"the fixed run could not be loaded: {err}"}
+    return {"fixed_verdict": str(found.kind), "fixed_verdict_reason": str(found.reason)}

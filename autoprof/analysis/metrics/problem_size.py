@@ -1,0 +1,48 @@
+"""The problem size of a run, for charts of a size sweep: the manifest's ``size`` / ``n`` /
+``problem_size``, else the largest input dimension of the first op, else a folder named like
+``n64``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_SIZE_KEYS = ("size", "n", "problem_size")
+_INT = re.compile(r"\d+")
+_SIZE_NAME = re.compile(r"^(?:n|size)[-_=]?(\d+)$", re.IGNORECASE)
+
+
+def first_shapes(events: pd.DataFrame) -> str:
+    """`input_dims` of the first CPU op (in profiler steps when there are any) with shapes."""
+    is_op = events["cat"].eq("cpu_op").to_numpy(dtype=bool)
+    ops = events[is_op & events["input_dims"].ne("").to_numpy(dtype=bool)]
+    in_steps = ops[ops["step"].to_numpy() >= 0]
+    pick = in_steps if not in_steps.empty else ops
+    return "" if pick.empty else str(pick.sort_values("ts_us").iloc[0]["input_dims"])
+
+
+def _size_in_path(path: str) -> float:
+    for part in reversed(Path(path).parts[-3:]):
+        m = _SIZE_NAME.match(part.split(".")[0])
+        if m:
+            return float(m.group(1))
+    return np.nan
+
+
+def run_size(manifest: dict[str, Any] | None, events: pd.DataFrame, path: str = "") -> float:
+    """The problem size: `size` / `n` / `problem_size` from the manifest's options (or the
+    manifest itself), else the largest input dimension of the first op with recorded shapes,
+    else a folder or file named like `n64`, `size64`, `size-64` on the run's path (the last
+    three parts); NaN when none is known."""
+    for source in (manifest or {}, (manifest or {}).get("options") or {}):
+        if isinstance(source, dict):
+            for key in _SIZE_KEYS:
+                value = source.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return float(value)
+    dims = [int(d) for d in _INT.findall(first_shapes(events))] if "input_dims" in events else []
+    return float(max(dims)) if dims else _size_in_path(path)
