@@ -1,0 +1,196 @@
+"""The profiled steps of a training loop driven by someone else's hooks.
+
+A trainer calls back at the start and the end of each step, not around a function of ours, so a
+step is one entry of ``autoprof.region(name, **options)`` entered in one hook and left in
+another: the same session, schedule, warm-up and run folder as ``@autoprof``. Inside a
+recorded step the phases (``forward``, ``backward``, ``optimizer``) are plain
+``record_function`` labels, one open at a time, so they nest inside the step like the regions
+of ``examples/train_regions.py``; they are only opened while the schedule can record (not in
+the untraced warm-up steps, not after the schedule), so a finished run costs the loop nothing.
+
+Only autoprof's public API is used (``autoprof.region``, ``autoprof.flush``,
+``autoprof.Schedule``); the run folder is found on disk, by its manifest's pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+import autoprof
+from autoprof import env
+from autoprof.runfolder import kineto_label
+
+PhaseName = Literal["forward", "backward", "optimizer"]
+
+_names_lock = threading.Lock()
+_names_taken: set[str] = set()
+
+
+def unique_name(name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``... when a callback of this process already took it:
+    a region's session is kept by name for the whole process, so a second trainer under the
+    same name would only add labels and write no run."""
+    with _names_lock:
+        candidate, n = name, 1
+        while candidate in _names_taken:
+            n += 1
+            candidate = f"{name}-{n}"
+        _names_taken.add(candidate)
+        return candidate
+
+
+class StepRecorder:
+    """One training loop's steps as entries of one region; phases as labels inside them."""
+
+    def __init__(self, name: str, options: dict[str, Any]) -> None:
+        opts = dict(options)
+        self.name = unique_name(name)
+        self.options = opts
+        self.enabled = bool(opts.get("enabled", True)) and env.enabled()
+        self.warmup_calls = int(opts.get("warmup_calls", opts.get("warmup", 3)))
+        schedule = autoprof.Schedule.coerce(opts.get("schedule"))
+        total = schedule.total_steps
+        self.last_step: int | None = None if total is None else self.warmup_calls + total
+        self.steps_begun = 0
+        self._step: Any = None  # the entered region of the step in progress
+        self._phase: Any = None  # the record_function of the phase in progress
+        self._phase_name: PhaseName | None = None
+        self._thread: int | None = None  # the hooks' thread (labels stay on it)
+        self.started_pid = os.getpid()
+
+    @property
+    def in_step(self) -> bool:
+        return self._step is not None
+
+    def _recording(self) -> bool:
+        """Can the profiler be on in the step in progress (past the warm-up, in the schedule)?"""
+        n = self.steps_begun
+        return n > self.warmup_calls and (self.last_step is None or n <= self.last_step)
+
+    def begin_step(self) -> None:
+        """A step starts (a step left open by a missed end hook is ended first)."""
+        if not self.enabled:
+            return
+        if self._step is not None:
+            self.end_step()
+        if self.last_step is not None and self.steps_begun >= self.last_step:
+            return  # the schedule is over: the region is a pass-through, skip even that
+        region = autoprof.region(self.name, **self.options)
+        region.__enter__()
+        self._step = region
+        self._thread = threading.get_ident()
+        self.steps_begun += 1
+
+    def phase(self, name: PhaseName | None) -> None:
+        """End the phase in progress; start ``name`` (None: none) inside a recording step."""
+        if self._phase is not None:
+            open_rf, self._phase = self._phase, None
+            open_rf.__exit__(None, None, None)
+        self._phase_name = name
+        if name is None or self._step is None or not self._recording():
+            return
+        if threading.get_ident() != self._thread:
+            return  # a hook on another thread (a data worker): labels never cross threads
+        import torch
+
+        rf: Any = torch.autograd.profiler.record_function(kineto_label(name))
+        rf.__enter__()
+        self._phase = rf
+
+    def end_phase(self, name: PhaseName) -> None:
+        """End the phase ``name`` if it is the one in progress."""
+        if self._phase is not None and self._phase_name == name:
+            self.phase(None)
+
+    def end_step(self, exc: BaseException | None = None) -> None:
+        """The step ends; with ``exc`` the run ends ``failed`` with that error, as a decorated
+        function raising it would."""
+        self.phase(None)
+        region, self._step = self._step, None
+        if region is not None:
+            region.__exit__(type(exc) if exc is not None else None, exc,
+                            exc.__traceback__ if exc is not None else None)
+
+    def finish(self, exc: BaseException | None = None) -> None:
+        """Training is over: end the step in progress, then ``autoprof.flush()`` ends a run cut
+        short (``partial``) and waits until every file of the run is written."""
+        if not self.enabled:
+            return
+        self.end_step(exc)
+        if self.steps_begun > self.warmup_calls:
+            autoprof.flush()
+
+    def run_dir(self) -> Path | None:
+        """The run folder this process wrote for these steps (None before the warm-up ended)."""
+        out_dir = self.options.get("out_dir")
+        root = Path(out_dir) if out_dir is not None else env.out_dir()
+        return find_run_dir(root / self.name, self.started_pid)
+
+
+class ForwardLabels:
+    """``forward`` around each outermost call of the given modules (their forward pre- and
+    post-hooks bracket the call exactly, so the label nests inside any label the caller or a
+    wrapper such as DDP opened); ``after``: the phase that starts when the call returns."""
+
+    def __init__(self, recorder: StepRecorder, after: PhaseName | None = None) -> None:
+        self.recorder = recorder
+        self.after = after
+        self.depth = 0
+        self.handles: list[Any] = []
+
+    def attach(self, modules: list[Any]) -> None:
+        if self.handles or not self.recorder.enabled:
+            return
+        for module in modules:
+            self.handles += [module.register_forward_pre_hook(self._begins),
+                             module.register_forward_hook(self._ends)]
+
+    def detach(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def _begins(self, module: Any, inputs: Any) -> None:
+        self.depth += 1
+        if self.depth == 1 and self.recorder.in_step:
+            self.recorder.phase("forward")
+
+    def _ends(self, module: Any, inputs: Any, output: Any) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth == 0 and self.recorder.in_step:
+            self.recorder.end_phase("forward")
+            if self.after is not None:
+                self.recorder.phase(self.after)
+
+
+def _manifests(folder: Path) -> list[Path]:
+    return [folder / "manifest.json", *sorted(folder.glob("rank*.manifest.json"))]
+
+
+def find_run_dir(name_dir: Path, pid: int) -> Path | None:
+    """The newest run folder under ``name_dir`` whose manifest (or a rank's) names ``pid``."""
+    try:
+        folders = sorted((p for p in name_dir.iterdir() if p.is_dir()), reverse=True)
+    except OSError:
+        return None
+    for folder in folders:  # run ids sort by time
+        for manifest in _manifests(folder):
+            try:
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and data.get("pid") == pid:
+                return folder
+    return None
+
+
+def missing_extra(package: str, extra: str) -> ImportError:
+    """The error an integration raises when its trainer is not installed."""
+    return ImportError(
+        f"autoprof.integrations.{extra} needs the {package!r} package: "
+        f"pip install 'autoprof[{extra}]' (python: {sys.executable})")
