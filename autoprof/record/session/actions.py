@@ -179,8 +179,10 @@ class Actions:
 
     def _on_trace_ready(self, prof: Any) -> None:
         """Called by torch.profiler at the end of each cycle: the cycle's plain trace goes
-        to a hidden file the finisher compresses. Never raises, but a KeyboardInterrupt in
-        the middle of the export fails the run (its trace is cut) and then goes on."""
+        to a hidden file the finisher compresses, and the ``recording`` manifest says how
+        many recorded steps the exported traces hold (``steps_recorded``). Never raises,
+        but a KeyboardInterrupt in the middle of the export fails the run (its trace is
+        cut) and then goes on."""
         run = self._run
         if run is None:
             return
@@ -197,6 +199,10 @@ class Actions:
             self._export_failed(exc, run.run_dir)
             raise
         run.cycles += 1
+        try:  # the folder says what its traces hold, should this process die before the end
+            writer.write_manifest(run, self._manifest("recording"))
+        except Exception as exc:
+            self._export_failed(exc, run.run_dir / artifacts.MANIFEST)
 
     def _finisher_failed(self, run: RunState, problem: str) -> None:
         """The finisher is gone: the folder keeps what ``python -m autoprof.finish`` needs."""
