@@ -1,0 +1,121 @@
+"""Record one workload as its user would: the baseline's function under ``@autoprof``.
+
+    PYTHONPATH=. python benchmarks/gpu/truth/record.py --workload NAME --out DIR [--device cpu --tiny]
+
+The user's loop (``for batch in batches: step(batch)``) runs ``WARMUP_CALLS`` untraced calls,
+then autoprof's default schedule (wait 1, warm-up 1, active 3), then ``AFTER_CALLS`` more
+untraced calls. The run folder lands in ``DIR/runs/NAME/<run_id>/``; ``DIR/record.json`` holds
+every iteration's time in this process (host clock and, on CUDA, events at iteration starts),
+labelled with its schedule phase, the manifest's warm-up and wait-step call times, and the
+profiled steps' durations read from the trace: the profiler's distortion, in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from common import Ctx, sync  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+import autoprof  # noqa: E402
+
+WARMUP_CALLS = 5
+SCHEDULE = {"wait": 1, "warmup": 1, "active": 3}
+AFTER_CALLS = 5
+PHASES = (["warmup"] * WARMUP_CALLS + ["wait", "profiler_warmup"] + ["active"] * 3
+          + ["after"] * AFTER_CALLS)
+
+
+def _profiler_steps_ms(run_dir: Path) -> list[float]:
+    """Durations of the trace's ProfilerStep#N spans (ms), in order."""
+    steps: list[tuple[float, float]] = []
+    for trace in sorted(run_dir.glob("*.pt.trace.json*")):
+        opener = gzip.open if trace.suffix == ".gz" else open
+        with opener(trace, "rt") as fh:
+            data = json.load(fh)
+        for ev in data.get("traceEvents", []):
+            if ev.get("ph") == "X" and str(ev.get("name", "")).startswith("ProfilerStep#"):
+                steps.append((float(ev["ts"]), float(ev["dur"]) / 1e3))
+    return [dur for _, dur in sorted(steps)]
+
+
+def _by_phase(values: list[float]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for phase, value in zip(PHASES, values, strict=False):
+        out.setdefault(phase, []).append(value)
+    return out
+
+
+def record(name: str, out: Path, ctx: Ctx) -> dict[str, Any]:
+    variant = WORKLOADS[name].build(ctx)["baseline"]()
+    step = autoprof.autoprof(name=name, warmup=WARMUP_CALLS, schedule=SCHEDULE,
+                             out_dir=str(out / "runs"))(variant.call)
+    starts: list[float] = []
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(len(PHASES) + 1)] if ctx.cuda else []
+    sync(ctx)
+    for i in range(len(PHASES)):  # for batch in loader: step(batch)
+        starts.append(time.perf_counter())
+        if events:
+            events[i].record()
+        batch = next(variant.batches)
+        step(batch)
+    starts.append(time.perf_counter())
+    if events:
+        events[-1].record()
+    sync(ctx)
+    autoprof.flush()
+    host_ms = [(b - a) * 1e3 for a, b in zip(starts, starts[1:], strict=False)]
+    event_ms = [a.elapsed_time(b) for a, b in zip(events, events[1:], strict=False)]
+    manifests = sorted((out / "runs" / name).glob("*/manifest.json"))
+    manifest = json.loads(manifests[-1].read_text()) if manifests else {}
+    run_dir = manifests[-1].parent if manifests else None
+    profiled = _profiler_steps_ms(run_dir) if run_dir else []
+    warm = manifest.get("warmup_call_ms") or []
+    result = {
+        "workload": name,
+        "autoprof_file": autoprof.__file__,
+        "run": str(run_dir.relative_to(out)) if run_dir else None,
+        "status": manifest.get("status"),
+        "schedule": SCHEDULE, "warmup_calls": WARMUP_CALLS, "after_calls": AFTER_CALLS,
+        "phases": PHASES,
+        "iteration_host_ms": host_ms,
+        "iteration_event_ms": event_ms or None,
+        "iteration_ms_by_phase": _by_phase(event_ms or host_ms),
+        "manifest_warmup_call_ms": warm,
+        "manifest_wait_call_ms": manifest.get("wait_call_ms") or [],
+        "profiled_step_ms": profiled,
+        "untraced_call_ms_median": statistics.median(warm[1:]) if len(warm) > 1 else None,
+        "profiled_step_ms_median": statistics.median(profiled) if profiled else None,
+    }
+    if result["untraced_call_ms_median"] and result["profiled_step_ms_median"]:
+        result["profiled_over_untraced"] = (result["profiled_step_ms_median"]
+                                            / result["untraced_call_ms_median"])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = record(args.workload, args.out, Ctx(args.device, args.tiny or args.device == "cpu"))
+    (args.out / "record.json").write_text(json.dumps(result, indent=1))
+    print(f"{args.workload}: {result['status']} run {result['run']}; untraced call "
+          f"{result['untraced_call_ms_median']} ms, profiled step {result['profiled_step_ms_median']} ms")
+
+
+if __name__ == "__main__":
+    main()

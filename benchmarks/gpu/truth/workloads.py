@@ -1,0 +1,86 @@
+"""The truth suite's workloads: name -> (what it is, its variants: ``baseline`` and fixes).
+
+Each builder takes a :class:`common.Ctx` and returns ``{variant name: () -> Variant}``, the
+baseline first; builders are lazy so ``record.py`` builds the baseline alone. Fixes that need
+CUDA (graphs, reduce-overhead) are left out on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from common import Ctx, VariantBuilder
+from wl_loader import caller_loop, inside
+from wl_models import compiled_mlp, gpt2, inference, seed
+from wl_sync import graph_program, sync_step, two_streams
+
+
+@dataclass(frozen=True)
+class Workload:
+    about: str
+    build: Callable[[Ctx], dict[str, VariantBuilder]]
+    needs: str | None = None  # an extra package the workload imports
+
+
+WORKLOADS: dict[str, Workload] = {
+    "mlp_loader_w0": Workload(
+        "MLP training (4x1024, SGD, batch 256); `for batch in loader: train_step(batch)`, "
+        "DataLoader num_workers=0, pin_memory off, a Python transform per sample",
+        caller_loop("mlp", 0, False)),
+    "mlp_loader_w4_pin": Workload(
+        "the same MLP, DataLoader num_workers=4, pin_memory on, non_blocking copies",
+        caller_loop("mlp", 4, True)),
+    "cnn_loader_w0_pin": Workload(
+        "CNN training (conv-bn-relu 3-32-64-128-128, 64x64 images, batch 64, SGD) in the "
+        "caller's loop, num_workers=0, pin_memory on, non_blocking copies",
+        caller_loop("cnn", 0, True)),
+    "cnn_loader_w4": Workload(
+        "the same CNN, num_workers=4, pin_memory off, blocking copies",
+        caller_loop("cnn", 4, False)),
+    "mlp_loader_inside": Workload(
+        "the MLP step pulls its own batch (`next(it)` inside the decorated function), "
+        "num_workers=0, pin_memory off",
+        inside),
+    "gpt2_tiny": Workload(
+        "transformers GPT-2 from a config (2 layers, 128 wide, 1024 tokens), batch 1 x 32, "
+        "AdamW, bf16 autocast", gpt2(large=False), needs="transformers"),
+    "gpt2_large": Workload(
+        "transformers GPT-2 small from a config (12 layers, 768 wide), batch 8 x 1024, AdamW, "
+        "bf16 autocast", gpt2(large=True), needs="transformers"),
+    "compiled_mlp": Workload(
+        "torch.compile'd MLP (6x512, default mode) trained with AdamW at batch 64",
+        compiled_mlp),
+    "sync_item": Workload(
+        "bf16 MLP step (batch 8192, 1024 wide, AdamW) logging `h.abs().mean().item()` "
+        "between its halves", sync_step("item")),
+    "sync_mask": Workload(
+        "the same step with a boolean-mask index `h[h > 0]` between its halves",
+        sync_step("mask")),
+    "sync_nonzero": Workload(
+        "the same step selecting rows with `.nonzero()` between its halves",
+        sync_step("nonzero")),
+    "sync_cpu": Workload(
+        "the same step copying per-feature means to the host with `.cpu()` between its halves",
+        sync_step("cpu")),
+    "sync_print": Workload(
+        "the same step printing a CUDA tensor (to /dev/null) between its halves",
+        sync_step("print")),
+    "graph_program": Workload(
+        "inference of a 20x256 MLP (batch 32) the user already replays as a CUDA graph, "
+        "copying each input into the static buffer", graph_program),
+    "two_streams": Workload(
+        "two independent chains of 4 bf16 1024x1024 matmuls on two streams, joined",
+        two_streams),
+    "infer_b1": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 1, 64x64",
+        inference(1, 64, ("inference_mode", "cuda_graph", "compile_reduce_overhead"))),
+    "infer_large": Workload(
+        "the same CNN inference at batch 256, 128x128",
+        inference(256, 128, ("bf16_autocast", "channels_last_bf16", "cuda_graph", "compile"))),
+    "seed_64": Workload(
+        "the seed: `x @ w + b`, bf16, 64x64", seed(64, ("addmm", "cuda_graph",
+                                                        "compile_reduce_overhead"))),
+    "seed_4096": Workload(
+        "the seed: `x @ w + b`, bf16, 4096x4096", seed(4096, ("addmm", "cuda_graph", "compile"))),
+}
