@@ -18,7 +18,6 @@ import torch
 
 from autoprof import autoprof
 from autoprof.record import export as _export
-from autoprof import runfolder
 from autoprof.record.session import driver
 from tests.core.conftest import manifest, only_run, trace_files
 
@@ -132,7 +131,7 @@ def cuda_run(monkeypatch):
         calls.append(inspect.stack()[1].filename)
 
     monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
-    monkeypatch.setattr(runfolder, "device_info", lambda uses_cuda: None)
+    monkeypatch.setattr(driver, "device_info", lambda uses_cuda: None)
     warnings.filterwarnings("ignore", message="CUDA is not available")
     return calls
 

@@ -51,6 +51,20 @@ def sync_if_cuda_in_use() -> None:
         torch.cuda.synchronize()
 
 
+def device_info(uses_cuda: bool) -> dict[str, Any] | None:
+    """Name and properties of the current CUDA device, or None on CPU: the manifest's
+    ``device``, asked of torch by the recording process only (the one home of the device
+    name on the collect side; readers take it from the manifest)."""
+    if not uses_cuda:
+        return None
+    torch = torch_module()
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    keep = ("name", "major", "minor", "total_memory", "multi_processor_count", "L2_cache_size")
+    properties = {k: getattr(props, k) for k in keep if hasattr(props, k)}
+    return {"name": torch.cuda.get_device_name(index), "index": index, "properties": properties}
+
+
 def record_function() -> Any:
     """torch's ``record_function`` class: the label of one call in the trace."""
     return torch_module().autograd.profiler.record_function

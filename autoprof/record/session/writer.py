@@ -19,6 +19,7 @@ from autoprof import runfolder as artifacts
 from autoprof.record import export
 from autoprof.record.distributed import DistInfo, dist_info, shared_run_id
 from autoprof.record.options import Options
+from autoprof.record.session import driver
 from autoprof.record.warn import note, warn_once
 from autoprof.runfolder import files
 
@@ -98,7 +99,7 @@ def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: lis
         **artifacts.host_identity(),
         "rank": dist.rank,
         "world_size": dist.world_size,
-        "device": artifacts.device_info(run.uses_cuda),
+        "device": driver.device_info(run.uses_cuda),
     }
     built = artifacts.build_manifest(
         status=status,
