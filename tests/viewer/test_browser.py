@@ -111,10 +111,10 @@ def _wait(page, n_charts: int) -> None:
         page.wait_for_function(CHARTS_DRAWN, arg=n_charts, timeout=60_000)
 
 
-def _visit_all(page, url: str, visit) -> None:
+def _visit_all(page, url: str, visit, pages: dict[str, int] = PAGES) -> None:
     """Open the app at `url` (the Runs page), then click through the top navigation."""
     page.goto(url)
-    for title, n_charts in PAGES.items():
+    for title, n_charts in pages.items():
         if title != "Runs":
             page.locator('[data-testid="stTopNavLink"]', has_text=title).click()
             page.wait_for_function(
@@ -162,7 +162,9 @@ def test_every_page_in_chromium(viewer_url, chromium_exe, roots):
 
         try:
             _visit_all(page, f"{viewer_url}/?run={runs['n4096']}", shoot)
-            _visit_all(page, f"{viewer_url}/?run={runs['evil']}", check_evil)
+            # the only run of its function: Compare preselects it alone (bars, no sweep)
+            _visit_all(page, f"{viewer_url}/?run={runs['evil']}", check_evil,
+                       {**PAGES, "Compare": 1})
             body = page.locator("body").inner_text()
             page.goto(f"{viewer_url}/?run={runs['ranks']}")
             _wait(page, 0)
