@@ -98,6 +98,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if not path.exists():
         return _error(path, "no such file or directory")
     if _is_folder_of_runs(path):
+        if args.format == "markdown" and not args.json:
+            return _runs_markdown(path)
         return summary_of_runs(path, args.json)
     _finish_left_recording(path)
     progress = Progress(str(path))
@@ -114,9 +116,28 @@ def cmd_summary(args: argparse.Namespace) -> int:
     summary = run.summary()  # cached beside big traces (analysis._summary_cache)
     if args.json:
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
+    elif args.format == "markdown":
+        from autoprof.analysis.report.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(summary))
     else:
         sys.stdout.write(render_summary(summary))
     return 0
+
+
+def _runs_markdown(root: Path) -> int:
+    """`--format markdown` on a folder of runs: the `--json` listing, as a markdown table."""
+    import contextlib
+    import io
+
+    from autoprof.analysis.report.markdown import render_runs_markdown
+
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        status = summary_of_runs(root, True)
+    if listing.getvalue():
+        sys.stdout.write(render_runs_markdown(json.loads(listing.getvalue())))
+    return status
 
 
 def _finish_left_recording(path: Path) -> None:
@@ -243,6 +264,23 @@ def cmd_view(args: argparse.Namespace) -> int:
         return _error(Path(argv[0]), f"could not start streamlit ({exc.strerror or exc})")
 
 
+# --- schema, mcp ---------------------------------------------------------------------------
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from autoprof.analysis.report.schema import schema_text
+
+    sys.stdout.write(schema_text())
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from autoprof.integrations.mcp import serve
+    except ImportError as exc:
+        return _error("autoprof mcp", str(exc))
+    return int(serve(Path(args.dir) if args.dir else settings.out_dir()))
+
+
 # --- entry point ---------------------------------------------------------------------------
 
 def _positive(text: str) -> float:
@@ -265,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), a folder of "
                                       "per-rank traces, or a folder of runs (one line each)")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
+    summary.add_argument("--format", choices=("text", "markdown"), default="text",
+                         help="text (default) or GitHub-flavoured markdown (--json wins)")
     summary.add_argument("--peak-tflops", type=_positive, default=None, metavar="TFLOPS",
                          help="the device's peak TFLOP/s for the efficiency analysis (every "
                               "dtype; default: the peaks table, else $AUTOPROF_PEAK_TFLOPS)")
@@ -279,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="address to bind (default 127.0.0.1: this machine only)")
     view.add_argument("--port", type=int, default=None, help="port (default: streamlit's 8501)")
     view.set_defaults(func=cmd_view)
+    sub.add_parser("schema", help="print the JSON Schema of `autoprof summary --json`"
+                   ).set_defaults(func=cmd_schema)
+    mcp = sub.add_parser("mcp", help="serve a traces folder's runs to MCP clients over stdio "
+                                     "(read-only; needs autoprof[mcp])")
+    mcp.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
+                                            "./traces)")
+    mcp.set_defaults(func=cmd_mcp)
     return parser
 
 

@@ -144,6 +144,18 @@ class Run:
 
         return cached_summary(self)
 
+    def _repr_html_(self) -> str:
+        """In a notebook: verdict, breakdown bar, opportunities, best measured fix, findings."""
+        from autoprof.analysis.report.notebook import run_html
+
+        return run_html(self)
+
+    def _repr_markdown_(self) -> str:
+        """In a notebook: the same as ``autoprof summary --format markdown``."""
+        from autoprof.analysis.report.notebook import run_markdown
+
+        return run_markdown(self)
+
 
 def load(
     path: str | Path, progress: Progress | None = None, *, root: str | Path | None = None,

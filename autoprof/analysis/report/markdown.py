@@ -1,0 +1,164 @@
+"""`autoprof summary --format markdown`: the summary as compact GitHub-flavoured Markdown.
+
+For a pull request, an issue or a prompt: the verdict and its reason, where a mean step's time
+goes, the opportunities, the best fix what-if measured, the diagnostics with their hints and
+the top ops, each number with its unit (autoprof.units). Rendered from the summary dict that
+`--json` prints; computes no statistic. Names (ops, buckets, findings) are code spans and prose
+is escaped, so a name such as ``a|b`` or ``<script>`` stays text, in a table too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from autoprof.units import fmt_pct, fmt_us
+
+BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
+           "host_cpu_work", "host_untraced")
+TOP_OPS = 5
+_SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
+NAME_WIDTH = 60  # op and kernel names are cut to this in tables (C++ templates run long)
+_PROSE = re.compile(r"[\\`*\[\]<|]|&(?=[A-Za-z#])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|[\r\n]")
+
+
+def md(text: object) -> str:
+    """``text`` as Markdown prose that shows exactly these characters: no markup, no HTML,
+    no table cell break (intraword underscores, as in ``host_launch``, need no escape)."""
+    return _PROSE.sub(_escape, str(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group(0)
+    return {"<": "&lt;", "&": "&amp;", "\r": " ", "\n": " "}.get(c, "\\" + c)
+
+
+def code(text: object, width: int | None = None) -> str:
+    """``text`` as an inline code span, safe in a table cell (a backtick becomes a quote, a
+    pipe is escaped as GFM tables need); cut to ``width`` characters when given."""
+    text = " ".join(str(text).replace("`", "'").split())
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return "`" + text.replace("|", "\\|") + "`"
+
+
+def best_fix(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The fastest fix what-if measured as faster with matching (or uncompared) outputs."""
+    faster = [r for r in summary.get("whatif") or []
+              if r.get("status") == "faster" and r.get("speedup") is not None
+              and r.get("outputs_match") is not False]
+    return max(faster, key=lambda r: float(r["speedup"])) if faster else None
+
+
+def fix_sentence(fix: dict[str, Any]) -> str:
+    """``compile: 1.43x faster (2.49 ms → 1.74 ms per call), outputs match``, plain text."""
+    outputs = {True: "outputs match", None: "outputs not compared"}.get(
+        fix.get("outputs_match"), "outputs differ")
+    times = (f" ({fmt_us(fix['baseline_us'])} → {fmt_us(fix['fixed_us'])} per call)"
+             if fix.get("baseline_us") is not None and fix.get("fixed_us") is not None else "")
+    return f"{fix['fix']}: {float(fix['speedup']):.2f}x faster{times}, {outputs}"
+
+
+def _head(s: dict[str, Any]) -> list[str]:
+    device = s.get("device")
+    if isinstance(device, dict):
+        device = device.get("name")
+    ranks = s.get("world_size") or 1
+    facts = [code(s.get("run_id") or s.get("path")), f"{ranks} rank{'s' * (ranks > 1)}",
+             md(device or "CPU"), f"{s.get('events', 0):,} events"]
+    if s.get("status"):
+        facts.append(f"status {md(s['status'])}")
+    return [f"### autoprof: {code(s.get('name') or s.get('path'))} is **{md(s['verdict'])}**",
+            "", " · ".join(facts), "", f"> {md(s.get('verdict_reason') or '')}"]
+
+
+def _breakdown(s: dict[str, Any]) -> list[str]:
+    bd = s.get("breakdown") or {}
+    us, pct = bd.get("buckets_us") or {}, bd.get("buckets_pct") or {}
+    rows = [b for b in BUCKETS if pct.get(b)]
+    if not bd.get("steps") or not rows:
+        return []
+    lines = ["", f"**Where the time goes** (mean of {bd['steps']} steps: "
+                 f"{fmt_us(bd.get('step_us'))})", "", "| bucket | per step | share |",
+             "| --- | ---: | ---: |"]
+    for b in sorted(rows, key=lambda b: -float(pct[b])):
+        lines.append(f"| {code(b)} | {fmt_us(us.get(b))} | {fmt_pct(pct.get(b))} |")
+    return lines
+
+
+def _opportunities(s: dict[str, Any]) -> list[str]:
+    found = s.get("opportunities") or []
+    if not found:
+        return []
+    lines = ["", "**Opportunities** (largest first)", "",
+             "| cause | per step | share | at most | where | hint |",
+             "| --- | ---: | ---: | ---: | --- | --- |"]
+    for o in found:
+        where = ", ".join(f"{code(w['name'], NAME_WIDTH)} {fmt_us(w['us_per_step'])}"
+                          for w in o["where"][:3])
+        speed = f"{float(o['max_speedup']):.2f}x" if o.get("max_speedup") else "n/a"
+        lines.append(f"| {code(o['cause'])} | {fmt_us(o['us_per_step'])} | "
+                     f"{fmt_pct(o['pct_of_step'])} | {speed} | {where or '-'} | "
+                     f"{md(o.get('hint') or '')} |")
+    return lines
+
+
+def _whatif(s: dict[str, Any]) -> list[str]:
+    fix = best_fix(s)
+    if fix is not None:
+        return ["", f"**Best measured fix** (what-if): {md(fix_sentence(fix))}"]
+    if s.get("whatif"):
+        return ["", f"**What-if**: {len(s['whatif'])} fix(es) tried, none measured faster"]
+    return []
+
+
+def _diagnostics(s: dict[str, Any]) -> list[str]:
+    diags = s.get("diagnostics") or []
+    if not diags:
+        return ["", "**Diagnostics**: no findings"]
+    lines = ["", f"**Diagnostics** ({len(diags)})", ""]
+    for d in diags:
+        mark = _SEVERITY_MARK.get(str(d.get("severity")), "⚪")
+        hint = f" *Hint:* {md(d['hint'])}" if d.get("hint") else ""
+        lines.append(f"- {mark} {code(d['id'])} ({md(d['severity'])}): {md(d['message'])}"
+                     f"{hint}")
+    return lines
+
+
+def _top_ops(s: dict[str, Any], n: int = TOP_OPS) -> list[str]:
+    top = s.get("top_ops") or {}
+    lines: list[str] = []
+    for key, title in (("by_self_cpu", "Top ops by self CPU time"),
+                       ("by_self_device", "Top GPU work by self GPU time")):
+        rows = (top.get(key) or [])[:n]
+        if not rows:
+            continue
+        lines += ["", f"**{title}**", "", "| op | calls | self CPU | CPU total | self GPU |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {code(r['name'], NAME_WIDTH)} | {r['calls']:,} | "
+                  f"{fmt_us(r['self_cpu_us'])} | {fmt_us(r['cpu_total_us'])} | "
+                  f"{fmt_us(r['self_device_us'])} |" for r in rows]
+    return lines
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    """The Markdown report of one run's summary dict (``autoprof summary --json``)."""
+    lines = [*_head(summary), *_breakdown(summary), *_opportunities(summary),
+             *_whatif(summary), *_diagnostics(summary), *_top_ops(summary)]
+    return "\n".join(lines) + "\n"
+
+
+def render_runs_markdown(listing: dict[str, Any]) -> str:
+    """A folder of runs (``{"path", "runs"}``): one table row per run."""
+    lines = [f"### autoprof: {len(listing.get('runs') or [])} runs under "
+             f"{code(listing.get('path'))}", "",
+             "| run | verdict | GPU busy | self CPU | self GPU |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    for r in listing.get("runs") or []:
+        if r.get("error"):
+            lines.append(f"| {code(r['path'])} | error: {md(r['error'])} | | | |")
+            continue
+        lines.append(f"| {code(r['path'])} | {md(r.get('verdict'))} | "
+                     f"{fmt_pct(r.get('gpu_busy_pct'))} | {fmt_us(r.get('self_cpu_us'))} | "
+                     f"{fmt_us(r.get('self_gpu_us'))} |")
+    return "\n".join(lines) + "\n"

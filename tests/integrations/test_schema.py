@@ -1,0 +1,101 @@
+"""Every summary JSON of every committed run folder validates against the shipped schema, and
+the schema catches what it promises to catch."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from autoprof.analysis import TraceError, load
+from autoprof.analysis.report.schema import (
+    SCHEMA_VERSION,
+    load_schema,
+    schema_text,
+    summary_errors,
+    validate_summary,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def committed_run_folders() -> list[str]:
+    """Each folder holding a committed manifest.json, under traces/ and tests/data/."""
+    listed = subprocess.run(["git", "ls-files", "traces", "tests/data"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.split()
+    return sorted(str(Path(p).parent) for p in listed if p.endswith("/manifest.json"))
+
+
+RUNS = committed_run_folders()
+
+
+@cache
+def summary_of(folder: str) -> dict | None:
+    try:
+        return load(REPO / folder).summary()
+    except TraceError:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _no_cache_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUTOPROF_CACHE", "0")  # read the committed folders, write nothing
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    schema = load_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["x-schema-version"] == SCHEMA_VERSION
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_there_are_committed_runs_to_check() -> None:
+    assert len(RUNS) >= 50, RUNS
+
+
+@pytest.mark.parametrize("folder", RUNS)
+def test_every_committed_run_summary_validates(folder: str) -> None:
+    summary = summary_of(folder)
+    if summary is None:  # a bad input by design: one TraceError line, no JSON at all
+        assert folder.startswith("tests/data/bad/") or "collect/runs" in folder, folder
+        pytest.skip("not loadable (TraceError): no JSON to validate")
+    json.loads(json.dumps(summary, allow_nan=False))  # what --json prints
+    validate_summary(summary)
+
+
+def test_a_folder_of_runs_validates(capsys: pytest.CaptureFixture[str]) -> None:
+    from autoprof.cli import main
+
+    assert main(["summary", "--json", str(REPO / "traces" / "examples")]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert len(listing["runs"]) >= 5
+    validate_summary(listing)
+
+
+def test_violations_are_named_by_key() -> None:
+    good = next(s for s in map(summary_of, RUNS) if s is not None and s["diagnostics"])
+    bad = copy.deepcopy(good)
+    del bad["verdict_reason"]
+    bad["verdict"] = "slow"
+    bad["diagnostics"][0]["severity"] = 3
+    errors = summary_errors(bad)
+    assert any(e.startswith("(top): 'verdict_reason' is a required property") for e in errors)
+    assert any(e.startswith("verdict: 'slow' is not one of") for e in errors)
+    assert any(e.startswith("diagnostics/0/severity") for e in errors)
+    with pytest.raises(ValueError, match="breaks summary.schema.json"):
+        validate_summary(bad)
+    extra = copy.deepcopy(good)
+    extra["a_key_added_later"] = {"any": "thing"}  # additive keys stay valid
+    assert summary_errors(extra) == []
+
+
+def test_autoprof_schema_prints_the_shipped_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from autoprof.cli import main
+
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(schema_text())
