@@ -14,7 +14,6 @@ Only autoprof's public API is used (``autoprof.region``, ``autoprof.flush``,
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import autoprof
-from autoprof import env
+from autoprof import env, runfolder
 from autoprof.runfolder import kineto_label
 
 PhaseName = Literal["forward", "backward", "optimizer"]
@@ -169,7 +168,7 @@ class ForwardLabels:
 
 
 def _manifests(folder: Path) -> list[Path]:
-    return [folder / "manifest.json", *sorted(folder.glob("rank*.manifest.json"))]
+    return [folder / runfolder.MANIFEST, *sorted(folder.glob(runfolder.RANK_MANIFEST_GLOB))]
 
 
 def find_run_dir(name_dir: Path, pid: int) -> Path | None:
@@ -181,10 +180,10 @@ def find_run_dir(name_dir: Path, pid: int) -> Path | None:
     for folder in folders:  # run ids sort by time
         for manifest in _manifests(folder):
             try:
-                data = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                record = runfolder.read_manifest(manifest, runfolder.MAX_MANIFEST_BYTES)
+            except runfolder.ManifestError:
                 continue
-            if isinstance(data, dict) and data.get("pid") == pid:
+            if record.pid == pid:
                 return folder
     return None
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from integrations._helpers import run_dir_of, run_script
+from support.manifests import write_manifest
 
 from autoprof.analysis import load
 from autoprof.analysis.report.schema import validate_summary
@@ -97,10 +98,11 @@ def test_autoprof_off_makes_the_callback_a_no_op(monkeypatch: pytest.MonkeyPatch
 def test_run_dir_is_the_one_this_process_wrote(tmp_path: Path) -> None:
     for run_id, pid in (("20261201-100000-aaaaaa", 1), ("20261201-090000-bbbbbb", 42),
                         ("20261201-080000-cccccc", 42)):
-        (tmp_path / run_id).mkdir()
-        (tmp_path / run_id / "manifest.json").write_text(json.dumps({"pid": pid}))
-    (tmp_path / "20261201-110000-dddddd").mkdir()
-    (tmp_path / "20261201-110000-dddddd" / "rank1.manifest.json").write_text('{"pid": 7}')
+        write_manifest(tmp_path / run_id, pid=pid)
+    write_manifest(tmp_path / "20261201-110000-dddddd", file="rank1.manifest.json", pid=7,
+                   rank=1)
+    (tmp_path / "20261201-120000-eeeeee").mkdir()
+    (tmp_path / "20261201-120000-eeeeee" / "manifest.json").write_text("{not json")
     assert find_run_dir(tmp_path, 42) == tmp_path / "20261201-090000-bbbbbb"
     assert find_run_dir(tmp_path, 7) == tmp_path / "20261201-110000-dddddd"
     assert find_run_dir(tmp_path, 99) is None
