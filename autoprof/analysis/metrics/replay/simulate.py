@@ -108,9 +108,11 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     cost, wake = _sync_terms(g, mode, launch_med)
     latency, gap, queued = _item_terms(g, cost)
     replayed = g.item_call >= 0
-    # a copy the host waits for may start long before its call returns: not a latency
-    sync_call = g.call_is_sync[np.clip(g.item_call, 0, None)] & replayed
-    free = replayed & ~queued & ~sync_call
+    # work that starts in the first half of its call (a pageable copy staged while the call
+    # runs, a copy the host waits for) keeps its own offset: it is not a launch latency
+    call = np.clip(g.item_call, 0, None)
+    in_call = replayed & ((latency < -0.5 * cost[call]) | g.call_is_sync[call])
+    free = replayed & ~queued & ~in_call
     # no item found its stream idle: the latency is at most the smallest one seen
     lat_med = _median(latency[free], 0.0) if free.any() else \
         max(float(np.min(latency[replayed], initial=np.inf)), 0.0) if replayed.any() else 0.0
@@ -119,7 +121,7 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
         item_lat = np.where(queued, np.minimum(lat_med, latency), latency)
         item_gap = np.where(queued, gap, np.minimum(gap_med, np.nan_to_num(gap, nan=0.0)))
     else:
-        item_lat = np.full(g.n_items, lat_med)
+        item_lat = np.where(in_call & ~g.call_is_sync[call], latency, lat_med)
         item_gap = np.full(g.n_items, gap_med)
     return Plan(call_cost_us=cost, call_gap_us=g.busy_gap_us(), call_wake_us=wake,
                 call_waits=[list(w) for w in g.call_waits],
