@@ -69,6 +69,7 @@ def test_overview_legend_names_every_bucket_a_cpu_run_has(one_cpu_run, monkeypat
     assert sorted(color["scale"]["domain"]) == with_time and len(with_time) >= 2
     assert color["legend"]["orient"] == "bottom"  # not cut to the height of a short chart
     assert color["legend"]["symbolLimit"] >= len(with_time)
+    assert spec["height"] == {"step": 24}  # a band per step: the legend cannot squeeze them
 
 
 def test_overview_axis_of_a_34_ms_step_reads_ms(monkeypatch):

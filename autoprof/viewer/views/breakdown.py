@@ -27,6 +27,9 @@ COLORS = {
 }
 
 
+LEGEND_COLUMNS = 4
+
+
 def show_breakdown(run: Run) -> None:
     """A stacked bar per step (and rank): how its time splits into the buckets it has.
 
@@ -52,7 +55,7 @@ def show_breakdown(run: Run) -> None:
 
 def _chart(long: pd.DataFrame, present: Sequence[str], unit: str) -> alt.Chart:
     scale = alt.Scale(domain=present, range=[COLORS[b] for b in present])
-    legend = alt.Legend(orient="bottom", columns=4, title="where the time goes",
+    legend = alt.Legend(orient="bottom", columns=LEGEND_COLUMNS, title="where the time goes",
                         labelLimit=200, symbolLimit=len(present))
     chart: alt.Chart = alt.Chart(long).mark_bar().encode(
         y=alt.Y("label:N", title=None, sort=None),
@@ -63,8 +66,10 @@ def _chart(long: pd.DataFrame, present: Sequence[str], unit: str) -> alt.Chart:
                  alt.Tooltip("time_us:Q", title=unit, format=",.3g"),
                  alt.Tooltip("step_us:Q", title=f"step ({unit})", format=",.3g")],
     )
-    height = 28 * long["label"].nunique() + 60
-    shown: alt.Chart = chart.properties(title="Where the time goes, per step", height=height)
+    # a fixed height is shared with the legend below and squeezed the bars to lines: each
+    # step gets its own band instead, the legend adds its rows under them
+    shown: alt.Chart = chart.properties(title="Where the time goes, per step",
+                                        height=alt.Step(24))
     return shown
 
 
