@@ -16,7 +16,8 @@ There is no ``diff`` tool: autoprof has no ``diff`` command yet.
 Confined like the viewer: a run is named by its path relative to the folder; absolute paths,
 ``..`` and symlinks that resolve outside the folder are refused, and every trace a run lists
 must lie inside it too (``autoprof.load(..., root=...)``). Nothing is written: the summary
-cache is not used for runs read here.
+cache is not used, and ``autoprof mcp`` turns the loader's Arrow cache off unless
+``AUTOPROF_CACHE`` says otherwise.
 """
 
 from __future__ import annotations
@@ -229,6 +230,9 @@ def build_server(root: Path) -> MCPServer:
 
 
 def serve(root: Path) -> int:
-    """Run the server on stdin/stdout until the client closes it (``autoprof mcp``)."""
+    """Run the server on stdin/stdout until the client closes it (``autoprof mcp``). The
+    loader's Arrow cache beside big traces stays off unless ``AUTOPROF_CACHE`` is set: the
+    server writes nothing into the folder it serves."""
+    os.environ.setdefault("AUTOPROF_CACHE", "0")
     build_server(root).run("stdio")
     return 0

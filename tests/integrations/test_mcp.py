@@ -111,8 +111,11 @@ def test_an_unknown_item_names_what_there_is(traces: Path) -> None:
 
 @pytest.mark.slow
 def test_autoprof_mcp_over_stdio(traces: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "AUTOPROF_CACHE"}
+    env["AUTOPROF_CACHE_MIN_BYTES"] = "0"  # the loader would cache even these small traces
     params = StdioServerParameters(command=sys.executable, args=[
-        "-m", "autoprof", "mcp", str(traces)], env={**os.environ, "AUTOPROF_CACHE": "0"})
+        "-m", "autoprof", "mcp", str(traces)], env=env)
+    before = sorted(p for p in traces.rglob("*"))
 
     async def session() -> list[Any]:
         async with Client(params) as client:
@@ -123,3 +126,4 @@ def test_autoprof_mcp_over_stdio(traces: Path) -> None:
     assert sorted(r["path"] for r in _data(runs)) == sorted([WHATIF, CPU])
     assert _data(summary)["verdict"] == "cpu-only"
     json.dumps(_data(summary), allow_nan=False)
+    assert sorted(p for p in traces.rglob("*")) == before  # nothing written into the folder
