@@ -226,3 +226,16 @@ def test_gpu_work_queued_before_the_trace_keeps_its_times() -> None:
     assert replay_step(ev, 1).step_us == pytest.approx(51.0)
     # the carry is not the step's: only the step's own kernel gets faster
     assert replay_step(ev, 1, [FasterKernels(2.0)]).step_us == pytest.approx(46.0)
+
+
+def test_a_cuda_graph_keeps_the_data_loaders_cpu_work() -> None:
+    """The region holds a 50 us DataLoader fetch, then two launches: only the launch path
+    goes under a graph."""
+    t = (Trace().step(1, 0, 80).region("train_step", 0, 80)
+         .region("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 50)
+         .launch(55, 8, 64, 2).launch(65, 8, 74, 2))
+    ev = t.frame()
+    r = replay_step(ev, 1, [CudaGraph("train_step", 2.5, 0.0, 0.0)])
+    # 50 us of loading stay; then the graph launch (2.5), the first kernel 1 us later (2 us)
+    # and the second right behind it: 50 + 2.5 + 1 + 2 + 2
+    assert r.step_us == pytest.approx(57.5)

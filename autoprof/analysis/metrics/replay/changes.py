@@ -34,11 +34,12 @@ class CudaGraph:
     """The GPU work launched inside `region` replayed as one CUDA graph per region span.
 
     `region`: the name of a host row (a `record_function` region, the decorated call, an
-    op); None: each whole profiler step. Inside a span the host's own time and each launch's
-    cost are gone; the span's first launch costs `launch_us` plus `per_kernel_us` per kernel
-    captured, and the captured kernels start `kernel_gap_us` after the one before them on
-    their stream (or the launch latency after the graph launch). A sync inside the span is
-    kept with its wait (a region that syncs cannot be captured whole)."""
+    op); None: each whole profiler step. Inside a span the host's own time (a DataLoader's
+    fetch excepted: its CPU work stays) and each launch's cost are gone; the span's first
+    launch costs `launch_us` plus `per_kernel_us` per kernel captured, and the captured
+    kernels start `kernel_gap_us` after the one before them on their stream (or the launch
+    latency after the graph launch). A sync inside the span is kept with its wait (a region
+    that syncs cannot be captured whole)."""
 
     region: str | None = None
     launch_us: float = GRAPH_LAUNCH_US

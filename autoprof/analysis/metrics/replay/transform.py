@@ -1,7 +1,8 @@
 """Changes applied to a replay plan: each `Change` edits costs, durations or waits.
 
-- `CudaGraph`: the host time and the launch costs inside the region's spans go; one graph
-  launch per span; the captured kernels run `kernel_gap_us` apart.
+- `CudaGraph`: the host time and the launch costs inside the region's spans go (except a
+  DataLoader's fetch: its CPU work stays); one graph launch per span; the captured kernels
+  run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `NonBlockingCopies`: the copy loses its wait, its call costs a launch, the copy runs
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -144,12 +146,22 @@ def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
     return np.asarray(np.flatnonzero(mask), dtype=np.int64)
 
 
+def _not_capturable(g: Graph) -> Coverage:
+    """The host spans a CUDA graph cannot replace: the DataLoader's fetches (their CPU work
+    runs whether the GPU work is captured or not)."""
+    names = _names(g)
+    hit = np.fromiter((bool(DATA_LOADER_NAME.search(n)) for n in names), bool, len(names))
+    return Coverage(g.events["ts_us"].to_numpy(float)[hit],
+                    g.events["end_us"].to_numpy(float)[hit])
+
+
 def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     spans = _spans(g, change.region)
+    kept = _not_capturable(g)
     seen: set[int] = set()
     gap_us = g.busy_gap_us()
     for c in range(g.n_calls):
-        removed = _removed(g, spans, c)
+        removed = max(_removed(g, spans, c) - _removed(g, kept, c), 0.0)
         if removed > 0:
             scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
             plan.call_gap_us[c] = max(plan.call_gap_us[c] - removed * scale, 0.0)
