@@ -1,15 +1,19 @@
 """The finisher: turns a recorded run folder into a finished one, in its own process.
 
-``python -m autoprof.finish RUN_DIR`` compresses each cycle's plain trace (``.<trace>.raw``)
-into ``<trace>.pt.trace.json.gz``, checks that it parses, writes ``table.txt``/``ops.csv``
-through the analysis layer and writes the manifest with its final status. The recording
+``python -m autoprof.finish RUN_DIR`` checks that each cycle's plain trace (``.<trace>.raw``)
+parses (streamed, in bounded memory), compresses it into ``<trace>.pt.trace.json.gz``, writes
+``table.txt``/``ops.csv`` through the analysis layer and writes the manifest with its final
+status (``autoprof.runfolder.final_status``). A plain trace is removed only once its copy is
+written, fsynced and read back the same; any error keeps it, fails the run with the reason,
+and records in the manifest's ``retry`` what the next finish decides from. The recording
 process starts one finisher per run (``--watch``: it waits on its stdin, gets the run's
 manifest when the run ends, or EOF when the process dies) in its own session and at low
 priority, so the program neither waits for this work nor shares its GIL, and a Ctrl+C of the
 job does not reach it.
 
 Safe to run again or twice at once: a lock on the folder serializes finishers, and a folder
-already finished is left alone. A folder still being recorded by a live process is skipped.
+already finished is left alone (unless it kept a plain trace: then it is finished again).
+A folder still being recorded by a live process is skipped.
 Never imports torch.
 """
 
@@ -17,19 +21,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gzip
-import json
 import os
 import socket
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 from autoprof import runfolder as rf
 from autoprof.runfolder import Manifest
+from autoprof.runfolder.trace_check import check_trace
 
 GZIP_LEVEL = 1  # ~5x smaller than plain JSON at a fraction of level 9's time
+CHUNK_BYTES = 1 << 20
 NICE = 10
 folder_lock = rf.folder_lock
 
@@ -54,33 +61,57 @@ def _owned(hidden_name: str, prefix: str, rank: int | None) -> bool:
     return hidden_name.startswith(tuple(f".{p}" for p in (prefix, *shared)))
 
 
-def _check_trace(data: bytes, name: str) -> None:
-    """A cycle's trace is usable only if it is one JSON object with a traceEvents list."""
-    try:
-        trace = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{name} is not valid JSON ({exc}); the recording was cut short "
-                         "or the profiler wrote a label it did not escape") from None
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise ValueError(f"{name} has no traceEvents list")
-
-
 def compress(raw: Path) -> Path:
-    """Check ``raw``, gzip it into its final name, remove it. Raises on a bad trace (the raw
-    file is removed: it can never become usable) or a failed write (it is kept)."""
+    """Check ``raw`` (streamed, bounded memory), gzip it into its final name, read the copy
+    back and compare it, and only then remove ``raw``. On any error (a bad trace, a failed
+    write, no memory) the error goes on and ``raw`` stays: never the only copy deleted."""
     final = raw.with_name(rf.final_trace_name(raw.name))
-    data = raw.read_bytes()
+    check_trace(raw)
+    crc, size = _write_gzip(raw, final)
     try:
-        _check_trace(data, raw.name)
-    except ValueError:
-        raw.unlink()
+        _same_content(final, crc, size, raw.name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            final.unlink()  # the copy that does not read back; the raw trace stays
         raise
-    with rf.atomic_open(final) as out, gzip.GzipFile(
-        filename="", mode="wb", fileobj=out, compresslevel=GZIP_LEVEL, mtime=0
-    ) as gz:
-        gz.write(data)
+    _fsync_dir(raw.parent)  # the renamed copy is on disk before the raw one goes
     raw.unlink()
     return final
+
+
+def _write_gzip(raw: Path, final: Path) -> tuple[int, int]:
+    """Stream ``raw`` into ``final`` (written under a temporary name, fsynced, renamed);
+    the CRC-32 and length of what was read."""
+    crc, size = 0, 0
+    with raw.open("rb") as src, rf.atomic_open(final) as out, gzip.GzipFile(
+        filename="", mode="wb", fileobj=out, compresslevel=GZIP_LEVEL, mtime=0
+    ) as gz:
+        while chunk := src.read(CHUNK_BYTES):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+            gz.write(chunk)
+    return crc, size
+
+
+def _same_content(final: Path, crc: int, size: int, raw_name: str) -> None:
+    """Raise OSError unless ``final`` decompresses to the bytes that were read."""
+    got_crc, got_size = 0, 0
+    with gzip.open(final, "rb") as fh:
+        while chunk := fh.read(CHUNK_BYTES):
+            got_crc, got_size = zlib.crc32(chunk, got_crc), got_size + len(chunk)
+    if (got_crc, got_size) != (crc, size):
+        raise OSError(f"{final.name} does not read back as {raw_name} ({got_size} of {size} "
+                      "bytes, or different content)")
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some file systems cannot sync a folder: nothing more to do
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def _traces(run_dir: Path, prefix: str) -> tuple[list[Path], list[Path]]:
@@ -102,11 +133,13 @@ def _write_tables(traces: list[Path], run_dir: Path) -> tuple[list[str], str | N
 
 
 def _to_finish(manifest: Manifest, handed_over: bool, this_host_only: bool) -> bool:
-    """Is there anything for this finisher to do? A run handed over always; one read from
-    the folder only while it says ``recording``, no live process still records it, and (with
-    ``this_host_only``) it was recorded here."""
-    if handed_over:
-        return True
+    """Is there anything for this finisher to do? A run handed over always; one that kept a
+    plain trace after a failed write when asked by name (``python -m autoprof.finish``, not
+    the CLI or viewer opening it: ``this_host_only``); one read from the folder only while it
+    says ``recording``, no live process still records it, and (with ``this_host_only``) it
+    was recorded here."""
+    if handed_over or (manifest.retry is not None and not this_host_only):
+        return True  # (a plain trace kept after a failed write: finish it again)
     if manifest.status != "recording":
         return False
     if manifest.requested_status is None and _recording_elsewhere(manifest):
@@ -126,20 +159,29 @@ def _clear_temps(run_dir: Path, manifest: Manifest) -> None:
             partial.unlink()
 
 
-def _compress_all(run_dir: Path, prefix: str) -> tuple[list[Path], dict[str, str] | None]:
-    """Every trace of this worker, compressed; the first error of the ones that failed."""
+def _compress_all(run_dir: Path, prefix: str
+                  ) -> tuple[list[Path], dict[str, str] | None, list[str]]:
+    """Every trace of this worker, compressed; the first error of the ones that failed and
+    the names of the plain traces kept (every failure keeps its plain trace)."""
     raws, done = _traces(run_dir, prefix)
     error: dict[str, str] | None = None
+    kept = []
     for raw in raws:
         try:
             done.append(compress(raw))
-        except Exception as exc:
-            error = error or rf.error_record(exc, "export")
-    if error is not None:  # a raw trace that could not be written is not kept either
-        for raw in raws:
-            with contextlib.suppress(OSError):
-                raw.unlink()
-    return sorted(set(done)), error
+        except ValueError as exc:  # it can never parse: kept to look at, not retried
+            error = error or _kept(exc, f"the plain trace {raw.name} is kept")
+        except Exception as exc:  # a failed write, MemoryError: another finish may succeed
+            kept.append(raw.name)
+            error = error or _kept(exc, f"the plain trace {raw.name} is kept: run `python -m "
+                                        f"autoprof.finish {run_dir}` again to retry")
+    return sorted(set(done)), error, kept
+
+
+def _kept(exc: BaseException, note: str) -> dict[str, str]:
+    error = rf.error_record(exc, "export")
+    error["message"] += f" ({note})"
+    return error
 
 
 def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = None,
@@ -153,15 +195,15 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
         manifest = handoff if handoff is not None else read_manifest(path)
         if not _to_finish(manifest, handoff is not None, this_host_only):
             return None
+        manifest = rf.reopened(manifest)
         _clear_temps(run_dir, manifest)
-        traces, error = _compress_all(run_dir, manifest.trace_prefix)
+        traces, error, kept = _compress_all(run_dir, manifest.trace_prefix)
         handed_over = manifest.requested_status is not None
-        manifest = rf.final_status(manifest, len(traces), error)
-        if not handed_over and traces:  # only the folder tells what was recorded
-            mtime = max(p.stat().st_mtime for p in traces)
-            manifest = manifest.replace(
-                ended_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(mtime)),
-                steps_recorded=rf.steps_in(manifest, len(traces)))
+        retry = {"requested_status": manifest.requested_status, "error": manifest.error,
+                 "raw": kept} if kept else None
+        manifest = rf.final_status(manifest, len(traces), error).replace(retry=retry)
+        if not handed_over and traces:  # the process died: the folder tells the rest
+            manifest = _after_a_death(manifest, traces)
         names = [p.name for p in traces]
         if tables and traces and manifest.rank in (0, None):
             table_names, problem = _write_tables(traces, run_dir)
@@ -171,6 +213,16 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
         with contextlib.suppress(OSError):  # gone before the folder reads as finished
             (run_dir / rf.FINISH_LOG).unlink()
         return _write_manifest(path, manifest)
+
+
+def _after_a_death(manifest: Manifest, traces: list[Path]) -> Manifest:
+    """A run whose process died before handing it over: it ended when its last trace was
+    written; its steps are what the session last wrote (each exported cycle updates
+    ``steps_recorded``), or, from an autoprof that did not, whole cycles of ``active``."""
+    mtime = max(p.stat().st_mtime for p in traces)
+    return manifest.replace(
+        ended_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(mtime)),
+        steps_recorded=manifest.steps_recorded or rf.steps_in(manifest, len(traces)))
 
 
 def _recording_elsewhere(manifest: Manifest) -> bool:

@@ -47,6 +47,7 @@ from autoprof.runfolder.manifest import (
     rank_manifest,
     rank_of_manifest,
     read_manifest,
+    reopened,
     steps_in,
     write_manifest,
 )
@@ -97,4 +98,5 @@ __all__ = [
     "cycles_status",
     "steps_in",
     "final_status",
+    "reopened",
 ]

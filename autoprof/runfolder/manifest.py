@@ -134,11 +134,12 @@ _RULES: dict[str, Callable[[object], Any]] = {
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
     "steps_recorded": _int, "error": _dict, "tables_error": _str, "requested_status": _status,
-    "ended_by": _str, "ranks": _ranks, "missing_ranks": _ranks,
+    "ended_by": _str, "ranks": _ranks, "missing_ranks": _ranks, "retry": _dict,
 }
 # Written only when set (a single-process run has no ``ranks``; only a handed-over run has
 # ``requested_status``).
-_OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks"})
+_OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks",
+                             "retry"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +172,9 @@ class Manifest:
     ended_by: str | None = None
     ranks: tuple[int, ...] | None = None
     missing_ranks: tuple[int, ...] | None = None
+    # A finish that kept plain traces after an error: what the next finish decides from
+    # (``requested_status``, ``error`` as handed over) and the ``raw`` names kept.
+    retry: dict[str, Any] | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     # -- reading -----------------------------------------------------------------------
@@ -295,6 +299,16 @@ def read_manifest(path: Path, max_bytes: int) -> Manifest:
 
 
 # -- the final-status rule ---------------------------------------------------------------
+
+def reopened(manifest: Manifest) -> Manifest:
+    """A record whose last finish kept plain traces after an error (``retry``), as it was
+    before that finish, so the next one decides again; any other record unchanged."""
+    retry = manifest.retry
+    if retry is None:
+        return manifest
+    return manifest.replace(status="recording", requested_status=_status(
+        retry.get("requested_status")), error=_dict(retry.get("error")), retry=None)
+
 
 def cycles_status(repeat: int, cycles: int) -> Whole:
     """Whole cycles kept, nothing asked: ``complete`` when every cycle the schedule asks for

@@ -212,7 +212,12 @@ def test_disk_full_finisher_marks_the_run_failed_with_the_error(monkeypatch, tra
     m = manifest(run)
     assert m["status"] == "failed"
     assert m["error"]["type"] == "OSError" and "File too large" in m["error"]["message"]
-    assert m["files"] == [] and _hidden(run) == []
+    assert m["files"] == [] and _hidden(run) == [raw.name]  # the only copy is kept
+    assert m["retry"]["raw"] == [raw.name] and "run `python -m" in m["error"]["message"]
+    assert finish.main([str(run)]) == 0  # with room again, finishing again completes it
+    m = manifest(run)
+    assert m["status"] == "complete" and m["error"] is None and "retry" not in m
+    assert _hidden(run) == [] and m["files"]
 
 
 def test_a_finisher_that_cannot_start_gives_one_warning_not_a_hang(monkeypatch, traces_root):

@@ -150,3 +150,30 @@ def test_cycles_status_and_steps_in():
 def test_the_test_helper_writes_what_the_reader_reads(tmp_path):
     path = write_manifest(tmp_path, "step", files=["a.pt.trace.json.gz"])
     assert read_manifest(path) == manifest("step", files=["a.pt.trace.json.gz"])
+
+
+def test_the_whatif_record_waits_for_the_folder_lock_and_lists_itself(tmp_path):
+    import threading
+    import time
+
+    from autoprof.runfolder.whatif import WHATIF_NAME, whatif_record, write_whatif
+
+    write_manifest(tmp_path, files=["a.pt.trace.json.gz"], some_future_key=1)
+    held = threading.Event()
+
+    def hold() -> None:
+        with rf.folder_lock(tmp_path):
+            held.set()
+            time.sleep(0.5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    t0 = time.monotonic()
+    write_whatif(tmp_path, whatif_record([]))
+    waited_s = time.monotonic() - t0
+    holder.join()
+    assert waited_s > 0.3  # a finisher rewriting the manifest now cannot drop the entry
+    after = read_record(tmp_path / rf.MANIFEST)
+    assert after.files == ("a.pt.trace.json.gz", WHATIF_NAME)
+    assert after.extra == {"some_future_key": 1}
