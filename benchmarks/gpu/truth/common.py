@@ -75,7 +75,8 @@ def cycle_list(values: list[Any]) -> Iterator[Any]:
 
 # --- models ----------------------------------------------------------------------------------
 
-def mlp(ctx: Ctx, width: int, depth: int, out: int | None = None, seed: int = 0) -> torch.nn.Module:
+def mlp(ctx: Ctx, width: int, depth: int, out: int | None = None,
+        seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
     layers: list[torch.nn.Module] = []
     for _ in range(depth):
@@ -91,7 +92,8 @@ def cnn(ctx: Ctx, channels: tuple[int, ...], classes: int = 10, seed: int = 0) -
     for i, (cin, cout) in enumerate(zip(channels, channels[1:], strict=False)):
         layers += [torch.nn.Conv2d(cin, cout, 3, stride=2 if i % 2 else 1, padding=1),
                    torch.nn.BatchNorm2d(cout), torch.nn.ReLU()]
-    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(channels[-1], classes)]
+    layers += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+               torch.nn.Linear(channels[-1], classes)]
     return torch.nn.Sequential(*layers).to(ctx.device)
 
 
@@ -150,7 +152,8 @@ def loader_warm_iters(workers: int, prefetch_factor: int = 2) -> int:
 # --- training steps ---------------------------------------------------------------------------
 
 def classify_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(model(x), y)
+    logits: torch.Tensor = model(x)
+    return F.cross_entropy(logits, y)
 
 
 def train_step_fn(model: torch.nn.Module, opt: torch.optim.Optimizer, device: str,
@@ -162,7 +165,7 @@ def train_step_fn(model: torch.nn.Module, opt: torch.optim.Optimizer, device: st
         x, y = (t.to(device, non_blocking=non_blocking) for t in batch)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model, x, y)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
         return loss.detach()
 
@@ -171,7 +174,7 @@ def train_step_fn(model: torch.nn.Module, opt: torch.optim.Optimizer, device: st
 
 def capture_graph(body: Callable[[], Any], warmups: int = 3) -> tuple[torch.cuda.CUDAGraph, Any]:
     """``body`` captured the textbook way (warm up on a side stream, then capture)."""
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(warmups):
@@ -197,7 +200,7 @@ def graphed_train_step(model: torch.nn.Module, opt: torch.optim.Optimizer,
     def body() -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model, *static)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
         return loss.detach()
 
@@ -208,7 +211,8 @@ def graphed_train_step(model: torch.nn.Module, opt: torch.optim.Optimizer,
         for dst, src in zip(static, batch, strict=True):
             dst.copy_(src, non_blocking=True)
         graph.replay()
-        return out
+        loss: torch.Tensor = out
+        return loss
 
     return train_step
 
@@ -260,7 +264,9 @@ def time_block(variant: Variant, iters: int, ctx: Ctx, mode: TimingMode = "iter"
     host = [0.0] * (3 * n + 1)
     ev: list[Any] = []
     if ctx.cuda:
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1 if mode == "iter" else 2 * n)]
+        count = n + 1 if mode == "iter" else 2 * n
+        ev = [torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+              for _ in range(count)]
     call = variant.call
     batches = variant.batches
     clock = time.perf_counter
@@ -280,6 +286,11 @@ def time_block(variant: Variant, iters: int, ctx: Ctx, mode: TimingMode = "iter"
     if ev and mode == "iter":
         ev[n].record()
     sync(ctx)
+    return _read_block(mode, n, host, ev)
+
+
+def _read_block(mode: TimingMode, n: int, host: list[float], ev: list[Any]) -> Block:
+    """A block's per-iteration times from its host clock readings and CUDA events."""
     block = Block(mode)
     for i in range(n):
         block.iter_host_ms.append((host[3 * i + 3] - host[3 * i]) * 1e3)

@@ -36,9 +36,11 @@ FIRST = ("mlp_loader_w0", "gpt2_tiny", "gpt2_large", "sync_mask", "seed_64", "se
 
 def _run(cmd: list[str], log: Path, timeout_s: float) -> dict[str, Any]:
     t0 = time.perf_counter()
+    rc: int | str
     with log.open("w") as fh:
         try:
-            rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+            rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                timeout=timeout_s).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
     return {"rc": rc, "wall_s": round(time.perf_counter() - t0, 2)}

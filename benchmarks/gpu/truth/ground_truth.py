@@ -33,7 +33,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from common import Block, Ctx, TimingMode, Variant, quartiles, repeat, sync, time_block  # noqa: E402
+from common import (  # noqa: E402
+    Block,
+    Ctx,
+    TimingMode,
+    Variant,
+    quartiles,
+    repeat,
+    sync,
+    time_block,
+)
 from workloads import WORKLOADS  # noqa: E402
 
 METRICS = ("iter_ms", "call_ms", "iter_host_ms", "call_host_ms")
@@ -136,8 +145,10 @@ def measure(name: str, ctx: Ctx, rounds: int, block_s: float, skip: tuple[str, .
     return {
         "workload": name, "about": WORKLOADS[name].about, "device": ctx.device, "tiny": ctx.tiny,
         "rounds": rounds, "block_s": block_s, "variants": info, "errors": errors,
-        "harness_iter_ms": harness, "stats": stats, "speedups": _speedups(stats, harness), "skipped": list(skip),
-        "profiler_enabled": bool(torch.autograd._profiler_enabled()),
+        "harness_iter_ms": harness, "stats": stats, "speedups": _speedups(stats, harness),
+        "skipped": list(skip),
+        "profiler_enabled": bool(
+            torch.autograd._profiler_enabled()),  # type: ignore[attr-defined]
         "autoprof_imported": "autoprof" in sys.modules,
         "torch": torch.__version__,
         "gpu": torch.cuda.get_device_name(0) if ctx.cuda else None,

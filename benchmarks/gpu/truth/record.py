@@ -1,6 +1,7 @@
 """Record one workload as its user would: the baseline's function under ``@autoprof``.
 
-    PYTHONPATH=. python benchmarks/gpu/truth/record.py --workload NAME --out DIR [--device cpu --tiny]
+    PYTHONPATH=. python benchmarks/gpu/truth/record.py --workload NAME --out DIR \\
+        [--device cpu --tiny]
 
 The user's loop (``for batch in batches: step(batch)``) runs ``WARMUP_CALLS`` untraced calls,
 then autoprof's default schedule (wait 1, warm-up 1, active 3), then ``AFTER_CALLS`` more
@@ -61,7 +62,8 @@ def record(name: str, out: Path, ctx: Ctx) -> dict[str, Any]:
     step = autoprof.autoprof(name=name, warmup=WARMUP_CALLS, schedule=SCHEDULE,
                              out_dir=str(out / "runs"))(variant.call)
     starts: list[float] = []
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(len(PHASES) + 1)] if ctx.cuda else []
+    events = ([torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+               for _ in range(len(PHASES) + 1)] if ctx.cuda else [])
     sync(ctx)
     for i in range(len(PHASES)):  # for batch in loader: step(batch)
         starts.append(time.perf_counter())
@@ -114,7 +116,8 @@ def main() -> None:
     result = record(args.workload, args.out, Ctx(args.device, args.tiny or args.device == "cpu"))
     (args.out / "record.json").write_text(json.dumps(result, indent=1))
     print(f"{args.workload}: {result['status']} run {result['run']}; untraced call "
-          f"{result['untraced_call_ms_median']} ms, profiled step {result['profiled_step_ms_median']} ms")
+          f"{result['untraced_call_ms_median']} ms, "
+          f"profiled step {result['profiled_step_ms_median']} ms")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ def _batches(ctx: Ctx, s: LoaderSetup) -> Iterator[Any]:
 def _staged(ctx: Ctx, net: Net, count: int = 4) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """A few batches made once and kept on the device: no loading, no copy between calls."""
     source = iter(loader(_dataset(ctx, net), _batch(ctx, net), 0, False))
-    return [tuple(t.to(ctx.device) for t in next(source)) for _ in range(count)]  # type: ignore[misc]
+    return [tuple(t.to(ctx.device) for t in next(source)) for _ in range(count)]
 
 
 def _plain(ctx: Ctx, s: LoaderSetup) -> Variant:

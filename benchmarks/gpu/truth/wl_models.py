@@ -4,7 +4,8 @@ CNN inference at batch 1 and at a large batch, and the seed ``x @ w + b`` at 64 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +23,7 @@ from common import (
     train_step_fn,
 )
 
-# --- GPT-2 (transformers, built from a config: nothing downloaded) -----------------------------
+# --- GPT-2 (transformers, built from a config: nothing downloaded) --------------------------------
 
 
 def _gpt2_config(ctx: Ctx, large: bool) -> Any:
@@ -30,7 +31,8 @@ def _gpt2_config(ctx: Ctx, large: bool) -> Any:
 
     # no dropout (SDPA's dropout inside a captured graph hit an illegal memory access on the
     # H200 with torch 2.11), no KV cache in training
-    common = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "use_cache": False}
+    common: dict[str, Any] = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
+                              "use_cache": False}
     if ctx.tiny:
         return GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=16,
                           bos_token_id=0, eos_token_id=0, **common)
@@ -64,7 +66,7 @@ def _gpt2_variant(ctx: Ctx, large: bool, fix: str) -> Variant:
 
     config = _gpt2_config(ctx, large)
     torch.manual_seed(0)
-    model: Any = GPT2LMHeadModel(config).to(ctx.device).train()
+    model: Any = cast(Any, GPT2LMHeadModel(config)).to(ctx.device).train()
     batch, seq = _gpt2_shape(ctx, large)
     gen = torch.Generator(device="cpu").manual_seed(1)
     data = [(ids, ids) for ids in (torch.randint(0, config.vocab_size, (batch, seq), generator=gen)
@@ -93,12 +95,12 @@ def gpt2(large: bool) -> Callable[[Ctx], dict[str, VariantBuilder]]:
         fixes = ["baseline", "adamw_fused"] + (["cuda_graph"] if ctx.cuda else [])
         if ctx.cuda and not large:
             fixes.append("compile_reduce_overhead")
-        return {f: (lambda f=f: _gpt2_variant(ctx, large, f)) for f in fixes}
+        return {f: partial(_gpt2_variant, ctx, large, f) for f in fixes}
 
     return build
 
 
-# --- a torch.compile'd model --------------------------------------------------------------------
+# --- a torch.compile'd model ----------------------------------------------------------------------
 
 def _compiled_mlp(ctx: Ctx, fix: str) -> Variant:
     base = mlp(ctx, ctx.pick(512, 32), 6, out=10)
@@ -121,10 +123,10 @@ def compiled_mlp(ctx: Ctx) -> dict[str, VariantBuilder]:
     fixes = ["baseline", "adamw_fused"]
     if ctx.cuda:
         fixes += ["compile_reduce_overhead", "cuda_graph"]
-    return {f: (lambda f=f: _compiled_mlp(ctx, f)) for f in fixes}
+    return {f: partial(_compiled_mlp, ctx, f) for f in fixes}
 
 
-# --- CNN inference -------------------------------------------------------------------------------
+# --- CNN inference --------------------------------------------------------------------------------
 
 def _infer(ctx: Ctx, batch: int, side: int, fix: str) -> Variant:
     channels = (3, 32, 64, 128, 256, 256) if not ctx.tiny else (3, 4, 8)
@@ -135,25 +137,28 @@ def _infer(ctx: Ctx, batch: int, side: int, fix: str) -> Variant:
         model = model.to(memory_format=torch.channels_last)
         xs = [x.contiguous(memory_format=torch.channels_last) for x in xs]
     if fix in ("compile", "compile_reduce_overhead"):
-        model = torch.compile(model, mode="reduce-overhead" if fix.endswith("overhead") else "default")
+        mode = "reduce-overhead" if fix.endswith("overhead") else "default"
+        model = torch.compile(model, mode=mode)
     bf16 = fix in ("bf16_autocast", "channels_last_bf16")
     grad_off = torch.inference_mode if fix == "inference_mode" else torch.no_grad
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         with grad_off(), torch.autocast(ctx.device, dtype=torch.bfloat16, enabled=bf16):
-            return model(x)
+            out: torch.Tensor = model(x)
+        return out
 
     call = graphed_forward(forward, xs[0]) if fix == "cuda_graph" else forward
     return Variant(call, cycle_list(xs))
 
 
-def inference(batch: int, side: int, fixes: tuple[str, ...]) -> Callable[[Ctx], dict[str, VariantBuilder]]:
+def inference(batch: int, side: int, fixes: tuple[str, ...]
+              ) -> Callable[[Ctx], dict[str, VariantBuilder]]:
     """CNN inference under no_grad on inputs already on the device."""
 
     def build(ctx: Ctx) -> dict[str, VariantBuilder]:
         names = ("baseline",) + tuple(f for f in fixes if ctx.cuda or not _cuda_only(f))
         b, s = (1, 8) if ctx.tiny else (batch, side)
-        return {f: (lambda f=f: _infer(ctx, b, s, f)) for f in names}
+        return {f: partial(_infer, ctx, b, s, f) for f in names}
 
     return build
 
@@ -162,11 +167,12 @@ def _cuda_only(fix: str) -> bool:
     return fix in ("cuda_graph", "compile", "compile_reduce_overhead")
 
 
-# --- the seed: x @ w + b in bf16 -------------------------------------------------------------------
+# --- the seed: x @ w + b in bf16 ------------------------------------------------------------------
 
 def _seed(ctx: Ctx, n: int, fix: str) -> Variant:
     gen = torch.Generator(device="cpu").manual_seed(0)
-    x, w = (torch.randn(n, n, generator=gen, dtype=torch.bfloat16).to(ctx.device) for _ in range(2))
+    x, w = (torch.randn(n, n, generator=gen, dtype=torch.bfloat16).to(ctx.device)
+            for _ in range(2))
     b = torch.randn(n, generator=gen, dtype=torch.bfloat16).to(ctx.device)
 
     def matmul_add(inp: torch.Tensor) -> torch.Tensor:
@@ -179,7 +185,8 @@ def _seed(ctx: Ctx, n: int, fix: str) -> Variant:
     if fix == "addmm":
         call = addmm
     elif fix in ("compile", "compile_reduce_overhead"):
-        call = torch.compile(matmul_add, mode="reduce-overhead" if fix.endswith("overhead") else "default")
+        mode = "reduce-overhead" if fix.endswith("overhead") else "default"
+        call = torch.compile(matmul_add, mode=mode)
     elif fix == "cuda_graph":
         call = graphed_forward(matmul_add, x)
     return Variant(call, repeat(x))
@@ -191,7 +198,7 @@ def seed(n: int, fixes: tuple[str, ...]) -> Callable[[Ctx], dict[str, VariantBui
     def build(ctx: Ctx) -> dict[str, VariantBuilder]:
         size = 8 if ctx.tiny else n
         names = ("baseline",) + tuple(f for f in fixes if ctx.cuda or not _cuda_only(f))
-        return {f: (lambda f=f: _seed(ctx, size, f)) for f in names}
+        return {f: partial(_seed, ctx, size, f) for f in names}
 
     return build
 

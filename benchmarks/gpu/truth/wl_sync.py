@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 import torch
@@ -128,15 +129,16 @@ def sync_step(kind: SyncKind) -> Callable[[Ctx], dict[str, VariantBuilder]]:
     step captured whole in a CUDA graph."""
 
     def build(ctx: Ctx) -> dict[str, VariantBuilder]:
-        fixes = ["baseline", "remove"] + [f for (k, f) in _middles(ctx) if k == kind and f != "baseline"]
+        fixes = ["baseline", "remove"] + [f for (k, f) in _middles(ctx)
+                                          if k == kind and f != "baseline"]
         if ctx.cuda:
             fixes.append("graph_without_sync")
-        return {f: (lambda f=f: _sync_variant(ctx, kind, f)) for f in fixes}
+        return {f: partial(_sync_variant, ctx, kind, f) for f in fixes}
 
     return build
 
 
-# --- a program that already replays a CUDA graph ---------------------------------------------------
+# --- a program that already replays a CUDA graph --------------------------------------------------
 
 def _graph_program(ctx: Ctx, fix: str) -> Variant:
     model: Any = mlp(ctx, ctx.pick(256, 16), ctx.pick(20, 2)).eval()
@@ -146,7 +148,8 @@ def _graph_program(ctx: Ctx, fix: str) -> Variant:
 
     def forward(inp: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            return model(inp)
+            out: torch.Tensor = model(inp)
+        return out
 
     if fix == "eager" or not ctx.cuda:
         return Variant(forward, repeat(x), note="no graph: every kernel launched")
@@ -173,10 +176,10 @@ def graph_program(ctx: Ctx) -> dict[str, VariantBuilder]:
     input already in the static buffer (nothing but the replay), the model compiled inside the
     graph, and no graph at all (a negative control: slower)."""
     fixes = ["baseline", "eager"] + (["no_copy", "compile_in_graph"] if ctx.cuda else [])
-    return {f: (lambda f=f: _graph_program(ctx, f)) for f in fixes}
+    return {f: partial(_graph_program, ctx, f) for f in fixes}
 
 
-# --- two streams ------------------------------------------------------------------------------------
+# --- two streams ----------------------------------------------------------------------------------
 
 def _two_streams(ctx: Ctx, fix: str) -> Variant:
     n = ctx.pick(1024, 16)
@@ -184,7 +187,7 @@ def _two_streams(ctx: Ctx, fix: str) -> Variant:
     ws = [torch.randn(n, n, generator=gen, dtype=torch.bfloat16).to(ctx.device) / n**0.5
           for _ in range(8)]
     x = torch.randn(n, n, generator=gen, dtype=torch.bfloat16).to(ctx.device)
-    side = torch.cuda.Stream() if ctx.cuda else None
+    side = torch.cuda.Stream() if ctx.cuda else None  # type: ignore[no-untyped-call]
     two = side is not None and fix in ("baseline", "cuda_graph")
 
     def chain(h: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
@@ -211,5 +214,6 @@ def _two_streams(ctx: Ctx, fix: str) -> Variant:
 def two_streams(ctx: Ctx) -> dict[str, VariantBuilder]:
     """Two independent 4-matmul chains (bf16, 1024) on two streams, joined. Fixes: one
     stream, the two-stream step in a CUDA graph, the one-stream step in a CUDA graph."""
-    fixes = ["baseline", "one_stream"] + (["cuda_graph", "cuda_graph_one_stream"] if ctx.cuda else [])
-    return {f: (lambda f=f: _two_streams(ctx, f)) for f in fixes}
+    graphs = ["cuda_graph", "cuda_graph_one_stream"] if ctx.cuda else []
+    fixes = ["baseline", "one_stream", *graphs]
+    return {f: partial(_two_streams, ctx, f) for f in fixes}
