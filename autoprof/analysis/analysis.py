@@ -197,7 +197,8 @@ class Analysis:
     @cached_property
     def efficiency(self) -> Efficiency:
         """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
-        from autoprof.analysis.metrics.efficiency import device_name, efficiency
+        from autoprof.analysis.metrics.device import device_name
+        from autoprof.analysis.metrics.efficiency import efficiency
 
         device = device_name(self.manifest, list(self.data.trace_metadata))
         return efficiency(self.events, device, steps=self.steps,
@@ -208,7 +209,8 @@ class Analysis:
     def memory(self) -> Memory | None:
         """Peak, timeline, steps and sites of the memory events (metrics/memory_use.py); None
         without ``[memory]`` events (``profile_memory=True`` records them)."""
-        from autoprof.analysis.metrics.memory_use import capacities, memory_analysis
+        from autoprof.analysis.metrics.device import capacities
+        from autoprof.analysis.metrics.memory_use import memory_analysis
 
         meta = list(self.data.trace_metadata)
         return memory_analysis(self.events, self.data.memory_events,

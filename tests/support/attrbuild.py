@@ -1,7 +1,7 @@
 """Small traces whose breakdown is known by construction, as events tables.
 
-`Trace` takes CPU rows (with a thread), launches and GPU work; `frame()` derives parent,
-depth, self time, step, launch_row and op_row the way the loader does (docs/architecture.md).
+`Trace` takes CPU rows (with a thread), launches and GPU work; `frame()` is the loader's own
+events table of them (support/events_table.py).
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
+
+from support.events_table import CPU_PID, GPU_PID, events_table, kineto_event
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 WORK_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -64,65 +65,15 @@ class Trace:
         return self
 
     def frame(self) -> pd.DataFrame:
-        evs = sorted(self.events, key=lambda e: (e.rank, e.ts, -e.dur))
-        n = len(evs)
-        lane = ["gpu" if e.cat in GPU_CATS else "cpu" for e in evs]
-        ts = np.array([e.ts for e in evs], float)
-        dur = np.array([e.dur for e in evs], float)
-        end = ts + dur
-        parent = np.full(n, -1, np.int64)
-        depth = np.zeros(n, np.int64)
-        self_us = dur.copy()
-        stacks: dict[tuple[int, int], list[int]] = {}
-        for i, e in enumerate(evs):
-            if lane[i] != "cpu":
-                continue
-            stack = stacks.setdefault((e.rank, e.tid), [])
-            while stack and end[stack[-1]] <= e.ts:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-                depth[i] = len(stack)
-                self_us[stack[-1]] -= e.dur
-            stack.append(i)
-        step = np.full(n, -1, np.int64)
-        for i, e in enumerate(evs):
-            if lane[i] == "cpu" and e.name.startswith("ProfilerStep#"):
-                num = int(e.name.split("#")[1])
-                inside = [j for j, f in enumerate(evs) if lane[j] == "cpu" and f.rank == e.rank
-                          and ts[j] >= e.ts and end[j] <= end[i]]
-                step[inside] = num
-        launch_row = np.full(n, -1, np.int64)
-        op_row = np.full(n, -1, np.int64)
-        runtime = {(e.rank, e.correlation): i for i, e in enumerate(evs)
-                   if lane[i] == "cpu" and e.correlation >= 0}
-        for i, e in enumerate(evs):
-            if lane[i] == "gpu" and (e.rank, e.correlation) in runtime:
-                j = runtime[(e.rank, e.correlation)]
-                launch_row[i] = j
-                step[i] = step[j]
-                p = parent[j]
-                while p >= 0 and evs[p].cat != "cpu_op":
-                    p = parent[p]
-                op_row[i] = p
-        text = {c: pd.Categorical(v) for c, v in (
-            ("name", [e.name for e in evs]), ("cat", [e.cat for e in evs]), ("lane", lane))}
-        return pd.DataFrame({
-            **text,
-            "is_gpu_work": [e.cat in WORK_CATS for e in evs],
-            "pid": np.full(n, 100, np.int64),
-            "tid": np.array([e.tid for e in evs], np.int64),
-            "device": np.array([0 if lane[i] == "gpu" else -1 for i in range(n)], np.int64),
-            "stream": np.array([e.stream for e in evs], np.int64),
-            "ts_us": ts, "dur_us": dur, "end_us": end, "self_us": self_us,
-            "depth": depth, "parent": parent, "step": step,
-            "correlation": np.array([e.correlation for e in evs], np.int64),
-            "external_id": np.full(n, -1, np.int64),
-            "launch_row": launch_row, "op_row": op_row,
-            "flops": np.full(n, np.nan),
-            "input_dims": pd.Categorical([""] * n), "input_types": pd.Categorical([""] * n),
-            "rank": np.array([e.rank for e in evs], np.int64),
-        })
+        """The loader's events table of these events (support/events_table.py)."""
+        by_rank: dict[int, list[dict[str, Any]]] = {}
+        for e in self.events:
+            gpu = e.cat in GPU_CATS
+            args = {"correlation": e.correlation} if e.correlation >= 0 else {}
+            by_rank.setdefault(e.rank, []).append(kineto_event(
+                e.name, e.cat, e.ts, e.dur, tid=e.stream if gpu else e.tid,
+                pid=GPU_PID if gpu else CPU_PID, **args))
+        return events_table(by_rank)
 
 
 @dataclass

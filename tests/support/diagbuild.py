@@ -1,8 +1,8 @@
 """Hand-built events tables (docs/architecture.md's columns) and the same events as a Chrome
 trace, so each diagnostics test can state a small scenario in a few lines.
 
-`frame()` derives depth, parent, self time, step, launch_row and op_row the way the contract
-defines them; `chrome()` gives the raw Kineto-style events for going through the real loader.
+`chrome()` gives the Kineto-style events; `frame()` is the loader's own events table of them
+(support/events_table.py), so no nesting is derived here.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
+
+from support.events_table import events_table
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 PID = 100
@@ -32,10 +33,7 @@ class Ev:
     args: dict[str, Any] = field(default_factory=dict)
 
 
-def _text(values: list[str]) -> pd.Categorical:
-    """A text column as the loader builds it (a categorical of sorted values), as analyses
-    see it after a filter: with one category that no row has."""
-    return pd.Categorical(values, categories=sorted(set(values) | {"~filtered-out"}))
+FILTERED_OUT = "~filtered-out"  # sorts after every name the tests use
 
 
 class Trace:
@@ -74,75 +72,13 @@ class Trace:
     # --- the events table ------------------------------------------------------------------
 
     def frame(self) -> pd.DataFrame:
-        evs = sorted(self.events, key=lambda e: (e.rank, e.ts))
-        n = len(evs)
-        lane = ["gpu" if e.cat in GPU_CATS else "cpu" for e in evs]
-        ts = np.array([e.ts for e in evs], float)
-        dur = np.array([e.dur for e in evs], float)
-        end = ts + dur
-        parent = np.full(n, -1, np.int64)
-        depth = np.zeros(n, np.int64)
-        self_us = dur.copy()
-        stacks: dict[tuple[int, int], list[int]] = {}
-        for i, e in enumerate(evs):
-            if lane[i] != "cpu":
-                continue
-            stack = stacks.setdefault((e.rank, e.tid), [])
-            while stack and end[stack[-1]] <= e.ts:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-                depth[i] = len(stack)
-                self_us[stack[-1]] -= e.dur
-            stack.append(i)
-        for i, e in enumerate(evs):
-            if e.cat == "gpu_user_annotation":
-                self_us[i] = 0.0
-        step = np.full(n, -1, np.int64)
-        for i, e in enumerate(evs):
-            if lane[i] == "cpu" and e.name.startswith("ProfilerStep#"):
-                number = int(e.name.split("#")[1])
-                for j, f in enumerate(evs):
-                    if lane[j] == "cpu" and f.rank == e.rank and ts[j] >= e.ts and end[j] <= end[i]:
-                        step[j] = number
-        launch_row = np.full(n, -1, np.int64)
-        op_row = np.full(n, -1, np.int64)
-        runtime = {(e.rank, e.correlation): i for i, e in enumerate(evs)
-                   if lane[i] == "cpu" and e.correlation >= 0}
-        for i, e in enumerate(evs):
-            if lane[i] == "gpu" and (e.rank, e.correlation) in runtime:
-                j = runtime[(e.rank, e.correlation)]
-                launch_row[i] = j
-                step[i] = step[j]
-                p = parent[j]
-                while p >= 0 and evs[p].cat != "cpu_op":
-                    p = parent[p]
-                op_row[i] = p
-        return pd.DataFrame({
-            "name": _text([e.name for e in evs]),
-            "cat": _text([e.cat for e in evs]),
-            "lane": _text(lane),
-            "is_gpu_work": [e.cat in ("kernel", "gpu_memcpy", "gpu_memset") for e in evs],
-            "pid": np.full(n, PID, np.int64),
-            "tid": np.array([e.tid for e in evs], np.int64),
-            "device": np.array([0 if lane[i] == "gpu" else -1 for i in range(n)], np.int64),
-            "stream": np.array([e.stream for e in evs], np.int64),
-            "ts_us": ts,
-            "dur_us": dur,
-            "end_us": end,
-            "self_us": self_us,
-            "depth": depth,
-            "parent": parent,
-            "step": step,
-            "correlation": np.array([e.correlation for e in evs], np.int64),
-            "external_id": np.full(n, -1, np.int64),
-            "launch_row": launch_row,
-            "op_row": op_row,
-            "flops": np.full(n, np.nan),
-            "input_dims": _text([json.dumps(e.args["dims"]) if "dims" in e.args else ""
-                                 for e in evs]),
-            "rank": np.array([e.rank for e in evs], np.int64),
-        })
+        """The loader's own events table of ``chrome()`` (support/events_table.py), each text
+        column with one category no row has, as analyses see a table after a filter."""
+        ranks = sorted({e.rank for e in self.events}) or [0]
+        table = events_table({r: self.chrome(r)["traceEvents"] for r in ranks})
+        for column in ("name", "cat", "lane", "input_dims"):
+            table[column] = table[column].cat.add_categories([FILTERED_OUT])
+        return table
 
     # --- the same events as a Chrome trace ---------------------------------------------------
 

@@ -258,7 +258,7 @@ def _decode_with_repairs(
             error = str(exc)
     if len(fixed) <= _STDLIB_FALLBACK_MAX_BYTES and "invalid character" in error:
         meta = _decode_stdlib(fixed, builder, warnings)
-        if meta is not None:
+        if isinstance(meta, dict):
             return meta
     elif "invalid character" in error:  # too big for Python's json: NaN -> null in place
         try:

@@ -87,7 +87,7 @@ def _keep_mask(trace: TraceFile, warnings: list[str]) -> BoolArray:
         if count:
             warnings.append(f"dropped {count} complete events {label}")
             keep &= ~hit
-    return keep
+    return np.asarray(keep, dtype=bool)
 
 
 def _gpu_pids(trace: TraceFile) -> IntArray:

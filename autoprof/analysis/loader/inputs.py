@@ -19,10 +19,10 @@ from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
 from autoprof.analysis.loader.source import refuse_special
+from autoprof.runfolder import rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
-_RANK_MANIFEST = re.compile(r"^rank(\d{1,6})\.manifest\.json$")
 MAX_TRACES = 4096
 
 
@@ -88,24 +88,7 @@ def _run_source(run_dir: Path) -> Source:
     manifest_path = run_dir / MANIFEST_NAME
     manifest = read_manifest(manifest_path)
     source = Source(run_dir, "run", [], manifest=manifest)
-    listed: dict[Path, int | None] = {}
-    main_rank = manifest.get("rank")
-    for trace in _listed_traces(run_dir, manifest, manifest_path):
-        listed[trace] = main_rank if isinstance(main_rank, int) else None
-    for child in sorted(run_dir.iterdir()):
-        match = _RANK_MANIFEST.match(child.name)
-        if not match:
-            continue
-        rank_number = int(match.group(1))
-        rank_manifest = read_manifest(child)
-        source.rank_manifests[rank_number] = rank_manifest
-        for trace in _listed_traces(run_dir, rank_manifest, child):
-            listed[trace] = rank_number
-    if manifest.get("files") is None:  # old manifests: find the traces by name
-        for child in sorted(run_dir.iterdir()):
-            if child.is_file() and may_be_trace_name(child.name):
-                listed.setdefault(child, None)
-    for trace, rank in listed.items():
+    for trace, rank in _listed_by_rank(run_dir, manifest, manifest_path, source).items():
         if not trace.exists():
             source.warnings.append(f"{trace.name}: listed in the manifest but missing")
             continue
@@ -114,13 +97,40 @@ def _run_source(run_dir: Path) -> Source:
         if rank is not None:
             source.manifest_rank[trace] = rank
     if not source.traces:
-        status = manifest.get("status")
-        error = manifest.get("error")
-        detail = f"status {status!r}"
-        if isinstance(error, dict) and error.get("message"):
-            detail += f", error: {error.get('type', 'Error')}: {error['message']}"
-        raise TraceError(run_dir, f"run folder has no trace ({detail})")
+        raise TraceError(run_dir, f"run folder has no trace ({_no_trace_detail(manifest)})")
     return source
+
+
+def _listed_by_rank(run_dir: Path, manifest: dict[str, Any], manifest_path: Path,
+                    source: Source) -> dict[Path, int | None]:
+    """Each trace the run's manifests list, with the rank whose manifest lists it (None: not
+    known); the rank manifests go into ``source.rank_manifests``."""
+    listed: dict[Path, int | None] = {}
+    main_rank = manifest.get("rank")
+    for trace in _listed_traces(run_dir, manifest, manifest_path):
+        listed[trace] = main_rank if isinstance(main_rank, int) else None
+    for child in sorted(run_dir.iterdir()):
+        rank_number = rank_of_manifest(child.name)
+        if rank_number is None:
+            continue
+        rank_manifest = read_manifest(child)
+        source.rank_manifests[rank_number] = rank_manifest
+        for trace in _listed_traces(run_dir, rank_manifest, child):
+            listed[trace] = rank_number
+    if manifest.get("files") is None:  # old manifests: find the traces by name
+        for child in sorted(run_dir.iterdir()):
+            if child.is_file() and may_be_trace_name(child.name):
+                listed.setdefault(child, None)
+    return listed
+
+
+def _no_trace_detail(manifest: dict[str, Any]) -> str:
+    status = manifest.get("status")
+    error = manifest.get("error")
+    detail = f"status {status!r}"
+    if isinstance(error, dict) and error.get("message"):
+        detail += f", error: {error.get('type', 'Error')}: {error['message']}"
+    return detail
 
 
 def _folder_source(folder: Path) -> Source:

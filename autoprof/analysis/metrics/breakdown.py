@@ -33,11 +33,14 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.loader.vocabulary import STEP_NAME
-from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in, parent_positions, subtree
+from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in, subtree
+from autoprof.analysis.metrics.breakdown_where import (
+    WHERE_COLUMNS,
+    Rows,
+    where_table,
+)
 from autoprof.analysis.metrics.overhead import COMM_KERNEL
 from autoprof.analysis.metrics.stats import (
-    factorized,
     isin_mask,
     merge_intervals,
     name_matches,
@@ -57,13 +60,9 @@ HOST_BUCKETS: tuple[Bucket, ...] = BUCKETS[3:]
 _EXCLUDED = len(BUCKETS)  # the code of autoprof's own, GPU-idle time
 
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-REGION_CATS = frozenset({"user_annotation", "python_function"})
-NOT_HOST_WORK_CATS = frozenset({"Trace", "trace", "gpu_user_annotation"})
 
 STEP_COLUMNS = ["rank", "step", "start_us", "end_us", "step_us",
                 *[f"{b}_us" for b in BUCKETS], "autoprof_us"]
-WHERE_COLUMNS = ["rank", "bucket", "name", "us"]
-NO_REGION = "(outside any region)"
 
 _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us", "step", "rank",
           "parent", "op_row"]
@@ -135,31 +134,10 @@ def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 # --- the rows of one rank, as positions -----------------------------------------------------
 
-class _Rows:
-    """Positional views of one rank's events: parent positions, masks by kind."""
-
-    def __init__(self, ev: pd.DataFrame) -> None:
-        self.n = len(ev)
-        self.ts = ev["ts_us"].to_numpy(float)
-        self.end = ev["end_us"].to_numpy(float)
-        self.parent = parent_positions(ev)
-        self.cpu = isin_mask(ev["lane"], ("cpu",)) & ~isin_mask(ev["cat"], NOT_HOST_WORK_CATS)
-        self.region = self.cpu & isin_mask(ev["cat"], REGION_CATS)
-        self.step_span = self.cpu & name_matches(ev["name"], STEP_NAME)
-        self.work = ev["is_gpu_work"].to_numpy(dtype=bool)
-        self.codes, self.uniques = factorized(ev["name"])
-
-    def named(self, name: str | None) -> np.ndarray:
-        hit = np.fromiter((u == name for u in self.uniques), bool, len(self.uniques))
-        return hit[self.codes] if name is not None else np.zeros(self.n, dtype=bool)
-
-    def names(self, mask: np.ndarray) -> np.ndarray:
-        return np.asarray(self.uniques, dtype=object)[self.codes[mask]]
-
 
 # --- one rank ---------------------------------------------------------------------------
 
-def _windows(ev: pd.DataFrame, rows: _Rows, call_region: str | None
+def _windows(ev: pd.DataFrame, rows: Rows, call_region: str | None
              ) -> tuple[pd.DataFrame, np.ndarray]:
     """Per step: (step, start, end, call_start, call_end), tiled; and the mask of the CPU
     rows that are autoprof's own work outside the call region."""
@@ -205,7 +183,7 @@ def _windows(ev: pd.DataFrame, rows: _Rows, call_region: str | None
 def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
                     segments: list[pd.DataFrame] | None = None
                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows = _Rows(ev)
+    rows = Rows(ev)
     table, own = _windows(ev, rows, call_region)
     own |= autoprof_mask(ev)
     memory = rows.work & isin_mask(ev["cat"], MEMORY_CATS)
@@ -255,7 +233,7 @@ def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
         s, e = merged[key]
         inside = (np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
         code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
-            "host_sync" if key == "drain" else key)  # type: ignore[arg-type]
+            "host_sync" if key == "drain" else key)
     starts, ends = table["start"].to_numpy(float), table["end"].to_numpy(float)
     win = np.searchsorted(starts, mid, "right") - 1
     ok = (win >= 0) & (mid < ends[np.clip(win, 0, None)])
@@ -277,7 +255,8 @@ def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
     if segments is not None:
         segments.append(_segments(points, code, ok, rank))
         return _step_frame(rank, table, totals), pd.DataFrame(columns=WHERE_COLUMNS)
-    where = _where(rows, points, code, ok, rank, holders, transparent | (rows.region & user))
+    where = where_table(rows, points, code, ok, rank, holders, transparent | (rows.region & user),
+                        {b: i for i, b in enumerate(BUCKETS)})
     return _step_frame(rank, table, totals), where
 
 
@@ -329,7 +308,7 @@ def _drain_ends(sync_end: np.ndarray, sync_step: np.ndarray, table: pd.DataFrame
     step_end = step_end[~step_end.index.duplicated()]
     until = step_end.reindex(sync_step).to_numpy(float)
     until = np.where(np.isnan(until), sync_end, until)
-    return np.maximum(np.minimum(next_after(work_starts), until), sync_end)
+    return np.asarray(np.maximum(np.minimum(next_after(work_starts), until), sync_end))
 
 
 def _own_time(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -349,82 +328,3 @@ def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray) -> pd.DataFr
         out[f"{b}_us"] = totals[:, i]
     out["autoprof_us"] = totals[:, _EXCLUDED]
     return out[STEP_COLUMNS]
-
-
-# --- where: the ops and regions that hold each bucket --------------------------------------
-
-def _where(rows: _Rows, points: np.ndarray, code: np.ndarray, in_window: np.ndarray,
-           rank: int, holders: dict[str, tuple[np.ndarray, np.ndarray | None,
-                                               np.ndarray | None]],
-           regions: np.ndarray) -> pd.DataFrame:
-    """Per bucket: how much of it falls inside each holder (the outermost rows, or the given
-    intervals of those rows), summed by name; untraced time goes to the innermost enclosing
-    region."""
-    seg_len = np.diff(points)
-
-    def overlap(bucket: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        b_len = np.where((code == BUCKETS.index(bucket)) & in_window,  # type: ignore[arg-type]
-                         seg_len, 0.0)
-        cum = np.concatenate([[0.0], np.cumsum(b_len)])
-
-        def upto(x: np.ndarray) -> np.ndarray:
-            k = np.clip(np.searchsorted(points, x, "right") - 1, 0, len(seg_len) - 1)
-            part = np.clip(x - points[k], 0.0, seg_len[k]) * (b_len[k] > 0)
-            return cum[k] + np.where(x > points[0], part, 0.0)
-
-        return upto(hi) - upto(lo)
-
-    out = []
-    for bucket, (mask, lo, hi) in holders.items():
-        outer = mask & ~has_ancestor_in(rows.parent, mask)
-        if not outer.any():
-            continue
-        if lo is None or hi is None:
-            lo, hi = rows.ts[outer], rows.end[outer]
-        out.append(pd.DataFrame({"bucket": bucket, "name": _labels(rows, outer, bucket),
-                                 "us": overlap(bucket, lo, hi)}))
-    if regions.any():
-        us = overlap("host_untraced", rows.ts[regions], rows.end[regions])
-        pos = np.flatnonzero(regions)
-        index_of = np.full(rows.n, -1, dtype=np.int64)
-        index_of[pos] = np.arange(len(pos))
-        up = rows.parent[pos]
-        inner = us.copy()
-        has = up >= 0
-        has[has] = index_of[up[has]] >= 0
-        np.subtract.at(inner, index_of[up[has]], us[has])  # what a nested region holds
-        out.append(pd.DataFrame({"bucket": "host_untraced",
-                                 "name": [f"between ops in {n}" for n in rows.names(regions)],
-                                 "us": np.maximum(inner, 0.0)}))
-    if not out:
-        return pd.DataFrame(columns=WHERE_COLUMNS)
-    table = pd.concat(out, ignore_index=True)
-    table = table[table["us"] > 0]
-    res = table.groupby(["bucket", "name"], sort=False)["us"].sum().reset_index()
-    res.insert(0, "rank", rank)
-    return res.sort_values(["bucket", "us"], ascending=[True, False], kind="stable")[
-        WHERE_COLUMNS].reset_index(drop=True)
-
-
-def _labels(rows: _Rows, mask: np.ndarray, bucket: str) -> np.ndarray:
-    """The holders' names; a sync also names its innermost enclosing region
-    (`aten::item in log_grad_norms`)."""
-    names = rows.names(mask)
-    if bucket != "host_sync":
-        return names
-    pos = np.flatnonzero(mask)
-    region = np.full(len(pos), -1, dtype=np.int64)
-    cur = rows.parent[pos]
-    while True:
-        look = (region < 0) & (cur >= 0)
-        if not look.any():
-            break
-        found = look.copy()
-        found[look] = rows.region[cur[look]] & ~rows.step_span[cur[look]]
-        region[found] = cur[found]
-        nxt = cur.copy()
-        nxt[look] = rows.parent[cur[look]]
-        cur = np.where(look & ~found, nxt, -1)
-    uniques = np.asarray(rows.uniques, dtype=object)
-    return np.array([f"{n} in {uniques[rows.codes[r]]}" if r >= 0 else str(n)
-                     for n, r in zip(names, region, strict=True)], dtype=object)

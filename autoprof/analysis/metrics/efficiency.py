@@ -105,22 +105,6 @@ class Efficiency:
         }
 
 
-def device_name(manifest: dict[str, Any] | None, trace_metadata: list[dict[str, Any]]
-                ) -> str | None:
-    """The device name from the manifest (``device.name``), else the trace's
-    ``deviceProperties``; None on a CPU-only run."""
-    device = (manifest or {}).get("device")
-    if isinstance(device, dict) and isinstance(device.get("name"), str):
-        return str(device["name"])
-    for meta in trace_metadata:
-        props = meta.get("deviceProperties") if isinstance(meta, dict) else None
-        if isinstance(props, list) and props and isinstance(props[0], dict):
-            name = props[0].get("name")
-            if isinstance(name, str):
-                return name
-    return None
-
-
 def _cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
     """For each launching op row, the row whose cost counts: the op itself when flops.py has
     a formula for it, else its nearest enclosing cpu_op that has one (-1 if none)."""
@@ -141,11 +125,11 @@ def _cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
 def _name_flags(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
     """``pattern.search`` over a text column, once per distinct value."""
     codes, uniques = factorized(names)
-    return np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)[codes]
+    return np.asarray(np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)[codes])
 
 
 def _text_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
-    return column.iloc[rows].astype(object).fillna("").astype(str).to_numpy()
+    return np.asarray(column.iloc[rows].astype(object).fillna("").astype(str).to_numpy())
 
 
 def _work_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -232,7 +216,7 @@ def _first_set(work: pd.DataFrame, key: str, column: str, names: list[Any]) -> n
     """Per group of ``key`` (in the order of ``names``), the first non-empty ``column``."""
     filled = work[work[column] != ""]
     first = filled.groupby(key, sort=False, observed=True)[column].first()
-    return first.reindex(names).fillna("").to_numpy(dtype=object)
+    return np.asarray(first.reindex(names).fillna("").to_numpy(dtype=object))
 
 
 def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:

@@ -32,94 +32,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-DTYPE_BYTES = {
-    "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4,
-    "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
-    "c10::complex<float>": 8, "c10::complex<double>": 16, "c10::Float8_e4m3fn": 1,
-    "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1,
-}
-# torch's dtype name -> the peak table's dtype (fp32 is refined to tf32 from the kernel name)
-PEAK_DTYPE = {
-    "double": "fp64", "float": "fp32", "c10::Half": "fp16", "c10::BFloat16": "bf16",
-    "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",
-    "c10::Float8_e5m2fnuz": "fp8",
-}
-
-Shape = list[int]
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What one op does: FLOPs and bytes (NaN when not known), its compute dtype (the peak
-    table's name, ``""`` when not known), and where each number comes from."""
-
-    flops: float = math.nan
-    bytes: float = math.nan
-    dtype: str = ""
-    flops_source: str = ""  # "trace" | "shapes" | ""
-    bytes_source: str = ""  # "shapes" | ""
-
-
-@dataclass(frozen=True)
-class _Tensor:
-    shape: Shape
-    size: int  # bytes per element (0 when the dtype is unknown)
-    dtype: str
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * self.size
-
-
-def _tensors(dims_text: str, types_text: str) -> list[_Tensor | None]:
-    """One entry per input: a tensor (shape, element size, dtype name), or None for a scalar,
-    a list or an absent input."""
-    try:
-        dims = json.loads(dims_text) if dims_text else []
-        types = json.loads(types_text) if types_text else []
-    except ValueError:
-        return []
-    if not isinstance(dims, list):
-        return []
-    out: list[_Tensor | None] = []
-    for i, shape in enumerate(dims):
-        dtype = types[i] if isinstance(types, list) and i < len(types) else ""
-        dtype = dtype if isinstance(dtype, str) else ""
-        is_tensor = isinstance(shape, list) and all(isinstance(d, int) for d in shape)
-        if not is_tensor or dtype in ("", "Scalar", "ScalarList", "TensorList", "GenericList"):
-            out.append(None)
-            continue
-        out.append(_Tensor([int(d) for d in shape], DTYPE_BYTES.get(dtype, 0), dtype))
-    return out
-
-
-def _broadcast(shapes: list[Shape]) -> Shape:
-    rank = max((len(s) for s in shapes), default=0)
-    out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate(s, start=rank - len(s)):
-            out[i] = max(out[i], d) if d != 1 else out[i]
-    return out
-
-
-def _at(ts: list[_Tensor | None], *idx: int) -> list[_Tensor] | None:
-    picked = [ts[i] if i < len(ts) else None for i in idx]
-    if any(t is None for t in picked):
-        return None
-    return [t for t in picked if t is not None]
-
-
-def _dtype_of(t: _Tensor) -> str:
-    return PEAK_DTYPE.get(t.dtype, "")
-
+from autoprof.analysis.metrics.op_inputs import (
+    Cost,
+    Tensor,
+    broadcast,
+    peak_dtype_of,
+    tensors,
+    tensors_at,
+)
 
 # --- matrix products -----------------------------------------------------------------------
 
-def _gemm(a: _Tensor, b: _Tensor, bias: _Tensor | None = None) -> Cost | None:
+def _gemm(a: Tensor, b: Tensor, bias: Tensor | None = None) -> Cost | None:
     """a [..., M, K] @ b [..., K, N] with broadcast batch dims (1-d operands as in matmul)."""
     sa, sb = list(a.shape), list(b.shape)
     if not sa or not sb:
@@ -129,29 +53,29 @@ def _gemm(a: _Tensor, b: _Tensor, bias: _Tensor | None = None) -> Cost | None:
     m, k, n = sa[-2], sa[-1], sb[-1]
     if sb[-2] != k:
         return None
-    batch = math.prod(_broadcast([sa[:-2], sb[:-2]]))
+    batch = math.prod(broadcast([sa[:-2], sb[:-2]]))
     out_bytes = batch * m * n * a.size
     moved = a.nbytes + b.nbytes + out_bytes + (bias.nbytes if bias else 0)
-    return Cost(flops=float(2 * batch * m * n * k), bytes=float(moved), dtype=_dtype_of(a),
+    return Cost(flops=float(2 * batch * m * n * k), bytes=float(moved), dtype=peak_dtype_of(a),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _mm(ts: list[_Tensor | None]) -> Cost | None:
-    ab = _at(ts, 0, 1)
+def _mm(ts: list[Tensor | None]) -> Cost | None:
+    ab = tensors_at(ts, 0, 1)
     return _gemm(*ab) if ab else None
 
 
-def _addmm(ts: list[_Tensor | None]) -> Cost | None:  # addmm / baddbmm: (self, m1, m2)
-    ab = _at(ts, 1, 2)
+def _addmm(ts: list[Tensor | None]) -> Cost | None:  # addmm / baddbmm: (self, m1, m2)
+    ab = tensors_at(ts, 1, 2)
     return _gemm(ab[0], ab[1], ts[0]) if ab else None
 
 
-def _linear(ts: list[_Tensor | None]) -> Cost | None:  # input [..., in], weight [out, in]
-    xw = _at(ts, 0, 1)
+def _linear(ts: list[Tensor | None]) -> Cost | None:  # input [..., in], weight [out, in]
+    xw = tensors_at(ts, 0, 1)
     if not xw or len(xw[1].shape) != 2:
         return None
     x, w = xw
-    weight_t = _Tensor([w.shape[1], w.shape[0]], w.size, w.dtype)
+    weight_t = Tensor([w.shape[1], w.shape[0]], w.size, w.dtype)
     return _gemm(x, weight_t, ts[2] if len(ts) > 2 else None)
 
 
@@ -230,11 +154,11 @@ def _out_spatial(spatial: list[int], kernel: list[int], g: _Geometry) -> list[in
     return out
 
 
-def _conv(ts: list[_Tensor | None], geometry: _Geometry | None = None) -> Cost | None:
+def _conv(ts: list[Tensor | None], geometry: _Geometry | None = None) -> Cost | None:
     """input [N, C, *spatial], weight [Cout, C/groups, *kernel] ([C, Cout/groups, *kernel]
     when transposed); the output's size from the geometry, else the input's (stride 1,
     "same" padding)."""
-    xw = _at(ts, 0, 1)
+    xw = tensors_at(ts, 0, 1)
     if not xw:
         return None
     x, w = xw
@@ -257,15 +181,15 @@ def _conv(ts: list[_Tensor | None], geometry: _Geometry | None = None) -> Cost |
     if any(o <= 0 for o in out):
         return None
     moved = x.nbytes + w.nbytes + out_numel * x.size
-    return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(x),
+    return Cost(flops=float(flops), bytes=float(moved), dtype=peak_dtype_of(x),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _conv_backward(ts: list[_Tensor | None], values_text: str = "") -> Cost | None:
+def _conv_backward(ts: list[Tensor | None], values_text: str = "") -> Cost | None:
     """convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
     transposed, output_padding, groups, output_mask): each gradient of input and weight that
     ``output_mask`` asks for (both when it was not recorded) costs the forward's FLOPs."""
-    gxw = _at(ts, 0, 1, 2)
+    gxw = tensors_at(ts, 0, 1, 2)
     if not gxw:
         return None
     grad, x, w = gxw
@@ -285,20 +209,20 @@ def _conv_backward(ts: list[_Tensor | None], values_text: str = "") -> Cost | No
     points = x.numel if transposed else grad.numel
     flops = grads * 2 * points * w.shape[1] * math.prod(w.shape[2:])
     moved = 2 * grad.nbytes + 2 * x.nbytes + 2 * w.nbytes  # read each, write two gradients
-    return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(x),
+    return Cost(flops=float(flops), bytes=float(moved), dtype=peak_dtype_of(x),
                 flops_source="shapes", bytes_source="shapes")
 
 
 def _attention(layout: str, backward: bool = False
-               ) -> Callable[[list[_Tensor | None]], Cost | None]:
+               ) -> Callable[[list[Tensor | None]], Cost | None]:
     """SDPA forward: q [B, H, Lq, E], k [B, H, Lkv, E], v [B, H, Lkv, Ev] ("bhsd"), or
     [B, L, H, E] ("bshd": the flash / efficient kernels' own layout). Backward ops take
     (grad_out, q, k, v, ...) and count 2.5x the forward (FlashAttention's count: the two
     products recomputed or reused, plus the gradients of q, k, v and the scores)."""
     first = 1 if backward else 0
 
-    def cost(ts: list[_Tensor | None]) -> Cost | None:
-        qkv = _at(ts, first, first + 1, first + 2)
+    def cost(ts: list[Tensor | None]) -> Cost | None:
+        qkv = tensors_at(ts, first, first + 1, first + 2)
         if not qkv or any(len(t.shape) != 4 for t in qkv):
             return None
         q, k, v = qkv
@@ -310,7 +234,7 @@ def _attention(layout: str, backward: bool = False
         moved = q.nbytes + k.nbytes + v.nbytes + b * h * lq * ev * q.size
         if backward:  # reads grad_out, q, k, v, out; writes dq, dk, dv
             flops, moved = flops * 5 // 2, 2 * moved + q.nbytes + k.nbytes + v.nbytes
-        return Cost(flops=float(flops), bytes=float(moved), dtype=_dtype_of(q),
+        return Cost(flops=float(flops), bytes=float(moved), dtype=peak_dtype_of(q),
                     flops_source="shapes", bytes_source="shapes")
 
     return cost
@@ -318,40 +242,40 @@ def _attention(layout: str, backward: bool = False
 
 # --- memory-bound ops ---------------------------------------------------------------------
 
-def _elementwise(ts: list[_Tensor | None], inplace: bool) -> Cost | None:
+def _elementwise(ts: list[Tensor | None], inplace: bool) -> Cost | None:
     tensors = [t for t in ts if t is not None]
     if not tensors or tensors[0].size == 0:
         return None
     first = tensors[0]
-    out_numel = math.prod(_broadcast([t.shape for t in tensors]))
+    out_numel = math.prod(broadcast([t.shape for t in tensors]))
     read = sum(t.nbytes for t in tensors)
     written = first.nbytes if inplace else out_numel * first.size
-    return Cost(flops=float(out_numel), bytes=float(read + written), dtype=_dtype_of(first),
+    return Cost(flops=float(out_numel), bytes=float(read + written), dtype=peak_dtype_of(first),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _reduction(ts: list[_Tensor | None]) -> Cost | None:
+def _reduction(ts: list[Tensor | None]) -> Cost | None:
     first = ts[0] if ts else None
     if first is None or first.size == 0:
         return None
-    return Cost(flops=float(first.numel), bytes=float(first.nbytes), dtype=_dtype_of(first),
+    return Cost(flops=float(first.numel), bytes=float(first.nbytes), dtype=peak_dtype_of(first),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _copy(ts: list[_Tensor | None]) -> Cost | None:  # copy_(self, src): read src, write self
-    pair = _at(ts, 0, 1)
+def _copy(ts: list[Tensor | None]) -> Cost | None:  # copy_(self, src): read src, write self
+    pair = tensors_at(ts, 0, 1)
     if not pair:
         return None
     dst, src = pair
-    return Cost(flops=0.0, bytes=float(dst.nbytes + src.nbytes), dtype=_dtype_of(dst),
+    return Cost(flops=0.0, bytes=float(dst.nbytes + src.nbytes), dtype=peak_dtype_of(dst),
                 flops_source="shapes", bytes_source="shapes")
 
 
-def _fill(ts: list[_Tensor | None]) -> Cost | None:  # write only
+def _fill(ts: list[Tensor | None]) -> Cost | None:  # write only
     first = ts[0] if ts else None
     if first is None:
         return None
-    return Cost(flops=0.0, bytes=float(first.nbytes), dtype=_dtype_of(first),
+    return Cost(flops=0.0, bytes=float(first.nbytes), dtype=peak_dtype_of(first),
                 flops_source="shapes", bytes_source="shapes")
 
 
@@ -368,7 +292,7 @@ _ELEMENTWISE = frozenset(
 )
 _REDUCTIONS = frozenset("sum mean amax amin max min norm linalg_vector_norm var std prod "
                         "argmax argmin any all logsumexp".split())
-_GEMMS: dict[str, Callable[[list[_Tensor | None]], Cost | None]] = {
+_GEMMS: dict[str, Callable[[list[Tensor | None]], Cost | None]] = {
     "mm": _mm, "bmm": _mm, "matmul": _mm, "addmm": _addmm, "baddbmm": _addmm,
     "linear": _linear,
     **{c: _conv for c in ("convolution", "_convolution", "conv1d", "conv2d", "conv3d",
@@ -395,7 +319,7 @@ _GEMMS: dict[str, Callable[[list[_Tensor | None]], Cost | None]] = {
 }
 
 
-def _rule(name: str) -> Callable[[list[_Tensor | None]], Cost | None] | None:
+def _rule(name: str) -> Callable[[list[Tensor | None]], Cost | None] | None:
     base = name.split("::", 1)[-1]
     if base in _GEMMS:
         return _GEMMS[base]
@@ -427,13 +351,13 @@ def op_cost(name: str, dims_text: str, types_text: str, recorded_flops: float = 
     """FLOPs, bytes and dtype of one op (``values_text``: its ``Concrete Inputs``, which give
     a convolution's stride and padding); the trace's ``flops`` replaces the estimate."""
     rule = _rule(name)
-    tensors = _tensors(dims_text, types_text)
-    if rule is _conv and tensors and tensors[0] is not None:
-        found = _conv(tensors, _geometry(name, values_text, len(tensors[0].shape) - 2))
+    inputs = tensors(dims_text, types_text)
+    if rule is _conv and inputs and inputs[0] is not None:
+        found = _conv(inputs, _geometry(name, values_text, len(inputs[0].shape) - 2))
     elif rule is _conv_backward:
-        found = _conv_backward(tensors, values_text)
+        found = _conv_backward(inputs, values_text)
     else:
-        found = rule(tensors) if rule else None
+        found = rule(inputs) if rule else None
     cost = found or Cost()
     if math.isfinite(recorded_flops):
         return Cost(flops=float(recorded_flops), bytes=cost.bytes, dtype=cost.dtype,

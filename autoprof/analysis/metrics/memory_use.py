@@ -75,24 +75,6 @@ def timeline_of(memory: Memory | None) -> pd.DataFrame:
     return memory.timeline
 
 
-def capacities(manifest: dict[str, Any], trace_metadata: list[dict[str, Any]]) -> dict[str, int]:
-    """Each device's memory in bytes: ``deviceProperties[].totalGlobalMem`` of the traces,
-    else the manifest's ``device.properties.total_memory``; ``{"cuda:0": 150109880320}``."""
-    found: dict[str, int] = {}
-    device = manifest.get("device")
-    props = device.get("properties") if isinstance(device, dict) else None
-    if isinstance(device, dict) and isinstance(props, dict) and isinstance(
-            props.get("total_memory"), int):
-        index = device.get("index") if isinstance(device.get("index"), int) else 0
-        found[f"cuda:{index}"] = int(props["total_memory"])
-    for meta in trace_metadata:
-        listed = meta.get("deviceProperties") if isinstance(meta, dict) else None
-        for prop in listed if isinstance(listed, list) else []:
-            if isinstance(prop, dict) and isinstance(prop.get("totalGlobalMem"), int):
-                found[f"cuda:{prop.get('id', 0)}"] = int(prop["totalGlobalMem"])
-    return found
-
-
 def memory_analysis(events: pd.DataFrame, memory: pd.DataFrame,
                     capacity: dict[str, int] | None = None) -> Memory | None:
     """Everything above; None when the run has no memory events."""
@@ -206,8 +188,8 @@ def _rows_by(events: pd.DataFrame, mask: npt.NDArray[np.bool_], keys: list[str]
 
 def _is_region(events: pd.DataFrame) -> npt.NDArray[np.bool_]:
     """CPU ``user_annotation`` rows (``record_function``) other than ``ProfilerStep#N``."""
-    return (cpu_mask(events) & isin_mask(events["cat"], ("user_annotation",))
-            & ~name_matches(events["name"], STEP_NAME))
+    return np.asarray((cpu_mask(events) & isin_mask(events["cat"], ("user_annotation",))
+            & ~name_matches(events["name"], STEP_NAME)), dtype=bool)
 
 
 def _labels(names: pd.Series, rows: IntArray, missing: str) -> npt.NDArray[np.object_]:
@@ -406,21 +388,3 @@ def plot_points(timeline: pd.DataFrame, max_points: int = 4000) -> pd.DataFrame:
     if not parts:
         return timeline
     return pd.concat(parts).sort_values(["rank", "device", "ts_us"], kind="stable")
-
-
-SUMMARY_REGIONS = 20
-
-
-def memory_summary(memory: Memory | None) -> dict[str, Any] | None:
-    """The ``memory`` key of the summary: ``devices``, ``by_region`` (largest first, at most
-    SUMMARY_REGIONS) and ``steps`` as lists of rows; None without memory events."""
-    if memory is None:
-        return None
-
-    def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
-        return [{str(k): (None if isinstance(v, float) and not np.isfinite(v) else v)
-                 for k, v in r.items()} for r in df.to_dict(orient="records")]
-
-    return {"devices": rows(memory.devices),
-            "by_region": rows(memory.by_region.head(SUMMARY_REGIONS)),
-            "steps": rows(memory.steps)}

@@ -49,14 +49,14 @@ Rules, each matching torch's ``FunctionEvent`` / ``FunctionEventAvg``:
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import EPS_US, NOT_CPU_WORK_CATS
+from autoprof.analysis.metrics.op_shapes import SHAPE_COLUMNS, shape_counts, shapes_text
+from autoprof.analysis.metrics.recorded_flops import event_flops
 from autoprof.analysis.metrics.stats import factorized, isin_mask, require_columns
 
 Lane = Literal["cpu", "gpu"]
@@ -89,7 +89,6 @@ _REQUIRED = (
     "pid",
     "tid",
 )
-SHAPE_COLUMNS = ["name", "lane", "shapes", "calls", "first_ts_us"]
 _TIMES = ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
 # torch.autograd.profiler_util._filter_name: utility ops torch drops from its tables.
 _TORCH_FILTERED_NAMES = frozenset(
@@ -340,7 +339,7 @@ def _aggregate(
     flops_sum = np.bincount(inverse, weights=np.where(recorded, flops, 0.0))
     names = key_names[groups // 2]
     lanes = np.where(groups % 2 == 1, "gpu", "cpu").astype(object)
-    counts = _shape_counts(events, keep, inverse, ts, names, lanes)
+    counts = shape_counts(events, keep, inverse, ts, names, lanes)
     described = shapes_text(counts)
     out = pd.DataFrame(
         {
@@ -358,95 +357,7 @@ def _aggregate(
     return out.iloc[order].reset_index(drop=True)[OPS_COLUMNS], counts
 
 
-def _shape_counts(events: pd.DataFrame, keep: np.ndarray, group: np.ndarray,
-                  ts_us: np.ndarray, names: np.ndarray, lanes: np.ndarray) -> pd.DataFrame:
-    """Per group and non-empty ``input_dims``: calls and first start (``SHAPE_COLUMNS``)."""
-    # NA and "" get codes of their own, both unshaped: the same groups as fillna("") gives
-    dims_code, dims = factorized(events["input_dims"])
-    dims_text = pd.Series(dims, dtype=object).fillna("").to_numpy(dtype=object)
-    code = dims_code[keep]
-    shaped = dims_text[code] != ""
-    if not shaped.any():
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS})
-    counts = (
-        pd.DataFrame({"group": group[shaped], "dims": code[shaped], "ts": ts_us[shaped]})
-        .groupby(["group", "dims"], sort=False)
-        .agg(calls=("ts", "size"), first_ts_us=("ts", "min"))
-        .reset_index()
-    )
-    g = counts["group"].to_numpy()
-    return pd.DataFrame({"name": names[g], "lane": lanes[g],
-                         "shapes": dims_text[counts["dims"].to_numpy()],
-                         "calls": counts["calls"].to_numpy(),
-                         "first_ts_us": counts["first_ts_us"].to_numpy()})
-
-
-def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(name, lane) -> its most common shapes (the first seen wins a tie), plus
-    `` (+N more)`` when N other distinct shapes occur; rows of one shape from several
-    traces are summed first.
-
-    | name | shapes | calls |    | (name, lane) | text |
-    | --- | --- | --- | --- | --- | --- |
-    | aten::add | [[8], [8]] | 2 | -> | (aten::add, cpu) | [[8], [8]] (+1 more) |
-    | aten::add | [[1], [1]] | 1 |    |  |  |
-    """
-    if counts.empty:
-        return {}
-    summed = (counts.groupby(["name", "lane", "shapes"], sort=False)
-              .agg(calls=("calls", "sum"), first_ts_us=("first_ts_us", "min"))
-              .reset_index()
-              .sort_values(["calls", "first_ts_us"], ascending=[False, True], kind="stable"))
-    out: dict[tuple[str, str], str] = {}
-    for (name, lane), rows in summed.groupby(["name", "lane"], sort=False):
-        more = len(rows) - 1
-        out[(str(name), str(lane))] = (str(rows["shapes"].iloc[0])
-                                       + (f" (+{more} more)" if more else ""))
-    return out
-
-
 def _dtype(column: str) -> str:
     if column in ("name", "lane", "input_shapes"):
         return "object"
     return "int64" if column == "calls" else "float64"
-
-
-def event_flops(events: pd.DataFrame) -> np.ndarray:
-    """``flops`` per event, estimated from ``input_dims`` where the trace recorded none."""
-    flops = events["flops"].to_numpy(dtype=np.float64).copy()
-    named = isin_mask(events["name"], _FLOPS_INPUTS)
-    todo = np.flatnonzero(np.isnan(flops) & named)
-    if len(todo) == 0:
-        return flops
-    pairs = events[["name", "input_dims"]].iloc[todo].astype(object).fillna("")
-    codes, unique = pd.factorize(pd.MultiIndex.from_frame(pairs), sort=False)
-    estimate = np.array([_torch_flops(str(n), str(d)) for n, d in unique], dtype=np.float64)
-    flops[todo] = estimate[codes]
-    return flops
-
-
-# torch/csrc/profiler/util.cpp saveExtraArgs: which inputs each formula reads.
-_FLOPS_INPUTS = {
-    "aten::mm": (0, 1),
-    "aten::addmm": (1, 2),
-    "aten::bmm": (0, 1),
-    "aten::baddbmm": (1, 2),
-    "aten::mul": (0,),
-    "aten::add": (0,),
-}
-
-
-def _torch_flops(name: str, input_dims: str) -> float:
-    """torch's computeFlops for one event, from its recorded input dims (NaN if unreadable)."""
-    try:
-        dims = json.loads(input_dims)
-        shapes = [[int(d) for d in dims[i]] for i in _FLOPS_INPUTS[name]]
-    except (ValueError, TypeError, IndexError, KeyError):
-        return math.nan
-    if len(shapes) == 1:  # elementwise: one op per element of the first input
-        return float(math.prod(shapes[0]))
-    mat1, mat2 = shapes
-    if not mat1 or mat1[-1] == 0 or (name.endswith("bmm") and mat1[0] == 0):
-        return 0.0
-    batch = mat1[0] if name.endswith("bmm") else 1
-    return float(2 * math.prod(mat1) // mat1[-1] // batch * math.prod(mat2))

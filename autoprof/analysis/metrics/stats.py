@@ -66,7 +66,7 @@ def cpu_mask(events: pd.DataFrame) -> np.ndarray:
 def cpu_work_mask(events: pd.DataFrame) -> np.ndarray:
     """Boolean mask of the CPU-lane rows that are the program's work (the profiler's own
     whole-trace span excluded)."""
-    return cpu_mask(events) & ~isin_mask(events["cat"], NOT_CPU_WORK_CATS)
+    return np.asarray(cpu_mask(events) & ~isin_mask(events["cat"], NOT_CPU_WORK_CATS))
 
 
 def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +114,7 @@ def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     codes, uniques = factorized(values)
     want = frozenset(wanted)
     hits = np.fromiter((u in want for u in uniques), bool, len(uniques))
-    return hits[codes]
+    return np.asarray(hits[codes])
 
 
 def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
@@ -123,7 +123,7 @@ def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     codes, uniques = factorized(names)
     hits = np.fromiter((bool(pattern.search(str(u))) for u in uniques), bool, len(uniques))
-    return hits[codes]
+    return np.asarray(hits[codes])
 
 
 def step_rows(events: pd.DataFrame) -> pd.DataFrame:

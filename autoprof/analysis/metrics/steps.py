@@ -51,7 +51,7 @@ _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "se
 def launch_mask(events: pd.DataFrame) -> np.ndarray:
     """Boolean mask of the runtime/driver rows that launch GPU work."""
     runtime = isin_mask(events["cat"], RUNTIME_CATS)
-    return runtime & name_matches(events["name"], LAUNCH_NAME)
+    return np.asarray(runtime & name_matches(events["name"], LAUNCH_NAME))
 
 
 def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None) -> pd.Series:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.analysis import Analysis, RunLike
-from autoprof.analysis.metrics.memory_use import memory_summary
+from autoprof.analysis.metrics.memory_use import Memory
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -116,3 +116,21 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "memory": memory_summary(ctx.memory),
     }
     return jsonable(out)  # type: ignore[no-any-return]
+
+
+SUMMARY_REGIONS = 20
+
+
+def memory_summary(memory: Memory | None) -> dict[str, Any] | None:
+    """The ``memory`` key of the summary: ``devices``, ``by_region`` (largest first, at most
+    SUMMARY_REGIONS) and ``steps`` as lists of rows; None without memory events."""
+    if memory is None:
+        return None
+
+    def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+        return [{str(k): (None if isinstance(v, float) and not np.isfinite(v) else v)
+                 for k, v in r.items()} for r in df.to_dict(orient="records")]
+
+    return {"devices": rows(memory.devices),
+            "by_region": rows(memory.by_region.head(SUMMARY_REGIONS)),
+            "steps": rows(memory.steps)}

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from autoprof import runfolder
-from autoprof.analysis.metrics.ops import OPS_COLUMNS, ops_and_shapes, shapes_text
+from autoprof.analysis.metrics.op_shapes import shapes_text
+from autoprof.analysis.metrics.ops import OPS_COLUMNS, ops_and_shapes
 
 # ops.csv: the ops table's columns without `lane` (one row per op name in the file)
 CSV_COLUMNS = [c for c in OPS_COLUMNS if c != "lane"]
@@ -53,6 +56,57 @@ _SPACING = 2
 _FLOPS_UNITS = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
 
 
+def _sorted_rows(ops_df: pd.DataFrame, sort_by: str) -> pd.DataFrame:
+    """The rows with their averages, sorted by ``sort_by`` (ours or torch's key)."""
+    rows = _with_averages(ops_df)
+    key = _TORCH_SORT_KEYS.get(sort_by, sort_by)
+    if key not in _SORT_COLUMNS:
+        valid = sorted(set(_SORT_COLUMNS) | set(_TORCH_SORT_KEYS))
+        raise ValueError(f"format_table: cannot sort by {sort_by!r}; use one of {valid}")
+    return rows.sort_values(key, ascending=False, kind="stable", na_position="last")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Which columns the table has and what its shares are of."""
+
+    widths: list[int]
+    self_cpu_total: float
+    self_device_total: float
+    has_device: bool
+    with_shapes: bool
+    flops_scale: float | None  # None: no FLOPs column
+    max_name: int
+
+
+def _row_values(row: Any, layout: _Layout) -> list[object]:
+    name = str(row.name)
+    if len(name) >= layout.max_name - 3:
+        name = name[: layout.max_name - 3] + "..."
+    values: list[object] = [
+        name,
+        _share(row.self_cpu_us, layout.self_cpu_total),
+        _time(row.self_cpu_us),
+        _share(row.cpu_total_us, layout.self_cpu_total),
+        _time(row.cpu_total_us),
+        _time(row.cpu_avg_us),
+    ]
+    if layout.has_device:
+        values += [
+            _time(row.self_device_us),
+            _share(row.self_device_us, layout.self_device_total),
+            _time(row.device_total_us),
+            _time(row.device_avg_us),
+        ]
+    values.append(int(row.calls))
+    if layout.with_shapes:
+        values.append(str(row.input_shapes or "")[: layout.widths[len(values)]])
+    if layout.flops_scale is not None:
+        flops = float(row.flops)
+        values.append(f"{flops * layout.flops_scale:8.3f}" if flops > 0 else "--")
+    return values
+
+
 def format_table(
     ops_df: pd.DataFrame,
     sort_by: str = "self_cpu_us",
@@ -69,69 +123,39 @@ def format_table(
     """
     if ops_df.empty:
         return ""
-    rows = _with_averages(ops_df)
-    key = _TORCH_SORT_KEYS.get(sort_by, sort_by)
-    if key not in _SORT_COLUMNS:
-        valid = sorted(set(_SORT_COLUMNS) | set(_TORCH_SORT_KEYS))
-        raise ValueError(f"format_table: cannot sort by {sort_by!r}; use one of {valid}")
-    rows = rows.sort_values(key, ascending=False, kind="stable", na_position="last")
-
-    self_cpu_total = float(rows["self_cpu_us"].sum())
-    self_device_total = float(rows.loc[_device_rows(rows), "self_device_us"].sum())
+    rows = _sorted_rows(ops_df, sort_by)
     has_device = bool((rows["self_device_us"] > 0).any())
     name_width = min(int(rows["name"].str.len().max()) + 4, max_name_column_width)
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    dev = device_name.upper()
     if has_device:
-        dev = device_name.upper()
         headers += [f"Self {dev}", f"Self {dev} %", f"{dev} total", f"{dev} time avg"]
     headers.append("# of Calls")
     widths = [name_width] + [_WIDTH] * (len(headers) - 1)
     shapes = rows["input_shapes"].fillna("").astype(str) if with_shapes else None
-    if shapes is not None and shapes.str.len().gt(0).any():
+    shown = shapes is not None and bool(shapes.str.len().gt(0).any())
+    if shapes is not None and shown:
         headers.append("Input Shapes")
         widths.append(min(int(shapes.str.len().max()) + 4, 80))
-    else:
-        shapes = None
     positive = rows["flops"][rows["flops"] > 0]
-    flops_scale = 1.0
+    flops_scale = None
     if len(positive):
         flops_scale, unit = _flops_scale(float(positive.min()))
         headers.append(f"Total {unit}")
         widths.append(_WIDTH)
+    layout = _Layout(widths, float(rows["self_cpu_us"].sum()),
+                     float(rows.loc[_device_rows(rows), "self_device_us"].sum()),
+                     has_device, shown, flops_scale, max_name_column_width)
 
     row_format = "".join("{: >" + str(w) + "}" + " " * _SPACING for w in widths)
     separator = "".join("-" * w + " " * _SPACING for w in widths)
     lines = [separator, row_format.format(*headers), separator]
-    for row in rows.head(row_limit).itertuples(index=False):
-        name = str(row.name)
-        if len(name) >= max_name_column_width - 3:
-            name = name[: max_name_column_width - 3] + "..."
-        values: list[object] = [
-            name,
-            _share(row.self_cpu_us, self_cpu_total),
-            _time(row.self_cpu_us),
-            _share(row.cpu_total_us, self_cpu_total),
-            _time(row.cpu_total_us),
-            _time(row.cpu_avg_us),
-        ]
-        if has_device:
-            values += [
-                _time(row.self_device_us),
-                _share(row.self_device_us, self_device_total),
-                _time(row.device_total_us),
-                _time(row.device_avg_us),
-            ]
-        values.append(int(row.calls))
-        if shapes is not None:
-            values.append(str(row.input_shapes or "")[: widths[len(values)]])
-        if len(positive):
-            flops = float(row.flops)
-            values.append(f"{flops * flops_scale:8.3f}" if flops > 0 else "--")
-        lines.append(row_format.format(*values))
+    lines += [row_format.format(*_row_values(row, layout))
+              for row in rows.head(row_limit).itertuples(index=False)]
     lines.append(separator)
-    lines.append(f"Self CPU time total: {_time(self_cpu_total)}")
+    lines.append(f"Self CPU time total: {_time(layout.self_cpu_total)}")
     if has_device:
-        lines.append(f"Self {device_name.upper()} time total: {_time(self_device_total)}")
+        lines.append(f"Self {dev} time total: {_time(layout.self_device_total)}")
     return "\n".join(lines) + "\n"
 
 

@@ -180,7 +180,7 @@ def test_cli_slow_bad_input_prints_only_the_error(tmp_path, monkeypatch, capsys)
     from autoprof import cli as cli_module
     from autoprof.analysis import TraceError
 
-    def slow_failing_load(path, progress=None):
+    def slow_failing_load(path, progress=None, **options):
         progress.started -= 10
         progress(0.5, "decoding")
         raise TraceError(path, "not JSON")

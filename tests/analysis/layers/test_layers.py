@@ -12,20 +12,20 @@ import autoprof.analysis
 
 ROOT = Path(autoprof.analysis.__file__).resolve().parent
 
-# top to bottom; a module's layer is the first prefix it starts with
+# top to bottom; modules of one entry are one layer (independent of each other)
 LAYERS = [
-    "autoprof.analysis.run",
-    "autoprof.analysis.report",
-    "autoprof.analysis.analysis",
-    "autoprof.analysis.diagnose",
-    "autoprof.analysis.metrics",
-    "autoprof.analysis.loader",
+    ("autoprof.analysis.run",),
+    ("autoprof.analysis.report", "autoprof.analysis.diff"),
+    ("autoprof.analysis.analysis",),
+    ("autoprof.analysis.diagnose",),
+    ("autoprof.analysis.metrics",),
+    ("autoprof.analysis.loader",),
 ]
 
 
 def _layer(module: str) -> int | None:
-    for index, prefix in enumerate(LAYERS):
-        if module == prefix or module.startswith(prefix + "."):
+    for index, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
             return index
     return None
 
