@@ -4,8 +4,9 @@ Calls ``fn`` as many times as the warm-up plus one full schedule need (``repeat=
 as one cycle), waits for every artifact, and returns the loaded run (``autoprof.load``), or
 the run folder's ``Path`` when the analysis layer cannot load it. With autoprof off
 (``AUTOPROF=0``) or no run folder written, ``fn`` is still called as often and ``check``
-returns ``None``. The profile itself is :mod:`autoprof.record.once`; the fixes are
-:mod:`autoprof.record.whatif`.
+returns a :class:`NoRun`: falsy, and any of a run's methods (``verdict()``, ``summary()``)
+raises :class:`NoRunError` saying why. The profile itself is :mod:`autoprof.record.once`;
+the fixes are :mod:`autoprof.record.whatif`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,41 @@ from autoprof.record.once import load_run, one_schedule, options_of, record
 from autoprof.record.options import Options, env_enabled
 from autoprof.record.warn import warn
 from autoprof.record.whatif import measure_fixes, resolve_fixes, validate, what_if
+
+
+class NoRunError(RuntimeError):
+    """A run's method asked of what ``autoprof.check`` returned when it recorded no run."""
+
+
+class NoRun:
+    """What ``autoprof.check`` returns when it recorded no run (autoprof off, or no run
+    folder written): falsy, and every public attribute raises one :class:`NoRunError` that
+    says why, instead of ``None``'s ``AttributeError`` on ``run.verdict()``."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<autoprof.check: no run ({self.why})>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # copy, pickle and notebooks probe these: plain answer
+            raise AttributeError(name)
+        raise NoRunError(f"autoprof.check recorded no run ({self.why}), so there is no "
+                         f"{name!r}; the function was still called as often")
+
+
+def _why_off(options: Options) -> str:
+    if not env_enabled():
+        return "autoprof is off: AUTOPROF=0 in the environment"
+    if not options.enabled:
+        return "autoprof is off: enabled=False"
+    return "no run folder was written: see the warning above"
 
 
 def check(
@@ -40,7 +76,7 @@ def check(
     early = _measure_first(target, args, kwargs, fixes) if fixes and on else None
     _, run_dir = record(target, options, args, kwargs)
     if run_dir is None:
-        return None
+        return NoRun(_why_off(options))
     if fixes:
         _what_if(target, args, kwargs, fixes, run_dir, options, early)
     return load_run(run_dir)

@@ -37,6 +37,22 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str | None, int | None]:
     return code.co_filename, code.co_firstlineno
 
 
+def _callable_name(fn: Any) -> tuple[str, str]:
+    """(name, qualname) of what is decorated or checked: a function's own; a builtin of
+    torch's namespace as users write it (``torch.matmul``, not ``_VariableFunctionsClass.
+    matmul``); a callable object (an ``nn.Module``) by its class, so each kind of module
+    gets its own folder."""
+    torch = sys.modules.get("torch")
+    short = getattr(fn, "__name__", None)
+    if inspect.isbuiltin(fn) and torch is not None and getattr(torch, str(short), None) is fn:
+        return f"torch.{short}", f"torch.{short}"
+    own = getattr(fn, "__qualname__", None) or short
+    if isinstance(own, str) and own:
+        return own, f"{getattr(fn, '__module__', None) or '?'}.{own}"
+    cls = type(fn)
+    return cls.__qualname__, f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _through(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
     """The wrapper of a session not yet done: begin and end are calls that return, so only
     this frame sits between the caller and ``fn`` (recursion costs what a plain wrapper
@@ -110,9 +126,9 @@ def decorate(fn: F, options: Options) -> F:
     if not options.enabled or not env_enabled():
         return fn
     skip_autoprof_in_dynamo()  # torch.compile(autoprof(f)) compiles f, not autoprof
-    qualname = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    own_name, qualname = _callable_name(fn)
     source_file, source_line = _source_of(fn)
-    name = str(options.name or getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "fn"))
+    name = str(options.name or own_name)
     session = _session.Session(name, options, qualname, source_file, source_line)
     wrapper: Any = functools.wraps(fn)(_through(fn, session))
 

@@ -5,9 +5,10 @@ export of each cycle into a hidden plain file (``.<trace>.raw``). Everything els
 (compression, the check that the trace parses, ``table.txt``/``ops.csv``, the final manifest)
 is done by the run's finisher, ``python -m autoprof.finish --watch RUN_DIR``: a separate
 process started when the run opens, in its own session (a Ctrl+C of the job does not reach
-it), at low priority, without torch. It waits on a pipe; the end of the run hands it the
-manifest, and if the program dies first the pipe's EOF tells it to finish what is on disk.
-So the user's process never imports pandas, pyarrow or msgspec because of recording.
+it), at the lowest CPU priority (:func:`yield_cpu`), without torch. It waits on a pipe; the
+end of the run hands it the manifest, and if the program dies first the pipe's EOF tells it
+to finish what is on disk. So the user's process never imports pandas, pyarrow or msgspec
+because of recording.
 """
 
 from __future__ import annotations
@@ -50,6 +51,29 @@ def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]
     return raw, final
 
 
+IDLE_NICE = 19  # where SCHED_IDLE is missing: the lowest nice value
+
+
+def yield_cpu(pid: int) -> str:
+    """Make process ``pid`` (the finisher, just started) run only on CPU time nothing else
+    wants: ``SCHED_IDLE`` where the OS has it (Linux), else nice 19. Set from the starting
+    side, on the child's pid, so no ``preexec_fn`` runs between fork and exec in a threaded
+    program; threads the finisher starts later inherit it. Returns what was set ("" when
+    neither could be): a busy core then goes to the user's program first."""
+    idle = getattr(os, "SCHED_IDLE", None)
+    if idle is not None and hasattr(os, "sched_setscheduler"):
+        try:
+            os.sched_setscheduler(pid, idle, os.sched_param(0))
+            return "SCHED_IDLE"
+        except OSError:
+            pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, IDLE_NICE)
+        return f"nice {IDLE_NICE}"
+    except (OSError, AttributeError):
+        return ""
+
+
 def _installed() -> bool:
     """Is autoprof imported from site-packages (where ``python -m`` finds it anyway)? Putting
     site-packages first on PYTHONPATH could let a backport shadow a standard module."""
@@ -87,6 +111,7 @@ class Finisher:
                 argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
                 env=child_env, start_new_session=True, close_fds=True,
             )
+        yield_cpu(proc.pid)
         finisher = cls(proc, log, run_dir)
         with _finishers_lock:
             _finishers.append(finisher)

@@ -47,6 +47,11 @@ def record(target: Callable[..., Any], options: Options, args: tuple[Any, ...],
     finally:
         if fresh is not None:
             fresh.flush(wait=True)  # the run's files are complete before this returns
+    if fresh is not None and fresh.run_dir is None and fresh.blocked_by is not None:
+        warn(f"autoprof: {fresh.name!r} recorded no run: another run was recording, "
+             f"{fresh.blocked_by} (one torch profiler per process), and its schedule has "
+             "not ended; call autoprof.flush() on that thread, or let its schedule end, "
+             "before profiling another function")
     return fresh is not None, None if fresh is None else fresh.run_dir
 
 

@@ -177,9 +177,10 @@ def test_a_run_says_where_it_went_and_its_status(caplog, traces_root):
     f.autoprof_session.flush()  # type: ignore[attr-defined]
     run = only_run(traces_root, "told")
     (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
-    assert line == (f"autoprof: run of 'told' recorded partially (2 of 4 profiled calls: the "
-                    "program called it fewer times than the schedule needs); finishing in the "
-                    f"background: {run}")
+    assert line == ("autoprof: run of 'told' recorded partially (1 of 3 steps: called 2 "
+                    "times; the schedule needs 0 warm-up calls + wait 0 + warmup 1 + active 3 "
+                    "= 4 calls: pass warmup_calls=0, schedule=dict(wait=0, warmup=1, "
+                    f"active=1) or call it more); finishing in the background: {run}")
 
 
 def test_the_end_of_a_run_says_what_was_recorded_not_a_status_not_yet_decided(
@@ -195,8 +196,8 @@ def test_the_end_of_a_run_says_what_was_recorded_not_a_status_not_yet_decided(
     f.autoprof_session.flush()  # type: ignore[attr-defined]
     run = only_run(traces_root, "whole")
     (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
-    assert line == f"autoprof: run of 'whole' recorded (3 profiled calls); finishing in the " \
-                   f"background: {run}"
+    assert line == f"autoprof: run of 'whole' recorded (2 steps); finishing in the " \
+                   f"background: {run}"  # the profiler's warm-up call is not a step
     assert "complete" not in line  # the finisher decides that, after this line
 
 
@@ -233,6 +234,6 @@ def test_a_run_no_finisher_took_says_how_to_finish_it(caplog, monkeypatch, trace
         f.autoprof_session.flush()  # type: ignore[attr-defined]
     run = only_run(traces_root, "orphan")
     (line,) = [r.getMessage() for r in caplog.records if "run of" in r.getMessage()]
-    assert line == (f"autoprof: run of 'orphan' recorded (2 profiled calls); left 'recording' "
+    assert line == (f"autoprof: run of 'orphan' recorded (1 step); left 'recording' "
                     f"for `python -m autoprof.finish`: {run}")
     assert any("cannot start the finisher" in str(w.message) for w in said)  # still warned

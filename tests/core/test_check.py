@@ -70,9 +70,9 @@ def test_check_propagates_the_error_and_records_it(traces_root):
     assert m["status"] == "failed" and m["error"]["phase"] == "warmup"
 
 
-def test_check_with_autoprof_off_calls_fn_and_returns_none(monkeypatch, traces_root):
+def test_check_with_autoprof_off_calls_fn_and_returns_no_run(monkeypatch, traces_root):
     monkeypatch.setenv("AUTOPROF", "0")
     calls = []
-    assert autoprof.check(lambda: calls.append(1)) is None
+    assert not autoprof.check(lambda: calls.append(1))  # a falsy NoRun
     assert len(calls) == 3 + 5  # the default warm-up calls plus one default schedule
     assert not traces_root.exists()

@@ -44,6 +44,7 @@ class Actions:
     _handed_over: bool
     _ending: tuple[artifacts.Status, dict[str, str] | None]
     _warned: bool
+    _unrecorded_noted: bool
     _sync_each_step: bool
 
     def _fire(self, event: Event, status: artifacts.Status = "partial",
@@ -156,8 +157,16 @@ class Actions:
 
     def _note_end(self) -> None:
         if self._run is not None:
-            writer.note_end(self.name, self._run, self._ending[0], self._total_steps,
+            calls = len(self.warmup_call_ms) + self._run.steps_done
+            writer.note_end(self.name, self._run, self._ending[0], self.options, calls,
                             self._handed_over)
+
+    def _note_unrecorded(self) -> None:
+        """Flushed (at exit, or by ``autoprof.flush()``) before the profiler started: say
+        once what the schedule needed, for a function called at least once."""
+        if self.warmup_call_ms and not self._unrecorded_noted:
+            self._unrecorded_noted = True
+            writer.note_unrecorded(self.name, len(self.warmup_call_ms), self.options)
 
     def _leave_fast_path(self) -> None:
         self._stepping_thread = None  # the owner's next call takes the full path

@@ -89,6 +89,8 @@ class Session(Actions):
         self._ending: tuple[artifacts.Status, dict[str, str] | None] = ("partial", None)
         self.label = artifacts.kineto_label(name)  # what Kineto writes into the trace
         self._warned = False
+        self._unrecorded_noted = False
+        self.blocked_by: str | None = None  # the run recording when this one could not start
         registry.sessions.add(self)
         _exit.register()
 
@@ -319,7 +321,11 @@ class Session(Actions):
     def _start_unless_live(self) -> Exception | None:
         """With registry.lock: open the run and start its profiler, unless another one
         records; the exception when torch.profiler would not start."""
-        if registry.live is not None:
+        self._unrecorded_noted = True  # past its warm-up: no "too few calls" note at flush
+        live = registry.live
+        if live is not None:
+            owner = getattr(live._owner, "name", "?")
+            self.blocked_by = f"{live.name!r}, whose profiler runs on thread {owner!r}"
             return None  # a sibling: label only, and start our own run once that one ends
         if profiler_enabled():
             warn_once(

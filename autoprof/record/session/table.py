@@ -72,7 +72,7 @@ TABLE: dict[tuple[State, Event], Step] = {
     (W, E.NO_RUN_FOLDER): Step(D, ("_retire",)),
     (W, E.WARMUP_FAILED): Step(D, _END),
     (W, E.NESTED): Step(C, ("_retire",)),
-    (W, E.FLUSH): Step(W, ()),  # nothing recorded yet: nothing to end
+    (W, E.FLUSH): Step(W, ("_note_unrecorded",)),  # nothing to end: say what it needed
     (W, E.OWNER_ENDED): Step(W, ()),
     (W, E.FORKED): Step(D, _DETACH),
     (P, E.SCHEDULE_OVER): Step(D, _END),

@@ -10,7 +10,6 @@ decides the final status after its writes.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,16 +185,53 @@ def finished_problem(name: str, run: RunState, finisher: export.Finisher) -> str
     return None
 
 
-def note_end(name: str, run: RunState, status: str, total_steps: float,
+def schedule_need(options: Options) -> tuple[str, int]:
+    """What one schedule takes, as a sum of its parts, and the calls it makes in all:
+    ("3 warm-up calls + wait 1 + warmup 1 + active 3", 8). ``repeat=0`` counts one cycle."""
+    s = options.schedule
+    wait = 0 if s.skip_first_wait else s.wait
+    parts = [f"{options.warmup_calls} warm-up call{'' if options.warmup_calls == 1 else 's'}"]
+    if s.skip_first:
+        parts.append(f"skip_first {s.skip_first}")
+    cycle = f"wait {wait} + warmup {s.warmup} + active {s.active}"
+    repeat = max(1, s.repeat)
+    parts.append(cycle if repeat == 1 else f"{repeat} x ({cycle})")
+    steps = s.total_steps if s.total_steps is not None else s.skip_first + s.cycle_steps - (
+        s.wait - wait)
+    return " + ".join(parts), options.warmup_calls + steps
+
+
+def too_few_calls(calls: int, options: Options) -> str:
+    """Why ``calls`` calls recorded less than the schedule, and the two ways out (options for
+    a schedule of exactly ``calls`` calls, or more calls)."""
+    need, total = schedule_need(options)
+    fits = (f"warmup=1, active={calls - 1}" if calls >= 2 else "warmup=0, active=1")
+    return (f"called {calls} time{'' if calls == 1 else 's'}; the schedule needs {need} = "
+            f"{total} calls: pass warmup_calls=0, schedule=dict(wait=0, {fits}) or call it "
+            "more")
+
+
+def note_unrecorded(name: str, calls: int, options: Options) -> None:
+    """A function that never got past its warm-up calls: no profiler ran, no folder."""
+    note(f"autoprof: {name!r} recorded no step and wrote no run folder: "
+         f"{too_few_calls(calls, options)}")
+
+
+def note_end(name: str, run: RunState, status: str, options: Options, calls: int,
              handed_over: bool) -> None:
-    """What is known when the profiler stops: the calls recorded, not the final status (the
-    finisher decides it, and warns when the run fails)."""
-    done = f"{run.steps_done} profiled call{'' if run.steps_done == 1 else 's'}"
+    """What is known when the profiler stops: the recorded steps (the schedule's active
+    steps, not its wait or warm-up calls), not the final status (the finisher decides it,
+    and warns when the run fails)."""
+    total = options.schedule.total_steps
+    want = None if total is None else options.schedule.active * options.schedule.repeat
+    done = f"{run.recorded} step{'' if run.recorded == 1 else 's'}"
     if status == "failed":
         what = f"failed after {done}"
-    elif status == "partial" and total_steps != math.inf:
-        what = (f"recorded partially ({run.steps_done} of {int(total_steps)} profiled calls: "
-                "the program called it fewer times than the schedule needs)")
+    elif run.recorded == 0:
+        what = f"recorded no step ({too_few_calls(calls, options)}); the folder holds no trace"
+    elif status == "partial" and want is not None:
+        why = too_few_calls(calls, options)
+        what = f"recorded partially ({run.recorded} of {want} steps: {why})"
     elif status == "partial":
         what = f"recorded partially ({done})"
     else:
