@@ -2,7 +2,8 @@
 
 ``Manifest.from_json(data, path)`` reads a manifest tolerantly and ``to_json()`` writes it;
 the keys are those of docs/architecture.md ("Run folder") plus the finisher's bookkeeping
-(``run_id``, ``requested_status``, ``tables_error``, ``ended_by``, ``missing_ranks``).
+(``run_id``, ``requested_status``, ``tables_error``, ``ended_by``, ``missing_ranks``, and
+``retry`` when a finish kept a plain trace after a failed write).
 
 Reading, one rule per field:
 

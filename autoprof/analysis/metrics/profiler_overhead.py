@@ -29,6 +29,7 @@ import numpy as np
 
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.verdict import GPU_SIDE, HOST_SIDE, classify_sides
+from autoprof.runfolder import finite_numbers
 from autoprof.units import fmt_us
 
 # an untraced call this many times slower than a profiled step did other work (a first
@@ -39,10 +40,8 @@ NOT_COMPARABLE = 2.0
 def untraced_calls_us(manifest: dict[str, Any]) -> list[float]:
     """The untraced call times of a run, in microseconds (the first warm-up call dropped when
     others exist)."""
-    warm = [float(v) * 1000.0 for v in manifest.get("warmup_call_ms") or []
-            if isinstance(v, int | float)]
-    wait = [float(v) * 1000.0 for v in manifest.get("wait_call_ms") or []
-            if isinstance(v, int | float)]
+    warm = [float(v) * 1000.0 for v in finite_numbers(manifest.get("warmup_call_ms"))]
+    wait = [float(v) * 1000.0 for v in finite_numbers(manifest.get("wait_call_ms"))]
     if len(warm) > 1:
         warm = warm[1:]
     return [v for v in warm + wait if v > 0]

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof.runfolder import finite_numbers
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
@@ -75,8 +76,8 @@ def _warmup(run: Any) -> None:
     if not manifest:
         st.info("No manifest: warm-up calls are only known for runs recorded by autoprof.")
         return
-    warm = [float(c) for c in manifest.get("warmup_call_ms") or []]
-    wait = [float(c) for c in manifest.get("wait_call_ms") or []]
+    warm = [float(c) for c in finite_numbers(manifest.get("warmup_call_ms"))]
+    wait = [float(c) for c in finite_numbers(manifest.get("wait_call_ms"))]
     if not warm and not wait:
         st.write("This run made no timed calls before the profiler recorded.")
         return
