@@ -195,18 +195,5 @@ def versions() -> dict[str, str | None]:
     }
 
 
-def device_info(uses_cuda: bool) -> dict[str, Any] | None:
-    """Name and properties of the current CUDA device, or None on CPU."""
-    if not uses_cuda:
-        return None
-    import torch
-
-    index = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
-    keep = ("name", "major", "minor", "total_memory", "multi_processor_count", "L2_cache_size")
-    properties = {k: getattr(props, k) for k in keep if hasattr(props, k)}
-    return {"name": torch.cuda.get_device_name(index), "index": index, "properties": properties}
-
-
 def host_identity() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
