@@ -48,6 +48,7 @@ class StepRecorder:
 
     def __init__(self, name: str, options: dict[str, Any]) -> None:
         opts = dict(options)
+        autoprof.autoprof(name=name, **opts)  # a misspelled option fails here, not mid-training
         self.name = unique_name(name)
         self.options = opts
         self.enabled = bool(opts.get("enabled", True)) and env.enabled()

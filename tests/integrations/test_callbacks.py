@@ -87,6 +87,13 @@ def test_steps_past_the_schedule_enter_nothing(monkeypatch: pytest.MonkeyPatch) 
     assert entered == ["enter", "exit"] * 2  # the warm-up step and the recorded one
 
 
+def test_a_misspelled_option_fails_when_the_callback_is_made() -> None:
+    with pytest.raises(TypeError, match="warmpu_calls"):
+        StepRecorder("integration-typo", {"warmpu_calls": 2})
+    with pytest.raises(ValueError, match="active"):
+        StepRecorder("integration-typo", {"schedule": {"active": 0}})
+
+
 def test_autoprof_off_makes_the_callback_a_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTOPROF", "0")
     recorder = StepRecorder("integration-off", {})
