@@ -23,7 +23,10 @@ from autoprof import env
 
 Activity = Literal["cpu", "cuda"]
 # Where a profiled call falls in the schedule ("warmup" is the untraced warm-up before it).
-Phase = Literal["warmup", "wait", "profiler_warmup", "active", "last_active", "done", "export"]
+# "lines": the step before torch's profiler first records, recorded by the source-lines profiler
+# (autoprof.record.lines) with stacks and modules, never one of the measured steps.
+Phase = Literal["warmup", "wait", "lines", "profiler_warmup", "active", "last_active", "done",
+                "export"]
 
 DEFAULT_OUT_DIR = "traces"
 _SCHEDULE_KEYS = ("wait", "warmup", "active", "repeat", "skip_first", "skip_first_wait")
@@ -104,6 +107,7 @@ class Options:
     with_stack: bool = False
     with_flops: bool = True
     with_modules: bool = False
+    source_lines: bool = True  # one unmeasured step with stacks and modules (record.lines)
     sync: bool = False
     enabled: bool = True
     try_fixes: str | tuple[str, ...] | None = None  # what-if: autoprof.record.whatif

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from autoprof.record.lines import LinesControl
 from autoprof.record.options import Options, Phase
 from autoprof.record.warn import note
 
@@ -96,6 +97,13 @@ class Driver:
         while first < self.total_steps and self.schedule_fn(first).name == "NONE":
             first += 1
         self.first_recorded_step = first
+        # the source-lines step: torch's first profiler warm-up step, taken by a second
+        # profiler with stacks (autoprof.record.lines) while torch's idles in it
+        warm = first < self.total_steps and self.schedule_fn(first).name == "WARMUP"
+        self.lines = LinesControl(first if options.source_lines and warm else None, activities,
+                                  options.record_shapes, getattr(on_trace_ready, "__self__", None))
+        self.schedule_fn = self.lines.wrap(self.schedule_fn)
+        self._steps_taken = 0
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
         # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
         # one message, nothing else.
@@ -118,20 +126,27 @@ class Driver:
         """What torch's schedule does in ``step`` (``done`` past the schedule)."""
         if step >= self.total_steps:
             return "done"
+        if step == self.lines.step:
+            return "lines"
         return PHASES.get(self.schedule_fn(step).name, "wait")
 
     def start(self, name: str) -> None:
         """Start recording; a slow start (CUPTI attaching) is noted."""
         started_ns = time.perf_counter_ns()
         self._prof.start()
+        self.lines.started()
         seconds = (time.perf_counter_ns() - started_ns) / 1e9
         if seconds >= SLOW_START_S:
             note(f"autoprof: torch.profiler took {seconds:.1f} s to start for {name!r} "
                  "(the first profiled call waited for it; later calls do not)")
 
     def step(self) -> None:
+        self._steps_taken += 1
+        self.lines.stepping(self._steps_taken)
         self._prof.step()
+        self.lines.stepped(self._steps_taken)
 
     def stop(self) -> None:
         """Stop (torch syncs the device itself when the trace stops, exporting the cycle)."""
+        self.lines.stopping()
         self._prof.stop()

@@ -1,0 +1,249 @@
+"""The source-lines step: one unmeasured step recorded by a second, short torch.profiler
+with Python stacks and module names, so that the analysis can name the user's line and
+``nn.Module`` path of every op without slowing the measured steps.
+
+``with_stack=True`` slows every op (a Python frame event per call), so autoprof never turns
+it on in the steps whose times it reports. Instead the schedule gets one extra step just
+before torch's profiler first records (after its ``wait`` steps, before its ``warmup``):
+the main profiler idles (``NONE``) in it and this one records it with ``with_stack=True``
+and ``with_modules=True``. Its trace is written into the run folder as
+``lines.<worker>.json.gz`` (not a ``*.pt.trace.json*`` name: the loader never takes it for
+a measured cycle); the analysis (``autoprof.analysis.metrics.lines``) matches its ops to the
+measured steps' by order and name. ``source_lines=False`` leaves the step out.
+
+torch's Python tracer names each frame by the line it entered at (a function's first line),
+not the line running when an op is called, so while the step records a
+``TorchFunctionMode`` labels each torch call made from the user's code with the innermost
+user frame's current line (``record_function("autoprof::line /abs/train.py:42 (step)")``;
+user code: not torch, autoprof, site-packages or the standard library). Ops called from no
+Python line (autograd's backward on its own thread) keep the stack's innermost user function.
+While it records, global forward hooks label each module call with its attribute path
+(``record_function("autoprof::module GPT2Model.h.3.attn")``): torch's own module events
+name classes (``nn.Module: Linear_1``), not the path a user reads in ``named_modules()``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import socket
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+LINES_PREFIX = "lines."
+LINES_SUFFIX = ".json.gz"
+MODULE_LABEL = "autoprof::module "
+LINE_LABEL = "autoprof::line "
+
+
+def not_user_prefixes(torch: Any) -> tuple[str, ...]:
+    """Folders whose frames are never the user's: torch, autoprof, installed packages and
+    the standard library."""
+    import autoprof
+
+    paths = sysconfig.get_paths()
+    folders = {os.path.dirname(torch.__file__), os.path.dirname(autoprof.__file__),
+               paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"]}
+    return tuple(sorted(os.path.join(f, "") for f in folders if f))
+
+
+def is_user_file(filename: str, prefixes: tuple[str, ...]) -> bool:
+    """Is ``filename`` (a code object's) the user's own code?"""
+    if filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename:
+        return False
+    return not filename.startswith(prefixes)
+
+
+class _LineLabels:
+    """A TorchFunctionMode (built on first use: torch imported lazily) whose handler labels
+    each torch call with the innermost user frame's current line."""
+
+    @staticmethod
+    def build(torch: Any) -> Any:
+        prefixes = not_user_prefixes(torch)
+        record = torch.autograd.profiler.record_function
+        user: dict[str, bool] = {}
+
+        def where() -> str | None:
+            frame = sys._getframe(2)
+            while frame is not None:
+                name = frame.f_code.co_filename
+                mine = user.get(name)
+                if mine is None:
+                    mine = user[name] = is_user_file(os.path.abspath(name), prefixes)
+                if mine:
+                    return (f"{os.path.abspath(name)}:{frame.f_lineno} "
+                            f"({frame.f_code.co_name})")
+                frame = frame.f_back  # type: ignore[assignment]
+            return None
+
+        class Mode(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
+            def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                                   kwargs: Any = None) -> Any:
+                line = where()
+                if line is None:
+                    return func(*args, **(kwargs or {}))
+                with record(LINE_LABEL + line):
+                    return func(*args, **(kwargs or {}))
+
+        return Mode()
+
+
+def lines_file(run_dir: Path, worker: str) -> Path:
+    """Where the source-lines trace of ``worker`` goes in the run folder."""
+    return run_dir / f"{LINES_PREFIX}{worker}{LINES_SUFFIX}"
+
+
+class _ModulePaths:
+    """Global forward hooks that label each module call with its attribute path."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self._stack: list[tuple[Any, str, Any]] = []
+        mod = torch.nn.modules.module
+        self._handles = [
+            mod.register_module_forward_pre_hook(self._pre),
+            mod.register_module_forward_hook(self._post, always_call=True),
+        ]
+
+    def _path(self, module: Any) -> str:
+        if self._stack:
+            parent, parent_path, _ = self._stack[-1]
+            for key, child in parent._modules.items():
+                if child is module:
+                    return f"{parent_path}.{key}"
+        return type(module).__name__
+
+    def _pre(self, module: Any, args: Any) -> None:
+        path = self._path(module)
+        rf = self._torch.autograd.profiler.record_function(MODULE_LABEL + path)
+        rf.__enter__()
+        self._stack.append((module, path, rf))
+
+    def _post(self, module: Any, args: Any, output: Any) -> None:
+        while self._stack:  # a module whose forward raised left no post call: unwind to it
+            top, _, rf = self._stack.pop()
+            rf.__exit__(None, None, None)
+            if top is module:
+                return
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        while self._stack:
+            self._stack.pop()[2].__exit__(None, None, None)
+
+
+class LinesStep:
+    """One step recorded with stacks and modules; its trace written into the run folder."""
+
+    def __init__(self, activities: list[Any], record_shapes: bool) -> None:
+        import torch
+        from torch.profiler import profile
+
+        self._torch = torch
+        self._prof: Any = profile(activities=activities, record_shapes=record_shapes,
+                                  with_stack=True, with_modules=True)
+        self._hooks: _ModulePaths | None = None
+        self._mode: Any = None
+
+    def start(self) -> None:
+        self._prof.start()
+        self._hooks = _ModulePaths(self._torch)
+        self._mode = _LineLabels.build(self._torch)
+        self._mode.__enter__()
+
+    def stop(self, run_dir: Path | None, worker: str | None) -> Path | None:
+        """Stop recording and write the trace (nothing without a run folder)."""
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        if self._hooks is not None:
+            self._hooks.remove()
+            self._hooks = None
+        self._prof.stop()
+        if run_dir is None:
+            return None
+        name = worker or f"{socket.gethostname()}_{os.getpid()}"
+        final = lines_file(run_dir, name)
+        plain = run_dir / f".{final.name}.{os.getpid()}.0.tmp"  # temp names the finisher
+        partial = run_dir / f".{final.name}.{os.getpid()}.1.tmp"  # knows (runfolder._TEMP)
+        self._prof.export_chrome_trace(str(plain))
+        with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
+            shutil.copyfileobj(src, dst)
+        os.replace(partial, final)
+        plain.unlink()
+        return final
+
+
+class LinesControl:
+    """When the source-lines step records: the driver calls :meth:`started` after torch's
+    profiler starts, :meth:`stepping` before and :meth:`stepped` after each of its steps up
+    to the first recorded one, and :meth:`stopping` before it stops. Every failure is noted
+    and the run goes on."""
+
+    def __init__(self, step: int | None, activities: tuple[str, ...], record_shapes: bool,
+                 session: Any) -> None:
+        self.step = step  # the step index it records, None: no lines step
+        self._activities = activities
+        self._record_shapes = record_shapes
+        self._session = session  # what the run folder and the worker name are read from
+        self._lines: LinesStep | None = None
+
+    def wrap(self, schedule: Callable[[int], Any]) -> Callable[[int], Any]:
+        """torch's schedule, idle (``NONE``) in the lines step."""
+        if self.step is None:
+            return schedule
+        from torch.profiler import ProfilerAction
+
+        def lines_schedule(step: int) -> Any:
+            return ProfilerAction.NONE if step == self.step else schedule(step)
+
+        return lines_schedule
+
+    def started(self) -> None:
+        if self.step == 0:
+            self._start()
+
+    def stepping(self, steps_done: int) -> None:
+        """Step ``steps_done - 1`` ended: the lines step stops before torch's profiler may
+        start its trace (only steps up to the first recorded one are passed)."""
+        if self._lines is not None:
+            self._stop()
+
+    def stepped(self, steps_done: int) -> None:
+        if steps_done == self.step:
+            self._start()
+
+    def stopping(self) -> None:
+        if self._lines is not None:
+            self._stop()
+
+    def _start(self) -> None:
+        from torch.profiler import ProfilerActivity
+
+        from autoprof.record.warn import note
+
+        kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+        try:
+            self._lines = LinesStep([kinds[a] for a in self._activities], self._record_shapes)
+            self._lines.start()
+        except Exception as exc:
+            self._lines = None
+            note(f"autoprof: the source-lines step did not start ({exc!r}); no lines")
+
+    def _stop(self) -> None:
+        from autoprof.record.warn import note
+
+        lines, self._lines = self._lines, None
+        run = getattr(self._session, "_run", None)
+        worker = getattr(getattr(run, "dist", None), "worker", None)
+        try:
+            if lines is not None:
+                lines.stop(getattr(self._session, "run_dir", None), worker)
+        except Exception as exc:
+            note(f"autoprof: the source-lines trace was not written ({exc!r}); no lines")
