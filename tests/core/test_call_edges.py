@@ -213,7 +213,7 @@ def test_a_slow_profiler_start_is_noted(caplog, monkeypatch):
     f(torch.ones(1))
     notes = [m for m in (r.getMessage() for r in caplog.records)
              if "to start for 'slow_start'" in m]
-    assert len(notes) == 1 and "first profiled call waited" in notes[0]
+    assert len(notes) == 1 and "calls before its first recorded step waited" in notes[0]
 
 
 def test_a_run_no_finisher_took_says_how_to_finish_it(caplog, monkeypatch, traces_root):

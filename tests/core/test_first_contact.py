@@ -135,3 +135,37 @@ def test_check_blocked_by_a_run_owned_by_a_pool_thread_warns_and_says_so(traces_
     assert "'in_pool', whose profiler runs on thread 'asyncio_0'" in warning
     with pytest.raises(check_mod.NoRunError, match="see the warning above"):
         run.summary()
+
+
+PROGRAM = """
+import json, sys, torch
+from autoprof import autoprof
+lazy = torch.__dict__["__getattr__"]
+
+@autoprof(name="stall", warmup_calls=1, schedule=dict(wait=1, warmup=1, active=1))
+def f(x):
+    return x @ x
+
+for _ in range(4):
+    f(torch.ones(4, 4))
+autoprof.flush()
+manifest = json.loads((f.autoprof_session.run_dir / "manifest.json").read_text())
+print(json.dumps({"inductor": "torch._inductor" in sys.modules,
+                  "restored": torch.__dict__["__getattr__"] is lazy,
+                  "start_ms": manifest.get("profiler_start_ms")}))
+"""
+
+
+def test_the_profiler_start_skips_torchs_inductor_import_and_is_measured(tmp_path):
+    """torch's prepare_trace asks hasattr(torch, "_inductor"), which imported ~800 modules
+    inside the user's call (0.9-6 s); the stall left is kept as profiler_start_ms."""
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AUTOPROF_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["inductor"] is False and result["restored"] is True
+    assert isinstance(result["start_ms"], float) and result["start_ms"] > 0

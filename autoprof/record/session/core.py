@@ -29,6 +29,7 @@ from autoprof.record.session import writer
 from autoprof.record.session.actions import Actions
 from autoprof.record.session.driver import (
     Driver,
+    note_slow_start,
     profiler_enabled,
     record_function,
     sync_if_cuda_in_use,
@@ -300,6 +301,9 @@ class Session(Actions):
             self._export_failed(problem, run.run_dir)
             self._fire(Event.STEP_FAILED, "failed")
             return
+        if run.profiler_start_ms is None and prof.started:
+            run.profiler_start_ms = prof.start_ms
+            note_slow_start(self.name, prof.start_ms)
         if run.steps_done >= self._total_steps:
             self._fire(Event.SCHEDULE_OVER, "complete")
         elif run.steps_done >= prof.first_recorded_step:
@@ -339,7 +343,7 @@ class Session(Actions):
             return None
         try:
             prof = Driver(self.options, run.activities, self._on_trace_ready)
-            prof.start(self.name)
+            prof.start()
         except Exception as exc:
             return exc
         self._prof = prof

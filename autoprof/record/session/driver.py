@@ -8,14 +8,14 @@ autoprof`` never imports it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from autoprof.record.lines import LinesControl
 from autoprof.record.options import Options, Phase
 from autoprof.record.warn import note
 
@@ -66,6 +66,36 @@ def device_info(uses_cuda: bool) -> dict[str, Any] | None:
     return {"name": torch.cuda.get_device_name(index), "index": index, "properties": properties}
 
 
+@contextlib.contextmanager
+def _no_lazy_inductor() -> Iterator[None]:
+    """While torch.profiler starts or steps: ``hasattr(torch, "_inductor")`` answers False
+    unless the program imported ``torch._inductor`` itself.
+
+    torch's ``_KinetoProfile.prepare_trace`` asks ``hasattr(torch, "_inductor")`` to read
+    inductor's cudagraphs flag; torch's lazy module ``__getattr__`` then imports
+    ``torch._inductor`` (with dynamo, sympy, torch.distributed: about 800 modules, 0.9 s on
+    a quiet machine, 4.7 s on a loaded 2-core one) inside the user's call where the
+    profiler's warm-up begins. A program that never imported inductor uses none of its
+    cudagraphs, so the flag's default (False) is the right answer."""
+    torch = torch_module()
+    lazy = torch.__dict__.get("__getattr__")
+    if lazy is None or "torch._inductor" in sys.modules:
+        yield
+        return
+
+    def no_inductor(name: str) -> Any:
+        if name == "_inductor":
+            raise AttributeError(name)
+        return lazy(name)
+
+    torch.__getattr__ = no_inductor
+    try:
+        yield
+    finally:
+        if torch.__dict__.get("__getattr__") is no_inductor:
+            torch.__getattr__ = lazy
+
+
 def record_function() -> Any:
     """torch's ``record_function`` class: the label of one call in the trace."""
     return torch_module().autograd.profiler.record_function
@@ -97,19 +127,21 @@ class Driver:
         while first < self.total_steps and self.schedule_fn(first).name == "NONE":
             first += 1
         self.first_recorded_step = first
-        # the source-lines step: torch's first profiler warm-up step, taken by a second
-        # profiler with stacks (autoprof.record.lines) while torch's idles in it
-        warm = first < self.total_steps and self.schedule_fn(first).name == "WARMUP"
-        self.lines = LinesControl(first if options.source_lines and warm else None, activities,
-                                  options.record_shapes, getattr(on_trace_ready, "__self__", None))
-        self.schedule_fn = self.lines.wrap(self.schedule_fn)
-        self._steps_taken = 0
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
         # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
         # one message, nothing else.
         warnings.filterwarnings(
             "ignore", message="Warning: Profiler clears events at the end of each cycle"
         )
+        record = 0  # the first step torch records in (after its wait and warm-up steps)
+        while record < self.total_steps and self.schedule_fn(record).name in ("NONE", "WARMUP"):
+            record += 1
+        self._first_record = record
+        self._steps_taken = 0
+        # the profiler's own time before its first recorded step, outside the user's
+        # function (build, start, the steps that prepare and start the trace)
+        self.start_ms = 0.0
+        built_ns = time.perf_counter_ns()
         kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
         self._prof: Any = profile(
             activities=[kinds[a] for a in activities],
@@ -121,32 +153,47 @@ class Driver:
             with_flops=options.with_flops,
             with_modules=options.with_modules,
         )
+        self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
 
     def phase(self, step: int) -> Phase:
         """What torch's schedule does in ``step`` (``done`` past the schedule)."""
         if step >= self.total_steps:
             return "done"
-        if step == self.lines.step:
-            return "lines"
         return PHASES.get(self.schedule_fn(step).name, "wait")
 
-    def start(self, name: str) -> None:
-        """Start recording; a slow start (CUPTI attaching) is noted."""
+    def start(self) -> None:
+        """Start recording (``start_ms`` counts it)."""
         started_ns = time.perf_counter_ns()
-        self._prof.start()
-        self.lines.started()
-        seconds = (time.perf_counter_ns() - started_ns) / 1e9
-        if seconds >= SLOW_START_S:
-            note(f"autoprof: torch.profiler took {seconds:.1f} s to start for {name!r} "
-                 "(the first profiled call waited for it; later calls do not)")
+        with _no_lazy_inductor():
+            self._prof.start()
+        self.start_ms += (time.perf_counter_ns() - started_ns) / 1e6
 
     def step(self) -> None:
+        """End a step; up to the first recorded one, its time counts in ``start_ms``."""
         self._steps_taken += 1
-        self.lines.stepping(self._steps_taken)
-        self._prof.step()
-        self.lines.stepped(self._steps_taken)
+        if self._steps_taken > self._first_record:
+            self._prof.step()
+            return
+        started_ns = time.perf_counter_ns()
+        with _no_lazy_inductor():
+            self._prof.step()
+        self.start_ms += (time.perf_counter_ns() - started_ns) / 1e6
+
+    @property
+    def started(self) -> bool:
+        """Has the first recorded step begun (``start_ms`` is final)?"""
+        return self._steps_taken >= self._first_record
 
     def stop(self) -> None:
         """Stop (torch syncs the device itself when the trace stops, exporting the cycle)."""
-        self.lines.stopping()
-        self._prof.stop()
+        with _no_lazy_inductor():
+            self._prof.stop()
+
+
+def note_slow_start(name: str, start_ms: float) -> None:
+    """A profiler that took ``SLOW_START_S`` or more to start (CUPTI attaching, torch's
+    imports) is noted once: the calls it sat in waited for it."""
+    if start_ms >= SLOW_START_S * 1000:
+        note(f"autoprof: torch.profiler took {start_ms / 1000:.1f} s to start for {name!r} "
+             "(the calls before its first recorded step waited for it; later calls do not; "
+             "the manifest keeps it as profiler_start_ms)")

@@ -52,6 +52,9 @@ class RunState:
     wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
     recorded: int = 0  # steps torch's schedule recorded (RECORD, RECORD_AND_SAVE)
     requested: artifacts.Status | None = None  # the status handed to the finisher
+    # torch.profiler's own time before the first recorded step, spent inside the user's
+    # calls (Driver.start_ms); None until that step begins
+    profiler_start_ms: float | None = None
 
 
 def activities_of(options: Options, cuda_available: bool) -> tuple[str, ...]:
@@ -112,7 +115,9 @@ def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: lis
         files=(),
         error=run.error,
     )
-    return built.replace(requested_status=run.requested)
+    extra = ({} if run.profiler_start_ms is None else
+             {"profiler_start_ms": round(run.profiler_start_ms, 3)})
+    return built.replace(requested_status=run.requested, extra=extra)
 
 
 def write_manifest(run: RunState, content: artifacts.Manifest) -> None:
