@@ -24,6 +24,7 @@ from autoprof._version import __version__  # noqa: E402 - after the check above
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run, TraceError, load
+    from autoprof.analysis.diff import diff
     from autoprof.record.api import autoprof
     from autoprof.record.check import check
     from autoprof.record.decorator import flush, region
@@ -41,6 +42,7 @@ __all__ = [
     "load",
     "Run",
     "TraceError",
+    "diff",
 ]
 
 # name -> module that defines it; resolved on first attribute access (PEP 562).
@@ -54,6 +56,7 @@ _LAZY: dict[str, str] = {
     "load": "autoprof.analysis",
     "Run": "autoprof.analysis",
     "TraceError": "autoprof.analysis",
+    "diff": "autoprof.analysis.diff",
 }
 
 

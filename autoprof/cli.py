@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoprof import env as settings
 from autoprof import runfolder
+from autoprof.cli_diff import add_diff_parser
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -326,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
                                             "./traces)")
     mcp.set_defaults(func=cmd_mcp)
+    add_diff_parser(sub)
     return parser
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from autoprof.analysis.diff.causes import Cause
 from autoprof.analysis.diff.result import Diff
 from autoprof.analysis.diff.significance import Change
-from autoprof.units import fmt_us
+from autoprof.units import fmt_pct, fmt_us
 
 
 def _signed_pct(value: float | None) -> str:
@@ -41,11 +41,14 @@ def _comparability_lines(d: Diff) -> list[str]:
 def _metric_value(name: str, value: float | None) -> str:
     if value is None:
         return "n/a"
-    return f"{value / 1e6:,.1f} MB" if name.endswith("_bytes") else f"{value:,.4g}"
+    if name.endswith("_bytes"):
+        return f"{value / 1e6:,.1f} MB"
+    return fmt_pct(value) if name.endswith("_pct") else f"{value:,.4g}"
 
 
 def _metric_lines(d: Diff) -> list[str]:
-    return [f"  {m.name.replace('_', ' ')}: {_metric_value(m.name, m.a)} -> "
+    return [f"  {m.name.removesuffix('_pct').removesuffix('_bytes').replace('_', ' ')}: "
+            f"{_metric_value(m.name, m.a)} -> "
             f"{_metric_value(m.name, m.b)}"
             for m in d.metrics if m.a != m.b]
 

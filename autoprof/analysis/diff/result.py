@@ -8,16 +8,15 @@ than A by more than the gate (the lower end of the step time's confidence interv
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from autoprof.analysis.diff.causes import Cause, bucket_causes, kernel_causes, op_causes
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
 from autoprof.analysis.diff.significance import Change, median_change
-
-if TYPE_CHECKING:
-    from autoprof.analysis.run import Run
+from autoprof.analysis.run import Run, load
 
 DIFF_SCHEMA_VERSION = 1
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
@@ -104,9 +103,14 @@ def diff_facts(a: RunFacts, b: RunFacts) -> Diff:
                 metrics=_metrics(a, b))
 
 
-def diff(a: Run, b: Run) -> Diff:
-    """Compare run B against run A (the baseline): ``autoprof.diff(autoprof.load(a), ...)``."""
-    return diff_facts(run_facts(a), run_facts(b))
+def _run(run: Run | str | os.PathLike[str]) -> Run:
+    return run if isinstance(run, Run) else load(Path(run))
+
+
+def diff(a: Run | str | os.PathLike[str], b: Run | str | os.PathLike[str]) -> Diff:
+    """Compare run B against run A (the baseline); each a loaded :class:`Run` or a path that
+    :func:`autoprof.load` takes (a run folder or a trace)."""
+    return diff_facts(run_facts(_run(a)), run_facts(_run(b)))
 
 
 def exit_status(result: Diff, gate_pct: float | None) -> int:

@@ -1,0 +1,65 @@
+"""``autoprof diff BEFORE AFTER``: faster, slower or the same, how sure, and why.
+
+Exit status, for CI: 0 when there is no regression beyond ``--gate``, 1 when B is
+significantly slower than A by more than the gate (the lower end of the 95% interval of the
+step time's change is above it), 2 for bad input or runs that cannot be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from autoprof.analysis import TraceError
+    from autoprof.analysis.diff import diff, exit_status, render_markdown, render_text
+
+    for path in (args.before, args.after):
+        if not Path(path).exists():
+            print(f"autoprof: error: {path}: no such file or directory", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        result = diff(args.before, args.after)
+    except TraceError as err:
+        print(f"autoprof: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json(), allow_nan=False) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(render_markdown(result))
+    else:
+        sys.stdout.write(render_text(result))
+    return exit_status(result, args.gate)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more: {text!r}")
+    return value
+
+
+def add_diff_parser(sub: Any) -> None:
+    """The ``diff`` subcommand, on the CLI's subparsers."""
+    parser = sub.add_parser(
+        "diff", help="is AFTER faster, slower or the same as BEFORE, how sure, and why "
+                     "(exit 1 on a regression beyond --gate, 2 when not comparable)")
+    parser.add_argument("before", help="the baseline: a run folder or a trace")
+    parser.add_argument("after", help="the run to judge against it")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text",
+                        help="text (default) or GitHub-flavoured markdown for a pull request "
+                             "or a CI job summary (--json wins)")
+    parser.add_argument("--gate", type=_percent, default=None, metavar="PCT",
+                        help="fail (exit 1) only when the step time is significantly slower "
+                             "by more than PCT percent (default: any significant slowdown)")
+    parser.set_defaults(func=cmd_diff)

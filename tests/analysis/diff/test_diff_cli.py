@@ -1,0 +1,60 @@
+"""`autoprof diff A B`: the exit status CI reads, and the three output formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoprof.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "traces" / "examples"
+pytestmark = pytest.mark.slow
+
+
+def _one(name: str) -> str:
+    return str(sorted((EXAMPLES / name).iterdir())[0])
+
+
+def _seed(size: str) -> str:
+    for folder in sorted((EXAMPLES / "matmul_add").iterdir()):
+        ops = (folder / "ops.csv").read_text()
+        if f"[{size}, {size}]" in ops:
+            return str(folder)
+    raise AssertionError(f"no matmul_add example at {size}")
+
+
+def test_a_gain_exits_0_and_says_faster(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", _one("eager_100"), _one("graph_replay"), "--gate", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "VERDICT: faster" in out and "launches per step: 200 -> 1" in out
+
+
+def test_a_regression_beyond_the_gate_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", _one("graph_replay"), _one("eager_100"), "--gate", "5%"]) == 1
+    assert "VERDICT: slower" in capsys.readouterr().out
+
+
+def test_not_comparable_exits_2_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", _seed("64"), _seed("4096"), "--json"]) == 2
+    result = json.loads(capsys.readouterr().out)
+    assert result["verdict"] == "not comparable" and result["step_time"] is None
+    assert "input shapes" in result["comparability"]["not_comparable_because"][0]
+
+
+def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["diff", _one("eager_100"), _one("graph_replay"), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["schema_version"] == 1 and result["verdict"] == "faster"
+    assert result["step_time"]["ci_high_pct"] < 0
+    assert result["why"][0]["name"] == "aten::mm"
+    main(["diff", _one("eager_100"), _one("graph_replay"), "--format", "markdown"])
+    assert capsys.readouterr().out.startswith("### autoprof diff: **faster**")
+
+
+def test_a_missing_run_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    assert main(["diff", str(tmp_path / "nope"), _one("eager_100")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"autoprof: error: {tmp_path / 'nope'}: no such file or directory"
