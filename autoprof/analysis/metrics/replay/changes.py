@@ -67,12 +67,20 @@ class OverlapBetweenCalls:
 
 
 @dataclass(frozen=True)
+class HideLoader:
+    """The host time inside every DataLoader fetch (`DataLoader.__next__` rows, inside the
+    call or between calls) overlapped by loader workers: `remaining` of it is left."""
+
+    remaining: float = 0.0
+
+
+@dataclass(frozen=True)
 class NonBlockingCopies:
     """Host-device copies in `directions` made `non_blocking` from pinned memory: the host no
-    longer waits for the copy, the copy call costs what a kernel launch costs in the same
-    trace (the median `cudaLaunchKernel`-like call; `call_us` overrides), and the copy runs
-    `speedup` times faster on the GPU (pinned memory needs no staging; 1.0 keeps its
-    measured time)."""
+    longer waits for the copy, each copy call (already non-blocking or not) costs at most
+    what a kernel launch costs in the same trace (the median `cudaLaunchKernel`-like call;
+    `call_us` overrides), and the copy runs `speedup` times faster on the GPU (pinned
+    memory needs no staging; 1.0 keeps its measured time; a huge one: the copy is gone)."""
 
     directions: tuple[CopyDirection, ...] = ("HtoD",)
     call_us: float | None = None
@@ -99,5 +107,5 @@ class ScaleHost:
     factor: float
 
 
-Change = CudaGraph | RemoveSync | OverlapBetweenCalls | NonBlockingCopies | FasterKernels | \
-    ScaleHost
+Change = CudaGraph | RemoveSync | OverlapBetweenCalls | HideLoader | NonBlockingCopies | \
+    FasterKernels | ScaleHost

@@ -8,8 +8,13 @@ behind the previous item on its stream. `calibrate` fills it from the measured t
 The rules (times on the replayed clock):
 - a call starts `gap_us` after the previous call of its thread ends; on a thread other than
   the one running the steps (autograd's backward thread) that is only the time spent in its
-  own traced rows (the rest is idle), and the call also starts no earlier than its measured
-  start shifted as the main thread's clock is (threads join only through that clock);
+  own traced rows (the rest is idle), and the call also starts no earlier than the main
+  thread's latest replayed call end plus the measured time since it, scaled as the main
+  thread's next stretch of host time is (the hand-off: backward starts when the main thread
+  asks for it, and runs faster when the host does);
+- a main-thread call after a burst of another thread's calls that filled most of the stretch
+  before it starts no earlier than that burst's replayed end plus the measured time after it,
+  scaled the same way (the join: the main thread waits for backward to finish);
 - a launch's GPU item starts at max(launch end + latency, the end of its latest
   predecessor (the previous item on its stream, the items it waits for through an event)
   + gap), never before its call;
@@ -34,6 +39,10 @@ from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import LAUNCH
 
 Calibration = Literal["median", "per_item"]
+# A main-thread call joins another thread's burst when the burst fills this share of the
+# host stretch before the call (the main thread blocked in backward, not working beside a
+# pin-memory thread).
+JOIN_SHARE = 0.5
 
 
 @dataclass
@@ -42,6 +51,7 @@ class Plan:
 
     call_cost_us: np.ndarray
     call_gap_us: np.ndarray
+    base_gap_us: np.ndarray  # the calibrated `call_gap_us`, which changes scale
     call_wake_us: np.ndarray
     call_waits: list[list[int]]
     item_dur_us: np.ndarray
@@ -123,7 +133,8 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     else:
         item_lat = np.where(in_call & ~g.call_is_sync[call], latency, lat_med)
         item_gap = np.full(g.n_items, gap_med)
-    return Plan(call_cost_us=cost, call_gap_us=g.busy_gap_us(), call_wake_us=wake,
+    gap = g.busy_gap_us()
+    return Plan(call_cost_us=cost, call_gap_us=gap, base_gap_us=gap.copy(), call_wake_us=wake,
                 call_waits=[list(w) for w in g.call_waits],
                 item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
                 item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med)
@@ -150,6 +161,37 @@ def _sync_terms(g: Graph, mode: Calibration, launch_med: float
     return cost, np.maximum(wake, 0.0)
 
 
+def _main_neighbours(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per call: the latest main-thread call before it, the next main-thread call at or after
+    it (-1: none), and for a main-thread call the last call of a joined burst (-1: none)."""
+    main = g.call_thread == g.main_thread
+    idx = np.arange(g.n_calls)
+    last = np.where(main, idx, -1)
+    prev_main = np.concatenate([[-1], np.maximum.accumulate(last)[:-1]])
+    nxt = np.where(main, idx, g.n_calls)
+    next_main = np.minimum.accumulate(nxt[::-1])[::-1]
+    next_main = np.where(next_main >= g.n_calls, -1, next_main)
+    joined = np.full(g.n_calls, -1)
+    for c in np.flatnonzero(main).tolist():
+        p = int(prev_main[c])
+        if p < 0 or c - p < 2:
+            continue
+        first, lst = p + 1, c - 1
+        stretch = g.call_ts_us[c] - (g.call_ts_us[p] + g.call_dur_us[p])
+        burst = g.call_ts_us[lst] + g.call_dur_us[lst] - g.call_ts_us[first]
+        if stretch > 0 and burst >= JOIN_SHARE * stretch:
+            joined[c] = lst
+    return prev_main, next_main, joined
+
+
+def _ratio(plan: Plan, c: int) -> float:
+    """How the replay scales the host stretch before call `c` (1.0: as measured)."""
+    if c < 0:
+        return 1.0
+    base = float(plan.base_gap_us[c])
+    return float(plan.call_gap_us[c]) / base if base > 1e-9 else 1.0
+
+
 def simulate(g: Graph, plan: Plan) -> Timeline:
     """Replay the graph under `plan` (the rules in the module docstring)."""
     call_start = np.zeros(g.n_calls)
@@ -160,14 +202,13 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
     for i in np.flatnonzero(g.item_call < 0).tolist():  # the carry keeps its measured times
         item_end[i] = g.item_ts_us[i] + g.item_dur_us[i]
         stream_last[int(g.item_stream[i])] = i
+    prev_main, next_main, joined = _main_neighbours(g)
+    measured_end = g.call_ts_us + g.call_dur_us
     clock: dict[int, float] = {}
-    delta = 0.0  # replayed minus measured time on the main thread
     for c in range(g.n_calls):
         th = int(g.call_thread[c])
-        anchor = float(g.call_ts_us[c]) + delta
-        start = clock[th] + plan.call_gap_us[c] if th in clock else anchor
-        if th != g.main_thread:
-            start = max(start, anchor)
+        start = _call_start(g, plan, c, th, clock, call_end, measured_end,
+                            int(prev_main[c]), int(next_main[c]), int(joined[c]))
         launch_end = start + plan.call_cost_us[c]
         for i in g.call_items[c]:
             s = int(g.item_stream[i])
@@ -184,6 +225,24 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
                        + plan.call_wake_us[c])
         call_start[c], call_end[c] = start, done
         clock[th] = done
-        if th == g.main_thread:
-            delta = start - float(g.call_ts_us[c])
     return Timeline(call_start, call_end, item_start, item_end)
+
+
+def _call_start(g: Graph, plan: Plan, c: int, th: int, clock: dict[int, float],
+                call_end: np.ndarray, measured_end: np.ndarray, prev_main: int,
+                next_main: int, joined: int) -> float:
+    """When call `c` starts on the replayed clock (the rules in the module docstring)."""
+    own = clock[th] + plan.call_gap_us[c] if th in clock else None
+    if th == g.main_thread:
+        if own is None:
+            return float(g.call_ts_us[c])
+        if joined >= 0:
+            after = float(g.call_ts_us[c] - measured_end[joined]) * _ratio(plan, c)
+            own = max(own, float(call_end[joined]) + max(after, 0.0))
+        return float(own)
+    if prev_main < 0:
+        anchor = float(g.call_ts_us[c])
+    else:
+        since = float(g.call_ts_us[c] - measured_end[prev_main])
+        anchor = float(call_end[prev_main]) + since * _ratio(plan, next_main)
+    return anchor if own is None else max(own, anchor)

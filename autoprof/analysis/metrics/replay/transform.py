@@ -5,6 +5,7 @@
   run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
+- `HideLoader`: the host time inside DataLoader fetches goes (on every thread).
 - `NonBlockingCopies`: the copy loses its wait, its call costs a launch, the copy runs
   `speedup` times faster.
 - `FasterKernels`: the matching kernels' durations are divided by `factor`.
@@ -23,6 +24,7 @@ from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
     FasterKernels,
+    HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
     RemoveSync,
@@ -48,6 +50,8 @@ def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
             _remove_syncs(g, plan, change.op)
         elif isinstance(change, OverlapBetweenCalls):
             _overlap_between_calls(g, plan, change)
+        elif isinstance(change, HideLoader):
+            _hide_loader(g, plan, change)
         elif isinstance(change, NonBlockingCopies):
             _non_blocking(g, plan, change)
         elif isinstance(change, FasterKernels):
@@ -118,16 +122,28 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
                                   0.0)
 
 
+def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
+    fetches = _not_capturable(g)
+    hidden = 1.0 - change.remaining
+    gap_us = g.busy_gap_us()
+    for c in range(g.n_calls):
+        inside = _removed(g, fetches, c)
+        if inside > 0:
+            scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
+            plan.call_gap_us[c] = max(plan.call_gap_us[c] - hidden * inside * scale, 0.0)
+
+
 def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
     names = _names(g)
     wanted = [_DIRECTION[d] for d in change.directions]
     call_us = plan.launch_us if change.call_us is None else change.call_us
-    for c in np.flatnonzero(g.call_is_sync & (g.call_kind == LAUNCH)).tolist():
+    for c in np.flatnonzero(g.call_kind == LAUNCH).tolist():
         items = g.call_items[c]
         copies = [i for i in items if any(p.search(names[g.item_row[i]]) for p in wanted)]
         if not copies:
             continue
-        plan.call_waits[c] = []
+        if g.call_is_sync[c]:
+            plan.call_waits[c] = []
         plan.call_cost_us[c] = min(plan.call_cost_us[c], call_us)
         plan.item_dur_us[copies] /= change.speedup
 

@@ -1,0 +1,55 @@
+"""Named fixes: each the one replay change (or changes) that a fix a user applies makes.
+
+The names are those the what-if and the opportunities use where one exists (`cuda-graph`);
+the others name the change in the user's words. `call` is the decorated function's (or the
+region's) host row name: a CUDA graph captures the call, and loader workers overlap the time
+between two calls.
+
+- `cuda-graph`: the call captured whole, each batch copied into static inputs, then replay:
+  `CudaGraph(call)`;
+- `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
+- `sync-free-cuda-graph`: the sync removed and the call captured whole;
+- `loader-workers`: DataLoader workers, `pin_memory`, `non_blocking` copies: the fetches and
+  the time between calls hidden (`OverlapBetweenCalls`, `HideLoader`), HtoD copies
+  non-blocking;
+- `pin-memory`: `pin_memory` and `non_blocking` copies alone: HtoD copies non-blocking;
+- `no-loader`: the batches already on the device (the bound of perfect overlap): the
+  fetches, the time between calls and the HtoD copies gone.
+
+What a fix changes that the trace cannot show is not modelled: torch.compile's fusions and its
+own wrapper, a fused optimizer's kernels, a replacement op's own kernels (`torch.where` for a
+mask index), the cost of pinning in the main process.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from autoprof.analysis.metrics.replay.changes import (
+    Change,
+    CudaGraph,
+    HideLoader,
+    NonBlockingCopies,
+    OverlapBetweenCalls,
+    RemoveSync,
+)
+
+FixName = Literal["cuda-graph", "remove-sync", "sync-free-cuda-graph", "loader-workers",
+                  "pin-memory", "no-loader"]
+FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "sync-free-cuda-graph",
+                                  "loader-workers", "pin-memory", "no-loader")
+# a copy that no longer exists: no call cost, no GPU time
+_GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
+
+
+def fix_changes(fix: FixName, call: str) -> list[Change]:
+    """The replay changes of the named fix on a run whose call row is named `call`."""
+    table: dict[FixName, list[Change]] = {
+        "cuda-graph": [CudaGraph(call)],
+        "remove-sync": [RemoveSync()],
+        "sync-free-cuda-graph": [RemoveSync(), CudaGraph(call)],
+        "loader-workers": [OverlapBetweenCalls(call), HideLoader(), NonBlockingCopies()],
+        "pin-memory": [NonBlockingCopies()],
+        "no-loader": [OverlapBetweenCalls(call), HideLoader(), _GONE],
+    }
+    return table[fix]
