@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from autoprof.record.lines import LinesControl
 from autoprof.record.options import Options, Phase
 from autoprof.record.warn import note
 
@@ -127,6 +128,12 @@ class Driver:
         while first < self.total_steps and self.schedule_fn(first).name == "NONE":
             first += 1
         self.first_recorded_step = first
+        # the source-lines step: torch's first profiler warm-up step, taken by a second
+        # profiler with stacks (autoprof.record.lines) while torch's idles in it
+        warm = first < self.total_steps and self.schedule_fn(first).name == "WARMUP"
+        self.lines = LinesControl(first if options.source_lines and warm else None, activities,
+                                  options.record_shapes, getattr(on_trace_ready, "__self__", None))
+        self.schedule_fn = self.lines.wrap(self.schedule_fn)
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
         # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
         # one message, nothing else.
@@ -159,6 +166,8 @@ class Driver:
         """What torch's schedule does in ``step`` (``done`` past the schedule)."""
         if step >= self.total_steps:
             return "done"
+        if step == self.lines.step:
+            return "lines"
         return PHASES.get(self.schedule_fn(step).name, "wait")
 
     def start(self) -> None:
@@ -166,6 +175,7 @@ class Driver:
         started_ns = time.perf_counter_ns()
         with _no_lazy_inductor():
             self._prof.start()
+            self.lines.started()
         self.start_ms += (time.perf_counter_ns() - started_ns) / 1e6
 
     def step(self) -> None:
@@ -176,7 +186,9 @@ class Driver:
             return
         started_ns = time.perf_counter_ns()
         with _no_lazy_inductor():
+            self.lines.stepping(self._steps_taken)
             self._prof.step()
+            self.lines.stepped(self._steps_taken)
         self.start_ms += (time.perf_counter_ns() - started_ns) / 1e6
 
     @property
@@ -187,6 +199,7 @@ class Driver:
     def stop(self) -> None:
         """Stop (torch syncs the device itself when the trace stops, exporting the cycle)."""
         with _no_lazy_inductor():
+            self.lines.stopping()
             self._prof.stop()
 
 

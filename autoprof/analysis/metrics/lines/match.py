@@ -1,0 +1,98 @@
+"""Match the source-lines step's ops to the measured steps' ops by order and name.
+
+The lines step runs the same function as the measured steps, so each thread issues the same
+ops in the same order; each measured step's ``cpu_op`` rows of a thread (time order) are
+aligned with the lines step's ops of the same thread id (the same process, so the same
+thread) by their names: equal sequences pair one to one, others through difflib's longest
+matching blocks (an op only one of them has stays unattributed). Each matched row takes the
+lines op's ``source`` and ``module``; GPU work takes those of the op that launched it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.metrics.lines.trace import LinesOp, find_lines_files, read_lines_trace
+from autoprof.analysis.metrics.stats import require_columns
+from autoprof.analysis.metrics.sync import autoprof_mask
+
+_NEEDS = ("name", "cat", "tid", "step", "ts_us", "self_us", "rank", "op_row")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """``rows``: one row per attributed events-table row (its index), columns ``source``
+    (``path:line (function)``) and ``module`` ("" when none); ``match_pct``: the share of
+    the measured steps' op self time attributed to a line; ``has_lines``: a lines trace was
+    found."""
+
+    rows: pd.DataFrame
+    match_pct: float
+    has_lines: bool
+
+
+EMPTY = pd.DataFrame({"source": pd.Series(dtype=str), "module": pd.Series(dtype=str)})
+
+
+def _pairs(lines_names: list[str], step_names: list[str]) -> list[tuple[int, int]]:
+    """(lines position, step position) of ops matched by order and name."""
+    if lines_names == step_names:
+        return [(i, i) for i in range(len(step_names))]
+    matcher = difflib.SequenceMatcher(None, lines_names, step_names, autojunk=False)
+    return [(a + k, b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size)]
+
+
+def user_ops(events: pd.DataFrame) -> pd.DataFrame:
+    """The measured steps' cpu_op rows that are the user's (not under an autoprof label)."""
+    require_columns(events, _NEEDS, "source lines")
+    keep = (events["cat"] == "cpu_op").to_numpy() & (events["step"] >= 0).to_numpy()
+    keep &= ~autoprof_mask(events)
+    return events[keep]
+
+
+def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp]) -> dict[int, tuple[str, str]]:
+    by_tid: dict[int, list[LinesOp]] = {}
+    for op in lines:
+        by_tid.setdefault(op.tid, []).append(op)
+    found: dict[int, tuple[str, str]] = {}
+    ordered = ops.sort_values(["step", "tid", "ts_us"], kind="stable")
+    for (_, tid), group in ordered.groupby(["step", "tid"], sort=False, observed=True):
+        mine = by_tid.get(int(tid), [])
+        if not mine:
+            continue
+        index = group.index.to_numpy()
+        for a, b in _pairs([op.name for op in mine], group["name"].astype(str).tolist()):
+            if mine[a].source or mine[a].module:
+                found[int(index[b])] = (mine[a].source, mine[a].module)
+    return found
+
+
+def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]]) -> Attribution:
+    """Each user op row of ``events`` (and the GPU work it launched) with its line."""
+    ops = user_ops(events)
+    found: dict[int, tuple[str, str]] = {}
+    for rank, lines in lines_by_rank.items():
+        found.update(_attribute_rank(ops[ops["rank"] == rank], lines))
+    if not found:
+        return Attribution(EMPTY, 0.0, bool(lines_by_rank))
+    rows = pd.DataFrame.from_dict(found, orient="index", columns=["source", "module"])
+    op_row = events["op_row"].to_numpy()
+    gpu = np.flatnonzero(np.isin(op_row, rows.index.to_numpy()))
+    if len(gpu):
+        launched = rows.loc[op_row[gpu]].set_axis(events.index[gpu])
+        rows = pd.concat([rows, launched[~launched.index.isin(rows.index)]])
+    total = float(ops["self_us"].sum())
+    sourced = rows.index[rows["source"] != ""]
+    done = float(ops["self_us"].reindex(sourced).sum())
+    return Attribution(rows.sort_index(), 100.0 * done / total if total > 0 else 0.0, True)
+
+
+def attribute_run(run_dir: Path | None, events: pd.DataFrame) -> Attribution:
+    """:func:`attribute` with the lines traces of the run folder ``run_dir`` (none: empty)."""
+    files = find_lines_files(run_dir) if run_dir is not None else {}
+    return attribute(events, {rank: read_lines_trace(path) for rank, path in files.items()})

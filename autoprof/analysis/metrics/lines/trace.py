@@ -1,0 +1,126 @@
+"""Read a source-lines trace: every ``cpu_op`` with the user's line, module path and
+innermost user function that enclose it on its thread.
+
+The recording side labels each torch call made from user code with
+``autoprof::line <path>:<line> (<function>)`` and each module call with
+``autoprof::module <path>``; torch's own ``python_function`` events (``with_stack``) give
+the innermost user function for ops no label covers (autograd's backward). A frame is the
+user's unless it is torch's, autoprof's, an installed package's or the standard library's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LINES_GLOB = "lines.*.json.gz"  # autoprof.record.lines.lines_file writes these names
+LINE_LABEL = "autoprof::line "
+MODULE_LABEL = "autoprof::module "
+_FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d+)\): (?P<func>.+)$")
+_RANK = re.compile(r"^lines\.rank(?P<rank>\d+)\.")
+_STDLIB = re.compile(r"/lib/python3[.0-9]*/")
+_STDLIB_NAMES = frozenset(sys.stdlib_module_names)
+_NOT_USER = ("torch/", "autoprof/", "site-packages/", "dist-packages/", "<")
+
+
+@dataclass(frozen=True)
+class LinesOp:
+    """One op of the source-lines step (``source``: ``path:line (function)`` or "")."""
+
+    tid: int
+    name: str
+    ts_us: float
+    source: str
+    module: str
+
+
+def find_lines_files(run_dir: Path) -> dict[int, Path]:
+    """The source-lines traces of a run folder, by rank (0 for a single process)."""
+    found: dict[int, Path] = {}
+    if not run_dir.is_dir():
+        return found
+    for path in sorted(run_dir.glob(LINES_GLOB)):
+        match = _RANK.match(path.name)
+        found.setdefault(int(match["rank"]) if match else 0, path)
+    return found
+
+
+def user_frame(name: str) -> str:
+    """``path:line (function)`` of a ``python_function`` event that is a user frame, or
+    ""; its line is the one the frame entered at (torch's tracer records no other)."""
+    match = _FRAME.match(name)
+    if match is None:
+        return ""
+    path = match["path"]
+    if any(part in path for part in _NOT_USER) or path.startswith(_NOT_USER):
+        return ""
+    if path.startswith("/") and _STDLIB.search(path):
+        return ""
+    if not path.startswith("/") and path.split("/", 1)[0].removesuffix(".py") in _STDLIB_NAMES:
+        return ""
+    return f"{path}:{match['line']} ({match['func']})"
+
+
+def _kind(event: dict[str, Any]) -> tuple[str, str]:
+    """(kind, value) of an event that matters here: op, line, module, frame; else ("", "")."""
+    cat, name = event.get("cat"), str(event.get("name", ""))
+    if cat == "cpu_op":
+        return "op", name
+    if cat == "user_annotation":
+        if name.startswith(LINE_LABEL):
+            return "line", name[len(LINE_LABEL):]
+        if name.startswith(MODULE_LABEL):
+            return "module", name[len(MODULE_LABEL):]
+        return "", ""
+    if cat == "python_function":
+        frame = user_frame(name)
+        return ("frame", frame) if frame else ("", "")
+    return "", ""
+
+
+def _innermost(stack: list[tuple[float, str, str]], kind: str) -> str:
+    for _, k, value in reversed(stack):
+        if k == kind:
+            return value
+    return ""
+
+
+def _thread_ops(events: list[tuple[float, float, str, str]], tid: int) -> list[LinesOp]:
+    """Sweep one thread's events in time order, innermost enclosing labels per op."""
+    events.sort(key=lambda e: (e[0], -e[1]))
+    stack: list[tuple[float, str, str]] = []
+    ops: list[LinesOp] = []
+    for ts, dur, kind, value in events:
+        while stack and stack[-1][0] <= ts:
+            stack.pop()
+        if kind == "op":
+            line = _innermost(stack, "line") or _innermost(stack, "frame")
+            ops.append(LinesOp(tid, value, ts, line, _innermost(stack, "module")))
+        stack.append((ts + dur, kind, value))
+    return ops
+
+
+def read_lines_trace(path: Path) -> list[LinesOp]:
+    """Every cpu_op of the trace at ``path``, in time order per thread (threads by id)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    raw = data.get("traceEvents", []) if isinstance(data, dict) else data
+    threads: dict[int, list[tuple[float, float, str, str]]] = {}
+    for event in raw:
+        if not isinstance(event, dict) or event.get("ph") != "X":
+            continue
+        kind, value = _kind(event)
+        tid = event.get("tid")
+        if not kind or not isinstance(tid, int):
+            continue
+        item = (float(event.get("ts", 0.0)), float(event.get("dur", 0.0)), kind, value)
+        threads.setdefault(tid, []).append(item)
+    ops: list[LinesOp] = []
+    for tid in sorted(threads):
+        ops.extend(_thread_ops(threads[tid], tid))
+    return ops

@@ -1,0 +1,80 @@
+"""The source-lines analysis on hand-built traces: which frames are the user's, the
+innermost labels of an op, and the match by order and name when the sequences differ."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from autoprof.analysis.metrics.lines.match import attribute
+from autoprof.analysis.metrics.lines.table import common_module, split_source
+from autoprof.analysis.metrics.lines.trace import LinesOp, read_lines_trace, user_frame
+
+
+def test_user_frames() -> None:
+    assert user_frame("train.py(12): step") == "train.py:12 (step)"
+    assert user_frame("/home/me/train.py(3): <module>") == "/home/me/train.py:3 (<module>)"
+    for not_user in ("torch/nn/modules/linear.py(130): forward", "enum.py(1230): __hash__",
+                     "/usr/lib/python3.12/contextlib.py(141): __exit__",
+                     "/x/site-packages/transformers/m.py(9): f", "<built-in method sum>",
+                     "nn.Module: Linear_0", "/work/autoprof/record/lines.py(58): _pre"):
+        assert user_frame(not_user) == "", not_user
+
+
+def _write(path: Path, events: list[dict[str, object]]) -> Path:
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    return path
+
+
+def test_innermost_labels(tmp_path: Path) -> None:
+    def x(cat: str, name: str, ts: float, dur: float) -> dict[str, object]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": 7, "pid": 1}
+
+    path = _write(tmp_path / "lines.w.json.gz", [
+        x("python_function", "train.py(10): step", 0, 100),
+        x("user_annotation", "autoprof::module Net.fc", 5, 40),
+        x("user_annotation", "autoprof::line /a/train.py:12 (step)", 10, 30),
+        x("cpu_op", "aten::linear", 11, 20),
+        x("cpu_op", "aten::addmm", 12, 10),
+        x("cpu_op", "aten::item", 60, 5),  # no line label: the innermost user frame
+    ])
+    ops = read_lines_trace(path)
+    assert [(o.name, o.source, o.module) for o in ops] == [
+        ("aten::linear", "/a/train.py:12 (step)", "Net.fc"),
+        ("aten::addmm", "/a/train.py:12 (step)", "Net.fc"),
+        ("aten::item", "train.py:10 (step)", ""),
+    ]
+
+
+def _events(names: list[str], steps: list[int]) -> pd.DataFrame:
+    n = len(names)
+    return pd.DataFrame({
+        "name": names, "cat": ["cpu_op"] * n, "tid": [7] * n, "step": steps,
+        "ts_us": [float(i) for i in range(n)], "self_us": [10.0] * n, "rank": [0] * n,
+        "op_row": [-1] * n, "parent": [-1] * n, "dur_us": [10.0] * n,
+        "lane": ["cpu"] * n, "is_gpu_work": [False] * n, "depth": [0] * n,
+    })
+
+
+def test_match_by_order_and_name_with_an_extra_op() -> None:
+    lines = [LinesOp(7, name, float(i), f"t.py:{i} (f)", "") for i, name in
+             enumerate(["aten::a", "aten::b", "aten::c"])]
+    # step 1 has an extra op (a first-call copy) the lines step did not have
+    events = _events(["aten::a", "aten::b", "aten::c", "aten::a", "aten::x", "aten::b",
+                      "aten::c"], [0, 0, 0, 1, 1, 1, 1])
+    result = attribute(events, {0: lines})
+    assert result.rows["source"].to_dict() == {
+        0: "t.py:0 (f)", 1: "t.py:1 (f)", 2: "t.py:2 (f)",
+        3: "t.py:0 (f)", 5: "t.py:1 (f)", 6: "t.py:2 (f)"}
+    assert round(result.match_pct, 3) == round(100 * 6 / 7, 3)
+
+
+def test_helpers() -> None:
+    assert split_source("/a/b.py:42 (step)") == ("/a/b.py", 42, "step")
+    assert split_source("odd") == ("odd", -1, "")
+    assert common_module(pd.Series(["M.h.0.attn", "M.h.1.attn", ""])) == "M.h"
+    assert common_module(pd.Series(["", ""])) == ""
