@@ -23,6 +23,7 @@ from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.lines import SourceLines
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
@@ -142,8 +143,10 @@ class Analysis:
     def opportunities(self) -> list[dict[str, Any]]:
         """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
         from autoprof.analysis.diagnose.opportunities import opportunities
+        from autoprof.analysis.metrics.cpu_ops import heavy_ops
 
-        return opportunities(self.breakdown)
+        bd = self.breakdown
+        return opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
 
     @cached_property
     def rank_attribution(self) -> dict[int, dict[str, Any]]:
@@ -179,6 +182,14 @@ class Analysis:
         from autoprof.analysis.metrics.ops import self_vs_total
 
         return self_vs_total(self.events)
+
+    @cached_property
+    def source_lines(self) -> SourceLines:
+        """Each op's user source line and module, from the run folder's source-lines trace
+        (metrics/lines; ``available`` False without one)."""
+        from autoprof.analysis.metrics.lines import SourceLines
+
+        return SourceLines(self.data.path, self.events)
 
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:

@@ -9,6 +9,9 @@
   host each parallel region waits for a second core, so a 0.5 MFLOP product takes
   milliseconds instead of microseconds.
 - ``seed64_threads1``: the same with 1 thread, the control.
+- ``gpt2_train_threads2``, ``cnn_train_threads2``: the models' train steps with 2 intra-op
+  threads (torch's default on 2 cores) on the same loaded host: steps that vary several-fold
+  doing the same ops, beside the 1-thread recordings of the same steps.
 
 Each case gives its recording options (``warmup`` calls, ``schedule``) and its intra-op thread
 count; ``record.py`` applies them.
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from models import cnn_train, gpt2_train
 from torch import nn
 
 
@@ -72,4 +76,8 @@ CASES: dict[str, Case] = {c.name: c for c in (
     Case("compile_mlp", "torch.compile'd MLP, default warm-up", compile_mlp),
     Case("seed64_threads2", "x @ w + b at 64x64, 2 intra-op threads", seed64, threads=2),
     Case("seed64_threads1", "x @ w + b at 64x64, 1 intra-op thread", seed64, threads=1),
+    Case("gpt2_train_threads2", "transformers GPT-2 train step, 2 intra-op threads", gpt2_train,
+         threads=2),
+    Case("cnn_train_threads2", "torch.nn ResNet-style CNN train step, 2 intra-op threads",
+         cnn_train, threads=2),
 )}

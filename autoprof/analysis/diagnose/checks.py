@@ -15,6 +15,7 @@ from autoprof.analysis.diagnose.efficiency_checks import low_efficiency_diagnost
 from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
 from autoprof.analysis.diagnose.records import Check, Diagnostic, rounded
+from autoprof.analysis.diagnose.threads import threads, threads_applies
 from autoprof.analysis.metrics.stats import median
 from autoprof.units import fmt_us
 
@@ -279,6 +280,7 @@ CHECKS: tuple[Check, ...] = (
     *MEMORY_CHECKS,
     Check("cpu-dispatch-bound", "needs profiler steps and no GPU work",
           lambda c: not c.steps.empty and not c.has_gpu, cpu_dispatch_bound),
+    Check("threads", "needs profiler steps and no GPU work", threads_applies, threads),
     Check("data-loader", "needs profiler steps", lambda c: not c.steps.empty, data_loader),
     Check("profiler-slowdown", "needs untraced calls in the manifest and profiled steps",
           lambda c: not c.steps.empty, profiler_slowdown),

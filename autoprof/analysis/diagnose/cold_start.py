@@ -1,6 +1,12 @@
 """The cold-start finding: the first profiled step or the first untraced call is much slower
 than the rest (one-time costs: allocation, autotuning, compilation, lazy imports).
 
+On a CPU-only run the first step's excess must also be shown to be one-time
+(cold_start_cpu.py: ops only it calls, or no warm-up before it and later steps that agree), and
+the first warm-up call is measured against the other warm-up calls only (the profiled steps
+carry the profiler's cost and, on a shared CPU, the wait for cores). A torch.compile'd
+function's slow first call is named as compilation, with its own hint.
+
 Thresholds are module constants; docs/analysis.md explains each and the evidence for it.
 """
 
@@ -11,6 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
+from autoprof.analysis.diagnose.cold_start_cpu import (
+    COMPILE_HINT,
+    cpu_first_step_is_one_time,
+    is_compiled,
+)
 from autoprof.analysis.diagnose.records import Diagnostic, rounded
 from autoprof.analysis.metrics.stats import median
 from autoprof.runfolder import finite_numbers
@@ -88,7 +99,7 @@ def _untraced_slow(ctx: Analysis, evidence: dict[str, Any]) -> str | None:
                         warmup_ratio=rounded(ratio), warmup_calls=len(calls))
         if ratio >= COLD_START_RATIO:
             found.append(f"{ratio:.1f}x the median of the other warm-up calls ({rest_ms:.3f} ms)")
-    step_us = _step_median_us(ctx)
+    step_us = None if not ctx.has_gpu and len(calls) >= 2 else _step_median_us(ctx)
     if step_us is not None:
         ratio = first_ms * 1e3 / step_us
         evidence.update(first_untraced_call_ms=rounded(first_ms, 3), untraced_calls=len(untraced),
@@ -99,8 +110,13 @@ def _untraced_slow(ctx: Analysis, evidence: dict[str, Any]) -> str | None:
             found.append(f"{ratio:.1f}x the median profiled step ({fmt_us(step_us)})")
     if not found:
         return None
+    evidence["warmup_slow"] = True
     which = ("first warm-up call" if calls else "first call (untraced: a wait step of the "
              "profiler schedule, before it recorded anything)")
+    if evidence.get("compiled"):
+        rest = f"; the other warm-up calls took {rest_ms:.3f} ms" if len(calls) >= 2 else ""
+        return (f"the {which} took {fmt_us(first_ms * 1e3)} compiling: the function is "
+                f"torch.compile'd (the profiled steps run its compiled code){rest}")
     return f"the {which} took {first_ms:.3f} ms, " + " and ".join(found)
 
 
@@ -123,44 +139,58 @@ WARMUP_OFF_HINT = ("Set warmup>=1 (autoprof's default is 3) so one-time costs st
                    "profiled steps.")
 
 
-def cold_start(ctx: Analysis) -> Diagnostic | None:
-    evidence: dict[str, Any] = {"ratio_threshold": COLD_START_RATIO}
-    parts = []
+def _slow_first_step(ctx: Analysis, evidence: dict[str, Any]) -> str | None:
+    """The sentence about a slow first profiled step, or None; fills ``evidence``."""
     steps = _first_rank_steps(ctx)
-    step_slow = False
-    if len(steps) >= 2:
-        first_no, first_us = steps[0]
-        rest_us = median(s for _, s in steps[1:])
-        ratio = first_us / rest_us if rest_us > 0 else float("inf")
-        evidence.update(first_step=first_no, first_step_us=rounded(first_us),
-                        other_steps_median_us=rounded(rest_us), step_ratio=rounded(ratio))
-        loader_us = _first_step_loader_excess_us(ctx, steps)
-        evidence.update(first_step_data_loader_extra_us=rounded(loader_us))
-        if ratio >= COLD_START_RATIO and loader_us < 0.5 * (first_us - rest_us):
-            step_slow = True
-            parts.append(f"the first profiled step (ProfilerStep#{first_no}) took "
-                         f"{fmt_us(first_us)}, {ratio:.1f}x the median of the later steps "
-                         f"({fmt_us(rest_us)})")
-    untraced = _untraced_slow(ctx, evidence)
-    if untraced is not None:
-        parts.append(untraced)
-    if not parts:
+    if len(steps) < 2:
         return None
-    warmup_off = _warmup_was_off(ctx)
-    evidence["warmup_off"] = warmup_off
-    text = "; ".join(parts)
-    message = text[0].upper() + text[1:] + "."
+    first_no, first_us = steps[0]
+    rest_us = median(s for _, s in steps[1:])
+    ratio = first_us / rest_us if rest_us > 0 else float("inf")
+    evidence.update(first_step=first_no, first_step_us=rounded(first_us),
+                    other_steps_median_us=rounded(rest_us), step_ratio=rounded(ratio))
+    loader_us = _first_step_loader_excess_us(ctx, steps)
+    evidence.update(first_step_data_loader_extra_us=rounded(loader_us))
+    if ratio < COLD_START_RATIO or loader_us >= 0.5 * (first_us - rest_us):
+        return None
+    if not ctx.has_gpu and not cpu_first_step_is_one_time(
+            ctx, steps, len(_untraced_calls(ctx)), evidence):
+        return None
+    evidence["step_slow"] = True
+    named = evidence.get("one_time_ops") or {}
+    where = f", most of it in {', '.join(named)}, which the later steps do not repeat" \
+        if named else ""
+    return (f"the first profiled step (ProfilerStep#{first_no}) took {fmt_us(first_us)}, "
+            f"{ratio:.1f}x the median of the later steps ({fmt_us(rest_us)}){where}")
+
+
+def _hint(ctx: Analysis, step_slow: bool, warmup_off: bool, compiled: bool) -> str:
+    if compiled and not step_slow:
+        return COMPILE_HINT
     if step_slow:
         hint = ("Warm up more before recording: more untraced warm-up calls and a profiler "
                 f"schedule warmup of at least 1, so one-time costs ({_one_time_costs(ctx)}) land "
                 "before the active steps; or leave the first step out when reading per-step "
                 "numbers.")
-        if warmup_off:
-            hint = f"{WARMUP_OFF_HINT} {hint}"
-    elif warmup_off:
-        hint = ("The profiler schedule's wait step absorbed it this time, so the recorded "
+        return f"{WARMUP_OFF_HINT} {hint}" if warmup_off else hint
+    if warmup_off:
+        return ("The profiler schedule's wait step absorbed it this time, so the recorded "
                 f"steps are clean, but only by luck of the schedule. {WARMUP_OFF_HINT}")
-    else:
-        hint = ("Warm-up already kept this one-time cost out of the profile; expect it again "
-                "at the start of every new process (pre-load or compile ahead if it matters).")
+    return ("Warm-up already kept this one-time cost out of the profile; expect it again "
+            "at the start of every new process (pre-load or compile ahead if it matters).")
+
+
+def cold_start(ctx: Analysis) -> Diagnostic | None:
+    evidence: dict[str, Any] = {"ratio_threshold": COLD_START_RATIO, "step_slow": False,
+                                "warmup_slow": False, "compiled": is_compiled(ctx)}
+    parts = [p for p in (_slow_first_step(ctx, evidence), _untraced_slow(ctx, evidence))
+             if p is not None]
+    if not parts:
+        return None
+    step_slow = bool(evidence["step_slow"])
+    warmup_off = _warmup_was_off(ctx)
+    evidence["warmup_off"] = warmup_off
+    text = "; ".join(parts)
+    message = text[0].upper() + text[1:] + "."
+    hint = _hint(ctx, step_slow, warmup_off, bool(evidence["compiled"]))
     return Diagnostic("cold-start", "warning" if step_slow else "info", message, evidence, hint)

@@ -1,8 +1,11 @@
 """Findings about host time that the GPU-centred checks do not cover.
 
-- `cpu-dispatch-bound` (no GPU work): at least DISPATCH_MIN_OPS outermost ops per step with a
-  median shorter than DISPATCH_MEDIAN_US: the step is framework dispatch, not math. Evidence:
-  ops per step, the most frequent op, time in ops vs between them, heaviest ops by self time.
+- `cpu-dispatch-bound` (no GPU work): outermost ops shorter than SHORT_OP_US (20 us) hold at
+  least DISPATCH_MIN_PCT of the steps, and a step issues at least DISPATCH_MIN_OPS outermost
+  ops: the step is framework dispatch, not math. Its measure is that share (``short_ops_pct``):
+  many ops with a short median are not enough (a transformer step issues hundreds of 10 us ops
+  beside a few matrix products that hold the time). Evidence: the share, ops per step, the most
+  frequent op, time in ops vs between them, heaviest ops by self time.
 - `data-loader`: a DataLoader's `__next__` (and the untraced time inside it) holds at least
   DATA_LOADER_MIN_PCT of the step while the GPU is idle (or, on CPU, of the step).
 """
@@ -14,64 +17,59 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.diagnose.called_steps import called_steps
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
-from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
-from autoprof.analysis.metrics.stats import isin_mask
-from autoprof.analysis.metrics.sync import autoprof_mask
+from autoprof.analysis.metrics.cpu_ops import SHORT_OP_US, heavy_ops, outermost_ops
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
     from autoprof.analysis.analysis import Analysis
 
-# an op this short is mostly the framework's per-op cost (dispatch, checks, allocation):
-# a few microseconds per op even for one element on a fast CPU
-DISPATCH_MEDIAN_US = 20.0
+DISPATCH_MIN_PCT = 30.0  # share of the step inside ops shorter than SHORT_OP_US
 DISPATCH_MIN_OPS = 100
 DATA_LOADER_MIN_PCT = 10.0
 TOP_HEAVIEST = 3
 
 
-def _outermost_ops(ctx: Analysis) -> pd.DataFrame:
-    """The outermost `cpu_op` rows inside profiler steps (autoprof's own left out)."""
-    ev = ctx.events
-    ops = isin_mask(ev["cat"], ("cpu_op",)) & (ev["step"].to_numpy() >= 0)
-    ops &= ~autoprof_mask(ev)
-    outer = ops & ~has_ancestor_in(parent_positions(ev), ops)
-    return ev.loc[outer, ["name", "dur_us", "step", "rank"]]
+def _dispatch_evidence(ctx: Analysis, ops: pd.DataFrame, short_pct: float,
+                       steps: int) -> dict[str, Any]:
+    names = ops["name"].astype(str).value_counts()
+    pct: dict[str, float] = ctx.breakdown.mean()["buckets_pct"]  # type: ignore[assignment]
+    heavy = heavy_ops(ctx.events, called_steps(ctx)).head(TOP_HEAVIEST)
+    return {
+        "short_ops_pct": round(short_pct, 1), "short_ops_pct_threshold": DISPATCH_MIN_PCT,
+        "short_op_us": SHORT_OP_US, "ops_per_step": round(len(ops) / steps, 1),
+        "op_median_us": round(float(np.median(ops["dur_us"])), 2),
+        "most_frequent_op": str(names.index[0]),
+        "most_frequent_per_step": round(int(names.iloc[0]) / steps, 1),
+        "in_ops_pct": round(pct.get("host_cpu_work", 0.0), 1),
+        "between_ops_pct": round(pct.get("host_untraced", 0.0), 1),
+        "heaviest_self_us_per_step": {str(n): round(float(v), 1) for n, v in zip(
+            heavy["name"], heavy["self_us_per_step"], strict=True)},
+    }
 
 
 def cpu_dispatch_bound(ctx: Analysis) -> Diagnostic | None:
-    ops = _outermost_ops(ctx)
-    steps = max(len(ctx.breakdown.steps), 1)
-    if ops.empty:
+    steps = called_steps(ctx)
+    step_us = steps["cpu_span_us"].to_numpy(float) if not steps.empty else np.zeros(0)
+    if not step_us.sum() > 0:
         return None
-    per_step = len(ops) / steps
-    median_us = float(np.median(ops["dur_us"]))
-    if per_step < DISPATCH_MIN_OPS or median_us >= DISPATCH_MEDIAN_US:
+    ops = outermost_ops(ctx.events, steps)
+    if len(ops) < DISPATCH_MIN_OPS * len(steps):
         return None
-    names = ops["name"].astype(str).value_counts()
-    top, count = str(names.index[0]), int(names.iloc[0])
-    bd = ctx.breakdown.mean()
-    pct: dict[str, float] = bd["buckets_pct"]  # type: ignore[assignment]
-    ev = ctx.events
-    cpu_ops = ev[isin_mask(ev["cat"], ("cpu_op",)) & ~autoprof_mask(ev)]
-    heavy = cpu_ops.groupby(cpu_ops["name"].astype(str))["self_us"].sum().nlargest(TOP_HEAVIEST)
-    evidence: dict[str, Any] = {
-        "ops_per_step": round(per_step, 1), "op_median_us": round(median_us, 2),
-        "most_frequent_op": top, "most_frequent_per_step": round(count / steps, 1),
-        "in_ops_pct": round(pct.get("host_cpu_work", 0.0), 1),
-        "between_ops_pct": round(pct.get("host_untraced", 0.0), 1),
-        "heaviest_self_us_per_step": {str(k): round(float(v) / steps, 1)
-                                      for k, v in heavy.items()},
-    }
+    short = 100.0 * float(ops.loc[ops["dur_us"] < SHORT_OP_US, "dur_us"].sum()) / step_us.sum()
+    if short < DISPATCH_MIN_PCT:
+        return None
+    ev = _dispatch_evidence(ctx, ops, short, len(steps))
     return Diagnostic(
         id="cpu-dispatch-bound", severity="warning",
-        message=(f"{per_step:.0f} ops per step with a median of {fmt_us(median_us)} each "
-                 f"({top} x{count / steps:.0f} per step): the step is spent issuing tiny ops; "
-                 f"{evidence['in_ops_pct']:.0f}% of it inside ops, "
-                 f"{evidence['between_ops_pct']:.0f}% between them (Python)."),
-        evidence=evidence,
+        message=(f"ops shorter than {fmt_us(SHORT_OP_US)} hold {short:.0f}% of the step "
+                 f"({ev['ops_per_step']:.0f} ops per step, median {fmt_us(ev['op_median_us'])}; "
+                 f"{ev['most_frequent_op']} x{ev['most_frequent_per_step']:.0f} per step): the "
+                 f"step is spent issuing tiny ops; {ev['in_ops_pct']:.0f}% of it inside ops, "
+                 f"{ev['between_ops_pct']:.0f}% between them (Python)."),
+        evidence=ev,
         hint=("Batch or vectorise: one op over a whole tensor instead of a Python loop of "
               "small ones (index with a tensor, not element by element; torch.stack once); "
               "torch.compile can fuse what remains."),

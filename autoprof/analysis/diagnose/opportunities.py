@@ -7,7 +7,9 @@
 
 `max_speedup` = step / (step - bucket): the speed-up if the cause vanished and nothing else
 changed (an upper bound: removing host work can expose GPU time it hid). `gpu_compute` is not
-an opportunity here (the efficiency analysis says how well that time is used).
+an opportunity here (the efficiency analysis says how well that time is used). On a CPU-only
+run `host_cpu_work` is the step itself, so its place goes to the heaviest ops, each bounded
+on its own (cpu_bounds.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from autoprof.analysis.diagnose.cpu_bounds import cpu_op_bounds
 from autoprof.analysis.metrics.breakdown import BUCKETS, Breakdown
 from autoprof.analysis.metrics.ranks import COLLECTIVE_NAME
 
@@ -44,17 +47,20 @@ HINTS: dict[str, str] = {
 # on a CPU-only run no GPU waits: the host buckets are the step itself
 CPU_HINTS: dict[str, str] = {
     "host_cpu_work": "time inside ops: the heaviest ops by self time are where to look "
-                     "(vectorise, fewer and larger ops, torch.compile, more threads)",
+                     "(vectorise, fewer and larger ops, torch.compile)",
     "host_untraced": "time between ops (Python, waiting, sleeping): look at the code around "
                      "the named region (with_stack=True shows the lines)",
 }
 
 
 def opportunities(bd: Breakdown, straggler: int | None = None,
-                  rank: int | None = None) -> list[dict[str, Any]]:
+                  rank: int | None = None,
+                  cpu_ops: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """The non-compute buckets of `bd` (one rank, or every rank's steps pooled), largest
     first; see the module doc. `straggler`: the rank the others wait for, named in the hint
-    of a faster rank's exposed communication."""
+    of a faster rank's exposed communication. `cpu_ops`: the self time per step of each op
+    over `bd`'s steps (metrics/cpu_ops.heavy_ops), which replaces `host_cpu_work` on a
+    CPU-only run."""
     steps = bd.steps
     n = len(steps)
     if not n:
@@ -68,6 +74,11 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
         us = float(steps[f"{bucket}_us"].mean())
         pct = 100.0 * us / step_us
         if pct < MIN_PCT:
+            continue
+        ops = cpu_op_bounds(cpu_ops, step_us) if bucket == "host_cpu_work" and not has_gpu \
+            and cpu_ops is not None else []
+        if ops:
+            out += ops
             continue
         rows = bd.where[bd.where["bucket"] == bucket]
         per_name = rows.groupby("name", sort=False)["us"].sum().sort_values(
