@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from autoprof import env as settings
 from autoprof import runfolder
 from autoprof.cli_diff import add_diff_parser
+from autoprof.cli_lines import add_lines_parser
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -98,6 +99,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         return _error(path, "no such file or directory")
+    if args.jobs or args.dask:  # many ranks: each analysed on its own, then a reduce
+        from autoprof.analysis.scale.text import summary_at_scale
+
+        return summary_at_scale(path, args.jobs, args.dask, args.json)
     if _is_folder_of_runs(path):
         if args.format == "markdown" and not args.json:
             return _runs_markdown(path)
@@ -150,6 +155,9 @@ def _finish_left_recording(path: Path) -> None:
 
     try:
         result = finish_folder(path, this_host_only=True)
+    except runfolder.FolderLocked as err:  # another process holds it: show it as it is
+        print(f"autoprof: {err}; reading the run as it is", file=sys.stderr)
+        return
     except (FinishError, OSError):
         return
     if result is not None:
@@ -312,6 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--peak-gbps", type=_positive, default=None, metavar="GBPS",
                          help="the device's peak memory bandwidth in GB/s (default: the peaks "
                               "table, else $AUTOPROF_PEAK_GBPS)")
+    summary.add_argument("--jobs", type=int, default=None, metavar="N",
+                         help="analyse each rank on its own in N local processes, then reduce")
+    summary.add_argument("--dask", default=None, metavar="SCHEDULER_ADDRESS",
+                         help="the same, on a Dask cluster (pip install 'autoprof[dask]')")
     summary.set_defaults(func=cmd_summary)
     view = sub.add_parser("view", help="open the Streamlit viewer on a traces folder")
     view.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
@@ -328,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "./traces)")
     mcp.set_defaults(func=cmd_mcp)
     add_diff_parser(sub)
+    add_lines_parser(sub)
     return parser
 
 

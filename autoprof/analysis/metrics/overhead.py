@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.stats import (
+    by_rank,
     cpu_mask,
     cpu_work_mask,
     finite_or_none,
@@ -214,8 +215,7 @@ def overhead(events: pd.DataFrame, rank: int | None = None, *,
     if steps is None:
         steps = per_step(events)
     ranks = ranks_of(events)
-    for r in ranks:
-        ev = events if len(ranks) == 1 else for_rank(events, r)
+    for r, ev in by_rank(events):
         work = gpu_work(ev)
         start, end = _window(ev, work)
         parts.window_us += end - start
@@ -242,15 +242,20 @@ def _end_of_cycle_syncs(events: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray
     if not device_wide.any():
         return mask
     last = step_rows(events).groupby("rank").tail(1)
-    step_of, rank_of, cpu = events["step"].to_numpy(), events["rank"].to_numpy(), cpu_mask(events)
-    labels = events.index.to_numpy()
-    for label, step in zip(last.index, last["step_no"], strict=True):
-        rank = events.at[label, "rank"]
-        # the step's other CPU rows, as a mask (filtering would copy a fifth of the table)
-        inside = (step_of == step) & (rank_of == rank) & cpu & (labels != label)
-        final_end = float(_masked(events, "end_us", inside).max()) if inside.any() else -math.inf
-        mask |= (device_wide & (syncs["parent"].to_numpy() == label)
-                 & (syncs["end_us"].to_numpy() >= final_end))
+    if last.empty:
+        return mask
+    # one pass over the table (not one per rank): the other CPU rows of each rank's last step
+    step_of, rank_of = events["step"].to_numpy(), events["rank"].to_numpy()
+    width = int(max(step_of.max(), last["step_no"].max())) + 2
+    key = rank_of * width + (step_of + 1)
+    last_key = last["rank"].to_numpy() * width + (last["step_no"].to_numpy() + 1)
+    inside = cpu_mask(events) & np.isin(key, last_key)
+    inside[events.index.get_indexer(last.index)] = False
+    ends = pd.Series(_masked(events, "end_us", inside)).groupby(key[inside]).max()
+    final_end = pd.Series(ends.reindex(last_key).fillna(-math.inf).to_numpy(), index=last.index)
+    parent_end = final_end.reindex(syncs["parent"].to_numpy()).to_numpy()
+    mask |= (device_wide & ~np.isnan(parent_end)
+             & (syncs["end_us"].to_numpy() >= np.nan_to_num(parent_end, nan=math.inf)))
     return mask
 
 

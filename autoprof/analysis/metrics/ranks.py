@@ -41,11 +41,10 @@ import pandas as pd
 from autoprof.analysis.metrics.overhead import NEEDS as OVERHEAD_NEEDS
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.stats import (
+    by_rank,
     cpu_mask,
-    for_rank,
     median,
     name_matches,
-    ranks_of,
     require_columns,
     step_rows,
     union_length,
@@ -158,10 +157,8 @@ def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = Non
     """
     require_columns(events, _NEEDS, "rank_table")
     events = events[_NEEDS]  # only what is used: filtering copies fewer columns
-    ranks = ranks_of(events)
     rows = []
-    for r in ranks:
-        ev = events if len(ranks) == 1 else for_rank(events, r)
+    for r, ev in by_rank(events):  # one pass: the table is sorted by rank
         ov = (overheads or {}).get(r) or overhead(ev)
         rows.append(rank_row(ev, r, ov, bd))
     return pd.DataFrame(rows, columns=RANK_COLUMNS)

@@ -11,7 +11,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,22 @@ def for_rank(events: pd.DataFrame, rank: int | None) -> pd.DataFrame:
     if rank is None:
         return events
     return events[events["rank"].to_numpy() == rank]
+
+
+def by_rank(events: pd.DataFrame) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(rank, its rows) for each rank, ascending; each the rows ``for_rank`` gives, in the same
+    order. The loader's table is sorted by (rank, ts): one pass checks that and each rank is
+    then a slice between two boundaries, so N ranks cost one pass, not N full-table masks (an
+    unsorted table is stably sorted by rank once)."""
+    if events.empty:
+        return
+    ranks = events["rank"].to_numpy()
+    if len(ranks) > 1 and not bool((ranks[1:] >= ranks[:-1]).all()):
+        order = np.argsort(ranks, kind="stable")
+        events, ranks = events.iloc[order], ranks[order]
+    cuts = [0, *(np.flatnonzero(ranks[1:] != ranks[:-1]) + 1).tolist(), len(ranks)]
+    for start, end in zip(cuts[:-1], cuts[1:], strict=True):
+        yield int(ranks[start]), events.iloc[start:end]
 
 
 def ranks_of(events: pd.DataFrame) -> list[int]:

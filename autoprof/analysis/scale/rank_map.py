@@ -1,0 +1,137 @@
+"""The map: one rank's trace -> its ``RankResult``, analysed on its own, cached beside it.
+
+``analyse_rank(task)`` loads only that rank's trace (``autoprof.analysis.load_data``: the
+rank comes from the trace's ``distributedInfo``, its name or the run's manifests, as in a
+whole-run load), gives it the run's manifest (the call region and the profiler caveat come
+from there) and runs the same metrics a whole-run summary runs per rank: the rank table's
+row (``rank_table`` over a one-rank table is the whole-run table's row of that rank: every
+column of it is computed from that rank's rows alone), the breakdown, the verdict, the top
+ops, the memory peaks and the step times. Its memory is one rank's table, whatever the
+number of ranks.
+
+The result is written beside the trace as ``<trace>.autoprof.rank`` (JSON; a name no trace
+reader takes), keyed by the trace as it is now (size, ``mtime_ns``, ``ctime_ns``, inode), the
+run's manifest and world size, and a hash of the analysis code, so a second open reads a few
+kilobytes per rank. A key that differs, or a file that does not read, means recompute; the
+write is atomic (temporary file + ``os.replace``); an unwritable folder just means no cache.
+
+``analyse_rank`` is a module-level function of one picklable argument, so any
+``concurrent.futures.Executor`` runs it: a local process pool, Dask's, Ray's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
+
+SUFFIX = ".autoprof.rank"
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """What the map needs to analyse one trace of a run (picklable, small)."""
+
+    trace: str
+    manifest: dict[str, Any] | None
+    world_size: int
+    use_cache: bool = True
+
+
+def cache_path(trace: str | Path) -> Path:
+    trace = Path(trace)
+    return trace.with_name(trace.name + SUFFIX)
+
+
+def _code_hash() -> str:
+    from autoprof.analysis.report.summary_cache import code_hash
+
+    digest = hashlib.sha256(code_hash().encode())
+    for source in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(task: RankTask) -> dict[str, Any] | None:
+    """What a cached result must match, or None when the trace cannot be read."""
+    try:
+        st = Path(task.trace).stat()
+    except OSError:
+        return None
+    manifest = json.dumps(task.manifest, sort_keys=True, default=str)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino, "format": FORMAT_VERSION, "world_size": task.world_size,
+            "manifest": hashlib.sha256(manifest.encode()).hexdigest(), "code": _code_hash()}
+
+
+def read_cached(task: RankTask) -> RankResult | None:
+    """The cached result of ``task`` when its key matches the trace as it is now."""
+    key = cache_key(task) if task.use_cache else None
+    if key is None:
+        return None
+    try:
+        raw = json.loads(cache_path(task.trace).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("key") != key:
+        return None
+    return RankResult.from_json(json.dumps(raw.get("result")))
+
+
+def write_cached(task: RankTask, result: RankResult) -> bool:
+    """Write ``result`` beside its trace (atomic); False when the folder is not writable."""
+    key = cache_key(task)
+    if key is None or not task.use_cache:
+        return False
+    target = cache_path(task.trace)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    text = json.dumps({"key": key, "result": json.loads(result.to_json())})
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def analyse_rank(task: RankTask) -> RankResult:
+    """The rank's result: from its cache when that matches, else computed and cached."""
+    cached = read_cached(task)
+    if cached is not None:
+        return cached
+    result = compute_rank(task)
+    write_cached(task, result)
+    return result
+
+
+def compute_rank(task: RankTask) -> RankResult:
+    """Load the one trace and analyse it on its own (see the module doc)."""
+    from autoprof.analysis import Analysis, load_data
+    from autoprof.analysis.report.summary import jsonable, memory_summary, top_ops
+
+    data = load_data(task.trace)
+    data = dataclasses.replace(data, manifest=task.manifest,
+                               world_size=max(task.world_size, data.world_size))
+    analysis = Analysis(data)
+    table = analysis.ranks
+    row = jsonable(table.to_dict(orient="records")[0]) if len(table) else {}
+    mean = dict(analysis.breakdown.mean())
+    mean.pop("per_step", None)
+    memory = memory_summary(analysis.memory)
+    spans = analysis.steps["cpu_span_us"] if len(analysis.steps) else []
+    verdict = analysis.verdict
+    rank = int(row["rank"]) if row else int(data.events["rank"].iloc[0]) if len(data.events) else 0
+    return RankResult(
+        rank=rank, trace=str(task.trace), events=len(data.events), row=row,
+        breakdown=jsonable(mean), verdict=str(verdict.kind), verdict_reason=str(verdict.reason),
+        top_ops=top_ops(analysis.ops), memory_peaks=memory["devices"] if memory else None,
+        step_times_us=[float(s) for s in spans], world_size=data.world_size,
+        warnings=list(data.load_warnings),
+    )

@@ -1,0 +1,162 @@
+"""Many ranks: time and peak memory of analysing a run of N rank traces, side by side.
+
+Runs (``many_ranks.py``) of N ranks x ``--events`` trace events each, gzipped, tiled from real
+NCCL DDP traces. Every measurement is one fresh process (``_measure.run_child``: its own peak
+RSS from ``VmHWM`` and the children it waited for), the contenders alternating at each size:
+
+- ``merged``: ``autoprof.load(DIR).summary()``, the one-table path: every rank decoded into
+  one merged events table, then the whole summary over it (no cache: ``AUTOPROF_CACHE=0``);
+- ``map``: ``autoprof.analysis.scale.summarize_ranks(DIR, jobs=J)``: each rank analysed on
+  its own in a process pool into a small per-rank result cached beside its trace, the run's answer a
+  reduce over those (per-rank caches removed before each first open);
+- ``map-cached``: the same call again once the per-rank caches exist (the second open);
+- ``dask``: the map on a Dask ``LocalCluster`` (when dask is installed), to check it gives the
+  same answer as one process.
+
+Each child reports the run's answer (straggler rank, the ranks' exposed communication), so
+the table says whether the contenders agree. Results as JSON with every sample (``--out``).
+
+    .venv/bin/python benchmarks/ranks.py --ranks 8,32,128 --events 20000 [--modes merged,map]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from many_ranks import ensure_run  # noqa: E402
+
+from _measure import MeasureError, MeasureTimeout, Stats, run_child  # noqa: E402
+
+_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[1] + "/benchmarks")
+mode, folder, jobs = sys.argv[2], sys.argv[3], int(sys.argv[4])
+import numpy, pandas  # imported before the clock, as every benchmark here does
+from _measure import emit
+t0 = time.perf_counter()
+if mode == "merged":
+    import autoprof.analysis
+    run = autoprof.analysis.load(folder)
+    s = run.summary()
+    answer = {"straggler_rank": s.get("straggler_rank"),
+              "exposed_comm_pct": [round(float(r["exposed_comm_pct"]), 6) for r in s["ranks"]],
+              "ranks": len(s["ranks"]), "events": s["events"]}
+else:
+    from autoprof.analysis.scale import summarize_ranks
+    executor = None
+    if mode == "dask":
+        from distributed import Client, LocalCluster
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False)
+        executor = Client(cluster).get_executor()
+    t0 = time.perf_counter()
+    result = summarize_ranks(folder, jobs=jobs, executor=executor)
+    answer = {"straggler_rank": result.straggler_rank,
+              "exposed_comm_pct": [round(float(r.exposed_comm_pct), 6) for r in result.ranks],
+              "ranks": len(result.ranks), "events": result.events}
+work_s = time.perf_counter() - t0
+emit({"work_s": work_s, **answer})
+"""
+
+
+def _clear_caches(folder: Path) -> None:
+    for pattern in ("*.autoprof.arrow", "*.autoprof.summary.json", "*.autoprof.rank.json"):
+        for path in folder.glob(pattern):
+            path.unlink()
+
+
+def measure(mode: str, folder: Path, jobs: int, timeout_s: float) -> dict[str, Any]:
+    """One fresh process of ``mode`` on ``folder``: its wall time, peak RSS and answer."""
+    if mode in ("merged", "map", "dask"):
+        _clear_caches(folder)
+    env = {"AUTOPROF_CACHE": "0"} if mode == "merged" else {}
+    argv = [sys.executable, "-c", _CHILD, str(REPO), mode if mode != "map-cached" else "map",
+            str(folder), str(jobs)]
+    try:
+        sample = run_child(argv, env=env, timeout_s=timeout_s, cwd=str(REPO))
+    except MeasureTimeout as exc:
+        return {"mode": mode, "error": str(exc), "timeout_s": exc.timeout_s,
+                "peak_rss_mb": exc.peak_rss_mb}
+    except MeasureError as exc:
+        return {"mode": mode, "error": str(exc)[-2000:]}
+    return {"mode": mode, "peak_rss_mb": sample.peak_rss_mb, "process_s": sample.wall_s,
+            **sample.values}
+
+
+def _row(world: int, mode: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [s for s in samples if "error" not in s]
+    answers = {json.dumps([s["straggler_rank"], s["exposed_comm_pct"]]) for s in ok}
+    return {"ranks": world, "mode": mode, "n": len(ok),
+            "work_s": Stats.of([s["work_s"] for s in ok]).as_dict(),
+            "peak_rss_mb": Stats.of([s["peak_rss_mb"] for s in ok]).as_dict(),
+            "straggler_rank": ok[0]["straggler_rank"] if ok else None,
+            "answer": ok[0] if len(answers) == 1 else None,
+            "errors": [s["error"] for s in samples if "error" in s]}
+
+
+def _print(rows: list[dict[str, Any]]) -> None:
+    print("| ranks | mode | time s: median [min-max] | peak RSS MB | straggler | n |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        t, m = r["work_s"], r["peak_rss_mb"]
+        print(f"| {r['ranks']} | {r['mode']} | {t['median']:.3g} [{t['min']:.3g}-{t['max']:.3g}]"
+              f" | {m['median']:,.0f} | {r['straggler_rank']} | {r['n']}"
+              f"{' ERR ' + r['errors'][0][:200] if r['errors'] else ''} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", default="8,32,128")
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--modes", default="merged,map,map-cached")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--work", type=Path, default=HERE / "out" / "ranks")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", action="store_true", help="keep the generated runs")
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    result: dict[str, Any] = {"machine": {"python": platform.python_version(),
+                                          "cpus": os.cpu_count(), "load": os.getloadavg()},
+                              "events_per_rank": args.events, "jobs": args.jobs,
+                              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "rows": [], "samples": []}
+    for world in (int(x) for x in args.ranks.split(",")):
+        t0 = time.perf_counter()
+        folder = ensure_run(args.work, world, args.events)
+        print(f"# {world} ranks written in {time.perf_counter() - t0:.1f} s", flush=True)
+        samples: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+        for k in range(args.repeat):
+            for mode in (modes if k % 2 == 0 else modes[::-1]):
+                if mode == "map-cached" and not samples.get("map"):
+                    measure("map", folder, args.jobs, args.timeout)  # the caches to read
+                sample = measure(mode, folder, args.jobs, args.timeout)
+                sample["ranks"] = world
+                samples[mode].append(sample)
+                result["samples"].append(sample)
+                shown = {k: v for k, v in sample.items() if k != "exposed_comm_pct"}
+                print(f"#   {mode}: {json.dumps(shown)[:300]}", flush=True)
+        result["rows"].extend(_row(world, m, samples[m]) for m in modes)
+        result["machine"]["load_end"] = os.getloadavg()
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
+        if not args.keep:
+            shutil.rmtree(folder)
+    _print(result["rows"])
+
+
+if __name__ == "__main__":
+    main()
