@@ -7,6 +7,7 @@ them readable: ``8.3 µs``, ``1.25 ms``, ``4.4 s``; missing values are ``n/a``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def fmt_us(value_us: float | int | None) -> str:
@@ -84,3 +85,39 @@ def fmt_flops(value: float | int | None) -> str:
         if abs(v) >= size:
             return f"{v / size:.3g} {unit}"
     return f"{v:.0f} FLOP"
+
+
+# --- text fit for a terminal ---------------------------------------------------------------
+
+MAX_TEXT_CHARS = 2000  # a name or message longer than this is shortened where it is printed
+
+
+def safe_text(text: object, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """``text`` as one printable line: control and other non-printing characters are
+    escaped as Python writes them (ESC as ``\\x1b``, CR as ``\\r``, a newline as ``\\n``),
+    so a name from a trace can never move the cursor, clear the screen or retitle the
+    terminal; longer than ``max_chars``, it is cut and says how long it was."""
+    value = str(text)
+    if len(value) <= max_chars and value.isprintable():
+        return value
+    cut = len(value) > max_chars
+    head = value[:max_chars] if cut else value
+    escaped = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                      for c in head)
+    if len(escaped) > max_chars:
+        escaped, cut = escaped[:max_chars], True
+    return f"{escaped}... ({len(value):,} characters, cut)" if cut else escaped
+
+
+def safe_strings(value: Any, max_chars: int = MAX_TEXT_CHARS) -> Any:
+    """Every string in a JSON-like value (dict keys too) through :func:`safe_text`: what the
+    text and markdown renderers format, so no field they print can carry control
+    characters or megabytes of name."""
+    if isinstance(value, str):
+        return safe_text(value, max_chars)
+    if isinstance(value, dict):
+        return {safe_strings(k, max_chars): safe_strings(v, max_chars)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [safe_strings(v, max_chars) for v in value]
+    return value

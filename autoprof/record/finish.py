@@ -189,9 +189,13 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
     """Finish the run described by ``manifest_name`` in ``run_dir``; None when there is
     nothing to do (already finished, or a live process still records it). With
     ``this_host_only``, a run recorded on another host is left alone too (whether its
-    process lives cannot be known from here)."""
-    with folder_lock(run_dir):
-        path = run_dir / manifest_name
+    process lives cannot be known from here). A folder with nothing to do is told from its
+    manifest without the lock (reading a finished run never waits); the lock is waited for
+    at most ``rf.lock_wait_s`` (the readers' shorter wait with ``this_host_only``)."""
+    path = run_dir / manifest_name
+    if handoff is None and not _to_finish(read_manifest(path), False, this_host_only):
+        return None
+    with folder_lock(run_dir, rf.lock_wait_s(reader=this_host_only)):
         manifest = handoff if handoff is not None else read_manifest(path)
         if not _to_finish(manifest, handoff is not None, this_host_only):
             return None

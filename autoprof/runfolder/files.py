@@ -20,9 +20,12 @@ import platform
 import re
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
+
+from autoprof.units import safe_text
 
 SCHEMA_VERSION = 1
 Status = Literal["recording", "complete", "failed", "partial"]
@@ -106,21 +109,80 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, default=str) + "\n").encode())
 
 
+WRITER_LOCK_WAIT_S = 120.0  # a finisher or the what-if record waits this long for the folder
+READER_LOCK_WAIT_S = 10.0  # the CLI or viewer opening a run left recording waits this long
+_LOCK_POLL_S = 0.05
+
+
+class FolderLocked(OSError):
+    """The run folder's lock is still held after the bounded wait: the message names the
+    folder, who holds it (when the OS says) and how long this process waited."""
+
+
+def lock_wait_s(reader: bool = False) -> float:
+    """How long to wait for a folder's lock: ``AUTOPROF_LOCK_WAIT_S`` when set, else
+    :data:`READER_LOCK_WAIT_S` for readers, :data:`WRITER_LOCK_WAIT_S` for writers."""
+    from autoprof import env
+
+    return env.positive_float("AUTOPROF_LOCK_WAIT_S",
+                              READER_LOCK_WAIT_S if reader else WRITER_LOCK_WAIT_S)
+
+
 @contextlib.contextmanager
-def folder_lock(run_dir: Path) -> Iterator[None]:
+def folder_lock(run_dir: Path, wait_s: float | None = None) -> Iterator[None]:
     """An exclusive lock on the run folder itself (no lock file to leave behind): every
-    writer of a finished folder's manifest (the finisher, the what-if record) holds it."""
+    writer of a finished folder's manifest (the finisher, the what-if record) holds it.
+    Waits at most ``wait_s`` (default :func:`lock_wait_s`), then raises FolderLocked; a
+    stopped or stuck holder never hangs the caller."""
     fd = os.open(run_dir, os.O_RDONLY)
     try:
         try:
-            import fcntl
+            import fcntl  # noqa: F401  (only: is this POSIX?)
         except ImportError:  # pragma: no cover - not POSIX: writers are not serialized
             yield
             return
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock_within(fd, run_dir, lock_wait_s() if wait_s is None else wait_s)
         yield
     finally:
         os.close(fd)
+
+
+def _lock_within(fd: int, run_dir: Path, wait_s: float) -> None:
+    import fcntl
+
+    started = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            waited_s = time.monotonic() - started
+            if waited_s >= wait_s:
+                raise FolderLocked(f"{run_dir}: locked by "
+                                   f"{lock_holder(run_dir)}; gave up after waiting "
+                                   f"{waited_s:.1f} s (AUTOPROF_LOCK_WAIT_S)") from None
+            time.sleep(min(_LOCK_POLL_S, max(wait_s - waited_s, 0.0)))
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the flock on ``path``, from /proc/locks (Linux): ``pid 123 (python -m
+    autoprof.finish ...)``, or ``another process`` where that cannot be told."""
+    try:
+        st = os.stat(path)
+        inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            pids = [int(f[4]) for f in (line.split() for line in fh)
+                    if len(f) > 5 and f[1] == "FLOCK" and f[5] == inode and "->" not in f]
+    except (OSError, ValueError):
+        return "another process"
+    if not pids:
+        return "another process"
+    try:
+        with open(f"/proc/{pids[0]}/cmdline", "rb") as fh:
+            command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return f"pid {pids[0]}" + (f" ({safe_text(command, 120)})" if command else "")
 
 
 def stale_temps(folder: Path) -> list[Path]:
