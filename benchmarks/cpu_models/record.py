@@ -51,8 +51,9 @@ def record_one(name: str, out: Path, threads: int) -> dict[str, Any]:
     torch.set_num_threads(case.threads or threads)
     fn, batch = case.build()
     shutil.rmtree(out / name, ignore_errors=True)
+    # source_lines off: its second trace (up to 1.2 MB here) is not read by the findings
     step = autoprof.autoprof(name=name, warmup=case.warmup, schedule=case.schedule,
-                             activities=("cpu",), out_dir=str(out))(fn)
+                             activities=("cpu",), out_dir=str(out), source_lines=False)(fn)
     phases = _phases(case.warmup, case.schedule)
     load_before = os.getloadavg()
     starts = []

@@ -101,3 +101,13 @@ def test_a_lazy_module_s_first_call_is_a_cold_start():
 
 def test_steady_single_thread_control_has_no_threads_finding():
     assert "threads" not in _findings("seed64_threads1")
+
+
+@pytest.mark.parametrize("name", ["seed64_threads2", "gpt2_train_threads2"])
+def test_two_intra_op_threads_on_the_loaded_host_get_the_threads_finding(name: str):
+    """The same steps with one thread (seed64_threads1, gpt2_train) get none."""
+    d = _findings(name)["threads"]
+    assert "torch.set_num_threads" in d.hint
+    assert RECORDING[name]["intra_op_threads"] == 2
+    assert "threads" not in _findings(name.replace("_threads2", "_threads1")
+                                      if name.startswith("seed") else "gpt2_train")
