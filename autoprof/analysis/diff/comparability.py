@@ -1,8 +1,9 @@
 """Can A and B be compared at all? Each difference between the runs, and what it allows.
 
-``not comparable`` (no speed verdict): another device, another number of ranks, or the
-heaviest ops running on other input shapes (another problem size: 64x64 against 4096x4096
-is a different program, not a regression). ``comparable with caveats``: another torch or
+``not comparable`` (no speed verdict): another device, another number of ranks, another
+problem size (the manifest's ``size``, else the first op's shapes, else a folder named like
+``n64``), or the heaviest ops running on other input shapes (64x64 against 4096x4096 is
+another program, not a regression). ``comparable with caveats``: another torch or
 CUDA build, other profiler options or schedule, another function name, other step counts,
 or shapes that differ only on light ops. ``comparable``: none of these.
 """
@@ -72,6 +73,9 @@ def _blocking(a: RunFacts, b: RunFacts, shapes_pct: float, shapes: list[str]) ->
         reasons.append(f"device: {a.device} in A, {b.device} in B")
     if a.world_size != b.world_size:
         reasons.append(f"ranks: {a.world_size} in A, {b.world_size} in B")
+    if a.problem_size is not None and b.problem_size is not None and (
+            a.problem_size != b.problem_size):
+        reasons.append(f"problem size: {a.problem_size:g} in A, {b.problem_size:g} in B")
     if shapes_pct > SHAPES_NOT_COMPARABLE_PCT:
         reasons.append(f"input shapes: ops holding {shapes_pct:.0f}% of A's op time run on "
                        f"other shapes in B ({', '.join(shapes[:3])}): another problem size")

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from autoprof.analysis.metrics.problem_size import run_size
+
 if TYPE_CHECKING:
     from autoprof.analysis.run import Run
 
@@ -51,6 +53,7 @@ class RunFacts:
     launches_per_step: float | None
     memory_peak_bytes: float | None
     mfu_pct: float | None
+    problem_size: float | None = None  # the manifest's size, the first op's largest dim, n64/
     ops: Mapping[str, OpFacts] = field(default_factory=dict)
     kernels: Mapping[str, KernelFacts] = field(default_factory=dict)
 
@@ -151,6 +154,11 @@ def _launches_per_step(summary: Mapping[str, Any]) -> float | None:
     return float(pd.Series(launches).median()) if launches else None
 
 
+def _problem_size(manifest: dict[str, Any], run: Run) -> float | None:
+    size = run_size(manifest, run.events, str(run.path))
+    return None if pd.isna(size) else float(size)
+
+
 def run_facts(run: Run) -> RunFacts:
     """Everything a diff compares, from one loaded run."""
     summary = run.summary()
@@ -178,6 +186,7 @@ def run_facts(run: Run) -> RunFacts:
         launches_per_step=_launches_per_step(summary),
         memory_peak_bytes=_memory_peak_bytes(summary),
         mfu_pct=float(mfu) if isinstance(mfu, int | float) else None,
+        problem_size=_problem_size(manifest, run),
         ops=_op_facts(run.events, steps),
         kernels=_kernel_facts(run.events, steps),
     )

@@ -1,4 +1,5 @@
-"""Compare: runs side by side on a log axis, and a size sweep of CPU vs GPU time."""
+"""Compare: the diff of the first two chosen runs (the selected run against the next), then
+the runs side by side on a log axis, and a size sweep of CPU vs GPU time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import autoprof.analysis as analysis
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer.views._common import device_name, no_folder, readable, show_error
+from autoprof.viewer.views.compare_diff import render_diff
 
 PER_STEP = (("step_cpu_span_us_median", "CPU per step"),
             ("step_gpu_work_us_median", "GPU work per step"))
@@ -37,6 +39,9 @@ def render(ctx: Context) -> None:
     if ctx.current is not None and good[0].path == ctx.current.path:
         table.loc[0, "run"] += " (selected)"
     table["path"] = [_relative(p, ctx) for p in table["path"]]
+    if len(runs) >= 2:
+        render_diff(runs[1], runs[0], table["run"].iloc[1], table["run"].iloc[0])
+        st.subheader("Side by side")
     st.altair_chart(
         _charts.grouped_bars(table, "run", [c for c, _ in PER_STEP], [t for _, t in PER_STEP],
                              "Median time per profiled step", "time per step", log=True),

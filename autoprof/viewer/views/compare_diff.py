@@ -1,0 +1,57 @@
+"""The head of the Compare page: the diff of two chosen runs (``autoprof diff``): verdict,
+confidence and the ranked causes. Draws only; every number comes from ``autoprof.analysis.diff``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from autoprof.analysis.diff import Diff, diff
+from autoprof.viewer._text import md_escape
+from autoprof.viewer.views._common import readable
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def _causes(rows: list[Any]) -> pd.DataFrame:
+    return readable(pd.DataFrame(
+        [{"what": c.kind, "name": c.name, "A_us": c.a_us, "B_us": c.b_us,
+          "change_us": c.delta_us, "share_of_change_pct": c.share_pct, "note": c.note}
+         for c in rows]))
+
+
+def _verdict(result: Diff) -> None:
+    step = result.step
+    if step is None:
+        st.warning("Not comparable: " + md_escape("; ".join(result.comparability.blocking)))
+        return
+    left, right = st.columns(2)
+    left.metric("Step time (B against A)", md_escape(step.verdict), _pct(step.change_pct),
+                delta_color="inverse")
+    right.metric("95% interval of the change", f"{_pct(step.ci_low_pct)} .. "
+                 f"{_pct(step.ci_high_pct)}")
+    st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps; {step.reason}. "
+                         "Method: the median's change with a percentile bootstrap "
+                         "(docs/diff.md)."))
+    for caveat in result.comparability.caveats:
+        st.caption("Caveat: " + md_escape(caveat))
+
+
+def render_diff(a: Any, b: Any, label_a: str, label_b: str) -> None:
+    """The diff of run ``b`` against run ``a`` (the baseline)."""
+    st.subheader("Diff")
+    st.caption(md_escape(f"A = {label_a}   B = {label_b}"))
+    result = diff(a, b)
+    _verdict(result)
+    if result.why:
+        st.markdown("**Why** (per step, the ops that explain most of the change first)")
+        st.dataframe(_causes(result.why), hide_index=True, width="stretch")
+    moved = [c for c in result.buckets if c.delta_us]
+    if moved:
+        st.markdown("**Where the time moved** (the seven buckets, per step)")
+        st.dataframe(_causes(moved), hide_index=True, width="stretch")
