@@ -23,7 +23,10 @@ mask index), the cost of pinning in the main process.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pandas as pd
 
 from autoprof.analysis.metrics.replay.changes import (
     Change,
@@ -33,6 +36,7 @@ from autoprof.analysis.metrics.replay.changes import (
     OverlapBetweenCalls,
     RemoveSync,
 )
+from autoprof.analysis.metrics.replay.replay import predict_speedups
 
 FixName = Literal["cuda-graph", "remove-sync", "sync-free-cuda-graph", "loader-workers",
                   "pin-memory", "no-loader"]
@@ -53,3 +57,13 @@ def fix_changes(fix: FixName, call: str) -> list[Change]:
         "no-loader": [OverlapBetweenCalls(call), HideLoader(), _GONE],
     }
     return table[fix]
+
+
+def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
+                baseline: Sequence[Change] = (), rank: int | None = None) -> dict[str, Any]:
+    """The named fix's replayed speedup as the summary shows it: `fix`, and
+    `predicted_speedup` with its median, quartiles, min and max over the profiled steps
+    (`baseline`: changes applied to both sides first, a `ScaleHost` to the untraced call)."""
+    got = predict_speedups(events, fix_changes(fix, call), rank=rank, baseline=baseline)
+    return {"fix": fix, "predicted_speedup": {
+        "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}

@@ -1,0 +1,158 @@
+"""The loop around the function: each profiler step split into the call and the time between.
+
+A decorated function's profiler step runs from one call to the next, so it holds the
+caller's loop too (`for batch in loader: step(batch)`: the DataLoader's `__next__` runs
+between two calls). That time is the user's, not autoprof's: autoprof's own time is only
+what runs under its `autoprof::` labels. Per step:
+
+| step | step_us | call_us | between_us | between_pct | autoprof_us |
+| --- | --- | --- | --- | --- | --- |
+| 2 | 14225.0 | 2480.0 | 11700.0 | 82.3 | 45.0 |
+
+`between_us` is the step's host span outside the call less autoprof's labelled time there;
+`where_between` names what the trace shows in it (the outermost traced rows, by total time:
+`DataLoader.__next__`, other ops, regions, Python functions when stacks are on) and the rest
+as `untraced`. `input_bound` is the verdict for a step most of which passes between calls,
+with its spread over the steps and the reason a user reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, NOT_CPU_WORK_CATS
+from autoprof.analysis.metrics._tree import parent_positions
+from autoprof.analysis.metrics.replay.replay import Spread
+from autoprof.analysis.metrics.stats import Coverage, cpu_mask, for_rank, isin_mask, step_rows
+from autoprof.analysis.metrics.sync import autoprof_mask
+
+# most of each iteration between calls: the verdict `input-bound`
+INPUT_BOUND_PCT = 50.0
+UNTRACED = "untraced"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """The steps split into call and between-calls time (`steps`: the table above),
+    `where` (name, us per step, pct of the time between calls), largest first."""
+
+    steps: pd.DataFrame
+    where: pd.DataFrame
+
+    @property
+    def between_pct(self) -> Spread:
+        """The share of each step that passes between calls, over the steps."""
+        return Spread.of(self.steps["between_pct"].tolist())
+
+
+def _outermost(parent: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Of the rows in `keep`, those whose parent (a position, -1: none) is not in `keep`."""
+    pos = np.flatnonzero(keep)
+    up = parent[pos]
+    inside = np.zeros(len(pos), dtype=bool)
+    ok = up >= 0
+    inside[ok] = keep[up[ok]]
+    return np.asarray(pos[~inside], dtype=np.int64)
+
+
+def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop:
+    """Each profiler step of one rank split into the call named `call` and the rest."""
+    ev = for_rank(events, rank).reset_index(drop=True)
+    steps = step_rows(ev)
+    cpu = cpu_mask(ev) & ~isin_mask(ev["cat"], NOT_CPU_WORK_CATS)  # not the profiler's span
+    names = ev["name"].astype(str).to_numpy()
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    calls = cpu & (names == call)
+    if not calls.any():
+        raise ValueError(f"loop: no host row named {call!r} in the events table")
+    calls_cov = Coverage(ts[calls], end[calls])
+    own = autoprof_mask(ev) & cpu
+    own_cov = Coverage(ts[own], end[own])
+    step_span = np.zeros(len(ev), dtype=bool)
+    step_span[ev.index.get_indexer(steps.index)] = True
+    user = cpu & ~own & ~step_span & ~calls
+    rows: list[tuple[int, float, float, float, float]] = []
+    where_us: dict[str, float] = {}
+    for lo, hi, number in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
+                              steps["step_no"].tolist(), strict=True):
+        call_us = calls_cov.covered(lo, hi)
+        outside_own = own_cov.covered(lo, hi) - _own_inside_calls(own, ts, end, calls_cov,
+                                                                  lo, hi)
+        between = max(hi - lo - call_us - max(outside_own, 0.0), 0.0)
+        rows.append((int(number), hi - lo, call_us, between, max(outside_own, 0.0)))
+        _name_between(ev, user, calls_cov, lo, hi, between, where_us)
+    table = pd.DataFrame(rows, columns=["step", "step_us", "call_us", "between_us",
+                                        "autoprof_us"])
+    table["between_pct"] = 100.0 * table["between_us"] / table["step_us"].where(
+        table["step_us"] > 0)
+    table["between_pct"] = table["between_pct"].fillna(0.0)
+    n = max(len(table), 1)
+    total = float(table["between_us"].sum())
+    where = pd.DataFrame(
+        [(k, v / n, 100.0 * v / total if total > 0 else 0.0)
+         for k, v in sorted(where_us.items(), key=lambda kv: -kv[1])],
+        columns=["name", "us", "pct"])
+    return Loop(table[["step", "step_us", "call_us", "between_us", "between_pct",
+                       "autoprof_us"]], where)
+
+
+def _own_inside_calls(own: np.ndarray, ts: np.ndarray, end: np.ndarray, calls: Coverage,
+                      lo: float, hi: float) -> float:
+    """autoprof's labelled time that lies inside a call (counted with the call)."""
+    total = 0.0
+    for s, e in zip(ts[own].tolist(), end[own].tolist(), strict=True):
+        if e > lo and s < hi:
+            total += calls.covered(max(s, lo), min(e, hi))
+    return total
+
+
+def _name_between(ev: pd.DataFrame, user: np.ndarray, calls: Coverage, lo: float, hi: float,
+                  between_us: float, where_us: dict[str, float]) -> None:
+    """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the call,
+    the rest as untraced."""
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    here = user & (end > lo) & (ts < hi)
+    for r in np.flatnonzero(here).tolist():  # rows mostly inside a call are the call's
+        if calls.covered(float(ts[r]), float(end[r])) >= 0.5 * (end[r] - ts[r]):
+            here[r] = False
+    top = _outermost(parent_positions(ev), here)
+    traced = 0.0
+    names = ev["name"].astype(str).to_numpy()
+    for r in top.tolist():
+        us = max(min(end[r], hi) - max(ts[r], lo), 0.0)
+        name = "DataLoader.__next__" if DATA_LOADER_NAME.search(names[r]) else names[r]
+        where_us[name] = where_us.get(name, 0.0) + us
+        traced += us
+    rest = max(between_us - traced, 0.0)
+    if rest > 0:
+        where_us[UNTRACED] = where_us.get(UNTRACED, 0.0) + rest
+
+
+@dataclass(frozen=True)
+class InputBound:
+    """The verdict `input-bound` when it holds: the share between calls (its spread), where
+    that time goes, and the reason."""
+
+    between_pct: Spread
+    where: str
+    reason: str
+
+
+def input_bound(loop: Loop) -> InputBound | None:
+    """`input-bound` when the median step spends INPUT_BOUND_PCT or more between calls; the
+    reason says so when some steps fall on the other side (a rerun could give another
+    verdict)."""
+    share = loop.between_pct
+    if not len(loop.steps) or share.median < INPUT_BOUND_PCT:
+        return None
+    top = loop.where.iloc[0]["name"] if len(loop.where) else UNTRACED
+    where = "untraced code of the caller's loop" if top == UNTRACED else str(top)
+    reason = (f"{share.median:.0f}% of each iteration passes between calls, in {where}: "
+              "the GPU waits for the next batch")
+    if share.low < INPUT_BOUND_PCT:
+        reason += (f" (mixed across steps: {share.low:.0f}-{share.high:.0f}% between calls; "
+                   "a rerun could give another verdict)")
+    return InputBound(share, where, reason)

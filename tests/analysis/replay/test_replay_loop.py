@@ -1,0 +1,73 @@
+"""The loop around the function on the H200 truth recordings: the time between two calls is
+the caller's (a DataLoader in the caller's loop), named from the trace, never autoprof's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import autoprof
+from autoprof.analysis.metrics.replay.fixes import predict_fix
+from autoprof.analysis.metrics.replay.loop import input_bound, loop_split
+
+TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
+
+
+def _run(workload: str) -> autoprof.Run:
+    truth = json.loads((TRUTH / "ground_truth.json").read_text())["workloads"][workload]
+    return autoprof.load(TRUTH / truth["record"]["run"])
+
+
+@pytest.mark.parametrize(("workload", "low", "high"), [
+    ("mlp_loader_w0", 78.2, 82.8),  # num_workers=0 in the caller's loop
+    ("cnn_loader_w0_pin", 66.3, 68.8),
+])
+def test_a_loader_in_the_callers_loop_is_input_bound(workload: str, low: float,
+                                                     high: float) -> None:
+    run = _run(workload)
+    loop = loop_split(run.events, run.name)
+    assert (loop.between_pct.low, loop.between_pct.high) == pytest.approx((low, high), abs=0.1)
+    assert (loop.steps["autoprof_us"] == 0).all()  # the loop is the user's
+    assert loop.where.iloc[0]["name"] == "DataLoader.__next__"
+    verdict = input_bound(loop)
+    assert verdict is not None
+    assert verdict.reason.startswith(f"{loop.between_pct.median:.0f}% of each iteration "
+                                     "passes between calls, in DataLoader.__next__")
+    assert "mixed" not in verdict.reason
+
+
+@pytest.mark.parametrize("workload", ["mlp_loader_inside", "mlp_loader_w4_pin",
+                                      "cnn_loader_w4", "sync_item"])
+def test_a_loader_inside_the_call_or_keeping_up_is_not(workload: str) -> None:
+    run = _run(workload)
+    loop = loop_split(run.events, run.name)
+    assert input_bound(loop) is None
+    assert loop.between_pct.high < 35.0
+
+
+def test_steps_that_straddle_the_threshold_say_a_rerun_could_flip_it() -> None:
+    run = _run("mlp_loader_w0")
+    loop = loop_split(run.events, run.name)
+    steps = loop.steps.copy()
+    steps.loc[0, "between_pct"] = 40.0
+    verdict = input_bound(type(loop)(steps, loop.where))
+    assert verdict is not None
+    assert "mixed across steps: 40-83% between calls; a rerun could give another verdict" in \
+        verdict.reason
+
+
+def test_the_loader_fix_is_predicted_with_its_spread() -> None:
+    run = _run("mlp_loader_w0")
+    got = predict_fix(run.events, "loader-workers", run.name)
+    assert got["fix"] == "loader-workers"
+    spread = got["predicted_speedup"]
+    assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
+    assert spread["median"] == pytest.approx(5.31, abs=0.02)
+
+
+def test_a_call_that_is_not_in_the_trace_is_named() -> None:
+    run = _run("sync_item")
+    with pytest.raises(ValueError, match="no host row named 'nope'"):
+        loop_split(run.events, "nope")
