@@ -42,6 +42,7 @@ from autoprof.runfolder.files import (
     atomic_write_bytes,
     versions,
 )
+from autoprof.runfolder.readings import Readings
 
 REQUIRED_KEYS = ("schema_version", "name")
 RANK_MANIFEST_GLOB = "rank*.manifest.json"
@@ -144,8 +145,9 @@ _OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_r
 
 
 @dataclasses.dataclass(frozen=True)
-class Manifest:
-    """One run's (or one rank's) ``manifest.json``: what was recorded, how, and its status."""
+class Manifest(Readings):
+    """One run's (or one rank's) ``manifest.json``: what was recorded, how, and its status;
+    what its options and extra keys say are the properties of ``Readings``."""
 
     name: str
     schema_version: int = SCHEMA_VERSION
@@ -203,6 +205,20 @@ class Manifest:
             extra={k: v for k, v in raw.items() if k not in known},
         )
 
+    @classmethod
+    def from_view(cls, view: object) -> Manifest | None:
+        """The record a plain dict stands for (``to_dict()``'s, or one built by hand), read
+        by the same rules, an unusable core key defaulted instead of refused; None when
+        ``view`` is not a mapping (a run without a manifest)."""
+        if not isinstance(view, Mapping):
+            return None
+        try:
+            return cls.from_json({"schema_version": SCHEMA_VERSION, "name": "", **view}, "")
+        except ManifestError as exc:  # that key's default, the others as they are
+            if exc.field not in view:
+                raise
+            return cls.from_view({k: v for k, v in view.items() if k != exc.field})
+
     # -- writing -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,23 +240,6 @@ class Manifest:
         return dataclasses.replace(self, **changes)
 
     # -- what the record says ----------------------------------------------------------
-
-    @property
-    def schedule(self) -> dict[str, Any]:
-        schedule = self.options.get("schedule")
-        return schedule if isinstance(schedule, dict) else {}
-
-    @property
-    def repeat(self) -> int:
-        """The schedule's ``repeat`` (``0``: cycles until stopped); 1 when not recorded."""
-        value = _int(self.schedule.get("repeat"))
-        return value if value is not None and value >= 0 else 1
-
-    @property
-    def active(self) -> int:
-        """Steps recorded per schedule cycle; 0 when not recorded."""
-        value = _int(self.schedule.get("active"))
-        return value if value is not None and value >= 0 else 0
 
     @property
     def is_final(self) -> bool:

@@ -1,0 +1,101 @@
+"""What a run's record says beyond its own fields: the decorator's options (``options``) and
+the keys a recorder adds (``extra``), each read by one rule here. ``Manifest`` inherits these
+properties, so a reader asks ``record.schedule`` or ``record.problem_size`` and never probes
+the record's dicts itself.
+
+No torch, no pandas: the standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The keys that name a run's problem size, in the order they are looked for: first in the
+# record's own keys (``extra``), then in the decorator's options.
+SIZE_KEYS = ("size", "n", "problem_size")
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(value: object) -> int | None:
+    number = _int(value)
+    return number if number is not None and number >= 0 else None
+
+
+class Readings:
+    """The typed readings of a record's ``options``, ``extra`` and ``device``."""
+
+    if TYPE_CHECKING:
+        @property
+        def options(self) -> dict[str, Any]: ...
+
+        @property
+        def extra(self) -> dict[str, Any]: ...
+
+        @property
+        def device(self) -> dict[str, Any] | None: ...
+
+    @property
+    def schedule(self) -> dict[str, Any]:
+        """The profiler schedule the run was recorded with (``options.schedule``); ``{}``
+        when not recorded."""
+        schedule = self.options.get("schedule")
+        return schedule if isinstance(schedule, dict) else {}
+
+    @property
+    def repeat(self) -> int:
+        """The schedule's ``repeat`` (``0``: cycles until stopped); 1 when not recorded."""
+        value = _count(self.schedule.get("repeat"))
+        return 1 if value is None else value
+
+    @property
+    def active(self) -> int:
+        """Steps recorded per schedule cycle; 0 when not recorded."""
+        value = _count(self.schedule.get("active"))
+        return 0 if value is None else value
+
+    @property
+    def warmup(self) -> int | None:
+        """The decorator's ``warmup`` option (untraced calls before profiling); None when
+        not recorded as an integer."""
+        return _int(self.options.get("warmup"))
+
+    @property
+    def device_name(self) -> str | None:
+        """``device.name`` as the recorder wrote it; None on a CPU-only run."""
+        name = self.device.get("name") if self.device is not None else None
+        return name if isinstance(name, str) else None
+
+    @property
+    def device_memory_bytes(self) -> dict[str, int]:
+        """``{"cuda:<index>": device.properties.total_memory}``; ``{}`` when not recorded."""
+        device = self.device or {}
+        props = device.get("properties")
+        total = _int(props.get("total_memory")) if isinstance(props, dict) else None
+        if total is None:
+            return {}
+        index = device.get("index")
+        return {f"cuda:{index if isinstance(index, int) else 0}": total}
+
+    @property
+    def intra_op_threads(self) -> int | None:
+        """torch's intra-op thread count, when the recorder wrote it."""
+        return _int(self.extra.get("intra_op_threads"))
+
+    @property
+    def cpus(self) -> int | None:
+        """The CPUs the recording process could use, when the recorder wrote it."""
+        return _int(self.extra.get("cpus"))
+
+    @property
+    def problem_size(self) -> float | None:
+        """The first number (not a bool) under ``SIZE_KEYS``, in the record's own keys, then
+        in the decorator's options; None when neither names one."""
+        for source in (self.extra, self.options):
+            for key in SIZE_KEYS:
+                value = source.get(key)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return float(value)
+        return None
