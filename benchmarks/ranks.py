@@ -67,7 +67,13 @@ else:
               "exposed_comm_pct": [round(float(r.exposed_comm_pct), 6) for r in result.ranks],
               "ranks": len(result.ranks), "events": result.events}
 work_s = time.perf_counter() - t0
-emit({"work_s": work_s, **answer})
+import resource
+from _measure import proc_status_mb
+# the largest process is emit's peak; with workers the sum is at most parent + jobs x worker
+own = proc_status_mb("self", "VmHWM")
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+emit({"work_s": work_s, "parent_peak_mb": own, "worker_peak_mb": kids,
+      "all_processes_peak_bound_mb": own + (jobs if mode == "map" else 0) * kids, **answer})
 """
 
 
@@ -101,18 +107,21 @@ def _row(world: int, mode: str, samples: list[dict[str, Any]]) -> dict[str, Any]
     return {"ranks": world, "mode": mode, "n": len(ok),
             "work_s": Stats.of([s["work_s"] for s in ok]).as_dict(),
             "peak_rss_mb": Stats.of([s["peak_rss_mb"] for s in ok]).as_dict(),
+            "all_mb": max([s.get("all_processes_peak_bound_mb", 0.0) for s in ok],
+                          default=float("nan")),
             "straggler_rank": ok[0]["straggler_rank"] if ok else None,
             "answer": ok[0] if len(answers) == 1 else None,
             "errors": [s["error"] for s in samples if "error" in s]}
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    print("| ranks | mode | time s: median [min-max] | peak RSS MB | straggler | n |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| ranks | mode | time s: median [min-max] | peak RSS MB (largest process) "
+          "| all processes MB (bound) | straggler | n |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         t, m = r["work_s"], r["peak_rss_mb"]
         print(f"| {r['ranks']} | {r['mode']} | {t['median']:.3g} [{t['min']:.3g}-{t['max']:.3g}]"
-              f" | {m['median']:,.0f} | {r['straggler_rank']} | {r['n']}"
+              f" | {m['median']:,.0f} | {r['all_mb']:,.0f} | {r['straggler_rank']} | {r['n']}"
               f"{' ERR ' + r['errors'][0][:200] if r['errors'] else ''} |")
 
 
