@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from autoprof import env as settings
 from autoprof import runfolder
 from autoprof.cli_diff import add_diff_parser
+from autoprof.cli_lines import add_lines_parser
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -339,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "./traces)")
     mcp.set_defaults(func=cmd_mcp)
     add_diff_parser(sub)
+    add_lines_parser(sub)
     return parser
 
 

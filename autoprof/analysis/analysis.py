@@ -23,6 +23,7 @@ from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.lines import SourceLines
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
@@ -181,6 +182,14 @@ class Analysis:
         from autoprof.analysis.metrics.ops import self_vs_total
 
         return self_vs_total(self.events)
+
+    @cached_property
+    def source_lines(self) -> SourceLines:
+        """Each op's user source line and module, from the run folder's source-lines trace
+        (metrics/lines; ``available`` False without one)."""
+        from autoprof.analysis.metrics.lines import SourceLines
+
+        return SourceLines(self.data.path, self.events)
 
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:

@@ -38,6 +38,8 @@ LINES_PREFIX = "lines."
 LINES_SUFFIX = ".json.gz"
 MODULE_LABEL = "autoprof::module "
 LINE_LABEL = "autoprof::line "
+# installed packages, and the Python files inductor writes for compiled graphs
+_NOT_USER_PARTS = ("site-packages", "dist-packages", "/torchinductor_")
 
 
 def not_user_prefixes(torch: Any) -> tuple[str, ...]:
@@ -53,7 +55,7 @@ def not_user_prefixes(torch: Any) -> tuple[str, ...]:
 
 def is_user_file(filename: str, prefixes: tuple[str, ...]) -> bool:
     """Is ``filename`` (a code object's) the user's own code?"""
-    if filename.startswith("<") or "site-packages" in filename or "dist-packages" in filename:
+    if filename.startswith("<") or any(part in filename for part in _NOT_USER_PARTS):
         return False
     return not filename.startswith(prefixes)
 
@@ -104,6 +106,7 @@ class _ModulePaths:
     def __init__(self, torch: Any) -> None:
         self._torch = torch
         self._stack: list[tuple[Any, str, Any]] = []
+        self._names: dict[tuple[int, int], str] = {}
         mod = torch.nn.modules.module
         self._handles = [
             mod.register_module_forward_pre_hook(self._pre),
@@ -111,12 +114,17 @@ class _ModulePaths:
         ]
 
     def _path(self, module: Any) -> str:
-        if self._stack:
-            parent, parent_path, _ = self._stack[-1]
-            for key, child in parent._modules.items():
-                if child is module:
-                    return f"{parent_path}.{key}"
-        return type(module).__name__
+        """The caller module's path and the name under it (a child, or deeper: a block of a
+        ModuleList); the class name for a module called from no other."""
+        if not self._stack:
+            return type(module).__name__
+        parent, parent_path, _ = self._stack[-1]
+        key = (id(parent), id(module))
+        name = self._names.get(key)
+        if name is None:
+            name = next((n for n, sub in parent.named_modules() if sub is module and n), "")
+            self._names[key] = name
+        return f"{parent_path}.{name}" if name else type(module).__name__
 
     def _pre(self, module: Any, args: Any) -> None:
         path = self._path(module)

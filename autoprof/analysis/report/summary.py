@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.analysis import Analysis, RunLike
+from autoprof.analysis.metrics.lines import with_top_ops_lines, with_where_lines
 from autoprof.analysis.metrics.memory_use import Memory
+from autoprof.analysis.report.lines import lines_summary
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -105,15 +107,16 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "warmup_call_ms": manifest.get("warmup_call_ms") or [],
         "wait_call_ms": manifest.get("wait_call_ms") or [],
         "diagnostics": [d.to_dict() for d in ctx.diagnostics],
-        "top_ops": top_ops(ctx.ops),
+        "top_ops": with_top_ops_lines(top_ops(ctx.ops), ctx.source_lines),
         "ranks": _ranks_with_attribution(ctx),
         "straggler_rank": ctx.straggler,
         "breakdown": ctx.breakdown.mean(),
-        "opportunities": ctx.opportunities,
+        "opportunities": with_where_lines(ctx.opportunities, ctx.source_lines),
         "profiler_overhead": ctx.profiler_overhead,
         "efficiency": ctx.efficiency.to_dict(),
         "whatif": ctx.whatif,
         "memory": memory_summary(ctx.memory),
+        **lines_summary(ctx.source_lines),
     }
     return jsonable(out)  # type: ignore[no-any-return]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from autoprof.analysis.report.lines import at_line
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value
 
 WIDTH = 100
@@ -95,6 +96,8 @@ def _ops(rows: list[dict[str, Any]]) -> list[str]:
             f"  {_short(str(r['name']), 52):<52} {r['calls']:>6} {fmt_us(r['self_cpu_us']):>11} "
             f"{fmt_us(r['cpu_total_us']):>11} {fmt_us(r['self_device_us']):>11} "
             f"{fmt_us(r['device_total_us']):>11}")
+        if r.get("source"):
+            lines.append(f"    {at_line(r).strip()}")
     return lines
 
 
@@ -255,7 +258,8 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     lines += _wrap("  ".join(f"{m} {b} {_pct(pct.get(b))}"
                              for b, m in _BUCKET_MARKS.items() if pct.get(b)), "  ")
     for o in s.get("opportunities") or []:
-        where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in o["where"])
+        where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
+                          for w in o["where"])
         speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
         lines += _wrap(f"{o['cause']}: {fmt_us(o['us_per_step'])} per step "
                        f"({_pct(o['pct_of_step'])}), {speed}" + (f"; in {where}" if where else ""),

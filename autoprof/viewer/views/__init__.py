@@ -13,6 +13,7 @@ PAGES: list[tuple[str, str, str]] = [
     ("runs.py", "Runs", "runs"),
     ("overview.py", "Overview", "overview"),
     ("ops.py", "Self vs total", "self-vs-total"),
+    ("source.py", "Source", "source"),
     ("timeline.py", "Timeline", "timeline"),
     ("steps.py", "Steps and warm-up", "steps"),
     ("compare.py", "Compare", "compare"),

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis.metrics.lines import ops_with_lines
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer.views._common import current_run
@@ -21,7 +22,7 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "Self vs total")
     if run is None:
         return
-    ops: pd.DataFrame = run.ops()
+    ops: pd.DataFrame = ops_with_lines(run.ops(), run.analysis.source_lines)
     if not len(ops):
         st.info("No ops in this trace.")
         return

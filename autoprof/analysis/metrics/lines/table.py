@@ -123,11 +123,13 @@ def _top_ops(cpu: pd.DataFrame) -> pd.Series:
 
 
 def op_lines(events: pd.DataFrame, attribution: Attribution) -> pd.DataFrame:
-    """Per op name: its heaviest ``source`` and that line's ``module`` and share of the
-    op's attributed self time (``line_pct``)."""
+    """Per op name (CPU ops and GPU work, whose self time is their duration): its heaviest
+    ``source`` and that line's ``module`` and share of the op's attributed self time
+    (``line_pct``)."""
     rows = attribution.rows[attribution.rows["source"] != ""]
-    cpu = events.loc[rows.index.intersection(user_ops(events).index), ["name", "self_us"]]
-    cpu = cpu.join(rows)
+    gpu = events.index[events["is_gpu_work"].to_numpy(dtype=bool)]
+    keep = rows.index.intersection(user_ops(events).index.union(gpu))
+    cpu = events.loc[keep, ["name", "self_us"]].join(rows)
     if cpu.empty:
         return pd.DataFrame(columns=["name", "source", "module", "line_pct"])
     cpu["name"] = cpu["name"].astype(str)

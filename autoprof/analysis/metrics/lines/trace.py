@@ -25,7 +25,7 @@ _FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d+)\): (?P<func>.+)$")
 _RANK = re.compile(r"^lines\.rank(?P<rank>\d+)\.")
 _STDLIB = re.compile(r"/lib/python3[.0-9]*/")
 _STDLIB_NAMES = frozenset(sys.stdlib_module_names)
-_NOT_USER = ("torch/", "autoprof/", "site-packages/", "dist-packages/", "<")
+_NOT_USER = ("torch/", "autoprof/", "site-packages/", "dist-packages/", "/torchinductor_", "<")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""Source lines: what the lines step costs the measured steps, and how much op self time
+gets a line (docs/lines.md).
+
+Each workload is recorded ``--repeats`` times with ``source_lines=True`` and with
+``source_lines=False``, interleaved in one process (the same machine load for both; the
+order alternates per repeat), each
+a fresh ``@autoprof`` session with ``active=5``. Reported per workload: the median measured
+step (breakdown step_us) of each setting, their ratio, and the share of the steps' op self
+time attributed to a line (``match_pct``, from the runs with lines).
+
+    python benchmarks/lines/overhead.py --out /tmp/lines_bench [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import autoprof
+from autoprof import autoprof as profile
+
+SCHEDULE = {"wait": 1, "warmup": 1, "active": 5}
+CALLS = 2 + 1 + 1 + 5  # warm-up calls, wait, warmup, active
+
+
+def mlp() -> Callable[[], Any]:
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
+                                torch.nn.Linear(512, 256))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 256)
+
+    def step() -> float:
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return float(loss.item())
+
+    return step
+
+
+def transformer() -> Callable[[], Any]:
+    layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    x = torch.randn(8, 32, 128)
+
+    def step() -> float:
+        with torch.no_grad():
+            return float(model(x).sum().item())
+
+    return step
+
+
+def small_ops() -> Callable[[], Any]:
+    """Many tiny ops from a Python loop: the case where per-op overhead matters most."""
+    x = torch.randn(16)
+
+    def step() -> float:
+        acc = torch.zeros(16)
+        for i in range(200):
+            acc = acc + x * i
+        return float(acc.sum().item())
+
+    return step
+
+
+WORKLOADS: dict[str, Callable[[], Callable[[], Any]]] = {
+    "mlp_train": mlp, "transformer_infer": transformer, "small_ops_loop": small_ops}
+
+
+def record(out: Path, name: str, fn: Callable[[], Any], lines: bool) -> Path:
+    wrapped = profile(name=name, out_dir=str(out), warmup_calls=2, schedule=SCHEDULE,
+                      source_lines=lines)(fn)
+    for _ in range(CALLS):
+        wrapped()
+    wrapped.autoprof_session.flush()
+    (run_dir,) = sorted((out / name).iterdir())
+    return run_dir
+
+
+def measure(run_dir: Path) -> tuple[list[float], float | None]:
+    run = autoprof.load(run_dir)
+    steps = run.analysis.breakdown.steps
+    lines = run.analysis.source_lines
+    return ([float(v) for v in steps["step_us"]],
+            lines.attribution.match_pct if lines.available else None)
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    q = statistics.quantiles(values, n=4)
+    return [round(q[0], 1), round(q[2], 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    results: dict[str, Any] = {}
+    for workload, build in WORKLOADS.items():
+        fn = build()
+        steps: dict[bool, list[float]] = {True: [], False: []}
+        match: list[float] = []
+        for r in range(args.repeats):
+            for lines in ((False, True) if r % 2 == 0 else (True, False)):
+                times, pct = measure(record(args.out, f"{workload}_{int(lines)}_{r}", fn, lines))
+                steps[lines] += times
+                if pct is not None:
+                    match.append(pct)
+        off, on = statistics.median(steps[False]), statistics.median(steps[True])
+        results[workload] = {"step_us_without": off, "step_us_with": on, "ratio": on / off,
+                             "quartiles_us_without": _quartiles(steps[False]),
+                             "quartiles_us_with": _quartiles(steps[True]),
+                             "match_pct": min(match) if match else None,
+                             "steps_each": len(steps[True])}
+        print(workload, json.dumps(results[workload]), flush=True)
+    (args.out / "lines_overhead.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
