@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from autoprof.analysis.diagnose.records import Diagnostic
     from autoprof.analysis.metrics.overhead import Overhead
     from autoprof.analysis.metrics.verdict import Verdict
+    from autoprof.runfolder import Manifest
 
 
 class Run:
@@ -53,7 +54,15 @@ class Run:
         return self.data.name
 
     @property
+    def record(self) -> Manifest | None:
+        """The run's typed manifest (``autoprof.runfolder.Manifest``); None for a plain
+        trace. Read its fields (``record.warmup_call_ms``, ``record.schedule``)."""
+        return self.data.record
+
+    @property
     def manifest(self) -> dict[str, Any] | None:
+        """The manifest as plain JSON values (``record.to_dict()``): the one dict view, for
+        printing or JSON; None for a plain trace."""
         return self.data.manifest
 
     @property

@@ -272,7 +272,7 @@ def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
     if run is None:
         return {"verdict_reason": err}
     try:
-        return dict(summary(run), size=run_size(run.manifest, run.events, str(run.path)))
+        return dict(summary(run), size=run_size(run.record, run.events, str(run.path)))
     except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
         # its Overview shows the traceback
         return {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}

@@ -41,7 +41,7 @@ def called_steps(ctx: Analysis) -> pd.DataFrame:
     steps, events = ctx.steps, ctx.events
     if steps.empty:
         return steps
-    name = ctx.manifest.get("name")
+    name = ctx.call_region
     cpu = cpu_work_mask(events)
     held: set[tuple[int, int]] = set()
     if isinstance(name, str) and name:

@@ -190,9 +190,8 @@ def _short_kernels(ctx: Analysis) -> Diagnostic | None:
 # --- no-profiler-warmup -------------------------------------------------------------------
 
 def _schedule(ctx: Analysis) -> dict[str, Any] | None:
-    options = ctx.manifest.get("options")
-    schedule = options.get("schedule") if isinstance(options, dict) else None
-    return schedule if isinstance(schedule, dict) and "warmup" in schedule else None
+    schedule = ctx.record.schedule if ctx.record is not None else {}
+    return schedule if "warmup" in schedule else None
 
 
 def _no_profiler_warmup(ctx: Analysis) -> Diagnostic | None:

@@ -24,7 +24,6 @@ from autoprof.analysis.diagnose.cold_start_cpu import (
 )
 from autoprof.analysis.diagnose.records import Diagnostic, rounded
 from autoprof.analysis.metrics.stats import median
-from autoprof.runfolder import finite_numbers
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -42,25 +41,21 @@ def _first_rank_steps(ctx: Analysis) -> list[tuple[int, float]]:
     return list(zip(first["step"].astype(int), first["cpu_span_us"].astype(float), strict=True))
 
 
-def _manifest_calls(ctx: Analysis, key: str) -> list[float]:
-    """A list of call times (ms) from the manifest; [] when absent (older manifests) or odd."""
-    return [float(c) for c in finite_numbers(ctx.manifest.get(key))]
-
-
 def _warmup_calls(ctx: Analysis) -> list[float]:
-    return _manifest_calls(ctx, "warmup_call_ms")
+    """The warm-up call times (ms) of the record; [] without (older manifests, a trace)."""
+    return [float(c) for c in ctx.record.warmup_call_ms] if ctx.record is not None else []
 
 
 def _untraced_calls(ctx: Analysis) -> list[float]:
     """Every untraced call before profiling, in call order: the warm-up calls, then the
     profiler steps before the first recorded one (``wait_call_ms``: skip_first and wait)."""
-    return _warmup_calls(ctx) + _manifest_calls(ctx, "wait_call_ms")
+    wait = [float(c) for c in ctx.record.wait_call_ms] if ctx.record is not None else []
+    return _warmup_calls(ctx) + wait
 
 
 def _warmup_was_off(ctx: Analysis) -> bool:
-    options = ctx.manifest.get("options")
-    warmup = options.get("warmup") if isinstance(options, dict) else None
-    if isinstance(warmup, int) and not isinstance(warmup, bool):
+    warmup = ctx.record.warmup if ctx.record is not None else None
+    if warmup is not None:
         return warmup == 0
     return not _warmup_calls(ctx)
 

@@ -95,8 +95,10 @@ def _seen(ev: dict[str, Any]) -> str:
 
 
 def _counts(ctx: Analysis, ev: dict[str, Any]) -> str:
-    threads, cpus = ctx.manifest.get("intra_op_threads"), ctx.manifest.get("cpus")
-    if isinstance(threads, int) and isinstance(cpus, int):
+    record = ctx.record
+    threads = record.intra_op_threads if record is not None else None
+    cpus = record.cpus if record is not None else None
+    if threads is not None and cpus is not None:
         ev.update(intra_op_threads=threads, cpus=cpus)
         return f" ({threads} intra-op threads on {cpus} CPUs here)"
     return ""

@@ -16,6 +16,7 @@ from autoprof.analysis.metrics.problem_size import run_size
 
 if TYPE_CHECKING:
     from autoprof.analysis.run import Run
+    from autoprof.runfolder import Manifest
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,9 @@ class RunFacts:
         return len(self.step_us)
 
 
-def _manifest_dict(run: Run) -> dict[str, Any]:
-    manifest: Any = run.manifest
-    if manifest is None:
-        return {}
-    if isinstance(manifest, Mapping):
-        return dict(manifest)
-    to_json = getattr(manifest, "to_json", None)
-    if callable(to_json):
-        data = to_json()
-        return dict(data) if isinstance(data, Mapping) else {}
-    return {}
-
-
-def _versions(manifest: Mapping[str, Any]) -> dict[str, str]:
-    raw = manifest.get("versions")
-    versions = {k: str(v) for k, v in raw.items() if v is not None} if isinstance(
-        raw, Mapping) else {}
+def _versions(record: Manifest | None) -> dict[str, str]:
+    raw = record.versions if record is not None else {}
+    versions = {k: str(v) for k, v in raw.items() if v is not None}
     torch_version = versions.get("torch", "")
     if "+" in torch_version:  # 2.11.0+cu130: the build tag names the CUDA (or cpu) build
         versions["cuda"] = torch_version.split("+", 1)[1]
@@ -154,15 +141,15 @@ def _launches_per_step(summary: Mapping[str, Any]) -> float | None:
     return float(pd.Series(launches).median()) if launches else None
 
 
-def _problem_size(manifest: dict[str, Any], run: Run) -> float | None:
-    size = run_size(manifest, run.events, str(run.path))
+def _problem_size(record: Manifest | None, run: Run) -> float | None:
+    size = run_size(record, run.events, str(run.path))
     return None if pd.isna(size) else float(size)
 
 
 def run_facts(run: Run) -> RunFacts:
     """Everything a diff compares, from one loaded run."""
     summary = run.summary()
-    manifest = _manifest_dict(run)
+    record = run.record
     device = summary.get("device")
     device_name = str(device.get("name")) if isinstance(device, Mapping) else "CPU"
     step_us = _per_step(summary, "step_us", "breakdown")
@@ -171,14 +158,13 @@ def run_facts(run: Run) -> RunFacts:
     buckets = breakdown.get("buckets_us") if isinstance(breakdown, Mapping) else None
     efficiency = summary.get("efficiency")
     mfu = efficiency.get("mfu_pct") if isinstance(efficiency, Mapping) else None
-    options = manifest.get("options")
     return RunFacts(
         label=str(run.path),
         name=str(run.name),
         device=device_name,
         is_cuda=bool(summary.get("is_cuda")),
-        versions=_versions(manifest),
-        options=dict(options) if isinstance(options, Mapping) else {},
+        versions=_versions(record),
+        options=dict(record.options) if record is not None else {},
         world_size=int(summary.get("world_size") or 1),
         step_us=step_us,
         gpu_us=_per_step(summary, "gpu_work_us", "steps"),
@@ -186,7 +172,7 @@ def run_facts(run: Run) -> RunFacts:
         launches_per_step=_launches_per_step(summary),
         memory_peak_bytes=_memory_peak_bytes(summary),
         mfu_pct=float(mfu) if isinstance(mfu, int | float) else None,
-        problem_size=_problem_size(manifest, run),
+        problem_size=_problem_size(record, run),
         ops=_op_facts(run.events, steps),
         kernels=_kernel_facts(run.events, steps),
     )

@@ -17,7 +17,7 @@ import pandas as pd
 
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.inputs import inside, may_be_trace_name
-from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
 
 MAX_DEPTH = 5
 _SNIFF_BYTES = 64 * 1024
@@ -42,17 +42,17 @@ def _run_row(run_dir: Path) -> dict[str, Any]:
         "started_at": None, "status": None, "world_size": None, "verdict": None, "error": None,
     }
     try:
-        manifest = read_manifest(_regular(run_dir / MANIFEST_NAME))
+        record = read_record(_regular(run_dir / MANIFEST_NAME))
     except TraceError as exc:
         row["error"] = str(exc)
         row["started_at"] = _iso_mtime(run_dir / MANIFEST_NAME)
         return row
-    row["name"] = manifest.get("name") or row["name"]
-    row["started_at"] = manifest.get("started_at") or _iso_mtime(run_dir / MANIFEST_NAME)
-    row["status"] = manifest.get("status")
-    row["world_size"] = manifest.get("world_size")
-    error = manifest.get("error")
-    if isinstance(error, dict):
+    row["name"] = record.name or row["name"]
+    row["started_at"] = record.started_at or _iso_mtime(run_dir / MANIFEST_NAME)
+    row["status"] = record.status
+    row["world_size"] = record.world_size
+    error = record.error
+    if error is not None:
         row["error"] = f"{error.get('type', 'Error')}: {error.get('message', '')}".strip()
     return row
 

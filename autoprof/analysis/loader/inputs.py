@@ -12,14 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
-from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_manifest
+from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
 from autoprof.analysis.loader.source import refuse_special
-from autoprof.runfolder import rank_of_manifest
+from autoprof.runfolder import Manifest, rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
@@ -34,8 +33,8 @@ class Source:
     kind: str  # "trace" | "run" | "trace-folder"
     traces: list[Path]
     manifest_rank: dict[Path, int] = field(default_factory=dict)
-    manifest: dict[str, Any] | None = None
-    rank_manifests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    record: Manifest | None = None  # the run's manifest.json
+    rank_manifests: dict[int, Manifest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -70,12 +69,9 @@ def _check_inside(path: Path, folder: Path, what: str) -> None:
         raise TraceError(path, f"resolves outside {what} {folder} (symlink escape refused)")
 
 
-def _listed_traces(run_dir: Path, manifest: dict[str, Any], manifest_path: Path) -> list[Path]:
-    files = manifest.get("files")
-    if files is None:
-        return []
+def _listed_traces(run_dir: Path, record: Manifest, manifest_path: Path) -> list[Path]:
     out = []
-    for name in files:
+    for name in record.files or ():
         candidate = run_dir / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise TraceError(manifest_path, f"lists a file outside the run folder: {name!r}")
@@ -86,9 +82,9 @@ def _listed_traces(run_dir: Path, manifest: dict[str, Any], manifest_path: Path)
 
 def _run_source(run_dir: Path) -> Source:
     manifest_path = run_dir / MANIFEST_NAME
-    manifest = read_manifest(manifest_path)
-    source = Source(run_dir, "run", [], manifest=manifest)
-    for trace, rank in _listed_by_rank(run_dir, manifest, manifest_path, source).items():
+    record = read_record(manifest_path)
+    source = Source(run_dir, "run", [], record=record)
+    for trace, rank in _listed_by_rank(run_dir, record, manifest_path, source).items():
         if not trace.exists():
             source.warnings.append(f"{trace.name}: listed in the manifest but missing")
             continue
@@ -97,38 +93,36 @@ def _run_source(run_dir: Path) -> Source:
         if rank is not None:
             source.manifest_rank[trace] = rank
     if not source.traces:
-        raise TraceError(run_dir, f"run folder has no trace ({_no_trace_detail(manifest)})")
+        raise TraceError(run_dir, f"run folder has no trace ({_no_trace_detail(record)})")
     return source
 
 
-def _listed_by_rank(run_dir: Path, manifest: dict[str, Any], manifest_path: Path,
+def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
                     source: Source) -> dict[Path, int | None]:
     """Each trace the run's manifests list, with the rank whose manifest lists it (None: not
     known); the rank manifests go into ``source.rank_manifests``."""
     listed: dict[Path, int | None] = {}
-    main_rank = manifest.get("rank")
-    for trace in _listed_traces(run_dir, manifest, manifest_path):
-        listed[trace] = main_rank if isinstance(main_rank, int) else None
+    for trace in _listed_traces(run_dir, record, manifest_path):
+        listed[trace] = record.rank
     for child in sorted(run_dir.iterdir()):
         rank_number = rank_of_manifest(child.name)
         if rank_number is None:
             continue
-        rank_manifest = read_manifest(child)
+        rank_manifest = read_record(child)
         source.rank_manifests[rank_number] = rank_manifest
         for trace in _listed_traces(run_dir, rank_manifest, child):
             listed[trace] = rank_number
-    if manifest.get("files") is None:  # old manifests: find the traces by name
+    if record.files is None:  # old manifests: find the traces by name
         for child in sorted(run_dir.iterdir()):
             if child.is_file() and may_be_trace_name(child.name):
                 listed.setdefault(child, None)
     return listed
 
 
-def _no_trace_detail(manifest: dict[str, Any]) -> str:
-    status = manifest.get("status")
-    error = manifest.get("error")
-    detail = f"status {status!r}"
-    if isinstance(error, dict) and error.get("message"):
+def _no_trace_detail(record: Manifest) -> str:
+    error = record.error
+    detail = f"status {record.status!r}"
+    if error is not None and error.get("message"):
         detail += f", error: {error.get('type', 'Error')}: {error['message']}"
     return detail
 

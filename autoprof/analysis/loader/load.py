@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from autoprof.analysis.loader.events import build_events, empty_events
 from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
 from autoprof.analysis.loader.memory_events import build_memory, empty_memory
 from autoprof.analysis.loader.merge import combine
+from autoprof.runfolder import Manifest
 
 Progress = Callable[[float, str], None]
 
@@ -27,24 +29,33 @@ Progress = Callable[[float, str], None]
 @dataclass
 class RunData:
     """What the loader read from one run: the events table and what the manifest and traces
-    say about it. Plain data: the analysis of it is ``autoprof.analysis.Analysis``."""
+    say about it. Plain data: the analysis of it is ``autoprof.analysis.Analysis``.
+
+    ``record`` is the run's typed manifest (None: a plain trace); every reader asks its
+    fields. ``manifest`` is its plain-dict view (``Manifest.to_dict()``), for callers that
+    want JSON values."""
 
     path: Path
     events: pd.DataFrame
     name: str
-    manifest: dict[str, Any] | None = None
+    record: Manifest | None = None
     trace_paths: list[Path] = field(default_factory=list)
     trace_metadata: list[dict[str, Any]] = field(default_factory=list)
     world_size: int = 1
     load_warnings: list[str] = field(default_factory=list)
     memory_events: pd.DataFrame = field(default_factory=empty_memory)
 
+    @cached_property
+    def manifest(self) -> dict[str, Any] | None:
+        """The record as plain JSON values (``Manifest.to_dict()``); None without one."""
+        return self.record.to_dict() if self.record is not None else None
+
     @property
     def is_cuda(self) -> bool:
         """True when the run has GPU activity, or its manifest or traces name a device."""
         if len(self.events) and (self.events["lane"] == "gpu").any():
             return True
-        if self.manifest is not None and self.manifest.get("device"):
+        if self.record is not None and self.record.device:
             return True
         return any(m.get("deviceProperties") for m in self.trace_metadata)
 
@@ -102,8 +113,8 @@ def _rank_of(trace: Path, metadata: dict[str, Any], source: Source) -> int:
 
 def _world_size(source: Source, metadata: list[dict[str, Any]], ranks: set[int]) -> int:
     sizes = [len(ranks) or 1]
-    if source.manifest is not None and isinstance(source.manifest.get("world_size"), int):
-        sizes.append(source.manifest["world_size"])
+    if source.record is not None:
+        sizes.append(source.record.world_size)
     for meta in metadata:
         info = meta.get("distributedInfo")
         if isinstance(info, dict) and isinstance(info.get("world_size"), int):
@@ -151,23 +162,18 @@ def load_data(
         prefix = f"{trace.name}: " if count > 1 else ""
         warnings.extend(prefix + w for w in loaded.warnings)
     events = combine(frames) if frames else empty_events()
-    manifest = source.manifest
-    if manifest is not None:
-        status = manifest.get("status")
-        if status != "complete":
-            warnings.append(f"run status is {status!r}" + (
-                f" ({manifest['error'].get('message')})"
-                if isinstance(manifest.get("error"), dict) else ""))
-    name = manifest.get("name") if manifest else None
-    if not isinstance(name, str) or not name:
-        name = Path(source.path).name
+    record = source.record
+    if record is not None and record.status != "complete":
+        warnings.append(f"run status is {record.status!r}" + (
+            f" ({record.error.get('message')})" if record.error is not None else ""))
+    name = record.name if record is not None and record.name else Path(source.path).name
     if progress is not None:
         progress(1.0, "loaded")
     return RunData(
         Path(source.path),
         events,
         name=name,
-        manifest=manifest,
+        record=record,
         trace_paths=list(source.traces),
         trace_metadata=metadata,
         world_size=_world_size(source, metadata, ranks),

@@ -4,16 +4,18 @@ and memory analyses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autoprof.runfolder import Manifest
 
 
-def device_name(manifest: dict[str, Any] | None, trace_metadata: list[dict[str, Any]]
+def device_name(record: Manifest | None, trace_metadata: list[dict[str, Any]]
                 ) -> str | None:
     """The device name from the manifest (``device.name``), else the trace's
     ``deviceProperties``; None on a CPU-only run."""
-    device = (manifest or {}).get("device")
-    if isinstance(device, dict) and isinstance(device.get("name"), str):
-        return str(device["name"])
+    if record is not None and record.device_name is not None:
+        return record.device_name
     for meta in trace_metadata:
         props = meta.get("deviceProperties") if isinstance(meta, dict) else None
         if isinstance(props, list) and props and isinstance(props[0], dict):
@@ -23,16 +25,11 @@ def device_name(manifest: dict[str, Any] | None, trace_metadata: list[dict[str, 
     return None
 
 
-def capacities(manifest: dict[str, Any], trace_metadata: list[dict[str, Any]]) -> dict[str, int]:
+def capacities(record: Manifest | None, trace_metadata: list[dict[str, Any]]
+               ) -> dict[str, int]:
     """Each device's memory in bytes: ``deviceProperties[].totalGlobalMem`` of the traces,
     else the manifest's ``device.properties.total_memory``; ``{"cuda:0": 150109880320}``."""
-    found: dict[str, int] = {}
-    device = manifest.get("device")
-    props = device.get("properties") if isinstance(device, dict) else None
-    if isinstance(device, dict) and isinstance(props, dict) and isinstance(
-            props.get("total_memory"), int):
-        index = device.get("index") if isinstance(device.get("index"), int) else 0
-        found[f"cuda:{index}"] = int(props["total_memory"])
+    found = dict(record.device_memory_bytes) if record is not None else {}
     for meta in trace_metadata:
         listed = meta.get("deviceProperties") if isinstance(meta, dict) else None
         for prop in listed if isinstance(listed, list) else []:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-_SIZE_KEYS = ("size", "n", "problem_size")
+if TYPE_CHECKING:
+    from autoprof.runfolder import Manifest
+
 _INT = re.compile(r"\d+")
 _SIZE_NAME = re.compile(r"^(?:n|size)[-_=]?(\d+)$", re.IGNORECASE)
 
@@ -33,16 +35,12 @@ def _size_in_path(path: str) -> float:
     return np.nan
 
 
-def run_size(manifest: dict[str, Any] | None, events: pd.DataFrame, path: str = "") -> float:
-    """The problem size: `size` / `n` / `problem_size` from the manifest's options (or the
-    manifest itself), else the largest input dimension of the first op with recorded shapes,
-    else a folder or file named like `n64`, `size64`, `size-64` on the run's path (the last
-    three parts); NaN when none is known."""
-    for source in (manifest or {}, (manifest or {}).get("options") or {}):
-        if isinstance(source, dict):
-            for key in _SIZE_KEYS:
-                value = source.get(key)
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    return float(value)
+def run_size(record: Manifest | None, events: pd.DataFrame, path: str = "") -> float:
+    """The problem size: the record's `size` / `n` / `problem_size` (its own keys, else its
+    options: ``Manifest.problem_size``), else the largest input dimension of the first op
+    with recorded shapes, else a folder or file named like `n64`, `size64`, `size-64` on the
+    run's path (the last three parts); NaN when none is known."""
+    if record is not None and record.problem_size is not None:
+        return record.problem_size
     dims = [int(d) for d in _INT.findall(first_shapes(events))] if "input_dims" in events else []
     return float(max(dims)) if dims else _size_in_path(path)

@@ -23,38 +23,42 @@ NOT_COMPARABLE (2x) a profiled step did other work than the steps: no overhead i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.verdict import GPU_SIDE, HOST_SIDE, classify_sides
-from autoprof.runfolder import finite_numbers
 from autoprof.units import fmt_us
+
+if TYPE_CHECKING:
+    from autoprof.runfolder import Manifest
 
 # an untraced call this many times slower than a profiled step did other work (a first
 # call's setup, a different input): no overhead can be read from it
 NOT_COMPARABLE = 2.0
 
 
-def untraced_calls_us(manifest: dict[str, Any]) -> list[float]:
+def untraced_calls_us(record: Manifest | None) -> list[float]:
     """The untraced call times of a run, in microseconds (the first warm-up call dropped when
-    others exist)."""
-    warm = [float(v) * 1000.0 for v in finite_numbers(manifest.get("warmup_call_ms"))]
-    wait = [float(v) * 1000.0 for v in finite_numbers(manifest.get("wait_call_ms"))]
+    others exist); none without a record."""
+    if record is None:
+        return []
+    warm = [float(v) * 1000.0 for v in record.warmup_call_ms]
+    wait = [float(v) * 1000.0 for v in record.wait_call_ms]
     if len(warm) > 1:
         warm = warm[1:]
     return [v for v in warm + wait if v > 0]
 
 
-def profiler_overhead(bd: Breakdown, manifest: dict[str, Any], has_gpu: bool
+def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool
                       ) -> dict[str, Any]:
     """The summary's `profiler_overhead` (see the module doc); `available` False, with
     `reason`, when the run has no untraced calls or no profiled steps."""
-    calls = untraced_calls_us(manifest)
+    calls = untraced_calls_us(record)
     if len(bd.steps) and bd.steps["rank"].nunique() > 1:  # the manifest's calls are its rank's
-        rank = manifest.get("rank")
-        bd = bd.for_rank(int(rank) if isinstance(rank, int) else int(bd.steps["rank"].min()))
+        rank = record.rank if record is not None else None
+        bd = bd.for_rank(rank if rank is not None else int(bd.steps["rank"].min()))
     steps = bd.steps[bd.steps["step"] >= 0] if len(bd.steps) else bd.steps
     if not calls or not len(steps):
         why = "no untraced calls in the manifest" if not calls else "no profiled steps"

@@ -56,7 +56,7 @@ def compare(runs: Sequence[RunLike]) -> pd.DataFrame:
         rows.append({
             "name": name,
             "path": str(run.path),
-            "size": run_size(run.manifest, events, str(run.path)),
+            "size": run_size(analysis.record, events, str(run.path)),
             "input_dims": first_shapes(events) if "input_dims" in events else "",
             "verdict": analysis.verdict.kind,
             "gpu_busy_pct": np.nan if ov.gpu_busy_pct is None else ov.gpu_busy_pct,

@@ -24,6 +24,7 @@ from autoprof.analysis.analysis import Analysis, RunLike
 from autoprof.analysis.metrics.lines import with_top_ops_lines, with_where_lines
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.report.lines import lines_summary
+from autoprof.runfolder import Manifest
 
 TOP_OPS = 10
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
@@ -62,10 +63,9 @@ def top_ops(ops: pd.DataFrame, n: int = TOP_OPS) -> dict[str, list[dict[str, Any
             "by_self_device": _records(dev[fields].head(n))}
 
 
-def _device(run: RunLike, manifest: dict[str, Any]) -> Any:
-    device = manifest.get("device")
-    if device:
-        return device
+def _device(run: RunLike, record: Manifest | None) -> Any:
+    if record is not None and record.device:
+        return record.device
     for meta in run.trace_metadata:
         props = meta.get("deviceProperties") if isinstance(meta, dict) else None
         if isinstance(props, list) and props and isinstance(props[0], dict):
@@ -82,17 +82,17 @@ def _ranks_with_attribution(ctx: Analysis) -> list[dict[str, Any]]:
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Analysis.of(run)
-    manifest = ctx.manifest
+    record = ctx.record
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path
     out: dict[str, Any] = {
         "path": str(run_path),
         "name": run.name,
-        "run_id": manifest.get("run_id") or (Path(str(run_path)).name if manifest else None),
-        "status": manifest.get("status"),
+        "run_id": (record.run_id or Path(str(run_path)).name) if record is not None else None,
+        "status": record.status if record is not None else None,
         "world_size": run.world_size or ov.ranks,
         "is_cuda": run.is_cuda,
-        "device": _device(run, manifest),
+        "device": _device(run, record),
         "trace_paths": [str(p) for p in run.trace_paths],
         "events": len(ctx.events),
         "verdict": verdict.kind,
@@ -104,8 +104,8 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "cpu_gpu_ratio": ov.cpu_gpu_ratio,
         "overhead": ov.to_dict(),
         "steps": _records(ctx.steps),
-        "warmup_call_ms": manifest.get("warmup_call_ms") or [],
-        "wait_call_ms": manifest.get("wait_call_ms") or [],
+        "warmup_call_ms": list(record.warmup_call_ms) if record is not None else [],
+        "wait_call_ms": list(record.wait_call_ms) if record is not None else [],
         "diagnostics": [d.to_dict() for d in ctx.diagnostics],
         "top_ops": with_top_ops_lines(top_ops(ctx.ops), ctx.source_lines),
         "ranks": _ranks_with_attribution(ctx),

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
+from autoprof.runfolder import Manifest
 
 SUFFIX = ".autoprof.rank"
 
@@ -39,7 +40,7 @@ class RankTask:
     """What the map needs to analyse one trace of a run (picklable, small)."""
 
     trace: str
-    manifest: dict[str, Any] | None
+    record: Manifest | None  # the run's manifest
     world_size: int
     use_cache: bool = True
 
@@ -64,7 +65,8 @@ def cache_key(task: RankTask) -> dict[str, Any] | None:
         st = Path(task.trace).stat()
     except OSError:
         return None
-    manifest = json.dumps(task.manifest, sort_keys=True, default=str)
+    view = task.record.to_dict() if task.record is not None else None
+    manifest = json.dumps(view, sort_keys=True, default=str)
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "inode": st.st_ino, "format": FORMAT_VERSION, "world_size": task.world_size,
             "manifest": hashlib.sha256(manifest.encode()).hexdigest(), "code": _code_hash()}
@@ -117,7 +119,7 @@ def compute_rank(task: RankTask) -> RankResult:
     from autoprof.analysis.report.summary import jsonable, memory_summary, top_ops
 
     data = load_data(task.trace)
-    data = dataclasses.replace(data, manifest=task.manifest,
+    data = dataclasses.replace(data, record=task.record,
                                world_size=max(task.world_size, data.world_size))
     analysis = Analysis(data)
     table = analysis.ranks

@@ -34,13 +34,12 @@ def rank_tasks(path: str | Path, use_cache: bool | None = None) -> list[RankTask
     from autoprof.analysis.loader.inputs import resolve_source
 
     source = resolve_source(path)
-    manifest = source.manifest
-    world = manifest.get("world_size") if isinstance(manifest, dict) else None
-    world_size = max(world if isinstance(world, int) else 1, len(source.traces))
+    record = source.record
+    world_size = max(record.world_size if record is not None else 1, len(source.traces))
     if use_cache is None:
         total = sum(t.stat().st_size for t in source.traces)
         use_cache = env.cache_enabled() and total >= env.cache_min_bytes()
-    return [RankTask(str(t), manifest, world_size, use_cache) for t in source.traces]
+    return [RankTask(str(t), record, world_size, use_cache) for t in source.traces]
 
 
 @contextmanager

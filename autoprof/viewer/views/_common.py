@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
+from autoprof.analysis.analysis import record_of
 from autoprof.units import fmt_bytes, fmt_flops, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._loading import Loaded
@@ -48,13 +49,12 @@ def current_run(ctx: Context, title: str) -> Any:
 
 
 def failed_note(loaded: Loaded) -> None:
-    manifest = loaded.run.manifest or {}
-    status = manifest.get("status")
-    if status in (None, "complete"):
+    record = record_of(loaded.run)
+    if record is None or record.status == "complete":
         return
-    err = manifest.get("error") or {}
+    status, err = record.status, record.error or {}
     text = f"Run status: {status}."
-    if isinstance(err, dict) and err:
+    if err:
         text += (f" {err.get('type', 'error')} during {err.get('phase', '?')}: "
                  f"{err.get('message', '')}")
     (st.error if status == "failed" else st.warning)(md_escape(text))
@@ -91,9 +91,9 @@ def _cell(column: str, value: Any, numeric: bool) -> Any:
 
 def device_name(run: Any) -> str:
     """The device name as the manifest or the trace metadata states it."""
-    dev = (run.manifest or {}).get("device")
-    if isinstance(dev, dict) and dev.get("name"):
-        return str(dev["name"])
+    record = record_of(run)
+    if record is not None and record.device_name:
+        return record.device_name
     for meta in run.trace_metadata:
         props = meta.get("deviceProperties")
         if isinstance(props, list) and props and isinstance(props[0], dict):

@@ -93,5 +93,4 @@ def show_opportunities(run: Run) -> None:
 def idle_gaps(run: Run, rank: int) -> pd.DataFrame:
     """GPU-idle stretches of one rank's steps with their host bucket (`start_us`, `end_us`,
     `bucket`), for the Timeline's idle bands."""
-    name = (run.manifest or {}).get("name")
-    return idle_segments(run.events, name if isinstance(name, str) else None, rank)
+    return idle_segments(run.events, run.analysis.call_region, rank)

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import autoprof.analysis as analysis
+from autoprof.analysis.analysis import record_of
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer.views._common import device_name, no_folder, readable, show_error
@@ -109,8 +110,8 @@ def _differences(table: pd.DataFrame, runs: list[Any], i: int, same: list[int]) 
 
 
 def _options(run: Any) -> dict[str, Any]:
-    options = (run.manifest or {}).get("options")
-    return options if isinstance(options, dict) else {}
+    record = record_of(run)
+    return record.options if record is not None else {}
 
 
 def _sweep(rows: pd.DataFrame, group: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from autoprof.runfolder import finite_numbers
+from autoprof.analysis.analysis import record_of
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
@@ -72,12 +72,12 @@ def table(steps: pd.DataFrame) -> pd.DataFrame:
 
 def _warmup(run: Any) -> None:
     st.subheader("Untraced calls before profiling")
-    manifest = run.manifest or {}
-    if not manifest:
+    record = record_of(run)
+    if record is None:
         st.info("No manifest: warm-up calls are only known for runs recorded by autoprof.")
         return
-    warm = [float(c) for c in finite_numbers(manifest.get("warmup_call_ms"))]
-    wait = [float(c) for c in finite_numbers(manifest.get("wait_call_ms"))]
+    warm = [float(c) for c in record.warmup_call_ms]
+    wait = [float(c) for c in record.wait_call_ms]
     if not warm and not wait:
         st.write("This run made no timed calls before the profiler recorded.")
         return
