@@ -99,3 +99,18 @@ def test_autoprof_schema_prints_the_shipped_file(capsys: pytest.CaptureFixture[s
 
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(schema_text())
+
+
+def test_the_diff_schema_is_a_valid_draft_2020_12_schema_shipped_as_package_data() -> None:
+    from autoprof.analysis.report.schema import (
+        DIFF_SCHEMA_FILE,
+        DIFF_SCHEMA_VERSION,
+        load_diff_schema,
+    )
+
+    schema = load_diff_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["x-schema-version"] == DIFF_SCHEMA_VERSION
+    assert schema["$id"] == f"urn:autoprof:diff:{DIFF_SCHEMA_VERSION}"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert f"analysis/report/{DIFF_SCHEMA_FILE}" in (REPO / "pyproject.toml").read_text()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from autoprof.analysis.diff.facts import OpFacts, RunFacts
+from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
 
 CauseKind = Literal["bucket", "op", "kernel"]
 TOP_ROWS = 10
@@ -97,6 +97,12 @@ def _renames(a: RunFacts, b: RunFacts) -> dict[str, str]:
     return renames
 
 
+def _launch_note(ka: KernelFacts, kb: KernelFacts) -> str:
+    if abs(ka.launches_per_step - kb.launches_per_step) < 0.5:
+        return ""
+    return f"launches per step {ka.launches_per_step:g} -> {kb.launches_per_step:g}"
+
+
 def kernel_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
     renames = _renames(a, b)
     renamed_from = set(renames.values())
@@ -111,6 +117,6 @@ def kernel_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]
         ka, kb = a.kernels.get(name), b.kernels.get(name)
         a_us = ka.us_per_step if ka else 0.0
         b_us = kb.us_per_step if kb else 0.0
-        note = "new" if ka is None else "gone" if kb is None else ""
+        note = "new" if ka is None else "gone" if kb is None else _launch_note(ka, kb)
         rows.append(Cause("kernel", name, a_us, b_us, _share(b_us - a_us, step_delta_us), note))
     return _ranked(rows)[:TOP_ROWS]

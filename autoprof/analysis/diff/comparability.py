@@ -11,7 +11,7 @@ or shapes that differ only on light ops. ``comparable``: none of these.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from autoprof.analysis.diff.facts import RunFacts
@@ -26,15 +26,42 @@ MEASURING_OPTIONS = ("record_shapes", "profile_memory", "with_stack", "with_flop
 SHAPES_NOT_COMPARABLE_PCT = 20.0
 
 
+DifferenceStatus = Literal["not comparable", "caveat"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way A and B differ, and what it does to the comparison (``status``)."""
+
+    what: str  # "device", "ranks", "problem size", "input shapes", "torch", "option sync", ...
+    a: object
+    b: object
+    status: DifferenceStatus
+    text: str  # one line saying it, as in not_comparable_because / caveats
+
+    def to_json(self) -> dict[str, object]:
+        return {"what": self.what, "a": _jsonable(self.a), "b": _jsonable(self.b),
+                "status": self.status, "text": self.text}
+
+
+def _jsonable(value: object) -> object:
+    """A difference's value as JSON keeps it: scalars as they are, anything else as text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
 @dataclass(frozen=True)
 class Comparability:
     status: Comparable
     blocking: list[str]  # the reasons the runs are not comparable
     caveats: list[str]
+    differences: list[Difference] = field(default_factory=list)  # every one, with its status
 
     def to_json(self) -> dict[str, object]:
         return {"status": self.status, "not_comparable_because": self.blocking,
-                "caveats": self.caveats}
+                "caveats": self.caveats,
+                "differences": [d.to_json() for d in self.differences]}
 
 
 def _op_weight_us(facts: RunFacts, name: str) -> float:
@@ -57,47 +84,70 @@ def _shape_changes(a: RunFacts, b: RunFacts) -> tuple[float, list[str]]:
     return changed_us / total_us * 100.0, names
 
 
-def _differs(key: str, va: object, vb: object) -> str | None:
-    return None if va == vb else f"{key}: {va!r} in A, {vb!r} in B"
+def _heaviest_shapes(a: RunFacts, b: RunFacts, shapes: list[str]) -> tuple[str, str]:
+    """The input shapes of the heaviest op whose shapes changed, in A and in B."""
+    name = shapes[0]
+    return f"{name} {a.ops[name].input_shapes}", f"{name} {b.ops[name].input_shapes}"
 
 
-def _option_caveats(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+def _differs(key: str, va: object, vb: object,
+             status: DifferenceStatus = "caveat") -> Difference | None:
+    if va == vb:
+        return None
+    return Difference(key, va, vb, status, f"{key}: {va!r} in A, {vb!r} in B")
+
+
+def _option_caveats(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference | None]:
     notes = [_differs(f"option {k}", a.get(k), b.get(k)) for k in MEASURING_OPTIONS]
     notes.append(_differs("schedule", a.get("schedule"), b.get("schedule")))
-    return [n for n in notes if n]
+    return notes
 
 
-def _blocking(a: RunFacts, b: RunFacts, shapes_pct: float, shapes: list[str]) -> list[str]:
-    reasons = []
-    if a.device != b.device:
-        reasons.append(f"device: {a.device} in A, {b.device} in B")
-    if a.world_size != b.world_size:
-        reasons.append(f"ranks: {a.world_size} in A, {b.world_size} in B")
+def _blocking(a: RunFacts, b: RunFacts, shapes_pct: float,
+              shapes: list[str]) -> list[Difference | None]:
+    reasons = [
+        None if a.device == b.device else Difference(
+            "device", a.device, b.device, "not comparable",
+            f"device: {a.device} in A, {b.device} in B"),
+        None if a.world_size == b.world_size else Difference(
+            "ranks", a.world_size, b.world_size, "not comparable",
+            f"ranks: {a.world_size} in A, {b.world_size} in B")]
     if a.problem_size is not None and b.problem_size is not None and (
             a.problem_size != b.problem_size):
-        reasons.append(f"problem size: {a.problem_size:g} in A, {b.problem_size:g} in B")
+        reasons.append(Difference(
+            "problem size", a.problem_size, b.problem_size, "not comparable",
+            f"problem size: {a.problem_size:g} in A, {b.problem_size:g} in B"))
     if shapes_pct > SHAPES_NOT_COMPARABLE_PCT:
-        reasons.append(f"input shapes: ops holding {shapes_pct:.0f}% of A's op time run on "
-                       f"other shapes in B ({', '.join(shapes[:3])}): another problem size")
+        reasons.append(Difference(
+            "input shapes", *_heaviest_shapes(a, b, shapes), "not comparable",
+            f"input shapes: ops holding {shapes_pct:.0f}% of A's op time run on "
+            f"other shapes in B ({', '.join(shapes[:3])}): another problem size"))
     return reasons
 
 
-def _caveats(a: RunFacts, b: RunFacts, shapes_pct: float, shapes: list[str]) -> list[str]:
+def _caveats(a: RunFacts, b: RunFacts, shapes_pct: float,
+             shapes: list[str]) -> list[Difference | None]:
     notes = [_differs(k, a.versions.get(k), b.versions.get(k)) for k in ("torch", "cuda")]
     notes.append(_differs("function", a.name, b.name))
     if a.steps != b.steps:
-        notes.append(f"steps: {a.steps} in A, {b.steps} in B")
+        notes.append(Difference("steps", a.steps, b.steps, "caveat",
+                                f"steps: {a.steps} in A, {b.steps} in B"))
     if 0 < shapes_pct <= SHAPES_NOT_COMPARABLE_PCT:
-        notes.append(f"input shapes differ on light ops ({shapes_pct:.1f}% of A's op time: "
-                     f"{', '.join(shapes[:3])})")
-    return [n for n in notes if n] + _option_caveats(a.options, b.options)
+        notes.append(Difference(
+            "input shapes", *_heaviest_shapes(a, b, shapes), "caveat",
+            f"input shapes differ on light ops ({shapes_pct:.1f}% of A's op time: "
+            f"{', '.join(shapes[:3])})"))
+    return notes + _option_caveats(a.options, b.options)
 
 
 def comparability(a: RunFacts, b: RunFacts) -> Comparability:
-    """Every difference between A and B that bears on comparing their step times."""
+    """Every difference between A and B that bears on comparing their step times, each with
+    its status; the runs' status is the worst of them."""
     shapes_pct, shapes = _shape_changes(a, b)
-    blocking = _blocking(a, b, shapes_pct, shapes)
-    caveats = _caveats(a, b, shapes_pct, shapes)
+    found = [d for d in (*_blocking(a, b, shapes_pct, shapes),
+                         *_caveats(a, b, shapes_pct, shapes)) if d is not None]
+    blocking = [d.text for d in found if d.status == "not comparable"]
+    caveats = [d.text for d in found if d.status == "caveat"]
     status: Comparable = ("not comparable" if blocking
                           else "comparable with caveats" if caveats else "comparable")
-    return Comparability(status, blocking, caveats)
+    return Comparability(status, blocking, caveats, found)

@@ -57,6 +57,8 @@ class RunFacts:
     problem_size: float | None = None  # the manifest's size, the first op's largest dim, n64/
     ops: Mapping[str, OpFacts] = field(default_factory=dict)
     kernels: Mapping[str, KernelFacts] = field(default_factory=dict)
+    # each rank's step times, for runs with ranks (empty for a one-process run)
+    step_us_by_rank: Mapping[int, list[float]] = field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -141,6 +143,18 @@ def _launches_per_step(summary: Mapping[str, Any]) -> float | None:
     return float(pd.Series(launches).median()) if launches else None
 
 
+def _step_us_by_rank(summary: Mapping[str, Any]) -> dict[int, list[float]]:
+    """Each rank's step times from the per-step breakdown rows that name a rank."""
+    breakdown = summary.get("breakdown")
+    rows = breakdown.get("per_step") if isinstance(breakdown, Mapping) else None
+    by_rank: dict[int, list[float]] = {}
+    for r in rows if isinstance(rows, list) else []:
+        if (isinstance(r, Mapping) and isinstance(r.get("rank"), int)
+                and isinstance(r.get("step_us"), int | float)):
+            by_rank.setdefault(int(r["rank"]), []).append(float(r["step_us"]))
+    return by_rank if int(summary.get("world_size") or 1) > 1 else {}
+
+
 def _problem_size(record: Manifest | None, run: Run) -> float | None:
     size = run_size(record, run.events, str(run.path))
     return None if pd.isna(size) else float(size)
@@ -175,4 +189,5 @@ def run_facts(run: Run) -> RunFacts:
         problem_size=_problem_size(record, run),
         ops=_op_facts(run.events, steps),
         kernels=_kernel_facts(run.events, steps),
+        step_us_by_rank=_step_us_by_rank(summary),
     )

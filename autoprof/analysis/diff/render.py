@@ -6,7 +6,7 @@ from __future__ import annotations
 from autoprof.analysis.diff.causes import Cause
 from autoprof.analysis.diff.result import Diff
 from autoprof.analysis.diff.significance import Change
-from autoprof.units import fmt_pct, fmt_us
+from autoprof.units import fmt_pct, fmt_us, safe_text
 
 
 def _signed_pct(value: float | None) -> str:
@@ -60,13 +60,20 @@ def render_text(d: Diff) -> str:
         lines += ["  " + _change_line("step time", d.step)]
         if d.gpu is not None:
             lines += ["  " + _change_line("GPU time per step", d.gpu)]
+        lines += ["  " + _change_line(f"rank {r.rank} step time", r.step) for r in d.ranks]
     lines += _metric_lines(d)
     for title, rows in (("WHY (ops, largest first)", d.why),
                         ("BUCKETS (per step)", [c for c in d.buckets if c.delta_us]),
                         ("KERNELS (per step)", d.kernels[:5])):
         if rows:
             lines += ["", title, *(_cause_line(c) for c in rows)]
-    return "\n".join(lines) + "\n"
+    return _printable(lines)
+
+
+def _printable(lines: list[str]) -> str:
+    """The lines joined, each through units.safe_text: a name or path from a trace never
+    reaches the terminal with its control characters, nor megabytes long."""
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def _md_escape(text: str) -> str:
@@ -92,9 +99,11 @@ def render_markdown(d: Diff) -> str:
         lines.append("- " + _md_escape(_change_line("step time", d.step)))
     if d.gpu is not None:
         lines.append("- " + _md_escape(_change_line("GPU time per step", d.gpu)))
+    lines += ["- " + _md_escape(_change_line(f"rank {r.rank} step time", r.step))
+              for r in d.ranks]
     if d.why:
         lines += ["", "**Why** (per step, largest first)", "", *_md_rows(d.why)]
     moved = [c for c in d.buckets if c.delta_us]
     if moved:
         lines += ["", "**Buckets**", "", *_md_rows(moved)]
-    return "\n".join(lines) + "\n"
+    return _printable(lines)

@@ -16,9 +16,9 @@ from autoprof.analysis.diff.causes import Cause, bucket_causes, kernel_causes, o
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
 from autoprof.analysis.diff.significance import Change, median_change
+from autoprof.analysis.report.schema import DIFF_SCHEMA_VERSION
 from autoprof.analysis.run import Run, load
 
-DIFF_SCHEMA_VERSION = 1
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 
 
@@ -35,6 +35,17 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class RankChange:
+    """One rank's step-time change, for runs that both have the same ranks."""
+
+    rank: int
+    step: Change
+
+    def to_json(self) -> dict[str, object]:
+        return {"rank": self.rank, "step_time": self.step.to_json()}
+
+
+@dataclass(frozen=True)
 class Diff:
     a: str
     b: str
@@ -45,6 +56,7 @@ class Diff:
     ops: list[Cause] = field(default_factory=list)
     kernels: list[Cause] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
+    ranks: list[RankChange] = field(default_factory=list)  # per rank; [] without ranks
 
     @property
     def verdict(self) -> str:
@@ -72,6 +84,7 @@ class Diff:
             "ops": [c.to_json() for c in self.ops],
             "kernels": [c.to_json() for c in self.kernels],
             "metrics": [m.to_json() for m in self.metrics],
+            "ranks": [r.to_json() for r in self.ranks],
             "method": METHOD,
         }
 
@@ -87,6 +100,15 @@ def _metrics(a: RunFacts, b: RunFacts) -> list[Metric]:
             Metric("mfu_pct", a.mfu_pct, b.mfu_pct)]
 
 
+def rank_changes(a: RunFacts, b: RunFacts) -> list[RankChange]:
+    """Each rank's step-time change, when A and B have the same ranks (the pooled verdict
+    mixes them; a change on one rank, a straggler, shows here)."""
+    if not a.step_us_by_rank or set(a.step_us_by_rank) != set(b.step_us_by_rank):
+        return []
+    return [RankChange(rank, median_change(a.step_us_by_rank[rank], b.step_us_by_rank[rank]))
+            for rank in sorted(a.step_us_by_rank)]
+
+
 def diff_facts(a: RunFacts, b: RunFacts) -> Diff:
     """The diff of two runs' facts (the pure part of :func:`diff`)."""
     comparable = comparability(a, b)
@@ -100,7 +122,7 @@ def diff_facts(a: RunFacts, b: RunFacts) -> Diff:
                 buckets=bucket_causes(a, b, step_delta_us),
                 ops=op_causes(a, b, step_delta_us),
                 kernels=kernel_causes(a, b, step_delta_us),
-                metrics=_metrics(a, b))
+                metrics=_metrics(a, b), ranks=rank_changes(a, b))
 
 
 def _run(run: Run | str | os.PathLike[str]) -> Run:

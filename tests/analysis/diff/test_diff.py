@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from autoprof.analysis.diff import (
     render_text,
 )
 from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
+from autoprof.analysis.diff.result import Diff
+from autoprof.analysis.report.schema import diff_errors, validate_diff
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "traces" / "examples"
@@ -34,6 +37,12 @@ def _facts(step_us: list[float], **changes: object) -> RunFacts:
         kernels={"gemm_bf16": KernelFacts(300.0, 2.0, "aten::mm")},
     )
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def checked(d: Diff) -> Diff:
+    """``d``, once its JSON is shown to be what --json prints and valid against the schema."""
+    validate_diff(json.loads(json.dumps(d.to_json(), allow_nan=False)))
+    return d
 
 
 def test_same_samples_are_no_significant_change() -> None:
@@ -75,7 +84,7 @@ def test_the_bootstrap_is_deterministic() -> None:
 def test_other_device_or_ranks_is_not_comparable_and_exits_2() -> None:
     a = _facts([1000.0] * 5)
     for b in (replace(a, device="NVIDIA H100"), replace(a, world_size=2)):
-        d = diff_facts(a, b)
+        d = checked(diff_facts(a, b))
         assert d.comparability.status == "not comparable"
         assert d.verdict == "not comparable" and d.step is None
         assert exit_status(d, 5.0) == 2
@@ -85,7 +94,7 @@ def test_heavy_ops_on_other_shapes_are_not_comparable() -> None:
     a = _facts([1000.0] * 5)
     bigger = dict(a.ops)
     bigger["aten::mm"] = replace(a.ops["aten::mm"], input_shapes="[[4096, 4096], [4096, 4096]]")
-    d = diff_facts(a, replace(a, ops=bigger))
+    d = checked(diff_facts(a, replace(a, ops=bigger)))
     assert d.comparability.status == "not comparable"
     reason = d.comparability.blocking[0]
     assert "input shapes" in reason and "aten::mm" in reason
@@ -95,7 +104,7 @@ def test_other_torch_and_schedule_are_caveats() -> None:
     a = _facts([1000.0] * 5)
     b = replace(a, versions={"torch": "2.12.0+cu130", "cuda": "cu130"},
                 options={**a.options, "schedule": {"wait": 0, "warmup": 1, "active": 5}})
-    d = diff_facts(a, b)
+    d = checked(diff_facts(a, b))
     assert d.comparability.status == "comparable with caveats"
     assert any(c.startswith("torch:") for c in d.comparability.caveats)
     assert any(c.startswith("schedule:") for c in d.comparability.caveats)
@@ -109,7 +118,7 @@ def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
     ops["aten::copy_"] = OpFacts(20.0, 10.0, 1.0, "[[64, 64], [64, 64]]", "")
     b = replace(a, label="b", step_us=[v * 1.3 for v in a.step_us], ops=ops,
                 kernels={"gemm_fp32": KernelFacts(600.0, 2.0, "aten::mm")})
-    d = diff_facts(a, b)
+    d = checked(diff_facts(a, b))
     assert d.verdict == "slower"
     assert [c.name for c in d.why][:2] == ["aten::mm", "aten::copy_"]
     assert "input types" in d.why[0].note
@@ -130,7 +139,7 @@ def test_committed_examples_eager_vs_graph_faster_because_launches_go() -> None:
 
     eager = autoprof.load(next((EXAMPLES / "eager_100").iterdir()))
     graph = autoprof.load(next((EXAMPLES / "graph_replay").iterdir()))
-    d = diff(eager, graph)
+    d = checked(diff(eager, graph))
     assert d.verdict == "faster"
     assert d.step is not None and d.step.change_pct is not None and d.step.change_pct < -80
     assert d.buckets[0].name == "host_launch" and d.buckets[0].delta_us < 0
@@ -149,7 +158,84 @@ def test_committed_seed_64_vs_4096_not_comparable_because_of_shapes() -> None:
         run = autoprof.load(folder)
         shapes = run.ops().set_index("name").loc["aten::mm", "input_shapes"]
         runs.setdefault("4096" if "4096" in shapes else "64", run)
-    d = diff(runs["64"], runs["4096"])
+    d = checked(diff(runs["64"], runs["4096"]))
     assert d.verdict == "not comparable"
     assert "input shapes" in " ".join(d.comparability.blocking)
     assert exit_status(d, None) == 2
+
+
+def test_every_difference_is_listed_with_its_status() -> None:
+    a = _facts([1000.0] * 5)
+    b = replace(a, device="NVIDIA H100", versions={"torch": "2.12.0+cu130", "cuda": "cu130"},
+                options={**a.options, "sync": True}, step_us=[1000.0] * 6)
+    d = checked(diff_facts(a, b))
+    listed = {x.what: x for x in d.comparability.differences}
+    assert set(listed) == {"device", "torch", "steps", "option sync"}
+    assert listed["device"].status == "not comparable"
+    assert (listed["device"].a, listed["device"].b) == ("NVIDIA H200", "NVIDIA H100")
+    assert {listed[k].status for k in ("torch", "steps", "option sync")} == {"caveat"}
+    assert (listed["steps"].a, listed["steps"].b) == (5, 6)
+    assert d.comparability.blocking == ["device: NVIDIA H200 in A, NVIDIA H100 in B"]
+    assert [x.text for x in d.comparability.differences
+            if x.status == "caveat"] == d.comparability.caveats
+    assert checked(diff_facts(a, a)).comparability.differences == []
+
+
+def test_shape_differences_name_the_heaviest_ops_shapes() -> None:
+    a = _facts([1000.0] * 5)
+    bigger = dict(a.ops)
+    bigger["aten::mm"] = replace(a.ops["aten::mm"], input_shapes="[[4096, 4096], [4096, 4096]]")
+    (shapes,) = checked(diff_facts(a, replace(a, ops=bigger))).comparability.differences
+    assert shapes.what == "input shapes" and shapes.status == "not comparable"
+    assert shapes.a == "aten::mm [[64, 64], [64, 64]]"
+    assert shapes.b == "aten::mm [[4096, 4096], [4096, 4096]]"
+
+
+def test_same_ranks_give_each_ranks_step_change() -> None:
+    steady = [1000.0, 1004.0, 996.0, 1002.0, 998.0]
+    a = _facts(steady * 2, world_size=2, step_us_by_rank={0: steady, 1: steady})
+    slow = [v * 1.2 for v in steady]
+    b = replace(a, step_us=steady + slow, step_us_by_rank={0: steady, 1: slow})
+    d = checked(diff_facts(a, b))
+    assert [(r.rank, r.step.verdict) for r in d.ranks] == [
+        (0, "no significant change"), (1, "slower")]
+    assert d.ranks[1].step.change_pct == pytest.approx(20.0)
+    assert "rank 1 step time" in render_text(d) and "rank 1 step time" in render_markdown(d)
+    other = replace(b, step_us_by_rank={0: steady, 2: slow})  # not the same ranks
+    assert checked(diff_facts(a, other)).ranks == []
+    assert checked(diff_facts(_facts(steady), _facts(steady))).ranks == []  # no ranks
+
+
+def test_a_kernels_changed_launches_are_its_note() -> None:
+    a = _facts([1000.0] * 5)
+    b = replace(a, step_us=[1100.0] * 5,
+                kernels={"gemm_bf16": KernelFacts(400.0, 6.0, "aten::mm")})
+    (kernel,) = checked(diff_facts(a, b)).kernels
+    assert kernel.note == "launches per step 2 -> 6"
+
+
+def test_the_schema_catches_a_broken_diff() -> None:
+    good = checked(diff_facts(_facts([1000.0] * 5), _facts([1100.0] * 5))).to_json()
+    bad = json.loads(json.dumps(good))
+    bad["verdict"] = "slowish"
+    del bad["ranks"]
+    bad["step_time"]["ci_low_pct"] = "5%"
+    errors = diff_errors(bad)
+    assert any(e.startswith("(top): 'ranks' is a required property") for e in errors)
+    assert any(e.startswith("verdict: 'slowish' is not one of") for e in errors)
+    assert any(e.startswith("step_time") for e in errors)
+    with pytest.raises(ValueError, match="breaks diff.schema.json"):
+        validate_diff(bad)
+    assert diff_errors({**good, "a_key_added_later": 1}) == []  # additive keys stay valid
+
+
+@pytest.mark.slow
+def test_committed_two_rank_run_against_itself_gives_each_rank() -> None:
+    import autoprof
+    from autoprof.analysis.diff import diff
+
+    run = autoprof.load(next((EXAMPLES / "ddp_step").iterdir()))
+    d = checked(diff(run, run))
+    assert d.verdict == "no significant change"
+    assert [r.rank for r in d.ranks] == [0, 1]
+    assert all(r.step.change_pct == 0 and r.step.samples_a >= 3 for r in d.ranks)

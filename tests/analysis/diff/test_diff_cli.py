@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autoprof.analysis.report.schema import validate_diff
 from autoprof.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "traces" / "examples"
@@ -39,6 +40,7 @@ def test_a_regression_beyond_the_gate_exits_1(capsys: pytest.CaptureFixture[str]
 def test_not_comparable_exits_2_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", _seed("64"), _seed("4096"), "--json"]) == 2
     result = json.loads(capsys.readouterr().out)
+    validate_diff(result)
     assert result["verdict"] == "not comparable" and result["step_time"] is None
     assert "input shapes" in " ".join(result["comparability"]["not_comparable_because"])
 
@@ -46,6 +48,7 @@ def test_not_comparable_exits_2_with_the_reason(capsys: pytest.CaptureFixture[st
 def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     main(["diff", _one("eager_100"), _one("graph_replay"), "--json"])
     result = json.loads(capsys.readouterr().out)
+    validate_diff(result)
     assert result["schema_version"] == 1 and result["verdict"] == "faster"
     assert result["step_time"]["ci_high_pct"] < 0
     assert result["why"][0]["name"] == "aten::mm"
@@ -58,3 +61,13 @@ def test_a_missing_run_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
     assert main(["diff", str(tmp_path / "nope"), _one("eager_100")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"autoprof: error: {tmp_path / 'nope'}: no such file or directory"
+
+
+def test_autoprof_schema_diff_prints_the_shipped_diff_schema(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from autoprof.analysis.report.schema import load_diff_schema, load_schema
+
+    assert main(["schema", "--diff"]) == 0
+    assert json.loads(capsys.readouterr().out) == load_diff_schema()
+    assert main(["schema"]) == 0  # the summary's, as before
+    assert json.loads(capsys.readouterr().out) == load_schema()
