@@ -276,9 +276,9 @@ def cmd_view(args: argparse.Namespace) -> int:
 # --- schema, mcp ---------------------------------------------------------------------------
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from autoprof.analysis.report.schema import schema_text
+    from autoprof.analysis.report.schema import DIFF_SCHEMA_FILE, SCHEMA_FILE, schema_text
 
-    sys.stdout.write(schema_text())
+    sys.stdout.write(schema_text(DIFF_SCHEMA_FILE if args.diff else SCHEMA_FILE))
     return 0
 
 
@@ -332,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="address to bind (default 127.0.0.1: this machine only)")
     view.add_argument("--port", type=int, default=None, help="port (default: streamlit's 8501)")
     view.set_defaults(func=cmd_view)
-    sub.add_parser("schema", help="print the JSON Schema of `autoprof summary --json`"
-                   ).set_defaults(func=cmd_schema)
+    schema = sub.add_parser("schema", help="print the JSON Schema of `autoprof summary "
+                                           "--json` (--diff: of `autoprof diff --json`)")
+    schema.add_argument("--diff", action="store_true", help="the diff's schema")
+    schema.set_defaults(func=cmd_schema)
     mcp = sub.add_parser("mcp", help="serve a traces folder's runs to MCP clients over stdio "
                                      "(read-only; needs autoprof[mcp])")
     mcp.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
