@@ -169,3 +169,48 @@ def test_the_profiler_start_skips_torchs_inductor_import_and_is_measured(tmp_pat
     result = json.loads(out.strip().splitlines()[-1])
     assert result["inductor"] is False and result["restored"] is True
     assert isinstance(result["start_ms"], float) and result["start_ms"] > 0
+
+
+def test_a_partial_run_summarises_only_its_recorded_steps(traces_root):
+    """Seven calls of the default schedule record 2 steps; torch opens a third span at the
+    last step() and the stop closes it empty: it is not a step of the run."""
+    from autoprof.analysis.analysis import Analysis
+
+    @autoprof(name="seven_steps")
+    def f(x):
+        return x @ x
+
+    for _ in range(7):
+        f(torch.ones(8, 8))
+    autoprof.flush()
+    run = autoprof.load(only_run(traces_root, "seven_steps"))
+    analysis = Analysis.of(run)
+    assert run.manifest["steps_recorded"] == 2
+    assert len(analysis.steps) == 2 and len(analysis.breakdown.steps) == 2
+
+
+def test_ctrl_c_while_torch_stops_the_last_cycle_fails_the_run(monkeypatch, traces_root):
+    """A Ctrl+C that lands in torch's step() after its stop, before the export (the long C++
+    part), left 'partial' with steps_recorded 3, no trace and no error."""
+    from autoprof.record.session import driver
+
+    real_step = driver.Driver.step
+
+    def interrupted_at_the_end(self):
+        if self._steps_taken + 1 >= self.total_steps:
+            raise KeyboardInterrupt
+        real_step(self)
+
+    monkeypatch.setattr(driver.Driver, "step", interrupted_at_the_end)
+    fn = autoprof(name="ctrl_c_end", warmup=0, schedule=dict(wait=0, warmup=1, active=2))(
+        lambda x: x + 1)
+    fn(torch.ones(1))
+    fn(torch.ones(1))
+    with warnings.catch_warnings(record=True), pytest.raises(KeyboardInterrupt):
+        warnings.simplefilter("always")
+        fn(torch.ones(1))  # the user's Ctrl+C still reaches the user
+    autoprof.flush()
+    from tests.core.conftest import manifest
+
+    m = manifest(only_run(traces_root, "ctrl_c_end"))
+    assert m["status"] == "failed" and m["error"]["type"] == "KeyboardInterrupt"

@@ -53,6 +53,26 @@ def called_steps(ctx: Analysis) -> pd.DataFrame:
     return steps[np.fromiter((k in held for k in keys), bool, len(steps))]
 
 
+def without_unfilled_last_steps(events: pd.DataFrame, name: object) -> pd.DataFrame:
+    """`events` without each rank's last step when it holds no call of the run's region
+    `name` while an earlier step of that rank does: the span torch opened at the last
+    ``step()`` of a run stopped early, which the stop closed with nothing of the function in
+    it (the session's ``steps_recorded`` does not count it). Its rows would add a short,
+    empty step to every step table and mean. Unchanged when `name` names no region."""
+    if not isinstance(name, str) or not name or events.empty or "step" not in events:
+        return events
+    held = _steps_with(events, cpu_work_mask(events) & (events["name"].to_numpy() == name))
+    if not held:
+        return events
+    ranks, step_nos = events["rank"].to_numpy(), events["step"].to_numpy()
+    drop = np.zeros(len(events), bool)
+    for rank in set(ranks[step_nos >= 0].tolist()):
+        last = int(step_nos[(ranks == rank) & (step_nos >= 0)].max())
+        if (rank, last) not in held and any(r == rank for r, _ in held):
+            drop |= (ranks == rank) & (step_nos == last)
+    return events[~drop] if drop.any() else events
+
+
 def data_loader_us(ctx: Analysis, rank: int) -> dict[int, float]:
     """Per step of `rank`: the time in the outermost DataLoader rows (fetching batches)."""
     events = ctx.events

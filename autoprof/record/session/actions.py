@@ -22,6 +22,13 @@ from autoprof.record.session.writer import Identity, RunState
 from autoprof.record.warn import warn, warn_once
 
 
+def failure(exc: BaseException | None) -> BaseException | None:
+    """``exc`` unless it is a successful exit (``sys.exit()``, ``sys.exit(0)``)."""
+    if isinstance(exc, SystemExit) and exc.code in (None, 0):
+        return None
+    return exc
+
+
 class Actions:
     """What a run's events do (mixed into the session, which owns these attributes)."""
 
@@ -212,6 +219,14 @@ class Actions:
             writer.write_manifest(run, self._manifest("recording"))
         except Exception as exc:
             self._export_failed(exc, run.run_dir / artifacts.MANIFEST)
+
+    def _interrupted(self, interrupt: BaseException, run: RunState) -> None:
+        """A KeyboardInterrupt (or SystemExit) out of torch's ``step()``: the cycle it was
+        stopping or exporting may hold nothing on disk, so the run fails with it (never a
+        ``partial`` counting steps no trace holds); the interrupt then reaches the user."""
+        if run.error is None:
+            run.error = artifacts.error_record(interrupt, "export")
+        self._fire(Event.STEP_FAILED, "failed")
 
     def _finisher_failed(self, run: RunState, problem: str) -> None:
         """The finisher is gone: the folder keeps what ``python -m autoprof.finish`` needs."""

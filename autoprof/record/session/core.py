@@ -26,7 +26,7 @@ from autoprof.record import export
 from autoprof.record.options import Options
 from autoprof.record.session import exit as _exit
 from autoprof.record.session import writer
-from autoprof.record.session.actions import Actions
+from autoprof.record.session.actions import Actions, failure
 from autoprof.record.session.driver import (
     Driver,
     note_slow_start,
@@ -46,13 +46,6 @@ Token = tuple[int, Any]
 PASS, LABEL, WARMUP, STEP, WAIT_STEP = 0, 1, 2, 3, 4
 PASS_TOKEN: Token = (PASS, None)
 _RECORDING = (State.PROFILING, State.STOP_ASKED)
-
-
-def failure(exc: BaseException | None) -> BaseException | None:
-    """``exc`` unless it is a successful exit (``sys.exit()``, ``sys.exit(0)``)."""
-    if isinstance(exc, SystemExit) and exc.code in (None, 0):
-        return None
-    return exc
 
 
 class Session(Actions):
@@ -301,6 +294,9 @@ class Session(Actions):
             self._export_failed(problem, run.run_dir)
             self._fire(Event.STEP_FAILED, "failed")
             return
+        except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
+            self._interrupted(interrupt, run)
+            raise
         if run.profiler_start_ms is None and prof.started:
             run.profiler_start_ms = prof.start_ms
             note_slow_start(self.name, prof.start_ms)

@@ -7,6 +7,7 @@ from support.attrbuild import FakeRun, Trace
 
 from autoprof.analysis.analysis import Analysis
 from autoprof.analysis.metrics.verdict import classify_sides
+from autoprof.runfolder import Manifest
 
 
 @pytest.mark.parametrize(("pct", "kind"), [
@@ -74,7 +75,7 @@ def test_summary_carries_the_interfaces():
 
 def test_profiler_overhead_from_the_untraced_calls():
     ctx = _sleepy()
-    ctx.manifest = {"warmup_call_ms": [5.0, 0.5, 0.4], "wait_call_ms": [0.6]}
+    ctx.record = Manifest(name="", warmup_call_ms=(5.0, 0.5, 0.4), wait_call_ms=(0.6,))
     po = ctx.profiler_overhead
     assert po["untraced_call_us"] == pytest.approx(500)  # median of 500, 400, 600 (first dropped)
     assert po["profiled_step_us"] == pytest.approx(1100)
@@ -152,7 +153,7 @@ def test_untraced_calls_slower_than_a_step_never_change_the_verdict():
 
 def test_untraced_calls_doing_other_work_give_no_overhead():
     ctx = _sleepy()
-    ctx.manifest = {"warmup_call_ms": [200.0, 200.0], "wait_call_ms": [120.0]}
+    ctx.record = Manifest(name="", warmup_call_ms=(200.0, 200.0), wait_call_ms=(120.0,))
     po = ctx.profiler_overhead
     assert po["available"] is False and "not the same work" in po["reason"]
     assert ctx.verdict.reason.endswith("the GPU waits for the host")  # no note added
