@@ -11,7 +11,9 @@ agent or an editor can ask what a person asks ``autoprof summary``. Tools:
 - ``explain(run, what)``: one diagnostic (by id), one opportunity (by cause) or one op (by
   name): the record with its numbers and hint, and for an op its rows and share of the time.
 
-There is no ``diff`` tool: autoprof has no ``diff`` command yet.
+- ``diff(a, b)``: is run ``b`` faster, slower or the same as run ``a``, how sure, and why, as
+  ``autoprof diff A B --json`` prints it (docs/diff.md, the schema ``autoprof schema --diff``
+  prints), with ``a`` and ``b`` named by their paths relative to the folder.
 
 Confined like the viewer: a run is named by its path relative to the folder; absolute paths,
 ``..`` and symlinks that resolve outside the folder are refused, and every trace a run lists
@@ -45,7 +47,8 @@ INSTRUCTIONS = (
     "autoprof explains why a PyTorch program is slow, from torch.profiler runs in one traces "
     "folder. Call list_runs first; then summary_markdown (or summary for JSON) on a run's "
     "path; explain(run, what) with a diagnostic id, an opportunity cause or an op name from "
-    "the summary gives that item's numbers and hint. Times are microseconds unless a key "
+    "the summary gives that item's numbers and hint; diff(a, b) tells whether run b is "
+    "faster or slower than run a, how sure, and why. Times are microseconds unless a key "
     "names another unit. Read-only.")
 
 
@@ -147,6 +150,15 @@ def explain(folder: RunFolder, run: str, what: str) -> dict[str, Any]:
     return _explain_op(folder, run, what, summary)
 
 
+def diff(folder: RunFolder, a: str, b: str) -> dict[str, Any]:
+    """``autoprof diff a b --json`` over two runs of the folder (each confined to it)."""
+    from autoprof.analysis.diff import diff as diff_runs
+
+    result: dict[str, Any] = diff_runs(folder.load(a), folder.load(b)).to_json()
+    result["a"], result["b"] = a, b  # the names the client gave, not this machine's paths
+    return result
+
+
 def _explain_op(folder: RunFolder, run: str, name: str,
                 summary: dict[str, Any]) -> dict[str, Any]:
     from autoprof.analysis.report.summary import jsonable
@@ -225,7 +237,14 @@ def build_server(root: Path) -> MCPServer:
         record with its evidence and hint, or the op's rows and share of the run's time."""
         return _answer(explain, folder, run, what)
 
-    del list_runs_tool, summary, summary_markdown, top_ops_tool, explain_tool  # registered
+    @server.tool(name="diff", annotations=read_only)
+    def diff_tool(a: str, b: str) -> dict[str, Any]:
+        """Is run b faster, slower or the same as run a (the baseline), how sure, and why:
+        comparability and every difference, the step time's change with its 95% bootstrap
+        interval, and the buckets, ops and kernels ranked by their share of the change."""
+        return _answer(diff, folder, a, b)
+
+    del list_runs_tool, summary, summary_markdown, top_ops_tool, explain_tool, diff_tool
     return server
 
 

@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from autoprof.analysis.report.schema import validate_summary  # noqa: E402
+from autoprof.analysis.report.schema import validate_diff, validate_summary  # noqa: E402
 from autoprof.integrations.mcp import build_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +65,8 @@ def test_the_tools_are_listed_read_only(traces: Path) -> None:
             return await client.list_tools()
 
     listed = {t.name: t for t in anyio.run(tools).tools}
-    assert set(listed) == {"list_runs", "summary", "summary_markdown", "top_ops", "explain"}
+    assert set(listed) == {"list_runs", "summary", "summary_markdown", "top_ops", "explain",
+                           "diff"}
     assert all(t.annotations.read_only_hint for t in listed.values())
 
 
@@ -107,6 +108,26 @@ def test_an_unknown_item_names_what_there_is(traces: Path) -> None:
                           ("explain", {"run": WHATIF, "what": "no-such-thing"}))
     assert bad_n.is_error and "1 to 100" in _text(bad_n)
     assert unknown.is_error and "short-kernels" in _text(unknown)
+
+
+def test_diff_of_two_runs_of_the_folder(traces: Path) -> None:
+    same, other = call(traces, ("diff", {"a": CPU, "b": CPU}), ("diff", {"a": CPU, "b": WHATIF}))
+    d = _data(same)
+    validate_diff(d)
+    assert (d["a"], d["b"]) == (CPU, CPU)  # named as the client named them, no local paths
+    assert d["comparability"]["status"] == "comparable"
+    assert d["verdict"] == "no significant change" and d["step_time"]["change_pct"] == 0
+    o = _data(other)
+    validate_diff(o)
+    assert o["verdict"] == "not comparable" and o["step_time"] is None
+    assert "device" in [x["what"] for x in o["comparability"]["differences"]]
+
+
+@pytest.mark.parametrize("run", ["../outside/run", "escape", "/etc", str(EXAMPLES / CPU), ""])
+def test_diff_reads_nothing_outside_the_folder(traces: Path, run: str) -> None:
+    for args in ({"a": CPU, "b": run}, {"a": run, "b": CPU}):
+        (result,) = call(traces, ("diff", args))
+        assert result.is_error and "traces folder" in _text(result)
 
 
 @pytest.mark.slow
