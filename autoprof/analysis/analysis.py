@@ -24,12 +24,14 @@ from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.lines import SourceLines
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
 from autoprof.analysis.metrics.stats import ranks_of
 from autoprof.analysis.metrics.steps import per_step
 from autoprof.analysis.metrics.verdict import Verdict, verdict_from
+from autoprof.runfolder import Manifest
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ class RunLike(Protocol):
     def events(self) -> pd.DataFrame: ...
 
     @property
-    def manifest(self) -> dict[str, Any] | None: ...
+    def manifest(self) -> dict[str, Any] | None:
+        """The manifest as plain JSON values; a run that keeps its typed record (``RunData``
+        and ``Run``: ``record``) is read from that instead (``record_of``)."""
 
     @property
     def path(self) -> str | Path: ...
@@ -76,6 +80,13 @@ class RunLike(Protocol):
     def is_cuda(self) -> bool: ...
 
 
+def record_of(data: RunLike) -> Manifest | None:
+    """The run's typed record: its own (``RunData.record``, ``Run.record``), else the one its
+    plain-dict ``manifest`` stands for (a run-like built by hand); None without a manifest."""
+    kept = getattr(data, "record", None)
+    return kept if isinstance(kept, Manifest) else Manifest.from_view(data.manifest)
+
+
 class Analysis:
     """Numbers every check, the summary and the viewer may use, each computed at most once."""
 
@@ -90,16 +101,14 @@ class Analysis:
     def __init__(self, data: RunLike, options: AnalysisOptions | None = None) -> None:
         self.data = data
         self.options = options if options is not None else AnalysisOptions()
-        manifest = data.manifest
-        self.manifest: dict[str, Any] = manifest if isinstance(manifest, dict) else {}
+        self.record: Manifest | None = record_of(data)  # the typed manifest; None: a trace
         self.events: pd.DataFrame = without_unfilled_last_steps(
             data.events, self.call_region)
 
     @property
     def call_region(self) -> str | None:
         """The region autoprof wraps the decorated call in: the run's name (metrics/breakdown)."""
-        name = self.manifest.get("name")
-        return name if isinstance(name, str) else None
+        return self.record.name or None if self.record is not None else None
 
     @cached_property
     def overhead(self) -> Overhead:
@@ -161,7 +170,7 @@ class Analysis:
         """The profiler's share of a step, from the untraced calls (profiler_overhead.py)."""
         from autoprof.analysis.metrics.profiler_overhead import profiler_overhead
 
-        return profiler_overhead(self.breakdown, self.manifest, self.overhead.kernels > 0)
+        return profiler_overhead(self.breakdown, self.record, self.overhead.kernels > 0)
 
     @cached_property
     def steps(self) -> pd.DataFrame:
@@ -185,6 +194,14 @@ class Analysis:
         return self_vs_total(self.events)
 
     @cached_property
+    def source_lines(self) -> SourceLines:
+        """Each op's user source line and module, from the run folder's source-lines trace
+        (metrics/lines; ``available`` False without one)."""
+        from autoprof.analysis.metrics.lines import SourceLines
+
+        return SourceLines(self.data.path, self.events)
+
+    @cached_property
     def diagnostics(self) -> list[Diagnostic]:
         """Every check whose precondition holds, sorted by severity (diagnose/registry.py)."""
         from autoprof.analysis.diagnose.registry import run_checks
@@ -204,7 +221,7 @@ class Analysis:
         from autoprof.analysis.metrics.device import device_name
         from autoprof.analysis.metrics.efficiency import efficiency
 
-        device = device_name(self.manifest, list(self.data.trace_metadata))
+        device = device_name(self.record, list(self.data.trace_metadata))
         return efficiency(self.events, device, steps=self.steps,
                           peak_tflops=self.options.peak_tflops,
                           peak_gbps=self.options.peak_gbps)
@@ -218,7 +235,7 @@ class Analysis:
 
         meta = list(self.data.trace_metadata)
         return memory_analysis(self.events, self.data.memory_events,
-                               capacities(self.manifest, meta))
+                               capacities(self.record, meta))
 
     @property
     def memory_timeline(self) -> pd.DataFrame:
