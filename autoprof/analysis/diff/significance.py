@@ -61,8 +61,10 @@ class Change:
 
 
 def _finite(samples: Sequence[float]) -> np.ndarray:
+    """The samples that are step times: finite and above zero (a zero in A would make a
+    resample's median zero and its change infinite, which JSON cannot carry)."""
     values = np.asarray([float(v) for v in samples], dtype=np.float64)
-    return values[np.isfinite(values)]
+    return values[np.isfinite(values) & (values > 0)]
 
 
 def _bootstrap_changes_pct(a: np.ndarray, b: np.ndarray, resamples: int) -> np.ndarray:
@@ -97,11 +99,11 @@ def median_change(
 ) -> Change:
     """The relative change of the median from A to B, with its bootstrap interval and verdict."""
     a, b = _finite(samples_a), _finite(samples_b)
-    if a.size < MIN_STEPS or b.size < MIN_STEPS or float(np.median(a)) <= 0:
+    if a.size < MIN_STEPS or b.size < MIN_STEPS:
         return Change(float(np.median(a)) if a.size else None,
                       float(np.median(b)) if b.size else None, int(a.size), int(b.size),
                       None, None, None, "too few steps",
-                      f"needs at least {MIN_STEPS} steps with a time in each run "
+                      f"needs at least {MIN_STEPS} steps with a time above zero in each run "
                       f"(A has {a.size}, B has {b.size})")
     median_a, median_b = float(np.median(a)), float(np.median(b))
     change_pct = (median_b / median_a - 1.0) * 100.0

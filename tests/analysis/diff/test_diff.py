@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autoprof.analysis.diff import (
@@ -74,6 +75,15 @@ def test_too_few_steps_gives_no_verdict() -> None:
     change = median_change([1.0, 2.0], [1.0, 2.0, 3.0])
     assert change.verdict == "too few steps"
     assert change.change_pct is None and "A has 2" in change.reason
+
+
+def test_zero_or_missing_step_times_are_no_samples() -> None:
+    a = [0.0, 1000.0, 0.0, 1010.0, 990.0, 1005.0]  # zeros would give infinite resampled changes
+    change = median_change(a, [v * 1.2 for v in a])
+    assert change.samples_a == 4 and change.verdict == "slower"
+    assert all(np.isfinite([change.ci_low_pct, change.ci_high_pct]))
+    few = median_change([0.0, 0.0, 0.0, 5.0], [5.0, 5.0, 5.0])
+    assert few.verdict == "too few steps" and "A has 1" in few.reason
 
 
 def test_the_bootstrap_is_deterministic() -> None:
