@@ -8,7 +8,8 @@ with `@autoprof`, each recording in its own fresh process:
 - planted changes, each recorded ``--planted`` times and diffed against an unchanged
   recording: an extra op costing about 5%, 10% and 50% of the step (``aten::tanh`` over a
   tensor sized for it), an extra copy (``aten::clone`` of the activations), and the second
-  layer in float64 instead of float32 (``aten::addmm`` on other input types). Each must give
+  layer in float64 instead of float32 (``aten::mm`` on other input types: ``@`` without a bias
+  is ``aten::mm``, never ``aten::addmm``). Each must give
   ``slower`` with the planted op first in the diff's ``why``.
 
 Usage::
@@ -34,7 +35,7 @@ PLANTED = {
     "tanh10": ("aten::tanh", 0.10, "an extra op costing ~10% of the step"),
     "tanh50": ("aten::tanh", 0.50, "an extra op costing ~50% of the step"),
     "clone": ("aten::clone", 0.0, "an extra copy of the activations"),
-    "fp64": ("aten::addmm", 0.0, "the second layer in float64 instead of float32"),
+    "fp64": ("aten::mm", 0.0, "the second layer in float64 instead of float32"),
 }
 STEPS = 12
 
