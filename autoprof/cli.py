@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from autoprof import env as settings
 from autoprof import runfolder
 from autoprof.cli_diff import add_diff_parser
 from autoprof.cli_lines import add_lines_parser
-from autoprof.units import fmt_us
+from autoprof.units import fmt_us, safe_text
 
 if TYPE_CHECKING:
     from autoprof.analysis import AnalysisOptions
@@ -80,8 +81,24 @@ class Progress:
 
 
 def _error(path: object, problem: str) -> int:
-    print(f"autoprof: error: {path}: {problem}", file=sys.stderr)
+    print(f"autoprof: error: {safe_text(path, MAX_PATH_CHARS)}: {safe_text(problem)}",
+          file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+MAX_PATH_CHARS = 300  # a longer path is shortened in the lines autoprof prints
+
+
+def _say(text: str) -> None:
+    """One line on stderr, its control characters escaped and its length bounded."""
+    print(safe_text(text), file=sys.stderr)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, file: Any = None, line: str | None = None) -> None:
+    """warnings.showwarning for the command: `autoprof: warning: <message>`, one line
+    (not Python's two, with the source line of the analysis that raised it)."""
+    _say(f"autoprof: warning: {message}")
 
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
@@ -113,12 +130,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
         run = load(path, progress=progress, options=analysis_options(args))
     except TraceError as err:
         progress.failed()
-        print(f"autoprof: error: {err}", file=sys.stderr)
+        _say(f"autoprof: error: {err}")
         return EXIT_BAD_INPUT
     except OSError as err:
         progress.failed()
         return _error(path, err.strerror or str(err))
     progress.done()
+    _memory_notes(path, run.load_warnings)
     summary = run.summary()  # cached beside big traces (analysis._summary_cache)
     if args.json:
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
@@ -129,6 +147,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_summary(summary))
     return 0
+
+
+def _memory_notes(path: Path, load_warnings: list[str]) -> None:
+    """The loader's note on garbled memory byte counts (dropped, not shown as a peak of
+    -9.2e18), one line each on stderr: the summary has no place for load warnings."""
+    from autoprof.analysis.loader.memory_events import HUGE_BYTES_NOTE
+
+    for warning in load_warnings:
+        if HUGE_BYTES_NOTE in warning:
+            _say(f"autoprof: warning: {path}: {warning}")
 
 
 def _runs_markdown(root: Path) -> int:
@@ -156,13 +184,12 @@ def _finish_left_recording(path: Path) -> None:
     try:
         result = finish_folder(path, this_host_only=True)
     except runfolder.FolderLocked as err:  # another process holds it: show it as it is
-        print(f"autoprof: {err}; reading the run as it is", file=sys.stderr)
+        _say(f"autoprof: {err}; reading the run as it is")
         return
     except (FinishError, OSError):
         return
     if result is not None:
-        print(f"autoprof: {path} was left recording; finished it: {result.status}",
-              file=sys.stderr)
+        _say(f"autoprof: {path} was left recording; finished it: {result.status}")
 
 
 def _is_folder_of_runs(path: Path) -> bool:
@@ -192,7 +219,8 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
     shown = False
     for i, row in enumerate(found.itertuples(index=False)):
         if time.monotonic() - started > PROGRESS_AFTER_S:
-            print(f"\rautoprof: {i + 1}/{len(found)} {row.path} ", end="", file=sys.stderr)
+            print(f"\rautoprof: {i + 1}/{len(found)} {safe_text(row.path, MAX_PATH_CHARS)} ",
+                  end="", file=sys.stderr)
             shown = True
         entry: dict[str, Any] = {"path": str(row.path), "name": row.name, "error": None}
         try:
@@ -214,17 +242,19 @@ def summary_of_runs(root: Path, as_json: bool) -> int:
                                     allow_nan=False) + "\n")
     else:
         note = f"; {skipped} other JSON file(s) skipped" if skipped else ""
-        print(f"autoprof summary: {root} ({len(rows)} runs{note}; "
+        print(f"autoprof summary: {safe_text(root, MAX_PATH_CHARS)} ({len(rows)} runs{note}; "
               "`autoprof summary RUN` for one)")
         print(f"  {'verdict':<15} {'GPU busy':>9} {'self CPU':>11} {'self GPU':>11}  run")
         for r in rows:
+            path = safe_text(r["path"], MAX_PATH_CHARS)
             if r["error"]:
-                print(f"  {'error':<15} {'':>9} {'':>11} {'':>11}  {r['path']}: {r['error']}")
+                print(f"  {'error':<15} {'':>9} {'':>11} {'':>11}  {path}: "
+                      f"{safe_text(r['error'])}")
                 continue
             busy = r.get("gpu_busy_pct")
             busy_text = "n/a" if busy is None or busy != busy else f"{busy:.1f}%"
-            print(f"  {r['verdict']:<15} {busy_text:>9} {fmt_us(r['self_cpu_us']):>11} "
-                  f"{fmt_us(r['self_gpu_us']):>11}  {r['path']}")
+            print(f"  {safe_text(r['verdict']):<15} {busy_text:>9} "
+                  f"{fmt_us(r['self_cpu_us']):>11} {fmt_us(r['self_gpu_us']):>11}  {path}")
     return 0 if any(not r["error"] for r in rows) else EXIT_BAD_INPUT
 
 
@@ -357,7 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     _replace_unencodable(sys.stdout)
     _replace_unencodable(sys.stderr)
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    warnings.showwarning = _one_line_warning
+    try:
+        return int(args.func(args))
+    except OSError as err:  # a path the OS refuses (too long, a loop): its one line
+        return _error(err.filename if err.filename is not None else getattr(args, "path", ""),
+                      err.strerror or str(err))
 
 
 if __name__ == "__main__":

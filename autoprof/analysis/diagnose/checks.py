@@ -40,15 +40,23 @@ def _overhead_bound(ctx: Analysis) -> Diagnostic | None:
     return Diagnostic(
         id="overhead-bound",
         severity="warning",
-        message=(f"The GPU is busy only {ov.gpu_busy_pct:.1f}% of the profiled "
-                 f"window; self CPU time {fmt_us(ov.self_cpu_us)} vs self GPU time "
-                 f"{fmt_us(ov.self_gpu_us)}{ratio}. The GPU waits for the host to launch work."),
+        message=(f"{_busy_share(ov.gpu_busy_pct)}; self CPU time {fmt_us(ov.self_cpu_us)} "
+                 f"vs self GPU time {fmt_us(ov.self_gpu_us)}{ratio}. The GPU waits for the "
+                 "host to launch work."),
         evidence=dict(v.evidence),
         hint=("Give the GPU more work per launch: batch inputs or use larger shapes, fuse small "
               "ops (torch.compile), or capture the step in a CUDA graph "
               "(torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host "
               "launches once per step."),
     )
+
+
+def _busy_share(gpu_busy_pct: float | None) -> str:
+    """How busy the GPU is in the window; None when no GPU work falls inside the steps (every
+    kernel ran before the first one)."""
+    if gpu_busy_pct is None:
+        return "The GPU runs no work inside the profiled steps"
+    return f"The GPU is busy only {gpu_busy_pct:.1f}% of the profiled window"
 
 
 # --- host-sync ----------------------------------------------------------------------------

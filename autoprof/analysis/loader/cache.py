@@ -27,7 +27,7 @@ import pyarrow.ipc as ipc
 
 from autoprof import env, runfolder
 from autoprof._version import __version__
-from autoprof.analysis.loader.memory_events import from_ipc, to_ipc
+from autoprof.analysis.loader.memory_events import empty_memory, from_ipc, to_ipc
 
 CACHE_VERSION = 8
 SUFFIX = ".autoprof.arrow"
@@ -76,8 +76,11 @@ def _min_bytes() -> int:
     return env.cache_min_bytes()
 
 
-def read_cache(trace: Path) -> Cached | None:
-    """The cached table if it exists and matches the trace as it is now, else None."""
+def read_cache(trace: Path, notes: list[str] | None = None) -> Cached | None:
+    """The cached table if it exists and matches the trace as it is now, else None. A cache
+    with the right key whose columns are not the table's (other names or dtypes: edited, or
+    written by a build with other rules under the same version) is ignored too, and
+    ``notes`` gets a line saying so (the load rebuilds it)."""
     if not _enabled():
         return None
     key = _key(trace)
@@ -94,19 +97,41 @@ def read_cache(trace: Path) -> Cached | None:
         # zero-copy: the columns stay views into the mapped file (split_blocks keeps pandas
         # from consolidating them into 2-D blocks, which would copy every numeric column)
         events = reader.read_all().to_pandas(split_blocks=True)
-        _check_columns(events)
+        _check_columns(events, _expected_events())
         memory = (reader.schema.metadata or {}).get(_MEMORY_KEY)
-        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]),
-                      from_ipc(memory) if memory else None)
+        memory_table = from_ipc(memory) if memory else None
+        if memory_table is not None:
+            _check_columns(memory_table, empty_memory())
+        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]), memory_table)
+    except CacheMismatch as exc:
+        if notes is not None:
+            notes.append(f"ignored the cache {path.name}: {exc}; rebuilt from the trace")
+        return None
     except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, TypeError, ValueError):
         return None
 
 
-def _check_columns(events: pd.DataFrame) -> None:
-    from autoprof.analysis.loader.events import COLUMNS
+class CacheMismatch(ValueError):
+    """A cache file whose table is not the one this code builds (names or dtypes)."""
 
-    if tuple(events.columns) != COLUMNS:
-        raise ValueError("cache holds other columns")
+
+def _expected_events() -> pd.DataFrame:
+    from autoprof.analysis.loader.events import empty_events
+
+    return empty_events()
+
+
+def _check_columns(table: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """Raise CacheMismatch unless ``table`` has ``expected``'s columns, in order, each of
+    its dtype (a text column any categorical)."""
+    if tuple(table.columns) != tuple(expected.columns):
+        raise CacheMismatch("it holds other columns")
+    for name, want in expected.dtypes.items():
+        got = table[name].dtype
+        same_kind = isinstance(want, pd.CategoricalDtype) and isinstance(got,
+                                                                         pd.CategoricalDtype)
+        if not same_kind and got != want:
+            raise CacheMismatch(f"column {name} holds {got}, not {want}")
 
 
 _pending_lock = threading.Lock()

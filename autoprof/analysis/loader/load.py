@@ -4,7 +4,7 @@ one events table plus what the manifest and traces say (``autoprof.analysis.run`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,8 @@ class RunData:
 
 
 def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
-    cached = _cache.read_cache(trace)
+    notes: list[str] = []  # a cache that was ignored: said once, in this load's warnings
+    cached = _cache.read_cache(trace, notes)
     if cached is not None:
         return cached
     trace_file = formats.read(trace, progress=progress)
@@ -79,7 +80,7 @@ def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
     if progress is not None:
         progress(0.9, f"caching {trace.name}")
     _cache.write_cache(trace, result)
-    return result
+    return replace(result, warnings=[*result.warnings, *notes]) if notes else result
 
 
 def _no_events_problem(trace_file: TraceFile) -> str:

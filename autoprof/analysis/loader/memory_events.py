@@ -93,6 +93,10 @@ class MemoryBuilder:
         return MemoryColumns(**merged)
 
 
+MAX_MEMORY_BYTES = 2**62  # a byte count beyond this is garbled (and near int64's limit)
+HUGE_BYTES_NOTE = "byte counts beyond 4 EiB"  # in the load warning the CLI shows
+
+
 def _ints(values: Any, n: int) -> npt.NDArray[np.int64]:
     items = list(values)
     try:
@@ -130,12 +134,20 @@ def build_memory(columns: MemoryColumns, warnings: list[str], rank: int = 0) -> 
     dropped = int((~keep).sum())
     if dropped:
         warnings.append(f"dropped {dropped} memory events without a finite ts or Bytes")
+    huge = keep & (np.abs(columns.bytes_delta) > MAX_MEMORY_BYTES)
+    if huge.any():  # no device holds 4 EiB: a garbled count, which int64 could not hold
+        keep &= ~huge
+        warnings.append(f"dropped {int(huge.sum())} memory events with {HUGE_BYTES_NOTE} "
+                        f"({MAX_MEMORY_BYTES:,}): not a real allocation")
     order = np.flatnonzero(keep)
     order = order[np.argsort(columns.ts[order], kind="stable")]
 
     def whole(values: np.ndarray) -> npt.NDArray[np.int64]:
+        """As int64; a value that is not finite or beyond MAX_MEMORY_BYTES (an int64 could
+        not hold it: numpy would warn and wrap it negative) is -1, unknown."""
         picked = values[order]
-        return np.where(np.isfinite(picked), picked, -1).astype(np.int64)
+        known = np.isfinite(picked) & (np.abs(picked) <= MAX_MEMORY_BYTES)
+        return np.where(known, picked, -1).astype(np.int64)
 
     # one code per (type, id) pair: ids are small (-1 for the CPU), types c10's few codes
     pair = columns.device_type[order] * (1 << 32) + (columns.device_id[order] + 1)

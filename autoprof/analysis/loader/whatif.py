@@ -4,7 +4,8 @@ Written by ``autoprof.record.whatif`` (``autoprof.check(..., try_fixes=...)``): 
 ``schema_version`` and ``results``, a list of one record per fix (``fix``, ``applicable``,
 ``reason``, ``status``, ``baseline_us``, ``fixed_us``, ``speedup``, ``outputs_match``,
 ``max_abs_error``, ``setup_s``, ...). A run without the file has no results (``[]``); a file
-that is not such an object raises TraceError naming it (``whatif_or_warn`` in
+that is not such an object, or a result whose number field holds something else
+(``speedup: "fast"``), raises TraceError naming it (``whatif_or_warn`` in
 autoprof/analysis/analysis.py turns that into a warning and completes each fixed run's verdict,
 for the summary).
 """
@@ -19,6 +20,8 @@ from autoprof.analysis.loader.errors import TraceError
 from autoprof.runfolder.whatif import MAX_WHATIF_BYTES, WHATIF_NAME, WHATIF_SCHEMA_VERSION
 
 REQUIRED = ("fix", "applicable")
+NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
+           "fixed_us", "setup_s", "max_abs_error", "break_even_calls")  # a number or missing
 
 
 def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:
@@ -53,8 +56,32 @@ def _results(path: Path, raw: Any) -> list[dict[str, Any]]:
     for i, record in enumerate(raw["results"]):
         if not isinstance(record, dict) or any(k not in record for k in REQUIRED):
             raise TraceError(path, f"results[{i}] is not a record with {list(REQUIRED)}")
+        problem = wrong_type(record)
+        if problem:
+            raise TraceError(path, problem)
         out.append(record)
     return out
+
+
+def wrong_type(record: dict[str, Any]) -> str | None:
+    """The first field of a result that should be a number and is not, as one line naming
+    the fix, the field and its value (each shortened); None when every one is a number or
+    missing. The one rule for the CLI and the viewer: such a file is not drawn or printed."""
+    for key in NUMBERS:
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return (f"fix {str(record.get('fix'))[:80]!r}: {key} is {str(value)[:80]!r}, "
+                    "not a number")
+    return None
+
+
+def whatif_problem(run_path: str | Path | None) -> str | None:
+    """Why ``<run_path>/whatif.json`` cannot be read (one line naming the file), or None."""
+    try:
+        read_whatif(run_path)
+    except TraceError as err:
+        return str(err)
+    return None
 
 
 def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autoprof.units import fmt_pct, fmt_us
+from autoprof.units import fmt_pct, fmt_us, safe_strings
 
 BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
            "host_cpu_work", "host_untraced")
@@ -142,7 +142,9 @@ def _top_ops(s: dict[str, Any], n: int = TOP_OPS) -> list[str]:
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
-    """The Markdown report of one run's summary dict (``autoprof summary --json``)."""
+    """The Markdown report of one run's summary dict (``autoprof summary --json``); every
+    string in it through units.safe_text (control characters escaped, long names cut)."""
+    summary = safe_strings(summary)
     lines = [*_head(summary), *_breakdown(summary), *_opportunities(summary),
              *_whatif(summary), *_diagnostics(summary), *_top_ops(summary)]
     return "\n".join(lines) + "\n"
@@ -150,6 +152,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
 
 def render_runs_markdown(listing: dict[str, Any]) -> str:
     """A folder of runs (``{"path", "runs"}``): one table row per run."""
+    listing = safe_strings(listing)
     lines = [f"### autoprof: {len(listing.get('runs') or [])} runs under "
              f"{code(listing.get('path'))}", "",
              "| run | verdict | GPU busy | self CPU | self GPU |",

@@ -9,7 +9,7 @@ import textwrap
 from typing import Any
 
 from autoprof.analysis.report.lines import at_line
-from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value
+from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
 WIDTH = 100
 
@@ -274,7 +274,9 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
 
 
 def render_summary(s: dict[str, Any]) -> str:
-    """The text report for a summary dict."""
+    """The text report for a summary dict; every string in it printed through
+    units.safe_text (control characters escaped, very long names cut)."""
+    s = safe_strings(s)
     device = s.get("device")
     if isinstance(device, dict):
         device = device.get("name")

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from autoprof.analysis import Run
-from autoprof.analysis.loader.whatif import best_fix, measured_for
+from autoprof.analysis.loader.whatif import best_fix, measured_for, whatif_problem
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
@@ -64,13 +64,13 @@ def render(ctx: Context) -> None:
     run = current_run(ctx, "What-if")
     if run is None:
         return
+    problem = whatif_problem(getattr(run, "path", None))  # the loader's one line
+    if problem:
+        show_error("The what-if results of this run could not be read.", problem)
+        return
     results = results_of(run)
     if not results:
         st.info(HOW)
-        return
-    problem = garbled(results)
-    if problem:
-        show_error("The what-if results of this run could not be read.", problem)
         return
     line = best_line(run)
     if line:
