@@ -301,10 +301,21 @@ def _verdict_of(run_path: Path, fixed_run: str,
     from autoprof.analysis.loader.load import load_data
 
     folder = run_path / fixed_run
-    if Path(fixed_run).is_absolute() or ".." in Path(fixed_run).parts:
+    if not _inside(run_path, fixed_run):
         return {"fixed_verdict_reason": f"fixed_run {fixed_run!r} is outside the run folder"}
     try:
         found = Analysis(load_data(folder), options).verdict
     except (TraceError, OSError) as err:
         return {"fixed_verdict_reason": f"the fixed run could not be loaded: {err}"}
     return {"fixed_verdict": str(found.kind), "fixed_verdict_reason": str(found.reason)}
+
+def _inside(run_path: Path, fixed_run: str) -> bool:
+    """Is ``run_path / fixed_run`` inside the run folder, once resolved? An absolute path,
+    ``..`` or a symbolic link out of the folder is not: the analysis never loads a run
+    outside the folder it was given."""
+    if Path(fixed_run).is_absolute() or ".." in Path(fixed_run).parts:
+        return False
+    try:
+        return (run_path / fixed_run).resolve().is_relative_to(run_path.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the name
+        return False
