@@ -19,6 +19,7 @@ import numpy as np
 from autoprof.analysis.diagnose.called_steps import called_steps, data_loader_us
 from autoprof.analysis.diagnose.cold_start_cpu import (
     COMPILE_HINT,
+    COMPILE_MIN_MS,
     cpu_first_step_is_one_time,
     is_compiled,
 )
@@ -108,7 +109,9 @@ def _untraced_slow(ctx: Analysis, evidence: dict[str, Any]) -> str | None:
     evidence["warmup_slow"] = True
     which = ("first warm-up call" if calls else "first call (untraced: a wait step of the "
              "profiler schedule, before it recorded anything)")
-    if evidence.get("compiled"):
+    # compiled code in the trace, but a first call this short compiled nothing (a cache hit)
+    evidence["compiled"] = bool(evidence.get("compiled")) and first_ms >= COMPILE_MIN_MS
+    if evidence["compiled"]:
         rest = f"; the other warm-up calls took {rest_ms:.3f} ms" if len(calls) >= 2 else ""
         return (f"the {which} took {fmt_us(first_ms * 1e3)} compiling: the function is "
                 f"torch.compile'd (the profiled steps run its compiled code){rest}")
