@@ -153,10 +153,20 @@ class Analysis:
     def opportunities(self) -> list[dict[str, Any]]:
         """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
         from autoprof.analysis.diagnose.opportunities import opportunities
+        from autoprof.analysis.diagnose.predictions import with_predictions
         from autoprof.analysis.metrics.cpu_ops import heavy_ops
 
         bd = self.breakdown
-        return opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
+        opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
+        return with_predictions(opps, self.events, self.call_region, self.untraced_call_us)
+
+    @cached_property
+    def untraced_call_us(self) -> float | None:
+        """The median untraced call (the manifest's warm-up and wait calls), None without."""
+        from autoprof.analysis.metrics.profiler_overhead import untraced_calls_us
+
+        calls = untraced_calls_us(self.record)
+        return float(sorted(calls)[len(calls) // 2]) if calls else None
 
     @cached_property
     def rank_attribution(self) -> dict[int, dict[str, Any]]:
@@ -309,6 +319,7 @@ def _verdict_of(run_path: Path, fixed_run: str,
         return {"fixed_verdict_reason": f"the fixed run could not be loaded: {err}"}
     return {"fixed_verdict": str(found.kind), "fixed_verdict_reason": str(found.reason)}
 
+
 def _inside(run_path: Path, fixed_run: str) -> bool:
     """Is ``run_path / fixed_run`` inside the run folder, once resolved? An absolute path,
     ``..`` or a symbolic link out of the folder is not: the analysis never loads a run
@@ -319,3 +330,4 @@ def _inside(run_path: Path, fixed_run: str) -> bool:
         return (run_path / fixed_run).resolve().is_relative_to(run_path.resolve())
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the name
         return False
+

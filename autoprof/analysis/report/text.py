@@ -261,6 +261,10 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
                           for w in o["where"])
         speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
+        if o.get("fix") and o.get("predicted_spread"):
+            p = o["predicted_spread"]
+            speed = (f"{o['fix']} predicted {p['median']:.2f}x ({p['min']:.2f}-{p['max']:.2f} "
+                     f"over steps), {speed}")
         lines += _wrap(f"{o['cause']}: {fmt_us(o['us_per_step'])} per step "
                        f"({_pct(o['pct_of_step'])}), {speed}" + (f"; in {where}" if where else ""),
                        "  ")

@@ -62,7 +62,8 @@ def test_the_loader_fix_is_predicted_with_its_spread() -> None:
     run = _run("mlp_loader_w0")
     got = predict_fix(run.events, "loader-workers", run.name)
     assert got["fix"] == "loader-workers"
-    spread = got["predicted_speedup"]
+    spread = got["predicted_spread"]
+    assert got["predicted_speedup"] == spread["median"]
     assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
     assert spread["median"] == pytest.approx(5.31, abs=0.02)
 

@@ -61,9 +61,10 @@ def fix_changes(fix: FixName, call: str) -> list[Change]:
 
 def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
                 baseline: Sequence[Change] = (), rank: int | None = None) -> dict[str, Any]:
-    """The named fix's replayed speedup as the summary shows it: `fix`, and
-    `predicted_speedup` with its median, quartiles, min and max over the profiled steps
-    (`baseline`: changes applied to both sides first, a `ScaleHost` to the untraced call)."""
+    """The named fix's replayed speedup as the summary shows it: `fix`, `predicted_speedup`
+    (the median over the profiled steps, the number the what-if reads) and
+    `predicted_spread` (median, quartiles, min and max over the steps); `baseline`: changes
+    applied to both sides first (a `ScaleHost` to the untraced call)."""
     got = predict_speedups(events, fix_changes(fix, call), rank=rank, baseline=baseline)
-    return {"fix": fix, "predicted_speedup": {
+    return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
         "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}

@@ -1,0 +1,124 @@
+"""Each opportunity as the prediction of one named fix, replayed (metrics/replay/).
+
+An opportunity's `max_speedup` bounds what removing its bucket could give; the replay predicts
+what the one fix its hint names gives: `fix` (the what-if's name where one exists:
+`cuda-graph`), `predicted_speedup` (the median over the profiled steps) and
+`predicted_spread` (median, quartiles, min and max). The hint then speaks of that fix, so
+the number and the words are one change:
+
+| cause | fix | replayed as |
+| --- | --- | --- |
+| `host_launch` | `cuda-graph` | the call captured as one CUDA graph |
+| `host_sync` | `remove-sync` | the host no longer waits at its syncs |
+| `gpu_memory` | `pin-memory` | host-to-device copies non-blocking from pinned memory |
+| `between_calls` | `loader-workers` | the time between calls and the fetches hidden by workers |
+
+`between_calls` is an opportunity of its own when at least MIN_BETWEEN_PCT of each profiled
+step passes between two calls (the caller's loop: a DataLoader's `__next__`,
+metrics/replay/loop.py). The replay's host costs are scaled to the untraced calls first when
+the step is the call (the warm-up calls time the call alone); a cause whose gain exists only
+under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP)
+keeps its bound and says so, instead of a fix. The opportunities keep their order by time
+(`between_calls` last). Runs without GPU work, or whose replay fails, keep their bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.metrics.replay import ScaleHost, fit_host_scale
+from autoprof.analysis.metrics.replay.changes import Change
+from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
+from autoprof.analysis.metrics.replay.loop import Loop, loop_split
+
+FIX_OF_CAUSE: dict[str, FixName] = {
+    "host_launch": "cuda-graph",
+    "host_sync": "remove-sync",
+    "gpu_memory": "pin-memory",
+    "between_calls": "loader-workers",
+}
+FIX_HINTS: dict[FixName, str] = {
+    "cuda-graph": "capture the call as a CUDA graph (static inputs, copy each batch in, "
+                  "replay), or torch.compile(mode='reduce-overhead'), which does the same",
+    "remove-sync": "remove the sync: no .item(), .cpu(), printing or branching on device "
+                   "tensors inside the step; accumulate on the device and read once",
+    "pin-memory": "pin host memory (DataLoader(pin_memory=True)) and copy with "
+                  "non_blocking=True so copies overlap compute",
+    "loader-workers": "the GPU waits for the next batch: DataLoader(num_workers=N, "
+                      "pin_memory=True, prefetch_factor=2) and non_blocking copies",
+}
+LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
+             "the loop, or overlap it (a background thread, CUDA streams)")
+LOADER_NAME = "DataLoader.__next__"
+MIN_BETWEEN_PCT = 10.0
+NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
+
+
+def _baseline(events: pd.DataFrame, loop: Loop | None, untraced_us: float | None
+              ) -> list[Change]:
+    """The host costs scaled to the untraced call, when the step is the call."""
+    if untraced_us is None or untraced_us <= 0:
+        return []
+    if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT:
+        return []  # the untraced calls time the call alone, the step holds the loop too
+    return [ScaleHost(fit_host_scale(events, untraced_us))]
+
+
+def _between(loop: Loop) -> dict[str, Any]:
+    """The time between calls as an opportunity (before its prediction)."""
+    steps = loop.steps
+    us = float(steps["between_us"].mean())
+    step_us = float(steps["step_us"].mean())
+    return {"cause": "between_calls", "us_per_step": us,
+            "pct_of_step": float(steps["between_pct"].median()),
+            "max_speedup": step_us / (step_us - us) if step_us > us else None,
+            "where": [{"name": str(r["name"]), "us_per_step": float(r["us"])}
+                      for _, r in loop.where.head(3).iterrows()],
+            "hint": FIX_HINTS["loader-workers"] if _loader_between(loop) else LOOP_HINT}
+
+
+def _loader_between(loop: Loop) -> bool:
+    """Whether a DataLoader's fetch is the largest part of the time between calls."""
+    return bool(len(loop.where)) and loop.where.iloc[0]["name"] == LOADER_NAME
+
+
+def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
+               baseline: list[Change]) -> dict[str, Any]:
+    fix = FIX_OF_CAUSE.get(str(opp.get("cause")))
+    if fix == "loader-workers" and opp.get("hint") != FIX_HINTS[fix]:
+        fix = None  # no DataLoader between the calls: no fix the replay knows
+    if fix is None or (fix in ("cuda-graph", "loader-workers") and call is None):
+        return opp
+    got = predict_fix(events, fix, call or "", baseline)
+    spread = got["predicted_spread"]
+    if not np.isfinite(spread["median"]):
+        return opp
+    out = {**opp, **got}
+    if spread["median"] < NOISE_SPEEDUP and baseline:
+        out["hint"] = (f"{opp['hint']} (replayed at the untraced call's pace this gains "
+                       f"nothing: the gap exists only under the profiler)")
+        out["fix"] = None
+    else:
+        out["hint"] = FIX_HINTS[fix]
+    return out
+
+
+def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
+                     untraced_us: float | None) -> list[dict[str, Any]]:
+    """`opps` with each one's named fix and replayed speedup, the time between calls added
+    when it is large enough (the module doc)."""
+    if not len(events) or not bool(events["is_gpu_work"].any()):
+        return opps
+    try:
+        loop = loop_split(events, call) if call is not None else None
+        out = list(opps)
+        if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT:
+            out.append(_between(loop))
+        baseline = _baseline(events, loop, untraced_us)
+        out = [_predicted(o, events, call, baseline) for o in out]
+    except ValueError:
+        return opps
+    return out
