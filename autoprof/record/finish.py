@@ -132,7 +132,8 @@ def _write_tables(traces: list[Path], run_dir: Path) -> tuple[list[str], str | N
         return [], f"write_tables failed ({type(exc).__name__}: {exc})"
 
 
-def _to_finish(manifest: Manifest, handed_over: bool, this_host_only: bool) -> bool:
+def _to_finish(manifest: Manifest, handed_over: bool, this_host_only: bool,
+               watch: bool = False) -> bool:
     """Is there anything for this finisher to do? A run handed over always; one that kept a
     plain trace after a failed write when asked by name (``python -m autoprof.finish``, not
     the CLI or viewer opening it: ``this_host_only``); one read from the folder only while it
@@ -142,7 +143,7 @@ def _to_finish(manifest: Manifest, handed_over: bool, this_host_only: bool) -> b
         return True  # (a plain trace kept after a failed write: finish it again)
     if manifest.status != "recording":
         return False
-    if manifest.requested_status is None and _recording_elsewhere(manifest):
+    if manifest.requested_status is None and _recording_elsewhere(manifest, watch):
         return False  # a live process still records it and has not handed it over
     return not (this_host_only and manifest.host != socket.gethostname())
 
@@ -185,7 +186,8 @@ def _kept(exc: BaseException, note: str) -> dict[str, str]:
 
 
 def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = None,
-               tables: bool = True, this_host_only: bool = False) -> Manifest | None:
+               tables: bool = True, this_host_only: bool = False, watch: bool = False
+               ) -> Manifest | None:
     """Finish the run described by ``manifest_name`` in ``run_dir``; None when there is
     nothing to do (already finished, or a live process still records it). With
     ``this_host_only``, a run recorded on another host is left alone too (whether its
@@ -193,11 +195,11 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
     manifest without the lock (reading a finished run never waits); the lock is waited for
     at most ``rf.lock_wait_s`` (the readers' shorter wait with ``this_host_only``)."""
     path = run_dir / manifest_name
-    if handoff is None and not _to_finish(read_manifest(path), False, this_host_only):
+    if handoff is None and not _to_finish(read_manifest(path), False, this_host_only, watch):
         return None
     with folder_lock(run_dir, rf.lock_wait_s(reader=this_host_only)):
         manifest = handoff if handoff is not None else read_manifest(path)
-        if not _to_finish(manifest, handoff is not None, this_host_only):
+        if not _to_finish(manifest, handoff is not None, this_host_only, watch):
             return None
         manifest = rf.reopened(manifest)
         _clear_temps(run_dir, manifest)
@@ -229,10 +231,13 @@ def _after_a_death(manifest: Manifest, traces: list[Path]) -> Manifest:
         steps_recorded=manifest.steps_recorded or rf.steps_in(manifest, len(traces)))
 
 
-def _recording_elsewhere(manifest: Manifest) -> bool:
+def _recording_elsewhere(manifest: Manifest, watch: bool) -> bool:
+    """Does a live process here still record the run? The parent is not, only for the
+    finisher the session started (``watch``); a summary or viewer the recording program
+    opened between cycles has that program as its parent, still recording."""
     pid = manifest.pid
     return (manifest.host == socket.gethostname() and pid is not None
-            and pid != os.getppid() and rf.pid_alive(pid))
+            and not (watch and pid == os.getppid()) and rf.pid_alive(pid))
 
 
 def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
@@ -255,56 +260,84 @@ def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
 
 def merge_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
     """Rank 0's ``manifest.json`` once every rank's own manifest is final, or ``partial``
-    naming the ranks still missing after ``timeout_s``."""
-    world = rank0.world_size
-    deadline = time.monotonic() + timeout_s
-    missing = list(range(1, world))
-    while True:
-        missing = [r for r in missing if not _rank_final(run_dir, r)]
-        if not missing or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    merged = rank0.replace(ranks=tuple(range(world)))
-    if missing:
-        merged = merged.replace(missing_ranks=tuple(missing))
-        if merged.status == "complete":
-            merged = merged.replace(status="partial")
+    naming the ranks still missing after ``timeout_s``; written."""
     with folder_lock(run_dir):
-        return _write_manifest(run_dir / rf.MANIFEST, merged)
+        return _write_manifest(run_dir / rf.MANIFEST, merged_ranks(run_dir, rank0, timeout_s))
 
 
-def _rank_final(run_dir: Path, rank: int) -> bool:
-    try:
-        return read_manifest(run_dir / rf.rank_manifest(rank)).is_final
-    except FinishError:
-        return False
+def merged_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
+    """The run-level record of a torch.distributed run: rank 0's, naming every rank. A rank
+    still recording after ``timeout_s`` or one that failed (killed before its trace, say) is
+    missing: listed in ``missing_ranks`` with ``missing_reason``, and a ``complete`` run
+    becomes ``partial``; so does one with a ``partial`` rank."""
+    deadline = time.monotonic() + timeout_s
+    records = _rank_records(run_dir, rank0.world_size)
+    while not all(m and m.is_final for m in records.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        records = _rank_records(run_dir, rank0.world_size)
+    reasons = {r: why for r, m in records.items() if (why := _missing_why(m)) is not None}
+    merged = rank0.replace(ranks=tuple(range(rank0.world_size)),
+                           missing_ranks=tuple(reasons) or None,
+                           missing_reason="; ".join(f"rank {r} {why}"
+                                                    for r, why in reasons.items()) or None)
+    partly = reasons or any(m is not None and m.status == "partial" for m in records.values())
+    if partly and merged.status == "complete":
+        merged = merged.replace(status="partial")
+    return merged
 
 
-def _finish_found(run_dir: Path, rank_timeout_s: float, this_host_only: bool
-                  ) -> Manifest | None:
+def _rank_records(run_dir: Path, world: int) -> dict[int, Manifest | None]:
+    return {rank: _rank_record(run_dir, rank) for rank in range(1, world)}
+
+
+def _rank_record(run_dir: Path, rank: int) -> Manifest | None:  # None: unreadable
+    with contextlib.suppress(FinishError):
+        return read_manifest(run_dir / rf.rank_manifest(rank))
+    return None
+
+
+def _missing_why(record: Manifest | None) -> str | None:
+    """Why a rank's data is missing from the run; None when it is there."""
+    if record is None:
+        return "wrote no readable manifest"
+    if not record.is_final:
+        return "is still recording (or its finisher never ran)"
+    if record.status != "failed":
+        return None
+    error = record.error or {}
+    return f"failed: {error.get('type', 'error')}: {error.get('message', '')}".rstrip(": ")
+
+
+def _finish_found(run_dir: Path, rank_timeout_s: float, this_host_only: bool,
+                  watch: bool = False) -> Manifest | None:
     """Finish what the folder holds (``python -m autoprof.finish RUN_DIR``, the CLI, the
-    viewer): its one manifest, or every rank's and then rank 0's merged one."""
+    viewer): its one manifest, or every rank's and then rank 0's merged one. A run already
+    merged with missing ranks is written again only when a rank's record changed since."""
     ranks = sorted(run_dir.glob(rf.RANK_MANIFEST_GLOB))
     if not ranks:
-        return finish_one(run_dir, rf.MANIFEST, this_host_only=this_host_only)
+        return finish_one(run_dir, rf.MANIFEST, this_host_only=this_host_only, watch=watch)
     result = None
     for path in ranks:
-        result = finish_one(run_dir, path.name, this_host_only=this_host_only) or result
+        result = finish_one(run_dir, path.name, this_host_only=this_host_only,
+                            watch=watch) or result
     top = read_manifest(run_dir / rf.MANIFEST)
-    if top.status == "recording" or top.missing_ranks:
-        rank0 = read_manifest(run_dir / rf.rank_manifest(0))
+    if top.status != "recording" and not top.missing_ranks:
+        return result
+    rank0 = read_manifest(run_dir / rf.rank_manifest(0))
+    if top.status == "recording" or merged_ranks(run_dir, rank0, 0.0) != top:
         return merge_ranks(run_dir, rank0, rank_timeout_s)
-    return result
+    return result  # merged before from the same records: nothing to write
 
 
 def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | None = None,
-                  rank_timeout_s: float = 0.0, this_host_only: bool = False
-                  ) -> Manifest | None:
-    """Finish one run folder, single-process or one rank of a torch.distributed run."""
+                  rank_timeout_s: float = 0.0, this_host_only: bool = False,
+                  watch: bool = False) -> Manifest | None:
+    """Finish one run folder, single-process or one rank of a torch.distributed run;
+    ``watch``: as the finisher the recording session started (``--watch``)."""
     if not (run_dir / rf.MANIFEST).is_file() and rank is None:
         raise FinishError(f"{run_dir}: no {rf.MANIFEST} (not an autoprof run folder)")
     if rank is None and handoff is None:
-        return _finish_found(run_dir, rank_timeout_s, this_host_only)
+        return _finish_found(run_dir, rank_timeout_s, this_host_only, watch)
     world = handoff.world_size if handoff is not None else 1
     if world <= 1 and rank is None:
         return finish_one(run_dir, rf.MANIFEST, handoff)
@@ -312,7 +345,7 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
         if handoff is None or handoff.rank is None:
             raise FinishError(f"{run_dir}: the handed-over manifest names no rank")
         rank = handoff.rank
-    mine = finish_one(run_dir, rf.rank_manifest(rank), handoff)
+    mine = finish_one(run_dir, rf.rank_manifest(rank), handoff, watch=watch)
     if rank == 0 and mine is not None:
         return merge_ranks(run_dir, mine, rank_timeout_s)
     return mine
@@ -348,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for run_dir in args.run_dirs:
         try:
-            result = finish_folder(run_dir, handoff, args.rank, args.rank_timeout)
+            result = finish_folder(run_dir, handoff, args.rank, args.rank_timeout,
+                                   watch=args.watch)
         except (FinishError, OSError) as exc:
             print(f"autoprof.finish: {exc}", file=sys.stderr)
             status = 1

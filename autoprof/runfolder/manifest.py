@@ -2,7 +2,8 @@
 
 ``Manifest.from_json(data, path)`` reads a manifest tolerantly and ``to_json()`` writes it;
 the keys are those of docs/architecture.md ("Run folder") plus the finisher's bookkeeping
-(``run_id``, ``requested_status``, ``tables_error``, ``ended_by``, ``missing_ranks``, and
+(``run_id``, ``requested_status``, ``tables_error``, ``ended_by``, ``missing_ranks``,
+``missing_reason``, and
 ``retry`` when a finish kept a plain trace after a failed write).
 
 Reading, one rule per field:
@@ -128,20 +129,19 @@ def _ranks(value: object) -> tuple[int, ...] | None:
     return tuple(v for v in value if _rank(v) is not None)
 
 
-# The tolerant fields: key -> the rule that reads its JSON value (a wrong type reads as the
-# default the rule returns).
+# The tolerant fields: key -> the rule that reads its JSON value (a wrong type: its default).
 _RULES: dict[str, Callable[[object], Any]] = {
     "qualname": _str, "source_file": _str, "source_line": _int, "run_id": _str,
     "host": _str, "pid": _int, "rank": _rank, "world_size": _world, "device": _dict,
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
     "steps_recorded": _int, "error": _dict, "tables_error": _str, "requested_status": _status,
-    "ended_by": _str, "ranks": _ranks, "missing_ranks": _ranks, "retry": _dict,
+    "ended_by": _str, "ranks": _ranks, "missing_ranks": _ranks, "missing_reason": _str,
+    "retry": _dict,
 }
-# Written only when set (a single-process run has no ``ranks``; only a handed-over run has
-# ``requested_status``).
+# Written only when set (``ranks``: torch.distributed; ``requested_status``: handed over).
 _OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks",
-                             "retry"})
+                             "missing_reason", "retry"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +175,7 @@ class Manifest(Readings):
     ended_by: str | None = None
     ranks: tuple[int, ...] | None = None
     missing_ranks: tuple[int, ...] | None = None
+    missing_reason: str | None = None  # why each missing rank is missing, one clause each
     # A finish that kept plain traces after an error: what the next finish decides from
     # (``requested_status``, ``error`` as handed over) and the ``raw`` names kept.
     retry: dict[str, Any] | None = None
@@ -232,8 +233,7 @@ class Manifest(Readings):
         out.update(self.extra)
         return out
 
-    def to_json(self) -> bytes:
-        """The file's bytes (indented JSON, a trailing newline)."""
+    def to_json(self) -> bytes:  # the file's bytes: indented JSON, a trailing newline
         return (json.dumps(self.to_dict(), indent=2, default=str) + "\n").encode()
 
     def replace(self, **changes: Any) -> Manifest:
@@ -322,6 +322,12 @@ def steps_in(manifest: Manifest, cycles: int) -> int:
     return manifest.active * cycles
 
 
+def held_steps(manifest: Manifest, cycles: int) -> int | None:
+    """``steps_recorded``, at most what ``cycles`` traces hold (none without a trace)."""
+    steps, most = manifest.steps_recorded, steps_in(manifest, cycles)
+    return steps if steps is None or (most == 0 and cycles) else min(steps, most)
+
+
 NO_TRACE_ASKED = "no trace was written"
 NO_TRACE_DIED = "the recording process ended before any trace was written"
 DIED = "the recording process ended before handing over its run"
@@ -332,10 +338,12 @@ def final_status(manifest: Manifest, cycles: int,
     """The finished record: what the recording process asked for (``requested_status``),
     unless the folder says no. Any error (the record's, else the finisher's ``export_error``)
     fails the run; no trace fails it unless a ``partial`` run was asked for; a process that
-    died after exporting keeps its whole cycles (``cycles_status``)."""
+    died after exporting keeps its whole cycles (``cycles_status``); never more steps than
+    its traces hold (``held_steps``)."""
     asked = manifest.requested_status
     error = manifest.error if manifest.error is not None else export_error
-    changes: dict[str, Any] = {"requested_status": None, "error": error}
+    changes: dict[str, Any] = {"requested_status": None, "error": error,
+                               "steps_recorded": held_steps(manifest, cycles)}
     if error is not None:
         changes["status"] = "failed"
     elif cycles == 0 and asked != "partial":  # flushed before a recorded step: no trace
