@@ -8,6 +8,7 @@ No torch, no pandas: the standard library only.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 # The keys that name a run's problem size, in the order they are looked for: first in the
@@ -88,6 +89,15 @@ class Readings:
     def cpus(self) -> int | None:
         """The CPUs the recording process could use, when the recorder wrote it."""
         return _int(self.extra.get("cpus"))
+
+    @property
+    def profiler_start_ms(self) -> float | None:
+        """How much longer the call where the profiler started took (torch's trace setup,
+        outside the measured steps), when the recorder wrote it as a finite number."""
+        value = self.extra.get("profiler_start_ms")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if math.isfinite(value) else None
 
     @property
     def problem_size(self) -> float | None:

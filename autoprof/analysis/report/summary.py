@@ -106,6 +106,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "steps": _records(ctx.steps),
         "warmup_call_ms": list(record.warmup_call_ms) if record is not None else [],
         "wait_call_ms": list(record.wait_call_ms) if record is not None else [],
+        "profiler_start_ms": record.profiler_start_ms if record is not None else None,
         "diagnostics": [d.to_dict() for d in ctx.diagnostics],
         "top_ops": with_top_ops_lines(top_ops(ctx.ops), ctx.source_lines),
         "ranks": _ranks_with_attribution(ctx),

@@ -52,6 +52,10 @@ def _evidence(s: dict[str, Any]) -> list[str]:
         f"  host syncs            {ov.get('host_syncs', 0)} ({fmt_us(ov.get('host_sync_us'))}); "
         f"inside steps: {ov.get('host_syncs_in_steps', 0)} "
         f"({fmt_us(ov.get('host_sync_in_steps_us'))})")
+    if (s.get("profiler_start_ms") or 0) > 100:  # ms: a stall worth a line
+        lines += _wrap(f"profiler start: the call where the profiler started took "
+                       f"{fmt_us(s['profiler_start_ms'] * 1e3)} longer (torch's trace setup; "
+                       "outside the measured steps)", "  ")
     return lines
 
 
