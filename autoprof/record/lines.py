@@ -30,6 +30,7 @@ import shutil
 import socket
 import sys
 import sysconfig
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,10 @@ class LinesStep:
         self._mode: Any = None
 
     def start(self) -> None:
+        # torch.compile'd modules warn once that global hooks fire an extra time for them:
+        # ours are only on during this step
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there "
+                                "are global hooks")
         self._prof.start()
         self._hooks = _ModulePaths(self._torch)
         self._mode = _LineLabels.build(self._torch)

@@ -79,3 +79,10 @@ def at_line(row: dict[str, Any]) -> str:
         return ""
     module = row.get("module")
     return f" at {short_source(str(source))}" + (f" [{module}]" if module else "")
+
+
+def diagnostic_sources(diagnostic: dict[str, Any]) -> dict[str, str]:
+    """A diagnostic's ``evidence.sources`` (op -> line; {} when it names no op with one)."""
+    evidence = diagnostic.get("evidence")
+    sources = evidence.get("sources") if isinstance(evidence, dict) else None
+    return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}

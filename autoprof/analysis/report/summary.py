@@ -21,7 +21,11 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.analysis import Analysis, RunLike
-from autoprof.analysis.metrics.lines import with_top_ops_lines, with_where_lines
+from autoprof.analysis.metrics.lines import (
+    with_diagnostic_lines,
+    with_top_ops_lines,
+    with_where_lines,
+)
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.report.lines import lines_summary
 from autoprof.runfolder import Manifest
@@ -107,7 +111,8 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "warmup_call_ms": list(record.warmup_call_ms) if record is not None else [],
         "wait_call_ms": list(record.wait_call_ms) if record is not None else [],
         "profiler_start_ms": record.profiler_start_ms if record is not None else None,
-        "diagnostics": [d.to_dict() for d in ctx.diagnostics],
+        "diagnostics": with_diagnostic_lines([d.to_dict() for d in ctx.diagnostics],
+                                             ctx.source_lines),
         "top_ops": with_top_ops_lines(top_ops(ctx.ops), ctx.source_lines),
         "ranks": _ranks_with_attribution(ctx),
         "straggler_rank": ctx.straggler,

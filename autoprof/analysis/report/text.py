@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from autoprof.analysis.report.lines import at_line
+from autoprof.analysis.report.lines import at_line, diagnostic_sources
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
 WIDTH = 100
@@ -80,6 +80,8 @@ def _diagnostics(diags: list[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     for d in diags:
         lines += _wrap(f"[{d['severity']}] {d['id']}: {d['message']}", "  ")
+        lines += [f"      {op}{at_line({'source': src})}"
+                  for op, src in diagnostic_sources(d).items()]
         if d.get("hint"):
             lines += _wrap(f"hint: {d['hint']}", "      ")
     return lines

@@ -78,3 +78,22 @@ def test_helpers() -> None:
     assert split_source("odd") == ("odd", -1, "")
     assert common_module(pd.Series(["M.h.0.attn", "M.h.1.attn", ""])) == "M.h"
     assert common_module(pd.Series(["", ""])) == ""
+
+
+def test_diagnostics_name_the_lines_of_their_ops() -> None:
+    from autoprof.analysis.metrics.lines.match import Attribution
+    from autoprof.analysis.metrics.lines.source import SourceLines, with_diagnostic_lines
+    from autoprof.analysis.report.lines import diagnostic_sources
+
+    lines = SourceLines(None, pd.DataFrame())
+    rows = pd.DataFrame({"source": ["t.py:3 (f)"], "module": [""]}, index=[0])
+    lines.__dict__["attribution"] = Attribution(rows, 100.0, True)
+    lines.__dict__["by_op"] = pd.DataFrame(
+        {"source": ["t.py:3 (f)"], "module": [""], "line_pct": [100.0]},
+        index=pd.Index(["aten::item"], name="name"))
+    diags = [{"id": "sync", "evidence": {"ops": [{"name": "aten::item", "us": 5.0}]}},
+             {"id": "other", "evidence": {"n": 3}}]
+    out = with_diagnostic_lines(diags, lines)
+    assert out[0]["evidence"]["sources"] == {"aten::item": "t.py:3 (f)"}
+    assert out[1] == diags[1]
+    assert diagnostic_sources(out[0]) == {"aten::item": "t.py:3 (f)"}

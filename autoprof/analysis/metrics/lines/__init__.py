@@ -9,12 +9,15 @@ from autoprof.analysis.metrics.lines.source import (
     file_lines,
     files_by_time,
     ops_with_lines,
+    with_diagnostic_lines,
     with_top_ops_lines,
     with_where_lines,
 )
 from autoprof.analysis.metrics.lines.table import line_times, op_lines
 from autoprof.analysis.metrics.lines.trace import LinesOp, find_lines_files, read_lines_trace
 
-__all__ = ["Attribution", "LinesOp", "SourceLines", "attribute_run", "file_lines",
-           "files_by_time", "find_lines_files", "ops_with_lines",
-           "line_times", "op_lines", "read_lines_trace", "with_top_ops_lines", "with_where_lines"]
+__all__ = [
+    "Attribution", "LinesOp", "SourceLines", "attribute_run", "file_lines", "files_by_time",
+    "find_lines_files", "line_times", "op_lines", "ops_with_lines", "read_lines_trace",
+    "with_diagnostic_lines", "with_top_ops_lines", "with_where_lines",
+]

@@ -104,3 +104,30 @@ def ops_with_lines(ops: pd.DataFrame, lines: SourceLines) -> pd.DataFrame:
     names = ops["name"].astype(str)
     return ops.assign(source=names.map(by_op["source"]).fillna("").to_numpy(),
                       module=names.map(by_op["module"]).fillna("").to_numpy())
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON-able value (dict values, list items), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def with_diagnostic_lines(diagnostics: list[dict[str, Any]], lines: SourceLines
+                          ) -> list[dict[str, Any]]:
+    """Each diagnostic whose evidence names ops with a line gains ``evidence.sources``
+    (op name -> ``path:line (function)``); the others are unchanged."""
+    if not lines.available:
+        return diagnostics
+    out = []
+    for d in diagnostics:
+        evidence = d.get("evidence")
+        named = {s: lines.of_op(s)["source"] for s in _strings(evidence) if lines.of_op(s)}
+        if isinstance(evidence, dict) and named:
+            d = {**d, "evidence": {**evidence, "sources": named}}
+        out.append(d)
+    return out
