@@ -259,17 +259,17 @@ def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
 
 
 def merge_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
-    """Rank 0's ``manifest.json`` once every rank's own manifest is final, or ``partial``
-    naming the ranks still missing after ``timeout_s``; written."""
+    """Write rank 0's ``manifest.json`` (``merged_ranks``); the wait for the other ranks
+    holds no lock, since their finishers take it."""
+    merged = merged_ranks(run_dir, rank0, timeout_s)
     with folder_lock(run_dir):
-        return _write_manifest(run_dir / rf.MANIFEST, merged_ranks(run_dir, rank0, timeout_s))
+        return _write_manifest(run_dir / rf.MANIFEST, merged)
 
 
 def merged_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
-    """The run-level record of a torch.distributed run: rank 0's, naming every rank. A rank
-    still recording after ``timeout_s`` or one that failed (killed before its trace, say) is
-    missing: listed in ``missing_ranks`` with ``missing_reason``, and a ``complete`` run
-    becomes ``partial``; so does one with a ``partial`` rank."""
+    """A torch.distributed run's record: rank 0's, naming every rank. A rank still recording
+    after ``timeout_s``, or failed (killed before its trace), is missing (``missing_ranks``,
+    ``missing_reason``): a ``complete`` run becomes ``partial``, as with a ``partial`` rank."""
     deadline = time.monotonic() + timeout_s
     records = _rank_records(run_dir, rank0.world_size)
     while not all(m and m.is_final for m in records.values()) and time.monotonic() < deadline:
@@ -290,7 +290,7 @@ def _rank_records(run_dir: Path, world: int) -> dict[int, Manifest | None]:
     return {rank: _rank_record(run_dir, rank) for rank in range(1, world)}
 
 
-def _rank_record(run_dir: Path, rank: int) -> Manifest | None:  # None: unreadable
+def _rank_record(run_dir: Path, rank: int) -> Manifest | None:
     with contextlib.suppress(FinishError):
         return read_manifest(run_dir / rf.rank_manifest(rank))
     return None

@@ -3,6 +3,7 @@ every rank's, or ends ``partial`` naming the missing ranks (two CPU ranks over g
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,8 @@ RANK = textwrap.dedent(
     def step(x, last):
         y = x * (rank + 1)
         dist.all_reduce(y)
+        if last and rank == 1 and mode == "killed":
+            os.kill(os.getpid(), 9)  # SIGKILL in its last step: rank 1 never writes a trace
         if last and rank == 1:
             time.sleep(2)  # rank 1 ends its window well after rank 0
         return y
@@ -56,9 +59,9 @@ def _run_ranks(tmp_path: Path, mode: str) -> list[subprocess.Popen[str]]:
                "AUTOPROF_DIST_TIMEOUT_S": "5"}
         procs.append(subprocess.Popen([sys.executable, str(script), mode], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for p in procs:
+    for rank, p in enumerate(procs):
         _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
+        assert p.returncode == (-9 if mode == "killed" and rank == 1 else 0), err
     return procs
 
 
@@ -89,3 +92,27 @@ def test_a_rank_that_never_finishes_makes_rank0_partial(tmp_path, traces_root):
     top = manifest(run)
     assert top["status"] == "complete" and "missing_ranks" not in top
     assert manifest(run, "rank1.manifest.json")["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_a_rank_sigkilled_makes_the_run_partial_in_manifest_summary_and_run_list(
+        tmp_path, traces_root):
+    _run_ranks(tmp_path, "killed")
+    run = only_run(traces_root, "ddp")
+    assert manifest(run, "rank1.manifest.json")["status"] == "failed"
+    top = manifest(run)
+    assert top["status"] == "partial" and top["missing_ranks"] == [1]
+    assert top["missing_reason"].startswith("rank 1 failed: NoTrace")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AUTOPROF_DIR": str(traces_root)}
+    before = (run / "manifest.json").read_bytes(), (run / "manifest.json").stat().st_mtime_ns
+    for _ in range(2):  # read twice: never rewritten, never "finished it"
+        out = subprocess.run([sys.executable, "-m", "autoprof", "summary", "--json", str(run)],
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "finished it" not in out.stderr, out.stderr
+        assert json.loads(out.stdout)["status"] == "partial"
+    after = (run / "manifest.json").read_bytes(), (run / "manifest.json").stat().st_mtime_ns
+    assert after == before
+    from autoprof.analysis import find_runs
+
+    (row,) = find_runs(traces_root).to_dict(orient="records")
+    assert row["status"] == "partial"
