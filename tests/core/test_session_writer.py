@@ -27,3 +27,26 @@ def test_each_exported_cycle_updates_steps_recorded_in_the_recording_manifest(tr
     session.flush()
     final = json.loads((session.run_dir / "manifest.json").read_bytes())
     assert final["status"] == "complete" and final["steps_recorded"] == 4
+
+
+def test_the_manifest_says_how_many_intra_op_threads_ran_on_how_many_cpus(traces_root):
+    """The threads finding needs both: intra-op threads that outnumber the cores make every
+    step slow alike, which step times alone cannot show."""
+    import os
+
+    @autoprof(name="threads", warmup=0, schedule=dict(wait=0, warmup=1, active=1))
+    def f(x):
+        return x + 1
+
+    for _ in range(2):
+        f(torch.ones(1))
+    f.autoprof_session.flush()  # type: ignore[attr-defined]
+    run_dir = f.autoprof_session.run_dir  # type: ignore[attr-defined]
+    written = json.loads((run_dir / "manifest.json").read_bytes())
+    assert written["intra_op_threads"] == torch.get_num_threads()
+    assert 1 <= written["cpus"] <= (os.cpu_count() or 1)
+
+    from autoprof.runfolder import MAX_MANIFEST_BYTES, read_manifest
+
+    record = read_manifest(run_dir / "manifest.json", MAX_MANIFEST_BYTES)
+    assert record.intra_op_threads == torch.get_num_threads() and record.cpus == written["cpus"]

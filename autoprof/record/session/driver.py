@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
 import warnings
@@ -65,6 +66,16 @@ def device_info(uses_cuda: bool) -> dict[str, Any] | None:
     keep = ("name", "major", "minor", "total_memory", "multi_processor_count", "L2_cache_size")
     properties = {k: getattr(props, k) for k in keep if hasattr(props, k)}
     return {"name": torch.cuda.get_device_name(index), "index": index, "properties": properties}
+
+
+def threads_info() -> dict[str, int]:
+    """The manifest's ``intra_op_threads`` (torch's) and ``cpus`` (the CPUs this process may
+    run on): together they tell intra-op threads that outnumber the cores."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return {"intra_op_threads": int(torch_module().get_num_threads()), "cpus": cpus}
 
 
 @contextlib.contextmanager

@@ -115,8 +115,9 @@ def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: lis
         files=(),
         error=run.error,
     )
-    extra = ({} if run.profiler_start_ms is None else
-             {"profiler_start_ms": round(run.profiler_start_ms, 3)})
+    extra: dict[str, object] = dict(driver.threads_info())
+    if run.profiler_start_ms is not None:
+        extra["profiler_start_ms"] = round(run.profiler_start_ms, 3)
     return built.replace(requested_status=run.requested, extra=extra)
 
 
