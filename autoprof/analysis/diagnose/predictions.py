@@ -14,9 +14,10 @@ the number and the words are one change:
 | `between_calls` | `loader-workers` | the time between calls and the fetches hidden by workers |
 
 `between_calls` is an opportunity of its own when at least MIN_BETWEEN_PCT of each profiled
-step passes between two calls (the caller's loop: a DataLoader's `__next__`,
-metrics/replay/loop.py). The replay's host costs are scaled to the untraced calls first when
-the step is the call (the warm-up calls time the call alone); a cause whose gain exists only
+step passes between two calls and a DataLoader's `__next__` is its largest part (the
+caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or the
+caller's harness, not an input to overlap). The replay's host costs are scaled to the
+untraced calls first when the step is the call (the warm-up calls time the call alone); a cause whose gain exists only
 under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP)
 keeps its bound and says so, instead of a fix. The opportunities keep their order by time
 (`between_calls` last). Runs without GPU work, or whose replay fails, keep their bounds.
@@ -115,7 +116,8 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     try:
         loop = loop_split(events, call) if call is not None else None
         out = list(opps)
-        if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT:
+        if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT and \
+                _loader_between(loop):
             out.append(_between(loop))
         baseline = _baseline(events, loop, untraced_us)
         out = [_predicted(o, events, call, baseline) for o in out]
