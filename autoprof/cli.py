@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from autoprof import env as settings
 from autoprof import runfolder
+from autoprof.cli_common import EXIT_BAD_INPUT, PROGRESS_AFTER_S, error_line, say
 from autoprof.cli_diff import add_diff_parser
 from autoprof.cli_lines import add_lines_parser
-from autoprof.units import fmt_us, safe_text
+from autoprof.cli_runs import is_folder_of_runs, runs_markdown, summary_of_runs
 
 if TYPE_CHECKING:
     from autoprof.analysis import AnalysisOptions
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 # --- summary -------------------------------------------------------------------------------
 
-EXIT_BAD_INPUT = 2
-PROGRESS_AFTER_S = 0.5  # say nothing for traces that load faster than this
 
 
 class Progress:
@@ -80,25 +79,11 @@ class Progress:
             self.stream.flush()
 
 
-def _error(path: object, problem: str) -> int:
-    print(f"autoprof: error: {safe_text(path, MAX_PATH_CHARS)}: {safe_text(problem)}",
-          file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-MAX_PATH_CHARS = 300  # a longer path is shortened in the lines autoprof prints
-
-
-def _say(text: str) -> None:
-    """One line on stderr, its control characters escaped and its length bounded."""
-    print(safe_text(text), file=sys.stderr)
-
-
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
     """warnings.showwarning for the command: `autoprof: warning: <message>`, one line
     (not Python's two, with the source line of the analysis that raised it)."""
-    _say(f"autoprof: warning: {message}")
+    say(f"autoprof: warning: {message}")
 
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
@@ -113,16 +98,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from autoprof.analysis import TraceError, load
     from autoprof.analysis.report.text import render_summary
 
-    path = Path(args.path)
+    path = Path(args.path) if args.path else settings.out_dir()
     if not path.exists():
-        return _error(path, "no such file or directory")
+        return error_line(path, "no such file or directory")
     if args.jobs or args.dask:  # many ranks: each analysed on its own, then a reduce
         from autoprof.analysis.scale.text import summary_at_scale
 
         return summary_at_scale(path, args.jobs, args.dask, args.json)
-    if _is_folder_of_runs(path):
+    if is_folder_of_runs(path):
         if args.format == "markdown" and not args.json:
-            return _runs_markdown(path)
+            return runs_markdown(path)
         return summary_of_runs(path, args.json)
     _finish_left_recording(path)
     progress = Progress(str(path))
@@ -130,11 +115,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
         run = load(path, progress=progress, options=analysis_options(args))
     except TraceError as err:
         progress.failed()
-        _say(f"autoprof: error: {err}")
+        say(f"autoprof: error: {err}")
         return EXIT_BAD_INPUT
     except OSError as err:
         progress.failed()
-        return _error(path, err.strerror or str(err))
+        return error_line(path, err.strerror or str(err))
     progress.done()
     _memory_notes(path, run.load_warnings)
     summary = run.summary()  # cached beside big traces (analysis._summary_cache)
@@ -156,22 +141,7 @@ def _memory_notes(path: Path, load_warnings: list[str]) -> None:
 
     for warning in load_warnings:
         if HUGE_BYTES_NOTE in warning:
-            _say(f"autoprof: warning: {path}: {warning}")
-
-
-def _runs_markdown(root: Path) -> int:
-    """`--format markdown` on a folder of runs: the `--json` listing, as a markdown table."""
-    import contextlib
-    import io
-
-    from autoprof.analysis.report.markdown import render_runs_markdown
-
-    listing = io.StringIO()
-    with contextlib.redirect_stdout(listing):
-        status = summary_of_runs(root, True)
-    if listing.getvalue():
-        sys.stdout.write(render_runs_markdown(json.loads(listing.getvalue())))
-    return status
+            say(f"autoprof: warning: {path}: {warning}")
 
 
 def _finish_left_recording(path: Path) -> None:
@@ -184,78 +154,12 @@ def _finish_left_recording(path: Path) -> None:
     try:
         result = finish_folder(path, this_host_only=True)
     except runfolder.FolderLocked as err:  # another process holds it: show it as it is
-        _say(f"autoprof: {err}; reading the run as it is")
+        say(f"autoprof: {err}; reading the run as it is")
         return
     except (FinishError, OSError):
         return
     if result is not None:
-        _say(f"autoprof: {path} was left recording; finished it: {result.status}")
-
-
-def _is_folder_of_runs(path: Path) -> bool:
-    """A folder with no manifest of its own, with runs or traces in its sub-folders (a run
-    folder has a manifest; a folder of per-rank traces holds them directly)."""
-    from autoprof.analysis import find_runs
-
-    if not path.is_dir() or (path / runfolder.MANIFEST).exists():
-        return False
-    found = find_runs(path)
-    # run folders anywhere below, or traces in sub-folders (not loose per-rank traces here)
-    return bool(len(found)) and any(
-        Path(str(p)).is_dir() or Path(str(p)).parent != path for p in found["path"]
-    )
-
-
-def summary_of_runs(root: Path, as_json: bool) -> int:
-    """One line per run under `root`: verdict, GPU busy, self CPU and GPU time."""
-    from autoprof.analysis import TraceError, compare, find_runs, load
-
-    found = find_runs(root)
-    if found.empty:
-        return _error(root, "no runs or traces under this folder")
-    rows: list[dict[str, Any]] = []
-    skipped = 0
-    started = time.monotonic()
-    shown = False
-    for i, row in enumerate(found.itertuples(index=False)):
-        if time.monotonic() - started > PROGRESS_AFTER_S:
-            print(f"\rautoprof: {i + 1}/{len(found)} {safe_text(row.path, MAX_PATH_CHARS)} ",
-                  end="", file=sys.stderr)
-            shown = True
-        entry: dict[str, Any] = {"path": str(row.path), "name": row.name, "error": None}
-        try:
-            run = load(Path(str(row.path)))
-            entry.update(compare([run]).drop(columns=["path", "name"]).iloc[0].to_dict())
-        except TraceError as err:
-            if "not a torch.profiler trace" in str(err):  # some other JSON file
-                skipped += 1
-                continue
-            entry["error"] = str(err)
-        rows.append(entry)
-    if shown:
-        print(file=sys.stderr)
-    from autoprof.analysis.report.summary import jsonable
-
-    if as_json:
-        sys.stdout.write(json.dumps(jsonable({"path": str(root), "runs": rows,
-                                              "skipped_not_traces": skipped}),
-                                    allow_nan=False) + "\n")
-    else:
-        note = f"; {skipped} other JSON file(s) skipped" if skipped else ""
-        print(f"autoprof summary: {safe_text(root, MAX_PATH_CHARS)} ({len(rows)} runs{note}; "
-              "`autoprof summary RUN` for one)")
-        print(f"  {'verdict':<15} {'GPU busy':>9} {'self CPU':>11} {'self GPU':>11}  run")
-        for r in rows:
-            path = safe_text(r["path"], MAX_PATH_CHARS)
-            if r["error"]:
-                print(f"  {'error':<15} {'':>9} {'':>11} {'':>11}  {path}: "
-                      f"{safe_text(r['error'])}")
-                continue
-            busy = r.get("gpu_busy_pct")
-            busy_text = "n/a" if busy is None or busy != busy else f"{busy:.1f}%"
-            print(f"  {safe_text(r['verdict']):<15} {busy_text:>9} "
-                  f"{fmt_us(r['self_cpu_us']):>11} {fmt_us(r['self_gpu_us']):>11}  {path}")
-    return 0 if any(not r["error"] for r in rows) else EXIT_BAD_INPUT
+        say(f"autoprof: {path} was left recording; finished it: {result.status}")
 
 
 # --- view ----------------------------------------------------------------------------------
@@ -285,10 +189,10 @@ def cmd_view(args: argparse.Namespace) -> int:
     try:
         import streamlit  # noqa: F401
     except ImportError:
-        return _error(app, "the viewer needs streamlit: pip install streamlit altair")
+        return error_line(app, "the viewer needs streamlit: pip install streamlit altair")
     directory = Path(args.dir) if args.dir else None
     if directory is not None and not directory.is_dir():
-        return _error(directory, "not a directory (give the folder that holds your runs)")
+        return error_line(directory, "not a directory (give the folder that holds your runs)")
     argv, env = view_command(app, directory, args.address, args.port)
     shown = directory.resolve() if directory else settings.out_dir()
     print(f"autoprof: viewer for {shown} on http://{args.address}:{args.port or 8501}",
@@ -300,7 +204,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     try:
         os.execve(argv[0], argv, env)
     except OSError as exc:
-        return _error(Path(argv[0]), f"could not start streamlit ({exc.strerror or exc})")
+        return error_line(Path(argv[0]), f"could not start streamlit ({exc.strerror or exc})")
 
 
 # --- schema, mcp ---------------------------------------------------------------------------
@@ -316,7 +220,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from autoprof.integrations.mcp import serve
     except ImportError as exc:
-        return _error("autoprof mcp", str(exc))
+        return error_line("autoprof mcp", str(exc))
     return int(serve(Path(args.dir) if args.dir else settings.out_dir()))
 
 
@@ -339,8 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     summary = sub.add_parser(
         "summary", help="verdict, evidence, diagnostics and top ops of a run or trace")
-    summary.add_argument("path", help="a run folder, a trace (.json / .json.gz), a folder of "
-                                      "per-rank traces, or a folder of runs (one line each)")
+    summary.add_argument("path", nargs="?", help="a run folder, a trace (.json / .json.gz), a "
+                         "folder of per-rank traces, or a folder of runs (one line each; "
+                         "default: $AUTOPROF_DIR, else ./traces, as for view)")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
     summary.add_argument("--format", choices=("text", "markdown"), default="text",
                          help="text (default) or GitHub-flavoured markdown (--json wins)")
@@ -391,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except OSError as err:  # a path the OS refuses (too long, a loop): its one line
-        return _error(err.filename if err.filename is not None else getattr(args, "path", ""),
+        return error_line(err.filename if err.filename is not None else getattr(args, "path", ""),
                       err.strerror or str(err))
 
 

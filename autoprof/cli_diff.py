@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_BAD_INPUT = 2
+from autoprof.cli_common import EXIT_BAD_INPUT, error_line, say
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -22,12 +22,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
     for path in (args.before, args.after):
         if not Path(path).exists():
-            print(f"autoprof: error: {path}: no such file or directory", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return error_line(path, "no such file or directory")
     try:
         result = diff(args.before, args.after)
     except TraceError as err:
-        print(f"autoprof: error: {err}", file=sys.stderr)
+        say(f"autoprof: error: {err}")
         return EXIT_BAD_INPUT
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), allow_nan=False) + "\n")
