@@ -17,10 +17,11 @@ the number and the words are one change:
 step passes between two calls and a DataLoader's `__next__` is its largest part (the
 caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or the
 caller's harness, not an input to overlap). The replay's host costs are scaled to the
-untraced calls first when the step is the call (the warm-up calls time the call alone); a cause whose gain exists only
-under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP)
-keeps its bound and says so, instead of a fix. The opportunities keep their order by time
-(`between_calls` last). Runs without GPU work, or whose replay fails, keep their bounds.
+untraced calls first when the step is the call (the warm-up calls time the call alone); a
+cause whose gain exists only under the profiler (the replay, scaled to the untraced calls,
+predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a fix. The
+opportunities keep their order by time (`between_calls` last). Runs without GPU work, or
+whose replay fails, keep their bounds.
 """
 
 from __future__ import annotations
