@@ -210,7 +210,7 @@ def finish_one(run_dir: Path, manifest_name: str, handoff: Manifest | None = Non
         manifest = rf.final_status(manifest, len(traces), error).replace(retry=retry)
         if not handed_over and traces:  # the process died: the folder tells the rest
             manifest = _after_a_death(manifest, traces)
-        names = [p.name for p in traces]
+        names = rf.with_lines(run_dir, [p.name for p in traces], manifest.trace_prefix)
         if tables and traces and manifest.rank in (0, None):
             table_names, problem = _write_tables(traces, run_dir)
             names += table_names

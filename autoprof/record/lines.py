@@ -35,8 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-LINES_PREFIX = "lines."
-LINES_SUFFIX = ".json.gz"
+from autoprof import runfolder
+
 MODULE_LABEL = "autoprof::module "
 LINE_LABEL = "autoprof::line "
 # installed packages, and the Python files inductor writes for compiled graphs
@@ -98,7 +98,7 @@ class _LineLabels:
 
 def lines_file(run_dir: Path, worker: str) -> Path:
     """Where the source-lines trace of ``worker`` goes in the run folder."""
-    return run_dir / f"{LINES_PREFIX}{worker}{LINES_SUFFIX}"
+    return run_dir / runfolder.lines_name(worker)
 
 
 class _ModulePaths:
@@ -185,11 +185,14 @@ class LinesStep:
         final = lines_file(run_dir, name)
         plain = run_dir / f".{final.name}.{os.getpid()}.0.tmp"  # temp names the finisher
         partial = run_dir / f".{final.name}.{os.getpid()}.1.tmp"  # knows (runfolder._TEMP)
-        self._prof.export_chrome_trace(str(plain))
-        with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(partial, final)
-        plain.unlink()
+        try:
+            self._prof.export_chrome_trace(str(plain))
+            with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(partial, final)
+        finally:  # a failed write leaves no temporary file behind (torch's own .tmp too)
+            for left in (plain, partial, plain.with_name(plain.name + ".tmp")):
+                left.unlink(missing_ok=True)
         return final
 
 

@@ -38,6 +38,8 @@ RAW_SUFFIX = ".raw"  # a cycle's plain trace before the finisher compresses it
 TABLE_TXT = "table.txt"
 OPS_CSV = "ops.csv"
 FINISH_LOCK = ".finish.lock"
+LINES_PREFIX = "lines."  # the source-lines trace of a worker: lines.<worker>.json.gz
+LINES_SUFFIX = ".json.gz"  # (not a *.pt.trace.json* name: the loader never reads it as a cycle)
 FINISH_LOG = ".finish.log"
 MAX_ERROR_CHARS = 4000  # an exception message longer than this is cut in the manifest
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")
@@ -259,3 +261,20 @@ def versions() -> dict[str, str | None]:
 
 def host_identity() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def lines_name(worker: str) -> str:
+    """The file name of ``worker``'s source-lines trace (``*`` gives the glob of them all)."""
+    return f"{LINES_PREFIX}{worker}{LINES_SUFFIX}"
+
+
+def lines_files(run_dir: Path, trace_prefix: str) -> list[str]:
+    """The source-lines traces in ``run_dir`` of the manifest whose traces start with
+    ``trace_prefix`` (``rank<R>.``, or ``""`` for every worker)."""
+    return sorted(p.name for p in run_dir.glob(lines_name(trace_prefix.rstrip(".") or "*")))
+
+
+def with_lines(run_dir: Path, trace_names: list[str], trace_prefix: str) -> list[str]:
+    """A manifest's files: its traces and, when there is one, the source-lines traces that go
+    with them (a run with no trace lists none: its lines match no step)."""
+    return trace_names + (lines_files(run_dir, trace_prefix) if trace_names else [])

@@ -51,6 +51,16 @@ def manifest(run_dir: Path, file: str = "manifest.json") -> dict[str, Any]:
     return json.loads((run_dir / file).read_text())
 
 
+def run_listing(run_dir: Path) -> list[str]:
+    """The names in a run folder, less the source-lines trace of its first warm-up step
+    (``lines.<worker>.json.gz``), which the tests of failed exports do not look at."""
+    from fnmatch import fnmatch
+
+    from autoprof.runfolder import lines_name
+
+    return sorted(p.name for p in run_dir.iterdir() if not fnmatch(p.name, lines_name("*")))
+
+
 def trace_files(run_dir: Path) -> list[Path]:
     return sorted(run_dir.glob("*.pt.trace.json.gz"))
 

@@ -114,7 +114,7 @@ def test_export_fails_disk_full_one_warning(monkeypatch, traces_root):
 
 
 def test_every_write_fails_disk_full_one_warning(monkeypatch, traces_root):
-    import autoprof.runfolder as artifacts
+    import autoprof.runfolder.files as artifacts
 
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))

@@ -21,6 +21,7 @@ import autoprof
 import autoprof.record.export as export
 import autoprof.record.finish as finish
 from autoprof import AutoprofWarning
+from autoprof import runfolder as rf
 from tests.core.conftest import TINY, manifest, only_run, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -148,7 +149,8 @@ def test_sigkill_right_after_the_window_gives_a_complete_run(tmp_path, traces_ro
     m = _wait_final(run)
     assert m["status"] == "complete" and m["error"] is None
     assert m["steps_recorded"] == 2
-    assert {p.name for p in trace_files(run)} | {"table.txt", "ops.csv"} == set(m["files"])
+    lines = set(rf.lines_files(run, ""))  # the source-lines trace of the first warm-up step
+    assert {p.name for p in trace_files(run)} | {"table.txt", "ops.csv"} | lines == set(m["files"])
     _valid_traces(run)
     assert _hidden(run) == []
 

@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from tests.core.conftest import manifest, run_dirs, trace_files
+from tests.core.conftest import manifest, run_dirs, run_listing, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,7 +132,10 @@ def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, tr
     m = _wait_finished(run)
     assert m["status"] == "failed"  # the finisher saw the half trace: never "complete"
     assert "is not valid JSON" in m["error"]["message"] and m["files"] == []
-    assert [p.name for p in run.iterdir()] == ["manifest.json"]  # no half or hidden file
+    # the half trace is kept (hidden, never the only copy deleted), nothing else is left
+    assert [n for n in run_listing(run) if not n.endswith(".pt.trace.json.raw")] == [
+        "manifest.json"]
+    assert "is kept" in m["error"]["message"]
     from autoprof.analysis import find_runs
 
     listed = find_runs(traces_root)

@@ -16,7 +16,7 @@ import torch
 import autoprof.record.export as export
 from autoprof import AutoprofWarning, autoprof
 from autoprof.analysis.loader.manifest import read_manifest
-from tests.core.conftest import TINY, manifest, only_run, trace_files
+from tests.core.conftest import TINY, manifest, only_run, run_listing, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,7 +111,7 @@ def test_ctrl_c_during_the_export_is_failed_not_complete(monkeypatch, traces_roo
     run = only_run(traces_root, "ctrlc")
     m = manifest(run)
     assert m["status"] == "failed" and m["error"]["type"] == "KeyboardInterrupt"
-    (cut,) = [p.name for p in run.iterdir() if p.name != "manifest.json"]
+    (cut,) = [name for name in run_listing(run) if name != "manifest.json"]
     assert cut.endswith(".pt.trace.json.raw")  # the half trace is kept, never deleted
 
 
@@ -151,7 +151,7 @@ def test_a_newline_in_autoprof_dir_is_failed_with_the_reason(monkeypatch, tmp_pa
         run = _calls(autoprof(name="newline", warmup=0, schedule=TINY)(lambda x: x))
     m = manifest(run)
     assert m["status"] == "failed" and "wrote no trace file" in m["error"]["message"]
-    assert [p.name for p in run.iterdir()] == ["manifest.json"]  # Kineto's temp file is gone
+    assert run_listing(run) == ["manifest.json"]  # Kineto's temp file is gone
     assert len([w for w in caught if issubclass(w.category, AutoprofWarning)]) == 1
 
 
@@ -181,4 +181,4 @@ def test_a_file_size_limit_in_the_program_is_failed_not_complete(tmp_path, trace
     run = only_run(traces_root, "limited")
     m = manifest(run)
     assert m["status"] == "failed" and m["error"]["phase"] == "export"
-    assert [p.name for p in run.iterdir()] == ["manifest.json"]
+    assert run_listing(run) == ["manifest.json"]

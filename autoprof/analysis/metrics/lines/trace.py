@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-LINES_GLOB = "lines.*.json.gz"  # autoprof.record.lines.lines_file writes these names
+from autoprof.runfolder import lines_name
+
+LINES_GLOB = lines_name("*")  # the run folder's source-lines traces (runfolder.lines_name)
 LINE_LABEL = "autoprof::line "
 MODULE_LABEL = "autoprof::module "
 _FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d+)\): (?P<func>.+)$")
