@@ -108,16 +108,15 @@ def test_region_exception_propagates_and_fails_the_run(traces_root):
         raise AssertionError("the region swallowed the exception")
     autoprof.flush()
     m = manifest(only_run(traces_root, "oops"))
-    # the first profiler warm-up step is the one that records source lines ("lines")
-    assert m["status"] == "failed" and m["error"]["phase"] == "lines"
-    try:
-        with autoprof.region("oops_no_lines", warmup=0, schedule=TINY, source_lines=False):
+    assert m["status"] == "failed" and m["error"]["phase"] == "profiler_warmup"
+    try:  # with source lines on, the first profiler warm-up step records them ("lines")
+        with autoprof.region("oops_lines", warmup=0, schedule=TINY, source_lines=True):
             raise err
     except ValueError:
         pass
     autoprof.flush()
-    m = manifest(only_run(traces_root, "oops_no_lines"))
-    assert m["status"] == "failed" and m["error"]["phase"] == "profiler_warmup"
+    m = manifest(only_run(traces_root, "oops_lines"))
+    assert m["status"] == "failed" and m["error"]["phase"] == "lines"
 
 
 def test_user_profiler_active_only_labels_and_warns_once(traces_root, monkeypatch):
