@@ -14,9 +14,14 @@ RSS from ``VmHWM`` and the children it waited for), the contenders alternating a
   same answer as one process.
 
 Each child reports the run's answer (straggler rank, the ranks' exposed communication), so
-the table says whether the contenders agree. Results as JSON with every sample (``--out``).
+the table says whether the contenders agree. Results as JSON with every sample (``--out``: a
+``.json`` file, or a folder that gets ``ranks.json`` and the table as ``ranks.md``).
+``--budget-s`` skips a size whose projected time (the previous size's, scaled by the ratio of
+ranks) would end past the budget, so a run on a lent machine always finishes in its slot.
 
     .venv/bin/python benchmarks/ranks.py --ranks 8,32,128 --events 20000 [--modes merged,map]
+    python benchmarks/ranks.py --ranks 128,256,512,1024 --modes map,map-cached --jobs 16 \
+        --budget-s 420 --out OUT_DIR          # the 16-core host: linearity up to 1,024 ranks
 """
 
 from __future__ import annotations
@@ -114,15 +119,46 @@ def _row(world: int, mode: str, samples: list[dict[str, Any]]) -> dict[str, Any]
             "errors": [s["error"] for s in samples if "error" in s]}
 
 
-def _print(rows: list[dict[str, Any]]) -> None:
-    print("| ranks | mode | time s: median [min-max] | peak RSS MB (largest process) "
-          "| all processes MB (bound) | straggler | n |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| ranks | mode | time s: median [min-max] | peak RSS MB (largest process) "
+          "| all processes MB (bound) | straggler | n |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         t, m = r["work_s"], r["peak_rss_mb"]
-        print(f"| {r['ranks']} | {r['mode']} | {t['median']:.3g} [{t['min']:.3g}-{t['max']:.3g}]"
-              f" | {m['median']:,.0f} | {r['all_mb']:,.0f} | {r['straggler_rank']} | {r['n']}"
-              f"{' ERR ' + r['errors'][0][:200] if r['errors'] else ''} |")
+        lines.append(f"| {r['ranks']} | {r['mode']} | {t['median']:.3g} "
+                     f"[{t['min']:.3g}-{t['max']:.3g}] | {m['median']:,.0f} | "
+                     f"{r['all_mb']:,.0f} | {r['straggler_rank']} | {r['n']}"
+                     f"{' ERR ' + r['errors'][0][:200] if r['errors'] else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def _outputs(out: Path | None) -> tuple[Path | None, Path | None]:
+    """(the JSON file, the table file) that ``--out`` names (module doc)."""
+    if out is None or out.suffix == ".json":
+        return out, None
+    out.mkdir(parents=True, exist_ok=True)
+    return out / "ranks.json", out / "ranks.md"
+
+
+def _over_budget(budget_s: float | None, started: float, last: tuple[int, float] | None,
+                 world: int) -> bool:
+    """Whether ``world`` ranks, projected from the last size's seconds, would end past the
+    budget (a size is never skipped before one has been measured)."""
+    if budget_s is None or last is None:
+        return False
+    projected_s = last[1] * world / last[0]
+    return time.perf_counter() - started + projected_s > budget_s
+
+
+def _require_msgspec(json_path: Path | None) -> None:
+    """Stop at once, saying so in the output, where the loader's decoder is missing."""
+    try:
+        import msgspec  # noqa: F401 - the loader's decoder, needed by every child
+    except ImportError:
+        message = "msgspec is not importable: put it on PYTHONPATH (the loader needs it)"
+        if json_path:
+            json_path.write_text(json.dumps({"error": message}) + "\n")
+        raise SystemExit(message) from None
 
 
 def main() -> None:
@@ -136,14 +172,23 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=HERE / "out" / "ranks")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the generated runs")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="skip sizes projected to end past this many seconds")
     args = parser.parse_args()
+    json_path, table_path = _outputs(args.out)
+    _require_msgspec(json_path)
+    started, last = time.perf_counter(), None
     modes = args.modes.split(",")
     result: dict[str, Any] = {"machine": {"python": platform.python_version(),
                                           "cpus": os.cpu_count(), "load": os.getloadavg()},
                               "events_per_rank": args.events, "jobs": args.jobs,
                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                              "rows": [], "samples": []}
+                              "rows": [], "samples": [], "skipped": []}
     for world in (int(x) for x in args.ranks.split(",")):
+        if _over_budget(args.budget_s, started, last, world):
+            result["skipped"].append(world)
+            print(f"# {world} ranks skipped: projected past --budget-s", flush=True)
+            continue
         t0 = time.perf_counter()
         folder = ensure_run(args.work, world, args.events)
         print(f"# {world} ranks written in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -160,11 +205,14 @@ def main() -> None:
                 print(f"#   {mode}: {json.dumps(shown)[:300]}", flush=True)
         result["rows"].extend(_row(world, m, samples[m]) for m in modes)
         result["machine"]["load_end"] = os.getloadavg()
-        if args.out:
-            args.out.write_text(json.dumps(result, indent=1) + "\n")
+        last = (world, time.perf_counter() - t0)
+        if json_path:
+            json_path.write_text(json.dumps(result, indent=1) + "\n")
+        if table_path:
+            table_path.write_text(_table(result["rows"]))
         if not args.keep:
             shutil.rmtree(folder)
-    _print(result["rows"])
+    print(_table(result["rows"]), end="")
 
 
 if __name__ == "__main__":
