@@ -1,0 +1,248 @@
+"""Every replayable fix of the truth folders, predicted against the fix timed by hand.
+
+    python benchmarks/gpu/truth/evaluate.py DIR [DIR...] [--json OUT]
+
+Each DIR holds a `ground_truth.json` and the run folders it names (`drive.py`'s output,
+unpacked: `tests/data/gpu_h200_truth/`). For every workload, every fix of its ground truth
+that maps onto a named replay fix (`named_fix`) is replayed on the workload's run folder:
+the host costs are first scaled (`fit_host_scale`) so that the replayed step equals the
+profiler-free baseline iteration, then the fix's changes are replayed
+(`autoprof/analysis/metrics/replay/fixes.py`). *predicted* is the median over the profiled
+steps (min-max), *measured* the ratio of the medians of the whole iteration (baseline q1 /
+fix q3 to baseline q3 / fix q1), *error* (predicted - measured) / measured.
+
+Prints the markdown table of docs/gpu-validation.md ("Predicted against fixed by hand"),
+then per folder and over all folders: the pairs, median |error|, the largest |error|, how
+many within 25%, and in how many workloads the fix with the largest prediction is the best
+fix measured (of every fix tried, modelled or not). A fix it cannot map, a fix that failed on
+the GPU, a run folder that is missing or a replay that fails is skipped with a note; nothing
+is guessed. `--json OUT` writes the pairs, the notes and the summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import autoprof
+from autoprof.analysis.metrics.replay import ScaleHost, fit_host_scale, predict_speedups
+from autoprof.analysis.metrics.replay.fixes import FixName, fix_changes
+
+# the ground truth's fix names that are one replayed fix (the truth README describes each)
+FIX_OF: dict[str, FixName] = {
+    "cuda_graph": "cuda-graph",
+    "remove": "remove-sync",
+    "keep_on_gpu": "remove-sync",
+    "where": "remove-sync",
+    "mask_weights": "remove-sync",
+    "pinned_async": "remove-sync",
+    "graph_without_sync": "sync-free-cuda-graph",
+    "pin_nonblocking": "pin-memory",
+    "no_loader": "no-loader",
+}
+# more DataLoader workers with pinned memory and non_blocking copies, any count
+WORKERS = re.compile(r"^workers\d+_pin_nonblocking$")
+# workloads looked at while the model was changed (the rest of the first two recordings
+# was only evaluated; any later recording is held out)
+TUNED = ("sync_item", "sync_mask", "mlp_loader_w0", "cnn_loader_w4", "compiled_mlp", "seed_64",
+         "gpt2_large")
+WITHIN = 0.25  # a prediction further than this from the measurement misses
+
+
+def named_fix(fix: str) -> FixName | None:
+    """The named replay fix a ground-truth fix is, or None when the replay has none."""
+    if fix in FIX_OF:
+        return FIX_OF[fix]
+    return "loader-workers" if WORKERS.match(fix) else None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One fix on one workload: the replayed prediction beside the measurement."""
+
+    folder: str
+    workload: str
+    fix: str  # the ground truth's name
+    named: str
+    predicted: float  # median over the profiled steps
+    predicted_min: float
+    predicted_max: float
+    measured: float
+    measured_lo: float
+    measured_hi: float
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return (self.predicted - self.measured) / self.measured
+
+
+@dataclass
+class Workload:
+    """One workload's pairs, its best fix measured and the fix predicted best."""
+
+    folder: str
+    name: str
+    pairs: list[Pair] = field(default_factory=list)
+    best_measured: str | None = None
+    top_predicted: str | None = None
+
+    @property
+    def top_is_best(self) -> bool:
+        return self.top_predicted is not None and self.top_predicted == self.best_measured
+
+
+@dataclass
+class Folder:
+    """One truth folder evaluated: its workloads and what was skipped, and why."""
+
+    path: Path
+    workloads: list[Workload] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> list[Pair]:
+        return [p for w in self.workloads for p in w.pairs]
+
+
+def host_scale(run: autoprof.Run, gt: dict[str, Any]) -> float:
+    """The ScaleHost factor that brings the replayed step to the untraced baseline."""
+    baseline_us = 1000.0 * float(gt["stats"]["baseline"]["iter_ms"]["median"])
+    return fit_host_scale(run.events, baseline_us)
+
+
+def _pair(folder: str, name: str, fix: str, named: FixName, run: autoprof.Run,
+          scale: float, measured: dict[str, Any]) -> Pair:
+    got = predict_speedups(run.events, fix_changes(named, run.name),
+                           baseline=[ScaleHost(scale)])
+    return Pair(folder, name, fix, named, got.median, got.low, got.high,
+                float(measured["speedup"]), float(measured["lo"]), float(measured["hi"]))
+
+
+def evaluate_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]) -> Workload:
+    """Every mappable fix of one workload replayed (notes: what was left out, and why)."""
+    gt, record = w.get("ground_truth") or {}, w.get("record") or {}
+    speedups: dict[str, Any] = gt.get("speedups") or {}
+    out = Workload(root.name, name)
+    for fix in gt.get("errors") or {}:
+        notes.append(f"{name}: `{fix}` failed on the GPU (no measurement)")
+    if not speedups:
+        notes.append(f"{name}: no fix measured")
+        return out
+    out.best_measured = max(speedups, key=lambda f: float(speedups[f]["iter"]["speedup"]))
+    run_dir = root / str(record.get("run", ""))
+    if not record.get("run") or not run_dir.is_dir():
+        notes.append(f"{name}: no run folder ({record.get('run')!r})")
+        return out
+    try:
+        run = autoprof.load(run_dir)
+        scale = host_scale(run, gt)
+        for fix, sp in speedups.items():
+            named = named_fix(fix)
+            if named is None:
+                notes.append(f"{name}: `{fix}` has no replayed fix")
+                continue
+            out.pairs.append(_pair(root.name, name, fix, named, run, scale, sp["iter"]))
+    except (ValueError, KeyError, OSError) as e:
+        notes.append(f"{name}: replay failed ({type(e).__name__}: {e})")
+    if out.pairs:
+        out.top_predicted = max(out.pairs, key=lambda p: p.predicted).fix
+    return out
+
+
+def evaluate_folder(root: Path) -> Folder:
+    """Every workload of one truth folder, in the order of its ground_truth.json."""
+    folder = Folder(root)
+    data = json.loads((root / "ground_truth.json").read_text())
+    for name, w in (data.get("workloads") or {}).items():
+        folder.workloads.append(evaluate_workload(root, name, w, folder.notes))
+    return folder
+
+
+def summarize(workloads: Sequence[Workload]) -> dict[str, Any]:
+    """Median and largest |error| (percent), pairs within 25%, top pick the best fix."""
+    errors = np.abs(np.asarray([p.error for w in workloads for p in w.pairs], float))
+    judged = [w for w in workloads if w.best_measured is not None]
+    return {
+        "pairs": len(errors),
+        "median_abs_error_pct": float(100 * np.median(errors)) if len(errors) else None,
+        "max_abs_error_pct": float(100 * errors.max()) if len(errors) else None,
+        "within_25_pct": int(np.sum(errors <= WITHIN)),
+        "workloads": len(judged),
+        "top_pick_best": sum(w.top_is_best for w in judged),
+    }
+
+
+def _set_of(folder: str, workload: str, tuned: Sequence[str]) -> str:
+    return "tuned" if workload in tuned and folder == "gpu_h200_truth" else "held out"
+
+
+def table(pairs: Sequence[Pair], tuned: Sequence[str] = TUNED) -> str:
+    """The markdown table, one row per pair."""
+    rows = ["| workload | set | fix (named fix) | predicted (min-max over steps) | "
+            "measured (q1/q3 range) | error |", "| --- | --- | --- | --- | --- | --- |"]
+    for p in pairs:
+        rows.append(
+            f"| {p.workload} | {_set_of(p.folder, p.workload, tuned)} | `{p.fix}` "
+            f"(`{p.named}`) | {p.predicted:.2f}x ({p.predicted_min:.2f}-{p.predicted_max:.2f})"
+            f" | {p.measured:.2f}x ({p.measured_lo:.2f}-{p.measured_hi:.2f}) | "
+            f"{100 * p.error:+.0f}% |")
+    return "\n".join(rows)
+
+
+def _summary_line(label: str, s: dict[str, Any]) -> str:
+    if not s["pairs"]:
+        return f"- **{label}**: no replayed pair; top pick best in {s['top_pick_best']} of " \
+               f"{s['workloads']} workloads"
+    return (f"- **{label}**: {s['pairs']} pairs, median |error| {s['median_abs_error_pct']:.1f}%"
+            f", worst {s['max_abs_error_pct']:.1f}%, {s['within_25_pct']} within 25%; top pick "
+            f"the best fix measured in {s['top_pick_best']} of {s['workloads']} workloads")
+
+
+def report(folders: Sequence[Folder], tuned: Sequence[str] = TUNED) -> dict[str, Any]:
+    """The summaries per folder, per set (tuned, held out) and overall."""
+    every = [w for f in folders for w in f.workloads]
+    out = {f.path.name: summarize(f.workloads) for f in folders}
+    out["tuned"] = summarize([w for w in every if _set_of(w.folder, w.name, tuned) == "tuned"])
+    out["held out"] = summarize([w for w in every
+                                 if _set_of(w.folder, w.name, tuned) != "tuned"])
+    out["all"] = summarize(every)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="truth folders (ground_truth.json)")
+    parser.add_argument("--json", type=Path, help="write pairs, notes and summaries here")
+    args = parser.parse_args(argv)
+    folders = [evaluate_folder(d) for d in args.dirs]
+    summaries = report(folders)
+    print(table([p for f in folders for p in f.pairs]))
+    print()
+    for label, s in summaries.items():
+        print(_summary_line(label, s))
+    notes = [f"{f.path.name}: {n}" for f in folders for n in f.notes]
+    if notes:
+        print("\nNot replayed:")
+        print("\n".join(f"- {n}" for n in notes))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "pairs": [{**asdict(p), "error_pct": 100 * p.error} for f in folders
+                      for p in f.pairs],
+            "workloads": [{"folder": w.folder, "workload": w.name,
+                           "best_measured": w.best_measured, "top_predicted": w.top_predicted,
+                           "top_is_best": w.top_is_best} for f in folders for w in f.workloads],
+            "notes": notes, "summary": summaries}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
