@@ -3,6 +3,8 @@ its own process, one after the other (never two at once: they would time each ot
 
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT [--only a,b] [--budget-s 480]
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --device cpu   # smoke, tiny
+    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --held-out     # the second set
+    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --only a,b --ground-truth-only
 
 Writes ``OUT/ground_truth.json`` (every workload's ground truth and its recording's own
 timings), ``OUT/runs.tar.gz`` (the run folders, ``runs/<workload>/<run_id>/``) and
@@ -50,13 +52,16 @@ def _tail(log: Path, lines: int = 3) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _one(name: str, work: Path, device: str, extra: list[str], rounds: int) -> dict[str, Any]:
+def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
+         record: bool = True) -> dict[str, Any]:
     rec_dir, logs = work / "rec" / name, work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     base = [sys.executable]
-    rec = _run(base + [str(HERE / "record.py"), "--workload", name, "--out", str(rec_dir),
-                       "--device", device] + extra, logs / f"{name}.record.log", 100)
-    print(f"[{name}] record {rec}: {_tail(logs / f'{name}.record.log', 1)}", flush=True)
+    rec: dict[str, Any] | None = None
+    if record:
+        rec = _run(base + [str(HERE / "record.py"), "--workload", name, "--out", str(rec_dir),
+                           "--device", device] + extra, logs / f"{name}.record.log", 100)
+        print(f"[{name}] record {rec}: {_tail(logs / f'{name}.record.log', 1)}", flush=True)
     gt_file = work / "gt" / f"{name}.json"
     gt_cmd = base + [str(HERE / "ground_truth.py"), "--workload", name, "--out", str(gt_file),
                      "--device", device, "--rounds", str(rounds)] + extra
@@ -108,9 +113,14 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--held-out", action="store_true",
+                        help="the second held-out set only")
+    parser.add_argument("--ground-truth-only", action="store_true",
+                        help="time the variants, record nothing")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or (
-        list(FIRST) + [n for n in WORKLOADS if n not in FIRST])
+        [n for n, w in WORKLOADS.items() if w.held_out] if args.held_out else
+        list(FIRST) + [n for n in WORKLOADS if n not in FIRST and not WORKLOADS[n].held_out])
     extra = ["--tiny"] if args.device == "cpu" else []
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -124,7 +134,8 @@ def main() -> None:
             if time.perf_counter() - started > args.budget_s:
                 result["skipped"].append(name)
                 continue
-            result["workloads"][name] = _one(name, work, args.device, extra, args.rounds)
+            result["workloads"][name] = _one(name, work, args.device, extra, args.rounds,
+                                             record=not args.ground_truth_only)
             done.append(name)
         _pack(work, args.out, done)
     result["wall_s"] = round(time.perf_counter() - started, 1)

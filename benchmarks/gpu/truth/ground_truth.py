@@ -16,12 +16,16 @@ baseline q1 over fix q3 and baseline q3 over fix q1; the per-round ratios' range
 that does nothing). This process never imports autoprof and never starts torch.profiler
 (``torch`` imports the module itself; the JSON records that the profiler was never enabled).
 A fix that raises is listed under ``errors``; ``--skip`` leaves variants out (the driver
-reruns without a fix whose CUDA error killed the process's context).
+reruns without a fix whose CUDA error killed the process's context). With ``--isolate`` (the
+default for workloads with a DataLoader) each block builds its variant afresh and closes it
+after: only one variant's DataLoader, with its worker processes and pin-memory thread, is alive
+while a block is timed, so no variant shares the machine with another's idle workers.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -38,6 +42,7 @@ from common import (  # noqa: E402
     Ctx,
     TimingMode,
     Variant,
+    VariantBuilder,
     quartiles,
     repeat,
     sync,
@@ -56,6 +61,26 @@ def _prepare(variant: Variant, ctx: Ctx, block_s: float, min_iters: int, max_ite
     calib = time_block(variant, 5, ctx)
     per_iter_ms = max(statistics.median(calib.iter_ms), 1e-3)
     return int(min(max_iters, max(min_iters, block_s * 1e3 / per_iter_ms))), per_iter_ms
+
+
+def _close(variant: Variant) -> None:
+    """Drop a variant and what it holds (a DataLoader's workers end with their iterator)."""
+    close = getattr(variant.batches, "close", None)
+    if close is not None:
+        close()
+    variant.keep.clear()
+    gc.collect()
+
+
+def _isolated_block(build: VariantBuilder, iters: int, ctx: Ctx, mode: TimingMode) -> Block:
+    variant = build()
+    try:
+        for _ in range(3):
+            variant.call(next(variant.batches))
+        sync(ctx)
+        return time_block(variant, iters, ctx, mode)
+    finally:
+        _close(variant)
 
 
 def _harness_ms(ctx: Ctx) -> dict[str, Any]:
@@ -107,10 +132,11 @@ def _speedups(stats: dict[str, Any], harness: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def measure(name: str, ctx: Ctx, rounds: int, block_s: float, skip: tuple[str, ...] = ()
-            ) -> dict[str, Any]:
+def measure(name: str, ctx: Ctx, rounds: int, block_s: float, skip: tuple[str, ...] = (),
+            isolate: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     variants: dict[str, Variant] = {}
+    builders: dict[str, VariantBuilder] = {}
     info: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
     for vname, build in WORKLOADS[name].build(ctx).items():
@@ -123,21 +149,27 @@ def measure(name: str, ctx: Ctx, rounds: int, block_s: float, skip: tuple[str, .
         except Exception as exc:  # a fix that does not apply is a result, not a crash
             errors[vname] = "".join(traceback.format_exception_only(exc)).strip()[-800:]
             continue
-        variants[vname] = variant
+        builders[vname] = build
+        if isolate:
+            _close(variant)
+        else:
+            variants[vname] = variant
         info[vname] = {"iters_per_block": iters, "warm_iters": variant.warm_iters,
                        "calibration_iter_ms": calib_ms, "note": variant.note,
                        "build_and_warmup_s": time.perf_counter() - t0}
     harness = _harness_ms(ctx)
-    blocks: dict[str, list[Block]] = {v: [] for v in variants}
-    order = list(variants)
+    blocks: dict[str, list[Block]] = {v: [] for v in builders}
+    order = list(builders)
     for r in range(rounds):
         mode: TimingMode = "iter" if r % 2 == 0 else "call"
         for vname in order if (r // 2) % 2 == 0 else order[::-1]:
             if vname in errors:
                 continue
+            iters = info[vname]["iters_per_block"]
             try:
-                blocks[vname].append(time_block(variants[vname], info[vname]["iters_per_block"],
-                                                ctx, mode))
+                blocks[vname].append(
+                    _isolated_block(builders[vname], iters, ctx, mode) if isolate
+                    else time_block(variants[vname], iters, ctx, mode))
             except Exception as exc:
                 errors[vname] = "".join(traceback.format_exception_only(exc)).strip()[-800:]
                 blocks.pop(vname, None)
@@ -146,7 +178,7 @@ def measure(name: str, ctx: Ctx, rounds: int, block_s: float, skip: tuple[str, .
         "workload": name, "about": WORKLOADS[name].about, "device": ctx.device, "tiny": ctx.tiny,
         "rounds": rounds, "block_s": block_s, "variants": info, "errors": errors,
         "harness_iter_ms": harness, "stats": stats, "speedups": _speedups(stats, harness),
-        "skipped": list(skip),
+        "skipped": list(skip), "isolated": isolate,
         "profiler_enabled": bool(
             torch.autograd._profiler_enabled()),  # type: ignore[attr-defined]
         "autoprof_imported": "autoprof" in sys.modules,
@@ -165,10 +197,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--skip", default="", help="comma-separated variants to leave out")
     parser.add_argument("--block-s", type=float, default=0.25)
+    parser.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
+                        help="build each block's variant afresh (default: for DataLoader "
+                             "workloads)")
     args = parser.parse_args()
     ctx = Ctx(args.device, args.tiny or args.device == "cpu")
     skip = tuple(v for v in args.skip.split(",") if v)
-    result = measure(args.workload, ctx, args.rounds, args.block_s, skip)
+    isolate = WORKLOADS[args.workload].isolate if args.isolate is None else args.isolate
+    result = measure(args.workload, ctx, args.rounds, args.block_s, skip, isolate)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     base = result["stats"].get("baseline", {}).get("iter_ms", {})

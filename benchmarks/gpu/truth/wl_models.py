@@ -1,11 +1,12 @@
-"""Model workloads: transformers GPT-2 from a config (tiny and large), a torch.compile'd MLP,
-CNN inference at batch 1 and at a large batch, and the seed ``x @ w + b`` at 64 and 4096."""
+"""Model workloads: transformers GPT-2 from a config (tiny, mid and large) and BERT, a
+torch.compile'd MLP, CNN inference at batch 1 and at a large batch, MLP inference at a small
+batch, and the seed ``x @ w + b`` at 64 and 4096."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +27,10 @@ from common import (
 # --- GPT-2 (transformers, built from a config: nothing downloaded) --------------------------------
 
 
-def _gpt2_config(ctx: Ctx, large: bool) -> Any:
+Gpt2Size = Literal["tiny", "mid", "large"]
+
+
+def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
     from transformers import GPT2Config
 
     # no dropout (SDPA's dropout inside a captured graph hit an illegal memory access on the
@@ -36,16 +40,19 @@ def _gpt2_config(ctx: Ctx, large: bool) -> Any:
     if ctx.tiny:
         return GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=16,
                           bos_token_id=0, eos_token_id=0, **common)
-    if large:  # GPT-2 small: 12 layers, 768 wide, 50257 tokens
+    if size == "large":  # GPT-2 small: 12 layers, 768 wide, 50257 tokens
         return GPT2Config(n_positions=1024, **common)
+    if size == "mid":
+        return GPT2Config(n_layer=4, n_head=4, n_embd=256, vocab_size=8192, n_positions=256,
+                          bos_token_id=0, eos_token_id=0, **common)
     return GPT2Config(n_layer=2, n_head=4, n_embd=128, vocab_size=1024, n_positions=64,
                       bos_token_id=0, eos_token_id=0, **common)
 
 
-def _gpt2_shape(ctx: Ctx, large: bool) -> tuple[int, int]:
+def _gpt2_shape(ctx: Ctx, size: Gpt2Size) -> tuple[int, int]:
     if ctx.tiny:
         return 1, 8
-    return (8, 1024) if large else (1, 32)
+    return {"tiny": (1, 32), "mid": (4, 256), "large": (8, 1024)}[size]
 
 
 def _lm_loss(cache: bool) -> Callable[..., torch.Tensor]:
@@ -61,13 +68,13 @@ def _lm_loss(cache: bool) -> Callable[..., torch.Tensor]:
     return lm_loss
 
 
-def _gpt2_variant(ctx: Ctx, large: bool, fix: str) -> Variant:
+def _gpt2_variant(ctx: Ctx, size: Gpt2Size, fix: str) -> Variant:
     from transformers import GPT2LMHeadModel
 
-    config = _gpt2_config(ctx, large)
+    config = _gpt2_config(ctx, size)
     torch.manual_seed(0)
     model: Any = cast(Any, GPT2LMHeadModel(config)).to(ctx.device).train()
-    batch, seq = _gpt2_shape(ctx, large)
+    batch, seq = _gpt2_shape(ctx, size)
     gen = torch.Generator(device="cpu").manual_seed(1)
     data = [(ids, ids) for ids in (torch.randint(0, config.vocab_size, (batch, seq), generator=gen)
                                    .to(ctx.device) for _ in range(4))]
@@ -86,18 +93,53 @@ def _gpt2_variant(ctx: Ctx, large: bool, fix: str) -> Variant:
     return Variant(step, cycle_list(data))
 
 
-def gpt2(large: bool) -> Callable[[Ctx], dict[str, VariantBuilder]]:
+def gpt2(size: Gpt2Size) -> Callable[[Ctx], dict[str, VariantBuilder]]:
     """GPT-2 training step, AdamW, bf16 autocast. Fixes: a whole-step CUDA graph, fused
-    AdamW, and for the tiny model torch.compile(mode="reduce-overhead") (compiling the large
-    one takes longer than the whole suite's device time)."""
+    AdamW, and for the tiny model torch.compile(mode="reduce-overhead") (compiling the larger
+    ones takes longer than the whole suite's device time)."""
 
     def build(ctx: Ctx) -> dict[str, VariantBuilder]:
         fixes = ["baseline", "adamw_fused"] + (["cuda_graph"] if ctx.cuda else [])
-        if ctx.cuda and not large:
+        if ctx.cuda and size == "tiny":
             fixes.append("compile_reduce_overhead")
-        return {f: partial(_gpt2_variant, ctx, large, f) for f in fixes}
+        return {f: partial(_gpt2_variant, ctx, size, f) for f in fixes}
 
     return build
+
+
+# --- BERT (transformers, from a config) -----------------------------------------------------------
+
+def _bert_variant(ctx: Ctx, fix: str) -> Variant:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(num_hidden_layers=ctx.pick(4, 1), hidden_size=ctx.pick(256, 32),
+                        num_attention_heads=4, intermediate_size=ctx.pick(1024, 64),
+                        vocab_size=ctx.pick(8192, 64), max_position_embeddings=ctx.pick(256, 16),
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=4)
+    torch.manual_seed(0)
+    model: Any = cast(Any, BertForSequenceClassification(config)).to(ctx.device).train()
+    gen = torch.Generator(device="cpu").manual_seed(4)
+    batch, seq = ctx.pick(8, 2), ctx.pick(128, 8)
+    data = [(torch.randint(0, config.vocab_size, (batch, seq), generator=gen).to(ctx.device),
+             torch.randint(0, 4, (batch,), generator=gen).to(ctx.device)) for _ in range(4)]
+
+    def loss_fn(m: torch.nn.Module, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = m(input_ids=ids, labels=labels).loss
+        return out
+
+    if fix == "cuda_graph":
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=True)
+        step = graphed_train_step(model, opt, data[0], ctx.device, loss_fn=loss_fn)
+        return Variant(step, cycle_list(data), note="whole step (AdamW capturable) in one graph")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fix == "adamw_fused")
+    return Variant(train_step_fn(model, opt, ctx.device, True, loss_fn), cycle_list(data))
+
+
+def bert(ctx: Ctx) -> dict[str, VariantBuilder]:
+    """BERT sequence classification from a config (4 layers, 256 wide), batch 8 x 128, fp32,
+    AdamW. Fixes: fused AdamW, a whole-step CUDA graph."""
+    fixes = ["baseline", "adamw_fused"] + (["cuda_graph"] if ctx.cuda else [])
+    return {f: partial(_bert_variant, ctx, f) for f in fixes}
 
 
 # --- a torch.compile'd model ----------------------------------------------------------------------
@@ -163,6 +205,32 @@ def inference(batch: int, side: int, fixes: tuple[str, ...]
     return build
 
 
+def _mlp_infer(ctx: Ctx, batch: int, fix: str) -> Variant:
+    model = mlp(ctx, ctx.pick(512, 16), ctx.pick(8, 2)).eval()
+    gen = torch.Generator(device="cpu").manual_seed(5)
+    xs = [torch.randn(batch, ctx.pick(512, 16), generator=gen).to(ctx.device) for _ in range(4)]
+    grad_off = torch.inference_mode if fix == "inference_mode" else torch.no_grad
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        with grad_off():
+            out: torch.Tensor = model(x)
+        return out
+
+    call = graphed_forward(forward, xs[0]) if fix == "cuda_graph" else forward
+    return Variant(call, cycle_list(xs))
+
+
+def mlp_inference(batch: int) -> Callable[[Ctx], dict[str, VariantBuilder]]:
+    """An 8-layer 512-wide MLP under no_grad on inputs already on the device; fixes:
+    inference_mode, a CUDA graph."""
+
+    def build(ctx: Ctx) -> dict[str, VariantBuilder]:
+        names = ("baseline", "inference_mode") + (("cuda_graph",) if ctx.cuda else ())
+        return {f: partial(_mlp_infer, ctx, batch, f) for f in names}
+
+    return build
+
+
 def _cuda_only(fix: str) -> bool:
     return fix in ("cuda_graph", "compile", "compile_reduce_overhead")
 
@@ -203,4 +271,5 @@ def seed(n: int, fixes: tuple[str, ...]) -> Callable[[Ctx], dict[str, VariantBui
     return build
 
 
-__all__ = ["classify_loss", "compiled_mlp", "gpt2", "inference", "seed"]
+__all__ = ["bert", "classify_loss", "compiled_mlp", "gpt2", "inference", "mlp_inference",
+           "seed"]

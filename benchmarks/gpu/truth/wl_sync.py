@@ -107,9 +107,9 @@ def _middles(ctx: Ctx) -> dict[tuple[SyncKind, str], Middle]:
 _GRAPHED = {"item": None, "mask": "where", "nonzero": "mask_weights", "cpu": None, "print": None}
 
 
-def _sync_variant(ctx: Ctx, kind: SyncKind, fix: str) -> Variant:
+def _sync_variant(ctx: Ctx, kind: SyncKind, batch: int, fix: str) -> Variant:
     model = SplitNet(ctx)
-    x = torch.randn(ctx.pick(8192, 8), ctx.pick(1024, 32), device=ctx.device)
+    x = torch.randn(ctx.pick(batch, 8), ctx.pick(1024, 32), device=ctx.device)
     y = torch.randint(0, 10, (x.shape[0],), device=ctx.device)
     middles = _middles(ctx)
     if fix == "graph_without_sync":
@@ -123,8 +123,8 @@ def _sync_variant(ctx: Ctx, kind: SyncKind, fix: str) -> Variant:
     return Variant(train_step_fn(model, opt, ctx.device, True, _loss_fn(middle)), repeat((x, y)))
 
 
-def sync_step(kind: SyncKind) -> Callable[[Ctx], dict[str, VariantBuilder]]:
-    """A bf16 MLP training step (batch 8192, 1024 wide, AdamW) with one host sync between
+def sync_step(kind: SyncKind, batch: int = 8192) -> Callable[[Ctx], dict[str, VariantBuilder]]:
+    """A bf16 MLP training step (``batch`` rows, 1024 wide, AdamW) with one host sync between
     its halves. Fixes: the sync removed, replaced by a sync-free equivalent, and the sync-free
     step captured whole in a CUDA graph."""
 
@@ -133,7 +133,7 @@ def sync_step(kind: SyncKind) -> Callable[[Ctx], dict[str, VariantBuilder]]:
                                           if k == kind and f != "baseline"]
         if ctx.cuda:
             fixes.append("graph_without_sync")
-        return {f: partial(_sync_variant, ctx, kind, f) for f in fixes}
+        return {f: partial(_sync_variant, ctx, kind, batch, f) for f in fixes}
 
     return build
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from common import Ctx, VariantBuilder
 from wl_loader import caller_loop, inside
-from wl_models import compiled_mlp, gpt2, inference, seed
+from wl_models import bert, compiled_mlp, gpt2, inference, mlp_inference, seed
 from wl_sync import graph_program, sync_step, two_streams
 
 
@@ -21,33 +21,35 @@ class Workload:
     about: str
     build: Callable[[Ctx], dict[str, VariantBuilder]]
     needs: str | None = None  # an extra package the workload imports
+    isolate: bool = False  # a DataLoader: time one variant's loader at a time
+    held_out: bool = False  # the second held-out set: written after the replay was tuned
 
 
 WORKLOADS: dict[str, Workload] = {
     "mlp_loader_w0": Workload(
         "MLP training (4x1024, SGD, batch 256); `for batch in loader: train_step(batch)`, "
         "DataLoader num_workers=0, pin_memory off, a Python transform per sample",
-        caller_loop("mlp", 0, False)),
+        caller_loop("mlp", 0, False), isolate=True),
     "mlp_loader_w4_pin": Workload(
         "the same MLP, DataLoader num_workers=4, pin_memory on, non_blocking copies",
-        caller_loop("mlp", 4, True)),
+        caller_loop("mlp", 4, True), isolate=True),
     "cnn_loader_w0_pin": Workload(
         "CNN training (conv-bn-relu 3-32-64-128-128, 64x64 images, batch 64, SGD) in the "
         "caller's loop, num_workers=0, pin_memory on, non_blocking copies",
-        caller_loop("cnn", 0, True)),
+        caller_loop("cnn", 0, True), isolate=True),
     "cnn_loader_w4": Workload(
         "the same CNN, num_workers=4, pin_memory off, blocking copies",
-        caller_loop("cnn", 4, False)),
+        caller_loop("cnn", 4, False), isolate=True),
     "mlp_loader_inside": Workload(
         "the MLP step pulls its own batch (`next(it)` inside the decorated function), "
         "num_workers=0, pin_memory off",
-        inside),
+        inside, isolate=True),
     "gpt2_tiny": Workload(
         "transformers GPT-2 from a config (2 layers, 128 wide, 1024 tokens), batch 1 x 32, "
-        "AdamW, bf16 autocast", gpt2(large=False), needs="transformers"),
+        "AdamW, bf16 autocast", gpt2("tiny"), needs="transformers"),
     "gpt2_large": Workload(
         "transformers GPT-2 small from a config (12 layers, 768 wide), batch 8 x 1024, AdamW, "
-        "bf16 autocast", gpt2(large=True), needs="transformers"),
+        "bf16 autocast", gpt2("large"), needs="transformers"),
     "compiled_mlp": Workload(
         "torch.compile'd MLP (6x512, default mode) trained with AdamW at batch 64",
         compiled_mlp),
@@ -83,4 +85,24 @@ WORKLOADS: dict[str, Workload] = {
                                                         "compile_reduce_overhead"))),
     "seed_4096": Workload(
         "the seed: `x @ w + b`, bf16, 4096x4096", seed(4096, ("addmm", "cuda_graph", "compile"))),
+    # the second held-out set
+    "mlp_loader_w2": Workload(
+        "the loader MLP in the caller's loop with num_workers=2, pin_memory off",
+        caller_loop("mlp", 2, False), isolate=True, held_out=True),
+    "cnn_loader_w0": Workload(
+        "the loader CNN in the caller's loop with num_workers=0, pin_memory off, blocking copies",
+        caller_loop("cnn", 0, False), isolate=True, held_out=True),
+    "sync_item_b1024": Workload(
+        "the `.item()` step at batch 1024: a host-bound step with a sync", sync_step("item", 1024),
+        held_out=True),
+    "sync_mask_b1024": Workload(
+        "the mask-index step at batch 1024", sync_step("mask", 1024), held_out=True),
+    "bert_train": Workload(
+        "transformers BERT classifier from a config (4 layers, 256 wide), batch 8 x 128, fp32, "
+        "AdamW", bert, needs="transformers", held_out=True),
+    "gpt2_mid": Workload(
+        "transformers GPT-2 from a config (4 layers, 256 wide, 8192 tokens), batch 4 x 256, "
+        "AdamW, bf16 autocast", gpt2("mid"), needs="transformers", held_out=True),
+    "mlp_infer_b8": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 8", mlp_inference(8), held_out=True),
 }
