@@ -107,9 +107,9 @@ class Options:
     with_stack: bool = False
     with_flops: bool = True
     with_modules: bool = False
-    # opt-in: one profiler warm-up step with stacks and modules (record.lines); its events still
-    # reach the main trace (one extra call per op in the ops tables), so it is off by default
-    source_lines: bool = False
+    # the first profiler warm-up step is recorded with stacks and modules by a second profiler
+    # (record.lines): the user's line of every op, never in a measured step
+    source_lines: bool = True
     sync: bool = False
     enabled: bool = True
     try_fixes: str | tuple[str, ...] | None = None  # what-if: autoprof.record.whatif

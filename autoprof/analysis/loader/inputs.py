@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 from autoprof.analysis.loader import formats
@@ -18,7 +19,7 @@ from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
 from autoprof.analysis.loader.source import refuse_special
-from autoprof.runfolder import Manifest, rank_of_manifest
+from autoprof.runfolder import Manifest, lines_name, rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
@@ -75,7 +76,8 @@ def _listed_traces(run_dir: Path, record: Manifest, manifest_path: Path) -> list
         candidate = run_dir / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise TraceError(manifest_path, f"lists a file outside the run folder: {name!r}")
-        if may_be_trace_name(candidate.name):
+        # a source-lines trace (record.lines) is listed beside the traces but is no cycle
+        if may_be_trace_name(candidate.name) and not fnmatch(candidate.name, lines_name("*")):
             out.append(candidate)
     return out
 
