@@ -19,9 +19,13 @@ caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or 
 caller's harness, not an input to overlap). The replay's host costs are scaled to the
 untraced calls first when the step is the call (the warm-up calls time the call alone); a
 cause whose gain exists only under the profiler (the replay, scaled to the untraced calls,
-predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a fix. The
-opportunities keep their order by time (`between_calls` last). Runs without GPU work, or
-whose replay fails, keep their bounds.
+predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a fix.
+
+The order is what each named fix is predicted to give: the opportunities with a replayed
+prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
+to gain most), then those with only a bound, by time as the breakdown gave them; each says
+which (`ranked_by`: "predicted_speedup" or "max_speedup"). Runs without GPU work, or whose
+replay fails, keep their bounds and their order by time.
 """
 
 from __future__ import annotations
@@ -124,4 +128,20 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
         out = [_predicted(o, events, call, baseline) for o in out]
     except ValueError:
         return opps
-    return out
+    return ranked(out)
+
+
+def _has_prediction(opp: dict[str, Any]) -> bool:
+    value = opp.get("predicted_speedup")
+    return opp.get("fix") is not None and isinstance(value, int | float) and \
+        bool(np.isfinite(value))
+
+
+def ranked(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The opportunities with a prediction by `predicted_speedup`, largest first, then those
+    with only a bound in their given order; each marked with what ranked it."""
+    predicted = sorted((o for o in opps if _has_prediction(o)),
+                       key=lambda o: -float(o["predicted_speedup"]))
+    bound = [o for o in opps if not _has_prediction(o)]
+    return [{**o, "ranked_by": "predicted_speedup"} for o in predicted] + \
+        [{**o, "ranked_by": "max_speedup"} for o in bound]

@@ -129,6 +129,11 @@ def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[
         lines.append(f"  {_short(str(r.get('fix')), 24):<24} {str(r.get('status', '')):<15} "
                      + (_whatif_numbers(r) if r.get("fixed_us") is not None else
                         str(r.get("reason") or "")))
+        if isinstance(r.get("prediction_error_pct"), int | float):
+            lines.append(f"      replay predicted {r['predicted_speedup']:.2f}x, "
+                         f"{r['prediction_error_pct']:+.0f}% off the measured speedup"
+                         + (": the prediction MISSED (over 25%)" if r.get("prediction_missed")
+                            else ""))
         if r.get("fixed_verdict"):
             lines += _wrap(f"profiled with the fix: {r['fixed_verdict']} "
                            f"({r.get('fixed_verdict_reason') or ''})", "      ")
@@ -267,6 +272,8 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
                           for w in o["where"])
         speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
+        if o.get("ranked_by") == "max_speedup":
+            speed += " (a bound only: no fix replayed)"
         if o.get("fix") and o.get("predicted_spread"):
             p = o["predicted_spread"]
             speed = (f"{o['fix']} predicted {p['median']:.2f}x ({p['min']:.2f}-{p['max']:.2f} "

@@ -78,16 +78,25 @@ def show_opportunities(run: Run) -> None:
     ops: list[dict[str, Any]] = run.analysis.opportunities
     if not ops:
         return
-    st.subheader("Opportunities (what removing each cause could buy)")
+    st.subheader("Opportunities (the fix predicted to gain most first, then bounds)")
     rows = [{
         "cause": o["cause"],
         "per step": fmt_us(o["us_per_step"]),
         "share of step": fmt_pct(o["pct_of_step"]),
+        "predicted fix": _predicted(o),
         "max speed-up": f"{o['max_speedup']:.2f}x" if o.get("max_speedup") else "—",
         "where": "; ".join(f"{w['name']} ({fmt_us(w['us_per_step'])})" for w in o["where"]),
         "hint": o["hint"],
     } for o in ops]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def _predicted(o: dict[str, Any]) -> str:
+    """The named fix's replayed speedup with its range over steps ('bound only' without)."""
+    p = o.get("predicted_spread")
+    if not o.get("fix") or not p:
+        return "bound only"
+    return f"{o['fix']} {p['median']:.2f}x ({p['min']:.2f}-{p['max']:.2f} over steps)"
 
 
 def idle_gaps(run: Run, rank: int) -> pd.DataFrame:

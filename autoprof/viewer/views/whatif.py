@@ -126,6 +126,9 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
             "fix": r.get("fix"),
             "result": r.get("status"),
             "speedup": None if r.get("speedup") is None else round(float(r["speedup"]), 2),
+            "predicted": None if r.get("predicted_speedup") is None else
+            round(float(r["predicted_speedup"]), 2),
+            "prediction": _prediction(r),
             "original": fmt_us(r.get("baseline_us")),
             "fixed": fmt_us(r.get("fixed_us")),
             "outputs match": r.get("outputs_match"),
@@ -137,6 +140,14 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
             "what it does": r.get("doc") or "",
         })
     return pd.DataFrame(rows)
+
+
+def _prediction(r: dict[str, Any]) -> str:
+    """The replayed prediction against the measurement: its error, and 'missed' beyond 25%."""
+    err = r.get("prediction_error_pct")
+    if not isinstance(err, int | float):
+        return ""
+    return f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
 
 
 def show_best(run: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import autoprof
-from autoprof.analysis.diagnose.predictions import FIX_HINTS, with_predictions
+from autoprof.analysis.diagnose.predictions import FIX_HINTS, ranked, with_predictions
 from autoprof.analysis.report.text import render_summary
 
 TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
@@ -52,11 +52,25 @@ def test_a_sync_whose_gain_exists_only_under_the_profiler_is_no_fix() -> None:
     assert "exists only under the profiler" in sync["hint"]
 
 
-def test_the_order_by_time_is_kept_with_the_time_between_calls_last() -> None:
+def test_the_top_opportunity_is_the_fix_predicted_to_gain_most() -> None:
+    """mlp_loader_w0: the loader's workers (predicted 5.3x) come before the CUDA graph of the
+    call (1.2x) although the breakdown lists host_launch first; bounds come last."""
     opps = _opps("mlp_loader_w0")
-    assert opps[-1]["cause"] == "between_calls"
-    times = [o["us_per_step"] for o in opps[:-1]]
-    assert times == sorted(times, reverse=True)
+    assert (opps[0]["cause"], opps[0]["fix"]) == ("between_calls", "loader-workers")
+    predicted = [o["predicted_speedup"] for o in opps if o["ranked_by"] == "predicted_speedup"]
+    assert len(predicted) >= 2 and predicted == sorted(predicted, reverse=True)
+    kinds = [o["ranked_by"] for o in opps]
+    assert kinds == sorted(kinds, key=lambda k: k != "predicted_speedup")
+
+
+def test_opportunities_with_only_a_bound_come_after_and_say_so() -> None:
+    opps = [{"cause": "a", "fix": None, "us_per_step": 9.0},
+            {"cause": "b", "fix": "cuda-graph", "predicted_speedup": 1.5},
+            {"cause": "c", "fix": "remove-sync", "predicted_speedup": float("nan")},
+            {"cause": "d", "fix": "remove-sync", "predicted_speedup": 3.0}]
+    got = ranked(opps)
+    assert [o["cause"] for o in got] == ["d", "b", "a", "c"]
+    assert [o["ranked_by"] for o in got] == ["predicted_speedup"] * 2 + ["max_speedup"] * 2
 
 
 def test_the_text_shows_the_prediction_beside_the_bound() -> None:
@@ -70,3 +84,20 @@ def test_a_trace_without_gpu_work_keeps_its_bounds() -> None:
     cpu_only = run.events[~run.events["is_gpu_work"]]
     opps = [{"cause": "host_launch", "hint": "h", "us_per_step": 1.0}]
     assert with_predictions(opps, cpu_only, run.name, None) == opps
+
+
+def test_a_prediction_beside_the_measured_fix_and_a_miss_said_so() -> None:
+    summary = _run("mlp_loader_w0").summary()
+    summary["whatif"] = [
+        {"fix": "cuda-graph", "status": "faster", "reason": "", "predicted_speedup": 5.0,
+         "prediction_error_pct": 40.0, "prediction_missed": True},
+        {"fix": "remove-sync", "status": "no change", "reason": "", "predicted_speedup": 1.01,
+         "prediction_error_pct": -2.0, "prediction_missed": False}]
+    text = render_summary(summary)
+    assert "replay predicted 5.00x, +40% off the measured speedup: the prediction MISSED" in text
+    assert "replay predicted 1.01x, -2% off the measured speedup\n" in text
+
+
+def test_the_text_says_which_opportunities_are_only_bounds() -> None:
+    text = render_summary(_run("sync_item").summary())
+    assert "(a bound only: no fix replayed)" in text
