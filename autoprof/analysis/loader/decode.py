@@ -1,20 +1,20 @@
 """``read_trace(path) -> TraceFile``: a Kineto JSON trace as columns plus its metadata.
 
-Fast path: ``}``, ``,``, ``{`` and a trace event's first key (``"ph"``, ``"name"``, ...)
-with only whitespace between them is a candidate boundary between two ``traceEvents``
-entries, in Kineto's indented layout and in compact one-line JSON alike. The file is cut at
-such boundaries every ~1 MiB; the head and tail (with all top-level metadata) decode as one
-document and each middle chunk as a JSON list, through msgspec typed structs, and each chunk
-becomes numpy columns before the next is decoded, so only one chunk of Python objects is
-alive at a time. If any chunk fails to decode, the whole file is decoded in one piece
-instead (same result, more memory), so a wrong cut can cost time but never change the
-answer. (Inside a JSON string every quote is escaped, so a cut never falls there; one in a
-list of objects nested in an event's args can, and leaves a chunk that cannot decode.)
+Fast path, streamed: the file's decoded bytes arrive in blocks (``source.stream_bytes``:
+plain files read, gzip inflated, block by block) and are cut at event boundaries about every
+``CHUNK_BYTES`` (``chunks.cut_stream``); each middle chunk decodes as a JSON list through
+msgspec typed structs and becomes numpy columns before the next is read, and the head and
+tail (with all top-level metadata) decode as one document at the end. So the file is never
+in memory whole, only one chunk of Python objects is alive at a time, and peak memory is
+about the columns plus a few chunks. If any piece fails to decode, the file is read again
+and decoded in one piece (same result, more memory), so a wrong cut can cost time but never
+change the answer. (Inside a JSON string every quote is escaped, so a cut never falls there;
+one in a list of objects nested in an event's args can, and leaves a chunk that cannot
+decode.) A document that fails whole goes to ``repair.py``.
 """
 
 from __future__ import annotations
 
-import json
 import mmap
 import re
 from collections.abc import Callable
@@ -25,15 +25,16 @@ from typing import Any
 import msgspec
 
 from autoprof.analysis.loader import schema
+from autoprof.analysis.loader.chunks import cut_stream
 from autoprof.analysis.loader.columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
 from autoprof.analysis.loader.errors import TraceError
-from autoprof.analysis.loader.source import read_bytes
+from autoprof.analysis.loader.repair import decode_with_repairs, first_byte
+from autoprof.analysis.loader.source import ByteStream, read_bytes, stream_bytes
 
 Progress = Callable[[float, str], None]
 Buffer = bytes | bytearray | mmap.mmap
 
 CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the CPU caches
-_STDLIB_FALLBACK_MAX_BYTES = 64 * 1024**2
 
 
 @dataclass
@@ -61,40 +62,7 @@ class _ChunkFailed(Exception):
     """A chunk did not decode: fall back to decoding the whole document."""
 
 
-# "}" "," "{" between two traceEvents entries, the "{" followed by a trace event's key; the
-# whitespace covers Kineto's one-key-per-line layout and compact one-line JSON alike
-_EVENT_START = re.compile(rb'\}\s*,\s*(\{)\s*"(?:ph|cat|name|pid|tid|ts|dur|args|id)"')
-_SEARCH_WINDOW_BYTES = 1024**2
-
-
-def _boundaries(data: Buffer, start: int, end: int) -> list[int]:
-    """Offsets (each at a ``{`` that starts an event) roughly every CHUNK_BYTES."""
-    cuts: list[int] = []
-    target = start + CHUNK_BYTES
-    while target < end - CHUNK_BYTES // 4:
-        found = _EVENT_START.search(data, target, min(end, target + _SEARCH_WINDOW_BYTES))
-        if found is None:
-            break
-        cuts.append(found.start(1))
-        target = found.start(1) + CHUNK_BYTES
-    return cuts
-
-
-def _release(data: Buffer, start: int, end: int) -> None:
-    """Drop the decoded part of a memory-mapped file from this process's resident memory
-    (the pages stay in the OS page cache and read back transparently if touched again)."""
-    advice = getattr(mmap, "MADV_DONTNEED", None)
-    if not isinstance(data, mmap.mmap) or advice is None:
-        return
-    first = start - start % mmap.PAGESIZE
-    if end - first > mmap.PAGESIZE:
-        try:
-            data.madvise(advice, first, end - first - (end - first) % mmap.PAGESIZE)
-        except (OSError, ValueError):
-            pass
-
-
-def _as_list(data: Buffer, start: int, end: int) -> bytes:
+def _as_list(data: bytes, start: int, end: int) -> bytes:
     """``[`` + the events in data[start:end] without their trailing comma + ``]``."""
     end = data.rfind(b",", start, end)  # the cut follows a comma and whitespace only
     with memoryview(data) as view:
@@ -139,7 +107,7 @@ def _add_event_by_event(
 
 def _decode_top(doc: Buffer, builder: ColumnBuilder, warnings: list[str]) -> dict[str, Any]:
     """Decode a whole JSON object (or array) trace document; returns the metadata."""
-    first = _first_byte(doc)
+    first = first_byte(doc)
     if first == b"[":
         _decode_events_list(bytes(doc), builder, warnings)
         return {}
@@ -176,140 +144,47 @@ def _describe_shape(doc: Buffer, detail: str) -> str:
     return f"'traceEvents' is not a list of events ({detail})"
 
 
-def _first_byte(doc: Buffer) -> bytes:
-    limit = min(len(doc), 4096)
-    head = bytes(doc[:limit]).lstrip(b" \t\r\n\xef\xbb\xbf")
-    return head[:1]
-
-
 def _decode_chunked(
-    data: Buffer, builder: ColumnBuilder, warnings: list[str], progress: Progress | None
-) -> dict[str, Any]:
-    start = data.find(b'"traceEvents"')
-    cuts = _boundaries(data, start, len(data)) if start != -1 else []
-    if len(cuts) < 2:
-        return _decode_top(data, builder, warnings)
-    total = len(cuts) + 1
+    stream: ByteStream, builder: ColumnBuilder, warnings: list[str], progress: Progress | None
+) -> dict[str, Any] | bytes:
+    """Decode the streamed pieces (module doc): the metadata, or the whole document's bytes
+    when it is not cut (a small file, not an object); ``_ChunkFailed`` when a piece fails."""
+    head = b""
+    n_pieces = 0
     try:
-        _check_cuts(data, start, cuts)
-        for i in range(len(cuts) - 1):
-            _decode_events_list(_as_list(data, cuts[i], cuts[i + 1]), builder, warnings)
-            _release(data, cuts[i], cuts[i + 1])
-            if progress is not None:
-                progress(0.1 + 0.6 * (i + 1) / total, f"decoded {i + 1}/{total} chunks")
-        head_tail = bytes(data[: cuts[0]]) + bytes(data[cuts[-1] :])
-        return _decode_top(head_tail, builder, warnings)
+        for kind, piece in cut_stream(stream, CHUNK_BYTES):
+            if kind == "whole":
+                return piece
+            if kind == "head":
+                _check_head(piece)
+                head = piece
+            elif kind == "middle":
+                _decode_events_list(_as_list(piece, 0, len(piece)), builder, warnings)
+                n_pieces += 1
+                if progress is not None:
+                    progress(0.7 * stream.fraction_read(), f"decoded {n_pieces} chunks")
+            elif piece.find(b'"traceEvents"') != -1:  # the tail holds a second key
+                raise _ChunkFailed("traceEvents is not one list around the cuts")
+            else:
+                return _decode_top(head + piece, builder, warnings)
     except (msgspec.DecodeError, msgspec.ValidationError, _ShapeError) as exc:
         raise _ChunkFailed(str(exc)) from None
+    raise _ChunkFailed("the stream ended without a tail")
 
 
 _LIST_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
-def _check_cuts(data: Buffer, start: int, cuts: list[int]) -> None:
-    """Raise unless every cut lies in the list of the only ``traceEvents`` key, as in a whole
-    decode: a second ``traceEvents`` key (the last one wins) or event-like objects under
-    another key would otherwise be read as events. Each middle chunk decodes as a list, so
-    the chunks lie in one list; it is the first key's list when the head up to the first cut
-    is that list's opening part, and the tail holds no other ``traceEvents``."""
-    opened = _LIST_OPEN.match(data, start)
-    if opened is None or data.find(b'"traceEvents"', cuts[-1]) != -1:
+def _check_head(head: bytes) -> None:
+    """Raise unless the head up to the first cut opens the list of the first
+    ``traceEvents`` key, as in a whole decode (with the tail holding no other key, checked
+    by the caller): a second ``traceEvents`` key (the last one wins) or event-like objects
+    under another key would otherwise be read as events. Each middle chunk decodes as a
+    list, so the chunks lie in one list."""
+    opened = _LIST_OPEN.match(head, head.find(b'"traceEvents"'))
+    if opened is None:
         raise _ChunkFailed("traceEvents is not one list around the cuts")
-    schema.EVENTS_RAW_DECODER.decode(_as_list(data, opened.end(), cuts[0]))
-
-
-def _repair(data: Buffer) -> tuple[bytes, str]:
-    """Control characters -> spaces, invalid UTF-8 -> U+FFFD. Returns (bytes, what changed)."""
-    raw = bytes(data)
-    table = bytes(range(256)).replace(bytes(range(32)), b" " * 32)
-    fixed = raw.translate(table)
-    notes = []
-    n_control = sum(raw.count(bytes([c])) for c in range(32) if c not in (9, 10, 13))
-    if n_control:
-        notes.append(f"{n_control} control characters")
-    try:
-        fixed.decode("utf-8")
-    except UnicodeDecodeError:
-        fixed = fixed.decode("utf-8", "replace").encode("utf-8")
-        notes.append("invalid UTF-8 bytes")
-    return fixed, " and ".join(notes)
-
-
-def _decode_with_repairs(
-    path: Path, data: Buffer, builder: ColumnBuilder, warnings: list[str], error: str
-) -> dict[str, Any]:
-    """The whole document failed to decode: repair what can be repaired, or explain."""
-    if "truncated" in error:
-        closed = _closed_array(data)
-        if closed is not None:  # the JSON Array Format allows leaving out the final "]"
-            try:
-                return _decode_top(closed, builder, warnings)
-            except msgspec.DecodeError:
-                pass  # cut inside an event: truncated after all
-        raise TraceError(path, "truncated JSON: the file ends before the trace does "
-                               "(export interrupted or file still being written?)")
-    fixed, notes = _repair(data)
-    if notes:
-        try:
-            meta = _decode_top(fixed, builder, warnings)
-            warnings.append(f"replaced {notes} in names")
-            return meta
-        except msgspec.DecodeError as exc:
-            error = str(exc)
-    if len(fixed) <= _STDLIB_FALLBACK_MAX_BYTES and "invalid character" in error:
-        meta = _decode_stdlib(fixed, builder, warnings)
-        if isinstance(meta, dict):
-            return meta
-    elif "invalid character" in error:  # too big for Python's json: NaN -> null in place
-        try:
-            meta = _decode_top(_null_literals(fixed), builder, warnings)
-            warnings.append(_NON_STANDARD_WARNING)
-            return meta
-        except msgspec.DecodeError:
-            pass
-    raise TraceError(path, f"not valid JSON ({error})")
-
-
-def _closed_array(data: Buffer) -> bytes | None:
-    """A JSON Array Format trace without its closing ``]`` (trailing comma allowed), closed;
-    None for anything else."""
-    if _first_byte(data) != b"[":
-        return None
-    body = bytes(data).rstrip(b" \t\r\n")
-    if body.endswith(b"]"):
-        return None
-    return body.rstrip(b",").rstrip(b" \t\r\n") + b"]"
-
-
-# a JSON string (skipped as it is) or a NaN / Infinity literal outside strings (-> null)
-_STRING_OR_LITERAL = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)')
-_NON_STANDARD_WARNING = "non-standard JSON (NaN or Infinity literals) read with the slow parser"
-
-
-def _null_literals(data: bytes) -> bytes:
-    """NaN, Infinity and -Infinity outside strings -> null, as Python's json + _finite do."""
-    return _STRING_OR_LITERAL.sub(lambda m: b"null" if m.group(1) else m.group(0), data)
-
-
-def _decode_stdlib(data: bytes, builder: ColumnBuilder, warnings: list[str]) -> Any:
-    """Python's json accepts NaN/Infinity, which msgspec (rightly) rejects; small files only."""
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    warnings.append(_NON_STANDARD_WARNING)
-    return _decode_top(msgspec.json.encode(_finite(obj)), builder, warnings)
-
-
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf floats with None so the document re-encodes as strict JSON."""
-    if isinstance(obj, float):
-        return obj if obj == obj and abs(obj) != float("inf") else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
+    schema.EVENTS_RAW_DECODER.decode(_as_list(head, opened.end(), len(head)))
 
 
 def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
@@ -317,9 +192,28 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
     path = Path(path)
     if progress is not None:
         progress(0.0, f"reading {path.name}")
-    data = read_bytes(path, progress)
+    stream = stream_bytes(path)
+    if progress is not None and stream.gzip:
+        progress(0.0, f"decompressing {path.name}")
+    builder, warnings = ColumnBuilder(), list[str]()
+    try:
+        found = _decode_chunked(stream, builder, warnings, progress)
+    except _ChunkFailed:
+        return _read_whole(path, read_bytes(path), progress)
+    except RecursionError:
+        raise TraceError(path, "JSON nested too deeply to be a trace") from None
+    finally:
+        stream.close()
+    if isinstance(found, bytes):
+        return _read_whole(path, found, progress)
+    columns = builder.finish()
+    return TraceFile(path, columns, found, builder.metadata, stream.n_bytes, warnings)
+
+
+def _read_whole(path: Path, data: Buffer, progress: Progress | None) -> TraceFile:
+    """Decode the whole document in one piece, with repairs (module doc)."""
     n_bytes = len(data)
-    first = _first_byte(data)
+    first = first_byte(data)
     if first not in (b"{", b"["):
         shown = bytes(data[:16])
         raise TraceError(path, f"not JSON: starts with {shown!r} (binary file? wrong path?)")
@@ -329,7 +223,7 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
             data.close()
         data = unmarked
     try:
-        builder, warnings, metadata = _decode_all(path, data, progress)
+        builder, warnings, metadata = _decode_all(path, data)
     except RecursionError:
         raise TraceError(path, "JSON nested too deeply to be a trace") from None
     except _ShapeError as exc:
@@ -340,23 +234,19 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
                 data.close()
             except BufferError:  # a decoded view still points into the map; GC closes it
                 pass
+    if progress is not None:
+        progress(0.7, f"decoded {path.name}")
     columns = builder.finish()
     return TraceFile(path, columns, metadata, builder.metadata, n_bytes, warnings)
 
 
-def _decode_all(
-    path: Path, data: Buffer, progress: Progress | None
-) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:
+def _decode_all(path: Path, data: Buffer) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:
     warnings: list[str] = []
     builder = ColumnBuilder()
     try:
-        try:
-            return builder, warnings, _decode_chunked(data, builder, warnings, progress)
-        except _ChunkFailed:
-            builder, warnings = ColumnBuilder(), []
-            return builder, warnings, _decode_top(data, builder, warnings)
+        return builder, warnings, _decode_top(data, builder, warnings)
     except msgspec.DecodeError as exc:
         error = str(exc)
     builder, warnings = ColumnBuilder(), []
-    metadata = _decode_with_repairs(path, data, builder, warnings, error)
+    metadata = decode_with_repairs(path, data, builder, warnings, error, _decode_top)
     return builder, warnings, metadata

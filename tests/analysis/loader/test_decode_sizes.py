@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 import autoprof.analysis.loader.decode as decode
+import autoprof.analysis.loader.repair as repair
 from autoprof.analysis import TraceError, load
+from autoprof.analysis.loader.chunks import cut_stream
 
 
 def _events(n: int, name: str = "aten::mm", start: int = 0) -> list[dict[str, object]]:
@@ -30,7 +32,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
     answers = []
     for chunk, whole_limit in ((1024**3, 64 * 1024**2), (512, 0)):
         monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
-        monkeypatch.setattr(decode, "_STDLIB_FALLBACK_MAX_BYTES", whole_limit)
+        monkeypatch.setattr(repair, "_STDLIB_FALLBACK_MAX_BYTES", whole_limit)
         try:
             answers.append(load(path).events)
         except TraceError as err:
@@ -51,7 +53,7 @@ def test_chunking_is_really_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     path.write_text('{"traceEvents": [' + _text(_events(200)) + "]}")
     monkeypatch.setattr(decode, "CHUNK_BYTES", 512)
     data = path.read_bytes()
-    assert len(decode._boundaries(data, data.find(b'"traceEvents"'), len(data))) > 10
+    assert sum(kind == "middle" for kind, _ in cut_stream([data], decode.CHUNK_BYTES)) > 10
     assert len(_same(path, monkeypatch)) == 200
 
 

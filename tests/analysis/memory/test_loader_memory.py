@@ -11,6 +11,7 @@ from support.memory_trace import GIB, cuda_steps, mem, write, x
 
 import autoprof.analysis as analysis
 from autoprof.analysis.loader import cache, decode
+from autoprof.analysis.loader.chunks import cut_stream
 from autoprof.analysis.loader.memory_events import MEMORY_COLUMNS, device_label
 
 
@@ -57,7 +58,8 @@ def test_chunked_decode_keeps_every_memory_event(tmp_path, monkeypatch):
     monkeypatch.setattr(decode, "CHUNK_BYTES", 2048)
     events = cuda_steps(steps=3, allocs_per_step=40, size=1024)
     path = write(tmp_path / "t.json", events)
-    assert len(decode._boundaries(path.read_bytes(), 0, path.stat().st_size)) > 10
+    pieces = cut_stream([path.read_bytes()], decode.CHUNK_BYTES)
+    assert sum(kind == "middle" for kind, _ in pieces) > 10
     run = analysis.load(path)
     assert len(run.memory_events) == 3 * 40 * 2
     assert run.memory_events["ts_us"].is_monotonic_increasing
