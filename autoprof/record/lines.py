@@ -61,37 +61,74 @@ def is_user_file(filename: str, prefixes: tuple[str, ...]) -> bool:
     return not filename.startswith(prefixes)
 
 
+def _quietly(call: Callable[..., Any], *args: Any) -> None:
+    """``call(*args)``; a failure is dropped (the lines step's bookkeeping inside the user's
+    call must never raise there)."""
+    try:
+        call(*args)
+    except Exception:
+        pass
+
+
+def _line_finder(prefixes: tuple[str, ...]) -> Callable[[], str | None]:
+    """``where()``: ``path:line (function)`` of the innermost user frame of its caller's
+    caller (the code that called the torch function), or None."""
+    user: dict[str, bool] = {}
+
+    def where() -> str | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            mine = user.get(name)
+            if mine is None:
+                mine = user[name] = is_user_file(os.path.abspath(name), prefixes)
+            if mine:
+                return f"{os.path.abspath(name)}:{frame.f_lineno} ({frame.f_code.co_name})"
+            frame = frame.f_back  # type: ignore[assignment]
+        return None
+
+    return where
+
+
+def _labeller(record: Any) -> Callable[[str | None], Any]:
+    """``label(line)``: the entered ``autoprof::line`` label of ``line``, or None (no line,
+    or torch refused it)."""
+
+    def label(line: str | None) -> Any:
+        if line is None:
+            return None
+        try:
+            rf = record(LINE_LABEL + line)
+            rf.__enter__()
+        except Exception:
+            return None
+        return rf
+
+    return label
+
+
 class _LineLabels:
     """A TorchFunctionMode (built on first use: torch imported lazily) whose handler labels
     each torch call with the innermost user frame's current line."""
 
     @staticmethod
     def build(torch: Any) -> Any:
-        prefixes = not_user_prefixes(torch)
-        record = torch.autograd.profiler.record_function
-        user: dict[str, bool] = {}
-
-        def where() -> str | None:
-            frame = sys._getframe(2)
-            while frame is not None:
-                name = frame.f_code.co_filename
-                mine = user.get(name)
-                if mine is None:
-                    mine = user[name] = is_user_file(os.path.abspath(name), prefixes)
-                if mine:
-                    return (f"{os.path.abspath(name)}:{frame.f_lineno} "
-                            f"({frame.f_code.co_name})")
-                frame = frame.f_back  # type: ignore[assignment]
-            return None
+        where = _line_finder(not_user_prefixes(torch))
+        label = _labeller(torch.autograd.profiler.record_function)
 
         class Mode(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
             def __torch_function__(self, func: Any, types: Any, args: Any = (),
                                    kwargs: Any = None) -> Any:
-                line = where()
-                if line is None:
+                try:  # a failure of the label never reaches the user's call
+                    rf = label(where())
+                except Exception:
+                    rf = None
+                if rf is None:
                     return func(*args, **(kwargs or {}))
-                with record(LINE_LABEL + line):
+                try:
                     return func(*args, **(kwargs or {}))
+                finally:
+                    _quietly(rf.__exit__, None, None, None)
 
         return Mode()
 
@@ -128,23 +165,28 @@ class _ModulePaths:
         return f"{parent_path}.{name}" if name else type(module).__name__
 
     def _pre(self, module: Any, args: Any) -> None:
-        path = self._path(module)
-        rf = self._torch.autograd.profiler.record_function(MODULE_LABEL + path)
-        rf.__enter__()
+        try:  # a hook that raised would fail the user's forward: a failure labels nothing
+            path = self._path(module)
+            rf = self._torch.autograd.profiler.record_function(MODULE_LABEL + path)
+            rf.__enter__()
+        except Exception:
+            return
         self._stack.append((module, path, rf))
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
+        if not any(top is module for top, _, _ in self._stack):
+            return  # its pre hook labelled nothing
         while self._stack:  # a module whose forward raised left no post call: unwind to it
             top, _, rf = self._stack.pop()
-            rf.__exit__(None, None, None)
+            _quietly(rf.__exit__, None, None, None)
             if top is module:
                 return
 
     def remove(self) -> None:
         for handle in self._handles:
-            handle.remove()
+            _quietly(handle.remove)
         while self._stack:
-            self._stack.pop()[2].__exit__(None, None, None)
+            _quietly(self._stack.pop()[2].__exit__, None, None, None)
 
 
 class LinesStep:
@@ -160,25 +202,36 @@ class LinesStep:
         self._hooks: _ModulePaths | None = None
         self._mode: Any = None
 
+    def profiler_module(self) -> Any:
+        """``torch.autograd`` (where the process-wide profiler is asked about)."""
+        return self._torch.autograd
+
     def start(self) -> None:
         # torch.compile'd modules warn once that global hooks fire an extra time for them:
         # ours are only on during this step
         warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there "
                                 "are global hooks")
         self._prof.start()
-        self._hooks = _ModulePaths(self._torch)
-        self._mode = _LineLabels.build(self._torch)
-        self._mode.__enter__()
+        try:
+            self._hooks = _ModulePaths(self._torch)
+            mode = _LineLabels.build(self._torch)
+            mode.__enter__()
+            self._mode = mode
+        except Exception:
+            _quietly(self.stop, None, None)  # what did start is off again: no lines, no leak
+            raise
 
     def stop(self, run_dir: Path | None, worker: str | None) -> Path | None:
         """Stop recording and write the trace (nothing without a run folder)."""
-        if self._mode is not None:
-            self._mode.__exit__(None, None, None)
-            self._mode = None
-        if self._hooks is not None:
-            self._hooks.remove()
-            self._hooks = None
-        self._prof.stop()
+        mode, self._mode = self._mode, None
+        hooks, self._hooks = self._hooks, None
+        try:
+            if mode is not None:
+                mode.__exit__(None, None, None)
+        finally:
+            if hooks is not None:
+                hooks.remove()
+            self._prof.stop()
         if run_dir is None:
             return None
         name = worker or f"{socket.gethostname()}_{os.getpid()}"
@@ -263,3 +316,7 @@ class LinesControl:
                 lines.stop(getattr(self._session, "run_dir", None), worker)
         except Exception as exc:
             note(f"autoprof: the source-lines trace was not written ({exc!r}); no lines")
+            # torch's profiler starts its trace next: a lines profiler left on would stop it
+            autograd = lines.profiler_module() if lines is not None else None
+            if autograd is not None and autograd._profiler_enabled():
+                _quietly(autograd._disable_profiler)

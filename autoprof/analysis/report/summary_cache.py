@@ -2,7 +2,8 @@
 
 ``Run.summary()`` reads it when its key matches, else computes ``summarize(run)`` and writes
 it. The key is what the summary depends on: every trace as it is now (the loader cache's own
-key, ``_cache._key``: size, ``mtime_ns``, ``ctime_ns``, inode, cache and autoprof versions),
+key, ``_cache._key``: size, ``mtime_ns``, ``ctime_ns``, inode, cache and autoprof versions)
+and, by the same key, the run folder's source-lines traces (``lines.<worker>.json.gz``),
 ``code_hash()`` (a
 SHA-256 of every source file of the analysis package, so any change to a metric, a check or the
 report invalidates every cached summary without a hand-bumped version), the run's path, name
@@ -31,6 +32,7 @@ import numpy as np
 
 from autoprof import runfolder
 from autoprof.analysis.loader import cache as _cache
+from autoprof.analysis.metrics.lines.trace import lines_files_of
 
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
     from autoprof.analysis.analysis import RunLike
@@ -71,13 +73,16 @@ def summary_key(run: RunLike) -> dict[str, Any] | None:
     if not traces:
         return None
     keys = [_cache._key(t) for t in traces]
-    if any(k is None for k in keys):
+    lines = sorted(lines_files_of(run.path).values())  # what the summary's source lines read
+    lines_keys = [_cache._key(p) for p in lines]
+    if any(k is None for k in keys + lines_keys):
         return None
     manifest = run.manifest
     manifest_text = json.dumps(manifest, sort_keys=True, default=str)
     return {
         "analysis_code": code_hash(),
         "traces": [[str(t), k] for t, k in zip(traces, keys, strict=True)],
+        "lines": [[str(p), k] for p, k in zip(lines, lines_keys, strict=True)],
         "path": str(run.path),
         "name": run.name,
         "world_size": run.world_size,

@@ -50,7 +50,6 @@ def test_the_slow_op_sync_and_loop_body_lines(recorded: tuple[Path, pd.DataFrame
     ops = op_lines(events, attribution)
     assert _line_of(ops, "aten::mm") == marker_line("slow_op")
     assert _line_of(ops, "aten::item") == marker_line("sync")
-    assert _line_of(ops, "aten::add") == marker_line("loop_body")
     assert _line_of(ops, "aten::addmm") == marker_line("block_forward")
     lines = line_times(events, attribution)
     top = lines.iloc[0]
@@ -58,6 +57,9 @@ def test_the_slow_op_sync_and_loop_body_lines(recorded: tuple[Path, pd.DataFrame
     assert top["path"] == str(PROGRAM.resolve()) and top["function"] == "step"
     loop = lines[lines["line"] == marker_line("loop_body")].iloc[0]
     assert loop["calls"] == 20  # per step: the loop's 20 additions
+    # (aten::add's heaviest line is not asserted: the sync line's two scalar additions may
+    # outweigh the loop's twenty tiny ones when the machine preempts one of them)
+    assert loop["top_op"] == "aten::add"
     assert attribution.match_pct >= 95.0
 
 

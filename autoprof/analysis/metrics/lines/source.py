@@ -11,6 +11,7 @@ import pandas as pd
 
 from autoprof.analysis.metrics.lines.match import Attribution, attribute_run
 from autoprof.analysis.metrics.lines.table import line_times, op_lines
+from autoprof.analysis.metrics.lines.trace import lines_folder
 
 
 class SourceLines:
@@ -18,10 +19,7 @@ class SourceLines:
     holds a lines trace and at least one op matched."""
 
     def __init__(self, path: str | Path | None, events: pd.DataFrame) -> None:
-        folder = Path(path) if path is not None else None
-        if folder is not None and folder.is_file():
-            folder = folder.parent  # a trace file inside a run folder
-        self._folder = folder
+        self._folder = lines_folder(path)  # a trace file inside a run folder: its folder
         self._events = events
 
     @cached_property

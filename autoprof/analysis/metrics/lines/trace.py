@@ -52,6 +52,21 @@ def find_lines_files(run_dir: Path) -> dict[int, Path]:
     return found
 
 
+def lines_folder(path: str | Path | None) -> Path | None:
+    """The folder whose source-lines traces go with a run's ``path``: the run folder, or the
+    folder of a trace file inside one."""
+    if path is None:
+        return None
+    folder = Path(path)
+    return folder.parent if folder.is_file() else folder
+
+
+def lines_files_of(path: str | Path | None) -> dict[int, Path]:
+    """The source-lines traces that go with a run's ``path``, by rank ({} when none)."""
+    folder = lines_folder(path)
+    return find_lines_files(folder) if folder is not None else {}
+
+
 def user_frame(name: str) -> str:
     """``path:line (function)`` of a ``python_function`` event that is a user frame, or
     ""; its line is the one the frame entered at (torch's tracer records no other)."""
