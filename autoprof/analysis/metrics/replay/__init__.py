@@ -20,9 +20,10 @@ graph over `traces/examples/eager_100` is replayed 12% shorter than the same ker
 `graph_replay` run; on the seed (100 small matmul+add per call) it predicts 5.2x against the
 5.8x of a graph made by hand (tests/analysis/replay/ pins these).
 
-What it ignores: contention between streams and between back-to-back kernels (every kernel
-keeps its measured duration: the same 200 kernels ran about 15% longer inside a CUDA graph
-than launched one by one), GPU clock changes and cache warm-up, memory allocation stalls and
+Compute kernels that the change makes overlap on several streams more than in the trace
+share the GPU (processor sharing, `contention.py`). What it ignores: contention between
+back-to-back kernels (every kernel otherwise keeps its measured duration: the same 200
+kernels ran about 15% longer inside a CUDA graph than launched one by one), GPU clock changes and cache warm-up, memory allocation stalls and
 the caching allocator's behaviour under the change, dependencies between host threads other
 than through the main thread's clock (a thread's waits on another are replayed as measured
 host time; a non-main thread's idle time is dropped), the profiler's own cost unless

@@ -18,7 +18,10 @@ The rules (times on the replayed clock):
 - a launch's GPU item starts at max(launch end + latency, the end of its latest
   predecessor (the previous item on its stream, the items it waits for through an event)
   + gap), never before its call;
-- a sync ends at max(its start + its own cost, the end of what it waits for + wake-up).
+- a sync ends at max(its start + its own cost, the end of what it waits for + wake-up);
+- compute kernels of several streams that run at once more than in the trace share the
+  GPU (processor sharing, `contention.py`): each is stretched by what it loses beyond its
+  measured overlap, and the replay runs again until the durations settle.
 
 Calibration (`Calibration`):
 - "median": one launch latency (the median over items that found their stream idle), one
@@ -35,6 +38,13 @@ from typing import Literal
 
 import numpy as np
 
+from autoprof.analysis.metrics.replay.contention import (
+    ITERATIONS,
+    SETTLED_US,
+    compute_items,
+    lost_us,
+    overlaps,
+)
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import LAUNCH
 
@@ -193,7 +203,32 @@ def _ratio(plan: Plan, c: int) -> float:
 
 
 def simulate(g: Graph, plan: Plan) -> Timeline:
-    """Replay the graph under `plan` (the rules in the module docstring)."""
+    """Replay the graph under `plan` (the rules in the module docstring), with compute
+    kernels that overlap more than in the trace stretched by processor sharing
+    (`contention.py`) until their durations settle."""
+    t = _replay(g, plan)
+    cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
+    names = g.events["name"].astype(str).to_numpy()[g.item_row]
+    mine = compute_items(names, cats) & (g.item_call >= 0)
+    if not overlaps(g.item_stream[mine]):
+        return t
+    measured_lost = lost_us(g.item_ts_us[mine], g.item_ts_us[mine] + g.item_dur_us[mine])
+    base = plan.item_dur_us[mine]
+    current = base.copy()
+    for _ in range(ITERATIONS):
+        lost = lost_us(t.item_start_us[mine], t.item_end_us[mine])
+        stretched = base + np.maximum(lost - measured_lost, 0.0)
+        if float(np.max(np.abs(stretched - current), initial=0.0)) < SETTLED_US:
+            break
+        current = stretched
+        durations = plan.item_dur_us.copy()
+        durations[mine] = current
+        t = _replay(g, replace(plan, item_dur_us=durations))
+    return t
+
+
+def _replay(g: Graph, plan: Plan) -> Timeline:
+    """One pass of the replay with the plan's durations as they are."""
     call_start = np.zeros(g.n_calls)
     call_end = np.zeros(g.n_calls)
     item_start = g.item_ts_us.copy()
