@@ -24,7 +24,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if not Path(path).exists():
             return error_line(path, "no such file or directory")
     try:
-        result = diff(args.before, args.after)
+        floor = {} if args.noise_floor is None else {"noise_floor_pct": args.noise_floor}
+        result = diff(args.before, args.after, **floor)
     except TraceError as err:
         say(f"autoprof: error: {err}")
         return EXIT_BAD_INPUT
@@ -52,8 +53,9 @@ def add_diff_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "diff", help="is AFTER faster, slower or the same as BEFORE, how sure, and why "
                      "(exit 1 on a regression beyond --gate, 2 when not comparable)")
-    parser.add_argument("before", help="the baseline: a run folder or a trace")
-    parser.add_argument("after", help="the run to judge against it")
+    parser.add_argument("before", help="the baseline: a run folder, a trace, or a folder of "
+                                       "several run folders of one program (repeats)")
+    parser.add_argument("after", help="the run (or repeats) to judge against it")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--format", choices=("text", "markdown"), default="text",
                         help="text (default) or GitHub-flavoured markdown for a pull request "
@@ -61,4 +63,8 @@ def add_diff_parser(sub: Any) -> None:
     parser.add_argument("--gate", type=_percent, default=None, metavar="PCT",
                         help="fail (exit 1) only when the step time is significantly slower "
                              "by more than PCT percent (default: any significant slowdown)")
+    parser.add_argument("--noise-floor", type=_percent, default=None, metavar="PCT",
+                        help="the least spread between runs of one program assumed (sd of a "
+                             "run's median step, percent; default 1): repeats on each side "
+                             "measure it, and it is never taken lower")
     parser.set_defaults(func=cmd_diff)

@@ -1,8 +1,9 @@
 """Why the step changed: the change spread over the seven buckets, the ops and the kernels.
 
 Every row is per profiled step (µs), ``delta_us`` = B - A; rows are ranked by ``|delta_us|``
-so the first row explains most of the change. An op's time is its self CPU time (with the
-CUDA runtime calls it makes, which the profiler nests under it) plus the GPU work it
+so the first row explains most of the change. An op row is an outermost op, the one the user
+called, with its children rolled up (user_ops.py); a self-op row is one op's self CPU time
+(with the CUDA runtime calls it makes, which the profiler nests under it) plus the GPU work it
 launched; a kernel's is its GPU time. Kernels present in only one run are ``new`` or
 ``gone``; a gone and a new kernel launched by the same op are one ``renamed`` kernel.
 """
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
+from autoprof.analysis.diff.user_ops import HOST_SYNCS, UserOpFacts
 
-CauseKind = Literal["bucket", "op", "kernel"]
+CauseKind = Literal["bucket", "op", "self_op", "kernel"]
 TOP_ROWS = 10
 
 
@@ -57,7 +59,7 @@ def _op_us(op: OpFacts | None) -> float:
     return 0.0 if op is None else op.self_cpu_us_per_step + op.self_device_us_per_step
 
 
-def _op_note(a: OpFacts | None, b: OpFacts | None) -> str:
+def _op_note(a: OpFacts | UserOpFacts | None, b: OpFacts | UserOpFacts | None) -> str:
     if a is None:
         return "new"
     if b is None:
@@ -72,14 +74,55 @@ def _op_note(a: OpFacts | None, b: OpFacts | None) -> str:
     return "; ".join(notes)
 
 
-def op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+def self_op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+    """The ops by self time (each op's own time, its children apart)."""
     rows = []
     for name in dict.fromkeys([*a.ops, *b.ops]):
         oa, ob = a.ops.get(name), b.ops.get(name)
         a_us, b_us = _op_us(oa), _op_us(ob)
         if a_us or b_us:
-            rows.append(Cause("op", name, a_us, b_us, _share(b_us - a_us, step_delta_us),
+            rows.append(Cause("self_op", name, a_us, b_us, _share(b_us - a_us, step_delta_us),
                               _op_note(oa, ob)))
+    return _ranked(rows)[:TOP_ROWS]
+
+
+def _inside_note(name: str, a: UserOpFacts | None, b: UserOpFacts | None) -> str:
+    """The child (not the op itself) that holds most of the op's change, when one does."""
+    ca = a.children_us_per_step if a else {}
+    cb = b.children_us_per_step if b else {}
+    inside = {c: cb.get(c, 0.0) - ca.get(c, 0.0) for c in {*ca, *cb} if c != name}
+    total = (b.us_per_step if b else 0.0) - (a.us_per_step if a else 0.0)
+    if not inside or not total:
+        return ""
+    child = max(sorted(inside), key=lambda c: abs(inside[c]))
+    if inside[child] / total < 0.5:
+        return ""
+    sign = "+" if inside[child] >= 0 else "-"
+    return f"most of it in {child} ({sign}{abs(inside[child]):.1f} us per step)"
+
+
+def _sync_note(a: UserOpFacts | None, b: UserOpFacts | None) -> str:
+    """What the op waits for, when B's op syncs and A's did not (or syncs more)."""
+    if b is None or not b.syncs or (a is not None and a.syncs == b.syncs):
+        return ""
+    waits = sorted(b.syncs & HOST_SYNCS)
+    if waits:
+        return f"a sync: the host waits for the GPU ({', '.join(waits)})"
+    return ("a sync: reads a tensor's value on the host (the host waits for the device "
+            "when the tensor is on a GPU)")
+
+
+def op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
+    """The outermost ops the user called, each with all it ran rolled up (user_ops.py)."""
+    rows = []
+    for name in dict.fromkeys([*a.user_ops, *b.user_ops]):
+        oa, ob = a.user_ops.get(name), b.user_ops.get(name)
+        a_us = oa.us_per_step if oa else 0.0
+        b_us = ob.us_per_step if ob else 0.0
+        if a_us or b_us:
+            notes = [_op_note(oa, ob), _sync_note(oa, ob), _inside_note(name, oa, ob)]
+            rows.append(Cause("op", name, a_us, b_us, _share(b_us - a_us, step_delta_us),
+                              "; ".join(n for n in notes if n)))
     return _ranked(rows)[:TOP_ROWS]
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from autoprof.analysis.diff.user_ops import UserOpFacts, most_common, user_op_facts
 from autoprof.analysis.metrics.problem_size import run_size
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class RunFacts:
     kernels: Mapping[str, KernelFacts] = field(default_factory=dict)
     # each rank's step times, for runs with ranks (empty for a one-process run)
     step_us_by_rank: Mapping[int, list[float]] = field(default_factory=dict)
+    # the outermost ops, each with all it ran rolled up (user_ops.py)
+    user_ops: Mapping[str, UserOpFacts] = field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -72,12 +75,6 @@ def _versions(record: Manifest | None) -> dict[str, str]:
     if "+" in torch_version:  # 2.11.0+cu130: the build tag names the CUDA (or cpu) build
         versions["cuda"] = torch_version.split("+", 1)[1]
     return versions
-
-
-def _most_common(values: pd.Series) -> str:
-    values = values.astype(str)
-    values = values[values != ""]
-    return str(values.mode().iloc[0]) if len(values) else ""
 
 
 def _sum_by_op(events: pd.DataFrame, rows: pd.DataFrame, op_column: str) -> pd.Series:
@@ -103,8 +100,8 @@ def _op_facts(events: pd.DataFrame, steps: int) -> dict[str, OpFacts]:
                                   + float(runtime_us.get(name, 0.0))) / steps,
             self_device_us_per_step=float(device_us.get(name, 0.0)) / steps,
             calls_per_step=len(rows) / steps,
-            input_shapes=_most_common(rows["input_dims"]),
-            input_types=_most_common(rows["input_types"]),
+            input_shapes=most_common(rows["input_dims"]),
+            input_types=most_common(rows["input_types"]),
         )
     return facts
 
@@ -114,7 +111,7 @@ def _kernel_facts(events: pd.DataFrame, steps: int) -> dict[str, KernelFacts]:
     facts: dict[str, KernelFacts] = {}
     for name, rows in work.groupby(work["name"].astype(str), observed=True):
         op_rows = rows["op_row"][rows["op_row"] >= 0]
-        op = _most_common(events.loc[op_rows, "name"]) if len(op_rows) else ""
+        op = most_common(events.loc[op_rows, "name"]) if len(op_rows) else ""
         facts[str(name)] = KernelFacts(float(rows["dur_us"].sum()) / steps, len(rows) / steps, op)
     return facts
 
@@ -190,4 +187,5 @@ def run_facts(run: Run) -> RunFacts:
         ops=_op_facts(run.events, steps),
         kernels=_kernel_facts(run.events, steps),
         step_us_by_rank=_step_us_by_rank(summary),
+        user_ops=user_op_facts(run.events, steps),
     )

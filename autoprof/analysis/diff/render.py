@@ -20,8 +20,24 @@ def _change_line(label: str, change: Change | None) -> str:
         return f"{label}: {change.verdict} ({change.reason})"
     return (f"{label}: {fmt_us(change.median_a)} -> {fmt_us(change.median_b)} "
             f"{_signed_pct(change.change_pct)} (95% CI {_signed_pct(change.ci_low_pct)} .. "
-            f"{_signed_pct(change.ci_high_pct)}; {change.samples_a} vs {change.samples_b} "
-            f"steps): {change.verdict}")
+            f"{_signed_pct(change.ci_high_pct)}; {_runs(change.runs_a, change.samples_a)} vs "
+            f"{_runs(change.runs_b, change.samples_b)}): {change.verdict}")
+
+
+def _runs(runs: int, steps: int) -> str:
+    return f"{steps} steps" if runs == 1 else f"{runs} runs, {steps} steps"
+
+
+def _noise_line(change: Change | None) -> str | None:
+    """What the interval counts as noise between runs, and the smallest change it can see."""
+    if change is None or change.min_detectable_pct is None or change.between_run_pct is None:
+        return None
+    source = {"repeats": "measured from the repeats",
+              "blocks": "from the spread of each run's thirds",
+              "floor": "the floor assumed; record repeats to measure it"}[
+        change.between_run_source]
+    return (f"changes under {change.min_detectable_pct:.1f}% cannot be told from noise with "
+            f"these runs (between-run spread {change.between_run_pct:.1f}%, {source})")
 
 
 def _cause_line(c: Cause) -> str:
@@ -58,6 +74,9 @@ def render_text(d: Diff) -> str:
              f"VERDICT: {d.verdict}"]
     if d.step is not None:
         lines += ["  " + _change_line("step time", d.step)]
+        noise = _noise_line(d.step)
+        if noise:
+            lines += ["  " + noise]
         if d.gpu is not None:
             lines += ["  " + _change_line("GPU time per step", d.gpu)]
         lines += ["  " + _change_line(f"rank {r.rank} step time", r.step) for r in d.ranks]
@@ -97,6 +116,9 @@ def render_markdown(d: Diff) -> str:
     lines += [f"  - {_md_escape(r)}" for r in d.comparability.blocking + d.comparability.caveats]
     if d.step is not None:
         lines.append("- " + _md_escape(_change_line("step time", d.step)))
+        noise = _noise_line(d.step)
+        if noise:
+            lines.append("- " + _md_escape(noise))
     if d.gpu is not None:
         lines.append("- " + _md_escape(_change_line("GPU time per step", d.gpu)))
     lines += ["- " + _md_escape(_change_line(f"rank {r.rank} step time", r.step))

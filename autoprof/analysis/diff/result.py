@@ -1,6 +1,8 @@
 """``autoprof.diff(a, b)``: faster, slower or the same, how sure, and why.
 
-The result has the same fields as ``autoprof diff A B --json``. The exit status for CI
+The result has the same fields as ``autoprof diff A B --json``. Each side is one run, or
+several recordings of one program (repeats: a folder of run folders), whose spread between
+runs the interval then measures (significance.py). The exit status for CI
 (:func:`exit_status`): 2 when the runs cannot be compared, 1 when B is significantly slower
 than A by more than the gate (the lower end of the step time's confidence interval is above
 ``gate_pct``: a regression that is both real and larger than the gate), else 0.
@@ -9,15 +11,30 @@ than A by more than the gate (the lower end of the step time's confidence interv
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autoprof.analysis.diff.causes import Cause, bucket_causes, kernel_causes, op_causes
+import numpy as np
+
+from autoprof.analysis.diff.causes import (
+    Cause,
+    bucket_causes,
+    kernel_causes,
+    op_causes,
+    self_op_causes,
+)
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
-from autoprof.analysis.diff.significance import Change, median_change
+from autoprof.analysis.diff.significance import (
+    NOISE_FLOOR_PCT,
+    Change,
+    median_change,
+    repeated_change,
+)
+from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.report.schema import DIFF_SCHEMA_VERSION
-from autoprof.analysis.run import Run, load
+from autoprof.analysis.run import Run, find_runs, load
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
 
@@ -53,8 +70,9 @@ class Diff:
     step: Change | None  # None when not comparable
     gpu: Change | None  # GPU work per step; None on CPU runs or when not comparable
     buckets: list[Cause] = field(default_factory=list)
-    ops: list[Cause] = field(default_factory=list)
+    ops: list[Cause] = field(default_factory=list)  # outermost ops, children rolled up
     kernels: list[Cause] = field(default_factory=list)
+    self_ops: list[Cause] = field(default_factory=list)  # ops by their own (self) time
     metrics: list[Metric] = field(default_factory=list)
     ranks: list[RankChange] = field(default_factory=list)  # per rank; [] without ranks
 
@@ -83,15 +101,18 @@ class Diff:
             "buckets": [c.to_json() for c in self.buckets],
             "ops": [c.to_json() for c in self.ops],
             "kernels": [c.to_json() for c in self.kernels],
+            "self_ops": [c.to_json() for c in self.self_ops],
             "metrics": [m.to_json() for m in self.metrics],
             "ranks": [r.to_json() for r in self.ranks],
             "method": METHOD,
         }
 
 
-METHOD = ("per-step samples of both runs; the change of the median with a 95% percentile "
-          "bootstrap interval (4000 resamples, fixed seed); faster or slower only when the "
-          "interval excludes zero and the change is at least 2%")
+METHOD = ("per-step samples of each run; the change of the median step with a 95% interval "
+          "from a bootstrap of each run's steps (4000 resamples, fixed seed) plus the spread "
+          "between runs (from repeats, else from the spread of each run's thirds, never under "
+          f"a {NOISE_FLOOR_PCT:g}% floor); faster or slower only when the interval excludes "
+          "zero; min_detectable_pct is the smallest change these runs can tell from noise")
 
 
 def _metrics(a: RunFacts, b: RunFacts) -> list[Metric]:
@@ -109,30 +130,73 @@ def rank_changes(a: RunFacts, b: RunFacts) -> list[RankChange]:
             for rank in sorted(a.step_us_by_rank)]
 
 
-def diff_facts(a: RunFacts, b: RunFacts) -> Diff:
-    """The diff of two runs' facts (the pure part of :func:`diff`)."""
-    comparable = comparability(a, b)
+def typical(runs: Sequence[RunFacts]) -> RunFacts:
+    """The run whose median step is the middle of its side's (the first of two): the one
+    whose ops and kernels explain the side's change."""
+    medians = [float(np.median(r.step_us)) if r.step_us else 0.0 for r in runs]
+    order = sorted(range(len(runs)), key=lambda i: (medians[i], i))
+    return runs[order[(len(order) - 1) // 2]]
+
+
+def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts], *,
+               noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
+    """The diff of two runs' facts, or of two sides' repeats (the pure part of :func:`diff`)."""
+    runs_a = [a] if isinstance(a, RunFacts) else list(a)
+    runs_b = [b] if isinstance(b, RunFacts) else list(b)
+    one_a, one_b = typical(runs_a), typical(runs_b)
+    comparable = comparability(one_a, one_b)
     if comparable.status == "not comparable":
-        return Diff(a.label, b.label, comparable, None, None, metrics=_metrics(a, b))
-    step = median_change(a.step_us, b.step_us)
-    gpu = median_change(a.gpu_us, b.gpu_us) if a.is_cuda and b.is_cuda else None
+        return Diff(one_a.label, one_b.label, comparable, None, None,
+                    metrics=_metrics(one_a, one_b))
+    step = repeated_change([r.step_us for r in runs_a], [r.step_us for r in runs_b],
+                           noise_floor_pct=noise_floor_pct)
+    gpu = (repeated_change([r.gpu_us for r in runs_a], [r.gpu_us for r in runs_b],
+                           noise_floor_pct=noise_floor_pct)
+           if one_a.is_cuda and one_b.is_cuda else None)
     step_delta_us = (step.median_b - step.median_a
                      if step.median_a is not None and step.median_b is not None else 0.0)
-    return Diff(a.label, b.label, comparable, step, gpu,
-                buckets=bucket_causes(a, b, step_delta_us),
-                ops=op_causes(a, b, step_delta_us),
-                kernels=kernel_causes(a, b, step_delta_us),
-                metrics=_metrics(a, b), ranks=rank_changes(a, b))
+    return Diff(one_a.label, one_b.label, comparable, step, gpu,
+                buckets=bucket_causes(one_a, one_b, step_delta_us),
+                ops=op_causes(one_a, one_b, step_delta_us),
+                kernels=kernel_causes(one_a, one_b, step_delta_us),
+                metrics=_metrics(one_a, one_b), ranks=rank_changes(one_a, one_b),
+                self_ops=self_op_causes(one_a, one_b, step_delta_us))
 
 
-def _run(run: Run | str | os.PathLike[str]) -> Run:
-    return run if isinstance(run, Run) else load(Path(run))
+Side = Run | str | os.PathLike[str]
 
 
-def diff(a: Run | str | os.PathLike[str], b: Run | str | os.PathLike[str]) -> Diff:
-    """Compare run B against run A (the baseline); each a loaded :class:`Run` or a path that
-    :func:`autoprof.load` takes (a run folder or a trace)."""
-    return diff_facts(run_facts(_run(a)), run_facts(_run(b)))
+def _repeats(path: Path, err: TraceError) -> list[RunFacts]:
+    """Every run of a folder of run folders, as repeats of one program (else ``err``)."""
+    listed = find_runs(path) if path.is_dir() else None
+    if listed is None or len(listed) < 2 or set(listed["kind"]) != {"run"}:
+        raise err
+    runs = [run_facts(load(p)) for p in sorted(listed["path"])]
+    for other in runs[1:]:
+        check = comparability(runs[0], other)
+        if check.status == "not comparable" or other.name != runs[0].name:
+            why = check.blocking[0] if check.blocking else (
+                f"function {runs[0].name!r} and {other.name!r}")
+            raise TraceError(path, f"its {len(runs)} runs are not repeats of one program "
+                                   f"({why})")
+    return [replace(r, label=str(path)) for r in runs]
+
+
+def side_facts(side: Side) -> list[RunFacts]:
+    """One side's runs: a loaded run, a run folder or trace, or a folder of repeats."""
+    if isinstance(side, Run):
+        return [run_facts(side)]
+    try:
+        return [run_facts(load(Path(side)))]
+    except TraceError as err:
+        return _repeats(Path(side), err)
+
+
+def diff(a: Side, b: Side, *, noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
+    """Compare B against A (the baseline); each a loaded :class:`Run`, a path that
+    :func:`autoprof.load` takes (a run folder or a trace), or a folder of several run folders
+    of one program (repeats, whose spread between runs the interval then measures)."""
+    return diff_facts(side_facts(a), side_facts(b), noise_floor_pct=noise_floor_pct)
 
 
 def exit_status(result: Diff, gate_pct: float | None) -> int:

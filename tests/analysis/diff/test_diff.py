@@ -18,6 +18,8 @@ from autoprof.analysis.diff import (
 )
 from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
 from autoprof.analysis.diff.result import Diff
+from autoprof.analysis.diff.significance import repeated_change
+from autoprof.analysis.diff.user_ops import UserOpFacts
 from autoprof.analysis.report.schema import diff_errors, validate_diff
 
 REPO = Path(__file__).resolve().parents[3]
@@ -36,6 +38,10 @@ def _facts(step_us: list[float], **changes: object) -> RunFacts:
                                  "['c10::BFloat16', 'c10::BFloat16']"),
              "aten::add": OpFacts(100.0, 50.0, 1.0, "[[64, 64], [64]]", "")},
         kernels={"gemm_bf16": KernelFacts(300.0, 2.0, "aten::mm")},
+        user_ops={"aten::matmul": UserOpFacts(700.0, 2.0, "[[64, 64], [64, 64]]",
+                                              "['c10::BFloat16', 'c10::BFloat16']",
+                                              {"aten::mm": 700.0}),
+                  "aten::add": UserOpFacts(150.0, 1.0, "[[64, 64], [64]]", "")},
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -64,11 +70,47 @@ def test_clear_slowdown_is_slower_with_interval_around_the_change() -> None:
     assert 0 < change.ci_low_pct <= 10.0 <= change.ci_high_pct
 
 
-def test_tiny_but_consistent_change_is_noise() -> None:
+def test_a_change_under_the_floor_of_between_run_noise_is_no_significant_change() -> None:
+    # steps within 0.05% of each other: a bootstrap of them alone calls +1% slower; the
+    # between-run floor (1% sd of a run's median) says changes under ~2.8% cannot be seen
     a = [1000.0, 1000.5, 999.5, 1000.2, 999.8]
     change = median_change(a, [v * 1.01 for v in a])
     assert change.verdict == "no significant change"
-    assert "under 2" in change.reason
+    assert change.between_run_source == "floor" and change.between_run_pct == pytest.approx(1.0)
+    assert change.min_detectable_pct is not None and 2.5 < change.min_detectable_pct < 3.2
+    assert f"changes under {change.min_detectable_pct:.1f}% cannot be told" in change.reason
+    assert median_change(a, [v * 1.01 for v in a], noise_floor_pct=0.1).verdict == "slower"
+
+
+def test_repeats_measure_the_spread_between_runs() -> None:
+    # three runs a side whose levels differ by ~10% from run to run, each run's steps tight:
+    # B's runs are 4% slower on average, inside the runs' spread: no verdict, and the spread
+    # measured from the repeats is in the interval
+    steady = [1000.0, 1001.0, 999.0, 1000.5, 999.5, 1000.0]
+    a = [[v * k for v in steady] for k in (1.0, 1.10, 0.92)]
+    b = [[v * k * 1.04 for v in steady] for k in (1.08, 0.95, 1.0)]
+    change = repeated_change(a, b)
+    assert (change.runs_a, change.runs_b, change.samples_a) == (3, 3, 18)
+    assert change.between_run_source == "repeats"
+    assert change.between_run_pct is not None and 5 < change.between_run_pct < 12
+    assert change.verdict == "no significant change"
+    assert change.ci_low_pct is not None and change.ci_low_pct < 0 < (change.ci_high_pct or 0)
+    # one run a side (the first of each) cannot see that spread: it would call it slower
+    assert median_change(a[0], b[0]).verdict == "slower"
+    # a change far beyond the spread is seen through it
+    assert repeated_change(a, [[v * 1.5 for v in r] for r in a]).verdict == "slower"
+
+
+def test_a_run_whose_load_changed_while_it_ran_widens_its_interval() -> None:
+    # each run's thirds differ (the machine's load changed): their spread is the
+    # between-run noise, far above the floor
+    calm, busy = [1000.0, 1002.0, 998.0, 1001.0], [1300.0, 1302.0, 1298.0, 1301.0]
+    a, b = calm + busy + calm, [v * 1.05 for v in busy + calm + calm]
+    change = median_change(a, b)
+    assert change.between_run_source == "blocks"
+    assert change.between_run_pct is not None and change.between_run_pct > 10
+    assert change.verdict == "no significant change"
+    assert median_change(calm * 3, [v * 1.05 for v in calm * 3]).verdict == "slower"
 
 
 def test_too_few_steps_gives_no_verdict() -> None:
@@ -126,12 +168,18 @@ def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
     ops["aten::mm"] = replace(a.ops["aten::mm"], self_device_us_per_step=600.0,
                               input_types="['float', 'float']")
     ops["aten::copy_"] = OpFacts(20.0, 10.0, 1.0, "[[64, 64], [64, 64]]", "")
+    user_ops = dict(a.user_ops)
+    user_ops["aten::matmul"] = UserOpFacts(1000.0, 2.0, "[[64, 64], [64, 64]]",
+                                           "['float', 'float']", {"aten::mm": 1000.0})
+    user_ops["aten::clone"] = UserOpFacts(30.0, 1.0, "[[64, 64]]", "", {"aten::copy_": 30.0})
     b = replace(a, label="b", step_us=[v * 1.3 for v in a.step_us], ops=ops,
-                kernels={"gemm_fp32": KernelFacts(600.0, 2.0, "aten::mm")})
+                kernels={"gemm_fp32": KernelFacts(600.0, 2.0, "aten::mm")}, user_ops=user_ops)
     d = checked(diff_facts(a, b))
     assert d.verdict == "slower"
-    assert [c.name for c in d.why][:2] == ["aten::mm", "aten::copy_"]
-    assert "input types" in d.why[0].note
+    assert [c.name for c in d.why][:2] == ["aten::matmul", "aten::clone"]
+    assert "input types" in d.why[0].note and "most of it in aten::mm" in d.why[0].note
+    assert d.why[1].note.startswith("new")
+    assert [c.name for c in d.self_ops][:2] == ["aten::mm", "aten::copy_"]
     renamed = d.kernels[0]
     assert renamed.name == "gemm_fp32" and renamed.note.startswith("renamed from gemm_bf16")
     assert exit_status(d, 5.0) == 1  # +30%, the whole interval above the 5% gate
@@ -139,7 +187,7 @@ def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
     text, markdown = render_text(d), render_markdown(d)
     assert "VERDICT: slower" in text and "aten::mm" in text
     assert markdown.startswith("### autoprof diff: **slower**")
-    assert "| op | `aten::mm` |" in markdown
+    assert "| op | `aten::matmul` |" in markdown
 
 
 @pytest.mark.slow
