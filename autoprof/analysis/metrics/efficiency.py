@@ -107,19 +107,36 @@ class Efficiency:
 
 def _cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
     """For each launching op row, the row whose cost counts: the op itself when flops.py has
-    a formula for it, else its nearest enclosing cpu_op that has one (-1 if none)."""
+    a formula for it, else its nearest enclosing cpu_op that has one (-1 if none). Every
+    row climbs its parents at once, one level per pass (as many passes as ops nest)."""
     name_code, names = factorized(events["name"])
     cat_code, cats = factorized(events["cat"])
     ruled = np.array([has_rule(str(n)) for n in names], dtype=bool)[name_code]
     is_op = (cats == "cpu_op")[cat_code]
-    parent = events["parent"].to_numpy()
-    out = {}
-    for row in np.unique(op_row[op_row >= 0]).tolist():
-        r = row
-        while r >= 0 and is_op[r] and not ruled[r]:
-            r = int(parent[r])
-        out[row] = r if r >= 0 and is_op[r] else -1
-    return np.array([out.get(r, -1) for r in op_row.tolist()], dtype=np.int64)
+    parent = events["parent"].to_numpy(dtype=np.int64)
+    row = np.asarray(op_row, dtype=np.int64).copy()
+    climbing = np.flatnonzero(row >= 0)
+    while len(climbing):
+        at = row[climbing]
+        climbing = climbing[is_op[at] & ~ruled[at]]
+        row[climbing] = parent[row[climbing]]
+        climbing = climbing[row[climbing] >= 0]
+    found = row >= 0
+    found[found] = is_op[row[found]]
+    return np.where(found, row, -1)
+
+
+def _distinct_costs(ops: pd.DataFrame) -> pd.DataFrame:
+    """``op_costs(ops)``, computed on one row per distinct value of the columns it reads
+    (name, input dims, types, values, flops: by their codes, no text built per row) and
+    spread back; same index as ``ops``."""
+    keys = [factorized(ops[c])[0] for c in ("name", "input_dims", "input_types",
+                                            "input_values") if c in ops]
+    keys.append(pd.factorize(ops["flops"].to_numpy(dtype=float), use_na_sentinel=False)[0])
+    _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True,
+                                  return_inverse=True)
+    costs = op_costs(ops.iloc[first]).iloc[inverse.reshape(-1)]
+    return costs.set_axis(ops.index)
 
 
 def _name_flags(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
@@ -129,7 +146,10 @@ def _name_flags(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
 
 
 def _text_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
-    return np.asarray(column.iloc[rows].astype(object).fillna("").astype(str).to_numpy())
+    """The text of ``column`` at positions ``rows`` ("" for NA), from its codes."""
+    codes, uniques = factorized(column)
+    text = np.array(["" if pd.isna(u) else str(u) for u in uniques], dtype=object)
+    return np.asarray(text[codes[rows]])
 
 
 def _work_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -137,11 +157,11 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     work = events[events["is_gpu_work"].to_numpy(dtype=bool)]
     cost_row = _cost_rows(events, work["op_row"].to_numpy())
     has_op = cost_row >= 0
-    ops = events.iloc[np.unique(cost_row[has_op])]
-    costs = op_costs(ops) if len(ops) else op_costs(events.iloc[:0])
-    by_row = costs.set_axis(ops.index if len(ops) else costs.index)
+    op_rows = np.unique(cost_row[has_op])
+    ops = events.iloc[op_rows]
+    costs = _distinct_costs(ops) if len(ops) else op_costs(events.iloc[:0])
     table = pd.DataFrame({
-        "name": work["name"].astype(object).fillna("").astype(str).to_numpy(),
+        "name": _text_at(work["name"], np.arange(len(work))),
         "is_kernel": _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE)),
         "dur_us": work["dur_us"].to_numpy(dtype=float),
         "ts_us": work["ts_us"].to_numpy(dtype=float),
@@ -158,7 +178,7 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     table["input_dims"] = ""
     if has_op.any():
         rows = cost_row[has_op]
-        picked = by_row.loc[events.index[rows]]
+        picked = costs.iloc[np.searchsorted(op_rows, rows)]
         table.loc[has_op, "op"] = _text_at(events["name"], rows)
         table.loc[has_op, "op_flops"] = picked["flops"].to_numpy()
         table.loc[has_op, "op_bytes"] = picked["bytes"].to_numpy()
