@@ -15,6 +15,7 @@ from typing import Literal
 
 from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
 from autoprof.analysis.diff.user_ops import HOST_SYNCS, UserOpFacts
+from autoprof.units import fmt_us
 
 CauseKind = Literal["bucket", "op", "self_op", "kernel"]
 TOP_ROWS = 10
@@ -98,7 +99,7 @@ def _inside_note(name: str, a: UserOpFacts | None, b: UserOpFacts | None) -> str
     if inside[child] / total < 0.5:
         return ""
     sign = "+" if inside[child] >= 0 else "-"
-    return f"most of it in {child} ({sign}{abs(inside[child]):.1f} us per step)"
+    return f"most of it in {child} ({sign}{fmt_us(abs(inside[child]))} per step)"
 
 
 def _sync_note(a: UserOpFacts | None, b: UserOpFacts | None) -> str:

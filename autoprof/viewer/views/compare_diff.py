@@ -35,9 +35,13 @@ def _verdict(result: Diff) -> None:
                 delta_color="inverse")
     right.metric("95% interval of the change", f"{_pct(step.ci_low_pct)} .. "
                  f"{_pct(step.ci_high_pct)}")
-    st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps; {step.reason}. "
-                         "Method: the median's change with a percentile bootstrap "
-                         "(docs/diff.md)."))
+    detectable = ("" if step.min_detectable_pct is None else
+                  f" Changes under {step.min_detectable_pct:.1f}% cannot be told from noise "
+                  f"with these runs (between-run spread {step.between_run_pct or 0:.1f}%, "
+                  f"from {step.between_run_source}).")
+    st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps; {step.reason}.{detectable} "
+                         "Method: the median step's change; a bootstrap of each run's steps "
+                         "plus the spread between runs (docs/diff.md)."))
     for caveat in result.comparability.caveats:
         st.caption("Caveat: " + md_escape(caveat))
 

@@ -51,7 +51,11 @@ def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     validate_diff(result)
     assert result["schema_version"] == 1 and result["verdict"] == "faster"
     assert result["step_time"]["ci_high_pct"] < 0
-    assert result["why"][0]["name"] == "aten::mm"
+    # the op the user called (x @ w), its aten::mm inside it; the self-time rows keep aten::mm
+    assert result["why"][0]["name"] == "aten::matmul"
+    assert "most of it in aten::mm" in result["why"][0]["note"]
+    assert result["self_ops"][0]["name"] == "aten::mm"
+    assert result["step_time"]["min_detectable_pct"] > 0
     main(["diff", _one("eager_100"), _one("graph_replay"), "--format", "markdown"])
     assert capsys.readouterr().out.startswith("### autoprof diff: **faster**")
 
