@@ -125,9 +125,28 @@ def test_multirank_run(roots, monkeypatch):
     table = at.dataframe[-1].value
     assert sorted(table["rank"].tolist()) == ["0", "1"]
     assert any(t.startswith("Straggler: rank 1") for t in markdown_texts(at))
-    assert len(charts(at)) == 4
+    titles = [c["title"] if isinstance(c["title"], str) else c["title"]["text"]
+              for c in charts(at)]
+    assert titles[:2] == ["Share of the mean step per bucket", "Step time per rank"]
+    assert len(titles) == 6  # the two heatmaps, then the four per-rank bars
+    assert any(t.startswith("2 ranks: median step") for t in markdown_texts(at))
     visit(at, "timeline")
     assert at.selectbox(key="tl_rank").options == ["0", "1"]
+
+
+def test_many_ranks_draw_heatmaps_and_fold_the_table(roots, monkeypatch):
+    """Past BARS_MAX_RANKS ranks the page draws no per-rank bars and folds the rank table
+    (a thousand rows) into an expander; the heatmaps carry the picture."""
+    import autoprof.viewer.views.ranks as ranks_view
+
+    monkeypatch.setattr(ranks_view, "BARS_MAX_RANKS", 1)
+    at = open_app(roots["multirank"], monkeypatch)
+    visit(at, "ranks")
+    assert_wired(at, "ranks")
+    assert len(charts(at)) == 2
+    (folded,) = at.expander
+    assert folded.label == "All 2 ranks"
+    assert sorted(folded.dataframe[0].value["rank"].tolist()) == ["0", "1"]
     for page in ALL_PAGES:
         visit(at, page)
 
