@@ -156,12 +156,18 @@ def tanh_elements(device: str) -> dict[str, int]:
             for v, (_, share, _, _) in PLANTED[device].items()}
 
 
-def _record(out: Path, device: str, variant: str, name: str, elements: int) -> None:
+def _record(out: Path, device: str, variant: str, name: str, elements: int) -> str | None:
+    """Record one run in a fresh process; the failure, in one line, if it failed."""
     env = {**os.environ, "PYTHONPATH": _pythonpath()}
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run on a GPU host: no CUDA context, no CUPTI
-    subprocess.run([sys.executable, "-c", _program(), variant, str(out), name, str(elements),
-                    device], check=True, env=env)
+    done = subprocess.run([sys.executable, "-c", _program(), variant, str(out), name,
+                           str(elements), device], env=env, stderr=subprocess.PIPE, text=True)
+    if done.returncode == 0:
+        return None
+    shutil.rmtree(out / name, ignore_errors=True)  # no half run in the evaluation
+    lines = done.stderr.strip().splitlines()
+    return f"{name}: exit {done.returncode}: {lines[-1] if lines else ''}"
 
 
 def _pythonpath() -> str:
@@ -183,18 +189,19 @@ def _rounds(pairs: int, planted: int, variants: list[str]) -> list[list[tuple[st
 def record(out: Path, device: str, pairs: int, planted: int, jobs: int,
            budget_s: float, started: float) -> dict[str, Any]:
     sizes = tanh_elements(device)
-    done, cut = 0, False
+    done, cut, failed = 0, False, []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for batch in _rounds(pairs, planted, list(PLANTED[device])):
             spent = time.monotonic() - started
             if done and spent + spent / done * len(batch) > budget_s:
                 cut = True
                 break
-            list(pool.map(lambda vn: _record(out, device, vn[0], vn[1], sizes[vn[0]]
-                                             if vn[0] in sizes else 1), batch))
+            failed += [f for f in pool.map(
+                lambda vn: _record(out, device, vn[0], vn[1], sizes.get(vn[0], 1)), batch) if f]
             done += len(batch)
-    return {"recordings": done, "record_s": round(time.monotonic() - started, 1),
-            "cut_by_budget": cut, "tanh_elements": sizes, "jobs": jobs}
+    return {"recordings": done, "failed": failed,
+            "record_s": round(time.monotonic() - started, 1), "cut_by_budget": cut,
+            "tanh_elements": sizes, "jobs": jobs}
 
 
 def _run_dir(out: Path, name: str) -> Path:
@@ -212,12 +219,19 @@ def keep(work: Path, out: Path, names: list[str]) -> list[str]:
     return firsts
 
 
-def _facts(out: Path, names: list[str]) -> dict[str, Any]:
-    """Each recording's facts, read once (a diff of repeats takes several)."""
+def _facts(out: Path, names: list[str], unread: list[str]) -> dict[str, Any]:
+    """Each recording's facts, read once (a diff of repeats takes several); a recording that
+    cannot be read is left out, its error appended to ``unread``."""
     import autoprof
     from autoprof.analysis.diff import run_facts
 
-    return {n: run_facts(autoprof.load(_run_dir(out, n))) for n in names}
+    facts = {}
+    for name in names:
+        try:
+            facts[name] = run_facts(autoprof.load(_run_dir(out, name)))
+        except Exception as err:  # one bad recording must not lose the others' results
+            unread.append(f"{name}: {type(err).__name__}: {err}")
+    return facts
 
 
 def _judge(a: list[Any], b: list[Any], planted_op: str | None) -> dict[str, Any]:
@@ -237,9 +251,10 @@ def _judge(a: list[Any], b: list[Any], planted_op: str | None) -> dict[str, Any]
 
 
 def _right(row: dict[str, Any], expected: str, op: str | None) -> bool:
-    if expected == "not comparable":
-        return row["verdict"] == expected and "input shapes" in " ".join(
-            row["not_comparable_because"])
+    if expected == "not comparable":  # for the shapes (or the problem size they give)
+        reasons = " ".join(row["not_comparable_because"])
+        return row["verdict"] == expected and (
+            "input shapes" in reasons or "problem size" in reasons)
     if expected == "slower":
         return bool(row["verdict"] == "slower" and row["first"] == op)
     return bool(row["verdict"] == expected)
@@ -280,8 +295,9 @@ def _cases(facts: dict[str, Any], device: str, group: int) -> dict[str, Any]:
 
 
 def evaluate(out: Path, device: str) -> dict[str, Any]:
-    facts = _facts(out, sorted(p.name for p in out.iterdir() if p.is_dir()))
-    return {"one_run_a_side": _cases(facts, device, 1),
+    unread: list[str] = []
+    facts = _facts(out, sorted(p.name for p in out.iterdir() if p.is_dir()), unread)
+    return {"unread": unread, "one_run_a_side": _cases(facts, device, 1),
             f"{REPEATS}_runs_a_side": _cases(facts, device, REPEATS)}
 
 
@@ -293,6 +309,8 @@ def table(results: dict[str, Any]) -> str:
     lines = ["| judged on | case | n | expected | right | verdicts | median change | "
              "median min. detectable |", "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |"]
     for judged, cases in results.items():
+        if judged == "unread":
+            continue
         for case in cases.values():
             expected = case["expected"] + (f", {case['planted_op']} first"
                                            if case["expected"] == "slower" else "")
@@ -359,6 +377,8 @@ def main() -> int:
          "total_s": round(time.monotonic() - started, 1), **results}, indent=1))
     print(json.dumps({k: v for k, v in meta.items() if k not in ("tanh_elements", "kept")}))
     print(table(results))
+    for line in meta.get("failed", []) + results["unread"]:
+        print("not in the table:", line)
     return 0
 
 
