@@ -25,6 +25,7 @@ name classes (``nn.Module: Linear_1``), not the path a user reads in ``named_mod
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import socket
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import runfolder
+from autoprof.record.lines_graphs import KERNELS_KEY, ReplayLabels, inductor_kernels
 
 MODULE_LABEL = "autoprof::module "
 LINE_LABEL = "autoprof::line "
@@ -112,10 +114,8 @@ class _LineLabels:
     each torch call with the innermost user frame's current line."""
 
     @staticmethod
-    def build(torch: Any) -> Any:
-        where = _line_finder(not_user_prefixes(torch))
-        label = _labeller(torch.autograd.profiler.record_function)
-
+    def build(torch: Any, where: Callable[[], str | None],
+              label: Callable[[str | None], Any]) -> Any:
         class Mode(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
             def __torch_function__(self, func: Any, types: Any, args: Any = (),
                                    kwargs: Any = None) -> Any:
@@ -201,6 +201,8 @@ class LinesStep:
                                   with_stack=True, with_modules=True)
         self._hooks: _ModulePaths | None = None
         self._mode: Any = None
+        self._replays: ReplayLabels | None = None
+        self._prefixes = not_user_prefixes(torch)
 
     def profiler_module(self) -> Any:
         """``torch.autograd`` (where the process-wide profiler is asked about)."""
@@ -214,7 +216,10 @@ class LinesStep:
         self._prof.start()
         try:
             self._hooks = _ModulePaths(self._torch)
-            mode = _LineLabels.build(self._torch)
+            where = _line_finder(self._prefixes)
+            label = _labeller(self._torch.autograd.profiler.record_function)
+            self._replays = ReplayLabels(self._torch, where, label)
+            mode = _LineLabels.build(self._torch, where, label)
             mode.__enter__()
             self._mode = mode
         except Exception:
@@ -225,23 +230,42 @@ class LinesStep:
         """Stop recording and write the trace (nothing without a run folder)."""
         mode, self._mode = self._mode, None
         hooks, self._hooks = self._hooks, None
+        replays, self._replays = self._replays, None
         try:
             if mode is not None:
                 mode.__exit__(None, None, None)
         finally:
             if hooks is not None:
                 hooks.remove()
+            if replays is not None:
+                _quietly(replays.remove)
             self._prof.stop()
         if run_dir is None:
             return None
+        try:  # inductor's provenance is extra: without it the lines are still written
+            kernels = inductor_kernels(lambda f: is_user_file(os.path.abspath(f),
+                                                              self._prefixes))
+        except Exception:
+            kernels = {}
+        return self._write(run_dir, worker, kernels)
+
+    def _write(self, run_dir: Path, worker: str | None,
+               kernels: dict[str, dict[str, list[str]]]) -> Path:
+        """The trace, gzipped, with the compiled graphs' kernel lines when there are any."""
         name = worker or f"{socket.gethostname()}_{os.getpid()}"
         final = lines_file(run_dir, name)
         plain = run_dir / f".{final.name}.{os.getpid()}.0.tmp"  # temp names the finisher
         partial = run_dir / f".{final.name}.{os.getpid()}.1.tmp"  # knows (runfolder._TEMP)
         try:
             self._prof.export_chrome_trace(str(plain))
-            with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
-                shutil.copyfileobj(src, dst)
+            if kernels:
+                data = json.loads(plain.read_text(encoding="utf-8"))
+                data[KERNELS_KEY] = kernels
+                with gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
+                    json.dump(data, out)
+            else:
+                with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
+                    shutil.copyfileobj(src, dst)
             os.replace(partial, final)
         finally:  # a failed write leaves no temporary file behind (torch's own .tmp too)
             for left in (plain, partial, plain.with_name(plain.name + ".tmp")):

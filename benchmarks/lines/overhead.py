@@ -3,12 +3,21 @@ gets a line (docs/lines.md).
 
 Each workload is recorded ``--repeats`` times with ``source_lines=True`` and with
 ``source_lines=False``, interleaved in one process (the same machine load for both; the
-order alternates per repeat), each
-a fresh ``@autoprof`` session with ``active=5``. Reported per workload: the median measured
-step (breakdown step_us) of each setting, their ratio, and the share of the steps' op self
-time attributed to a line (``match_pct``, from the runs with lines).
+order alternates per repeat), each a fresh ``@autoprof`` session with ``active=5``.
+Reported per workload, side by side:
 
-    python benchmarks/lines/overhead.py --out /tmp/lines_bench [--repeats 3]
+- ``ratio``: the median over repeats of (median measured step with lines) / (median
+  measured step without) of the same repeat (the two runs recorded next to each other),
+  with its range over the repeats;
+- ``noise_ratio``: the same ratio between the runs *without* lines of consecutive repeats
+  (no difference but time): a ``ratio`` inside its range is within noise;
+- ``fastest_ratio`` / ``fastest_noise_ratio``: the same with each run's fastest measured
+  step instead of its median (on a loaded machine the fastest step is the one nobody else's
+  work preempted: the closest to the uncontended cost);
+- ``match_pct``: the share of the steps' op self time attributed to a line (the lowest of
+  the runs with lines).
+
+    python benchmarks/lines/overhead.py --out /tmp/lines_bench [--repeats 5]
 """
 
 from __future__ import annotations
@@ -76,7 +85,7 @@ WORKLOADS: dict[str, Callable[[], Callable[[], Any]]] = {
 
 
 def record(out: Path, name: str, fn: Callable[[], Any], lines: bool) -> Path:
-    wrapped = profile(name=name, out_dir=str(out), warmup_calls=2, schedule=SCHEDULE,
+    wrapped: Any = profile(name=name, out_dir=str(out), warmup_calls=2, schedule=SCHEDULE,
                       source_lines=lines)(fn)
     for _ in range(CALLS):
         wrapped()
@@ -98,29 +107,58 @@ def _quartiles(values: list[float]) -> list[float]:
     return [round(q[0], 1), round(q[2], 1)]
 
 
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def _paired(per_run: dict[bool, list[float]]) -> list[float]:
+    """with / without, of the two runs of each repeat."""
+    return [on / off for on, off in zip(per_run[True], per_run[False], strict=True)]
+
+
+def _noise(without: list[float]) -> dict[str, float] | None:
+    """The same ratio between the runs without lines of consecutive repeats."""
+    ratios = [b / a for a, b in zip(without, without[1:], strict=False)]
+    return _spread(ratios) if ratios else None
+
+
+def bench(out: Path, workload: str, fn: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """One workload's runs with and without lines, interleaved, and their ratios."""
+    medians: dict[bool, list[float]] = {True: [], False: []}
+    fastest: dict[bool, list[float]] = {True: [], False: []}
+    steps: dict[bool, list[float]] = {True: [], False: []}
+    match: list[float] = []
+    for r in range(repeats):
+        for lines in ((False, True) if r % 2 == 0 else (True, False)):
+            times, pct = measure(record(out, f"{workload}_{int(lines)}_{r}", fn, lines))
+            steps[lines] += times
+            medians[lines].append(statistics.median(times))
+            fastest[lines].append(min(times))
+            if pct is not None:
+                match.append(pct)
+    return {"step_us_without": round(statistics.median(steps[False]), 1),
+            "step_us_with": round(statistics.median(steps[True]), 1),
+            "ratio": _spread(_paired(medians)), "noise_ratio": _noise(medians[False]),
+            "fastest_step_us_without": round(min(steps[False]), 1),
+            "fastest_step_us_with": round(min(steps[True]), 1),
+            "fastest_ratio": _spread(_paired(fastest)), "fastest_noise_ratio":
+                _noise(fastest[False]),
+            "quartiles_us_without": _quartiles(steps[False]),
+            "quartiles_us_with": _quartiles(steps[True]),
+            "match_pct": round(min(match), 2) if match else None,
+            "steps_each": len(steps[True]), "repeats": repeats}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(1)
     results: dict[str, Any] = {}
     for workload, build in WORKLOADS.items():
-        fn = build()
-        steps: dict[bool, list[float]] = {True: [], False: []}
-        match: list[float] = []
-        for r in range(args.repeats):
-            for lines in ((False, True) if r % 2 == 0 else (True, False)):
-                times, pct = measure(record(args.out, f"{workload}_{int(lines)}_{r}", fn, lines))
-                steps[lines] += times
-                if pct is not None:
-                    match.append(pct)
-        off, on = statistics.median(steps[False]), statistics.median(steps[True])
-        results[workload] = {"step_us_without": off, "step_us_with": on, "ratio": on / off,
-                             "quartiles_us_without": _quartiles(steps[False]),
-                             "quartiles_us_with": _quartiles(steps[True]),
-                             "match_pct": min(match) if match else None,
-                             "steps_each": len(steps[True])}
+        results[workload] = bench(args.out, workload, build(), args.repeats)
         print(workload, json.dumps(results[workload]), flush=True)
     (args.out / "lines_overhead.json").write_text(json.dumps(results, indent=2) + "\n")
 

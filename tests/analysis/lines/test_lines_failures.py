@@ -21,6 +21,7 @@ ACTIVE = 2
 SCHEDULE = {"wait": 1, "warmup": 1, "active": ACTIVE, "repeat": 1}
 NET = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
 X = torch.randn(4, 8)
+REPLAY = torch.cuda.CUDAGraph.replay  # the lines step wraps it while it records
 
 
 def step() -> float:
@@ -38,6 +39,7 @@ def record(out: Path, name: str) -> autoprof.Run:
     hooks = torch.nn.modules.module
     assert not hooks._global_forward_pre_hooks and not hooks._global_forward_hooks  # none left
     assert torch._C._len_torch_function_stack() == 0  # nor the label mode
+    assert torch.cuda.CUDAGraph.replay is REPLAY  # nor the replay's label
     return autoprof.load(run_dir)
 
 

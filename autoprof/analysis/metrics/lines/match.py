@@ -17,7 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.lines.trace import LinesOp, find_lines_files, read_lines_trace
+from autoprof.analysis.metrics.lines.graphs import graph_launches, kernel_lines, launched_by
+from autoprof.analysis.metrics.lines.trace import (
+    GRAPH_LAUNCHES,
+    LinesOp,
+    find_lines_files,
+    read_lines_file,
+)
 from autoprof.analysis.metrics.stats import require_columns
 from autoprof.analysis.metrics.sync import autoprof_mask
 
@@ -72,13 +78,20 @@ def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp]) -> dict[int, tuple[
     return found
 
 
-def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]]) -> Attribution:
-    """Each user op row of ``events`` (and the GPU work it launched) with its line."""
+def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
+              kernels: dict[str, dict[str, list[str]]] | None = None) -> Attribution:
+    """Each user op row of ``events`` (and the GPU work it launched) with its line; CUDA-graph
+    launches and their kernels, and compiled graphs' kernels with inductor's provenance
+    (``kernels``: graph key -> kernel -> lines), through :mod:`.graphs`."""
     ops = user_ops(events)
     found: dict[int, tuple[str, str]] = {}
+    launches: dict[int, tuple[str, str]] = {}
     for rank, lines in lines_by_rank.items():
-        found.update(_attribute_rank(ops[ops["rank"] == rank], lines))
-    if not found:
+        plain = [op for op in lines if op.name not in GRAPH_LAUNCHES]
+        found.update(_attribute_rank(ops[ops["rank"] == rank], plain))
+        launches.update(graph_launches(events, lines, rank))
+    compiled = kernel_lines(events, kernels or {})
+    if not found and not launches and not compiled:
         return Attribution(EMPTY, 0.0, bool(lines_by_rank))
     rows = pd.DataFrame.from_dict(found, orient="index", columns=["source", "module"])
     op_row = events["op_row"].to_numpy()
@@ -86,6 +99,13 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]]) -> 
     if len(gpu):
         launched = rows.loc[op_row[gpu]].set_axis(events.index[gpu])
         rows = pd.concat([rows, launched[~launched.index.isin(rows.index)]])
+    extra = {**launches, **launched_by(events, launches)} if launches else {}
+    extra = {k: v for k, v in extra.items() if k not in rows.index}
+    rows = pd.concat([rows, pd.DataFrame.from_dict(extra, orient="index",
+                                                   columns=["source", "module"])])
+    for label, (source, _) in compiled.items():  # inductor's provenance: finer than a call
+        module = str(rows.at[label, "module"]) if label in rows.index else ""
+        rows.loc[label, ["source", "module"]] = [source, module]
     total = float(ops["self_us"].sum())
     sourced = rows.index[rows["source"] != ""]
     done = float(ops["self_us"].reindex(sourced).sum())
@@ -95,4 +115,6 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]]) -> 
 def attribute_run(run_dir: Path | None, events: pd.DataFrame) -> Attribution:
     """:func:`attribute` with the lines traces of the run folder ``run_dir`` (none: empty)."""
     files = find_lines_files(run_dir) if run_dir is not None else {}
-    return attribute(events, {rank: read_lines_trace(path) for rank, path in files.items()})
+    traces = {rank: read_lines_file(path) for rank, path in files.items()}
+    kernels = {key: graph for trace in traces.values() for key, graph in trace.kernels.items()}
+    return attribute(events, {rank: trace.ops for rank, trace in traces.items()}, kernels)

@@ -23,6 +23,8 @@ from autoprof.runfolder import lines_name
 LINES_GLOB = lines_name("*")  # the run folder's source-lines traces (runfolder.lines_name)
 LINE_LABEL = "autoprof::line "
 MODULE_LABEL = "autoprof::module "
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})  # a CUDA graph's replay
+KERNELS_KEY = "autoprofInductorKernels"  # graph key -> kernel -> lines (record.lines_graphs)
 _FRAME = re.compile(r"^(?P<path>.+)\((?P<line>\d+)\): (?P<func>.+)$")
 _RANK = re.compile(r"^lines\.rank(?P<rank>\d+)\.")
 _STDLIB = re.compile(r"/lib/python3[.0-9]*/")
@@ -86,7 +88,7 @@ def user_frame(name: str) -> str:
 def _kind(event: dict[str, Any]) -> tuple[str, str]:
     """(kind, value) of an event that matters here: op, line, module, frame; else ("", "")."""
     cat, name = event.get("cat"), str(event.get("name", ""))
-    if cat == "cpu_op":
+    if cat == "cpu_op" or (name in GRAPH_LAUNCHES and cat in ("cuda_runtime", "cuda_driver")):
         return "op", name
     if cat == "user_annotation":
         if name.startswith(LINE_LABEL):
@@ -122,10 +124,38 @@ def _thread_ops(events: list[tuple[float, float, str, str]], tid: int) -> list[L
     return ops
 
 
+@dataclass(frozen=True)
+class LinesTrace:
+    """A source-lines trace: its ops (cpu_ops and CUDA-graph launches, in time order per
+    thread) and, per compiled graph, each inductor kernel's user lines ({} when none)."""
+
+    ops: list[LinesOp]
+    kernels: dict[str, dict[str, list[str]]]
+
+
 def read_lines_trace(path: Path) -> list[LinesOp]:
-    """Every cpu_op of the trace at ``path``, in time order per thread (threads by id)."""
+    """Every cpu_op (and CUDA-graph launch) of the trace at ``path``, in time order per
+    thread (threads by id)."""
+    return read_lines_file(path).ops
+
+
+def _kernels(data: Any) -> dict[str, dict[str, list[str]]]:
+    raw = data.get(KERNELS_KEY) if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    return {str(g): {str(k): [str(s) for s in v] for k, v in kernels.items()
+                     if isinstance(v, list)}
+            for g, kernels in raw.items() if isinstance(kernels, dict)}
+
+
+def read_lines_file(path: Path) -> LinesTrace:
+    """The trace at ``path``: its ops and its compiled graphs' kernel lines."""
     with gzip.open(path, "rt", encoding="utf-8") as f:
         data = json.load(f)
+    return LinesTrace(_ops(data), _kernels(data))
+
+
+def _ops(data: Any) -> list[LinesOp]:
     raw = data.get("traceEvents", []) if isinstance(data, dict) else data
     threads: dict[int, list[tuple[float, float, str, str]]] = {}
     for event in raw:
