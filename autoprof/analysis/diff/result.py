@@ -121,12 +121,14 @@ def _metrics(a: RunFacts, b: RunFacts) -> list[Metric]:
             Metric("mfu_pct", a.mfu_pct, b.mfu_pct)]
 
 
-def rank_changes(a: RunFacts, b: RunFacts) -> list[RankChange]:
+def rank_changes(a: RunFacts, b: RunFacts,
+                 noise_floor_pct: float = NOISE_FLOOR_PCT) -> list[RankChange]:
     """Each rank's step-time change, when A and B have the same ranks (the pooled verdict
     mixes them; a change on one rank, a straggler, shows here)."""
     if not a.step_us_by_rank or set(a.step_us_by_rank) != set(b.step_us_by_rank):
         return []
-    return [RankChange(rank, median_change(a.step_us_by_rank[rank], b.step_us_by_rank[rank]))
+    return [RankChange(rank, median_change(a.step_us_by_rank[rank], b.step_us_by_rank[rank],
+                                           noise_floor_pct=noise_floor_pct))
             for rank in sorted(a.step_us_by_rank)]
 
 
@@ -159,7 +161,8 @@ def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts
                 buckets=bucket_causes(one_a, one_b, step_delta_us),
                 ops=op_causes(one_a, one_b, step_delta_us),
                 kernels=kernel_causes(one_a, one_b, step_delta_us),
-                metrics=_metrics(one_a, one_b), ranks=rank_changes(one_a, one_b),
+                metrics=_metrics(one_a, one_b),
+                ranks=rank_changes(one_a, one_b, noise_floor_pct),
                 self_ops=self_op_causes(one_a, one_b, step_delta_us))
 
 

@@ -75,3 +75,16 @@ def test_autoprof_schema_diff_prints_the_shipped_diff_schema(
     assert json.loads(capsys.readouterr().out) == load_diff_schema()
     assert main(["schema"]) == 0  # the summary's, as before
     assert json.loads(capsys.readouterr().out) == load_schema()
+
+
+def test_noise_floor_sets_the_least_between_run_spread(capsys: pytest.CaptureFixture[str]) -> None:
+    run = _one("cpu_mlp_train")  # 3 steps: too few for its thirds, so the floor is the spread
+    assert main(["diff", run, run, "--json", "--noise-floor", "5"]) == 0
+    step = json.loads(capsys.readouterr().out)["step_time"]
+    assert step["between_run_source"] == "floor" and step["between_run_pct"] == pytest.approx(5)
+    assert step["min_detectable_pct"] > 13  # about 1.96 * sqrt(2) * 5%
+    assert main(["diff", run, run]) == 0
+    out = capsys.readouterr().out
+    assert "cannot be told from noise with these runs (between-run spread 1.0%" in out
+    with pytest.raises(SystemExit):
+        main(["diff", run, run, "--noise-floor", "-1"])
