@@ -11,9 +11,11 @@ number of ranks.
 
 The result is written beside the trace as ``<trace>.autoprof.rank`` (JSON; a name no trace
 reader takes), keyed by the trace as it is now (size, ``mtime_ns``, ``ctime_ns``, inode), the
-run's manifest and world size, and a hash of the analysis code, so a second open reads a few
-kilobytes per rank. A key that differs, or a file that does not read, means recompute; the
-write is atomic (temporary file + ``os.replace``); an unwritable folder just means no cache.
+run's manifest and world size, and a hash of the code the map runs (``code_key.py``: the
+source files ``compute_rank`` imports, transitively; an edit elsewhere keeps the caches), so
+a second open reads a few kilobytes per rank. A key that differs, or a file that does not
+read, means recompute; the write is atomic (temporary file + ``os.replace``); an unwritable
+folder just means no cache.
 
 ``analyse_rank`` is a module-level function of one picklable argument, so any
 ``concurrent.futures.Executor`` runs it: a local process pool, Dask's, Ray's.
@@ -51,12 +53,9 @@ def cache_path(trace: str | Path) -> Path:
 
 
 def _code_hash() -> str:
-    from autoprof.analysis.report.summary_cache import code_hash
+    from autoprof.analysis.scale.code_key import code_hash
 
-    digest = hashlib.sha256(code_hash().encode())
-    for source in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(source.read_bytes())
-    return digest.hexdigest()
+    return code_hash()
 
 
 def cache_key(task: RankTask) -> dict[str, Any] | None:
