@@ -16,6 +16,8 @@ import streamlit as st
 
 from autoprof.analysis import Run
 from autoprof.analysis.metrics.breakdown import BUCKETS, idle_segments
+from autoprof.analysis.metrics.lines import with_where_lines
+from autoprof.analysis.report.lines import short_source
 from autoprof.units import fmt_pct, fmt_us
 from autoprof.viewer import _charts
 
@@ -78,6 +80,7 @@ def show_opportunities(run: Run) -> None:
     ops: list[dict[str, Any]] = run.analysis.opportunities
     if not ops:
         return
+    ops = with_where_lines(ops, run.analysis.source_lines)  # each where's source line, if any
     st.subheader("Opportunities (the fix predicted to gain most first, then bounds)")
     rows = [{
         "cause": o["cause"],
@@ -86,6 +89,7 @@ def show_opportunities(run: Run) -> None:
         "predicted fix": _predicted(o),
         "max speed-up": f"{o['max_speedup']:.2f}x" if o.get("max_speedup") else "—",
         "where": "; ".join(f"{w['name']} ({fmt_us(w['us_per_step'])})" for w in o["where"]),
+        "line": next((short_source(str(w["source"])) for w in o["where"] if w.get("source")), ""),
         "hint": o["hint"],
     } for o in ops]
     st.dataframe(pd.DataFrame(rows), hide_index=True)

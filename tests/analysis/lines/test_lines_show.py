@@ -66,3 +66,18 @@ def test_viewer_source_and_ops_pages(run_dir: Path, tmp_path: Path,
     ops = at.dataframe[0].value
     assert ops.loc[ops["name"] == "aten::mm", "source"].iloc[0].endswith(
         f":{_slow_line()} (step)")
+
+
+def test_overview_opportunities_name_their_line(run_dir: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "traces"
+    shutil.copytree(run_dir.parent, root / "known_lines")
+    at = open_app(root, monkeypatch)
+    select_run(at, "known_lines")
+    visit(at, "overview")
+    tables = [d.value for d in at.dataframe if "line" in d.value.columns]
+    assert tables, "no opportunities table with a line column"
+    table = tables[0]
+    mm = table[table["where"].str.startswith("aten::mm")]
+    assert mm["line"].iloc[0] == f"tests/analysis/lines/known_lines.py:{_slow_line()} (step)"
+    assert set(table.loc[table["where"].str.startswith("between ops"), "line"]) <= {""}
