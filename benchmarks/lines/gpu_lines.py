@@ -157,11 +157,10 @@ def check_compiled(run: Any, events: pd.DataFrame) -> dict[str, Any]:
 
 def check_cuda_graph(run: Any, events: pd.DataFrame) -> dict[str, Any]:
     want = marker("graph_replay")
-    launch = events["launch_row"].to_numpy()
-    names = events["name"].astype(str).to_numpy()
+    names = events["name"].astype(str)
     gpu = _gpu(events)
-    replayed = gpu[[launch[i] >= 0 and names[launch[i]] == "cudaGraphLaunch"
-                    for i in gpu.index]] if len(gpu) else gpu
+    launches = gpu["launch_row"].map(lambda r: str(names.get(r, "")) if r >= 0 else "")
+    replayed = gpu[launches.isin(["cudaGraphLaunch", "cuGraphLaunch"]).to_numpy()]
     return {"ok": bool(len(replayed)) and _line_share(replayed, want) >= 95.0,
             "expected_line": want, "replayed_kernels": int(len(replayed)),
             "replay_line_pct": _line_share(replayed, want) if len(replayed) else 0.0,
