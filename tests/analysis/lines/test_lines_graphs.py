@@ -128,3 +128,28 @@ def test_inductor_files_are_not_user_code() -> None:
     prefixes = not_user_prefixes(torch)
     assert not is_user_file("/tmp/torchinductor_me/ab/cabc.py", prefixes)
     assert is_user_file("/home/me/train.py", prefixes)
+
+
+H200_GRAPH = (Path(__file__).resolve().parents[2] / "data" / "gpu_h200_rerun" / "graph_replay"
+              / "20261130-091727-8ac9b6")
+
+
+def test_an_h200_replay_s_kernels_take_the_replay_line() -> None:
+    """A CUDA-graph program recorded on the H200 (no lines trace: one is built from its own
+    first step, the replay's launch labelled as the lines step labels it): every kernel its
+    cudaGraphLaunch replays takes the replay's line."""
+    from autoprof.analysis import load
+
+    events = load(H200_GRAPH).events
+    first = events[(events["step"] == int(events.loc[events["step"] >= 0, "step"].min()))]
+    ordered = first[(first["cat"] == "cpu_op") | (first["name"] == "cudaGraphLaunch")]
+    lines = [LinesOp(int(r.tid), str(r.name), float(r.ts_us),
+                     "/a/train.py:11 (step)" if r.name == "cudaGraphLaunch"
+                     else "/a/train.py:10 (step)", "")
+             for r in ordered.sort_values("ts_us").itertuples()]
+    rows = attribute(events, {0: lines}).rows
+    launches = events.index[events["name"] == "cudaGraphLaunch"]
+    replayed = events[events["launch_row"].isin(launches) & events["is_gpu_work"]]
+    assert len(launches) >= 3 and len(replayed) >= 100
+    assert (rows.loc[replayed.index, "source"] == "/a/train.py:11 (step)").all()
+    assert (rows.loc[launches, "source"] == "/a/train.py:11 (step)").all()
