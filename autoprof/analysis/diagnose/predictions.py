@@ -16,10 +16,13 @@ the number and the words are one change:
 `between_calls` is an opportunity of its own when at least MIN_BETWEEN_PCT of each profiled
 step passes between two calls and a DataLoader's `__next__` is its largest part (the
 caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or the
-caller's harness, not an input to overlap). The replay's host costs are scaled to the
-untraced calls first when the step is the call (the warm-up calls time the call alone); a
-cause whose gain exists only under the profiler (the replay, scaled to the untraced calls,
-predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a fix.
+caller's harness, not an input to overlap). The replay's host costs are first scaled to the
+untraced calls (metrics/replay/baseline.py): the whole host when the step is the call, the
+call's own host time when the step holds the caller's loop too (the warm-up calls time the
+call alone). `loader-workers` is predicted for WORKERS workers (`fixes.py`), no faster than
+they can fetch. A cause whose gain exists only under the profiler (the replay, scaled to
+the untraced calls, predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a
+fix.
 
 The order is what each named fix is predicted to give: the opportunities with a replayed
 prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
@@ -35,9 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.replay import ScaleHost, fit_host_scale
+from autoprof.analysis.metrics.replay.baseline import LOADER_NAME, host_baseline, loader_loop
 from autoprof.analysis.metrics.replay.changes import Change
-from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
+from autoprof.analysis.metrics.replay.fixes import WORKERS, FixName, predict_fix
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
 
 FIX_OF_CAUSE: dict[str, FixName] = {
@@ -53,24 +56,19 @@ FIX_HINTS: dict[FixName, str] = {
                    "tensors inside the step; accumulate on the device and read once",
     "pin-memory": "pin host memory (DataLoader(pin_memory=True)) and copy with "
                   "non_blocking=True so copies overlap compute",
-    "loader-workers": "the GPU waits for the next batch: DataLoader(num_workers=N, "
+    "loader-workers": f"the GPU waits for the next batch: DataLoader(num_workers={WORKERS}, "
                       "pin_memory=True, prefetch_factor=2) and non_blocking copies",
 }
 LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
              "the loop, or overlap it (a background thread, CUDA streams)")
-LOADER_NAME = "DataLoader.__next__"
-MIN_BETWEEN_PCT = 10.0
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
 
 
-def _baseline(events: pd.DataFrame, loop: Loop | None, untraced_us: float | None
-              ) -> list[Change]:
-    """The host costs scaled to the untraced call, when the step is the call."""
-    if untraced_us is None or untraced_us <= 0:
-        return []
-    if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT:
-        return []  # the untraced calls time the call alone, the step holds the loop too
-    return [ScaleHost(fit_host_scale(events, untraced_us))]
+def _baseline(events: pd.DataFrame, call: str | None, loop: Loop | None,
+              untraced_us: float | None) -> list[Change]:
+    """The host costs scaled to the untraced call (metrics/replay/baseline.py): the whole
+    host when the step is the call, the call's own host time when it holds the loop too."""
+    return host_baseline(events, call, loop, untraced_us)
 
 
 def _between(loop: Loop) -> dict[str, Any]:
@@ -121,10 +119,9 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     try:
         loop = loop_split(events, call) if call is not None else None
         out = list(opps)
-        if loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT and \
-                _loader_between(loop):
+        if loop is not None and loader_loop(loop):
             out.append(_between(loop))
-        baseline = _baseline(events, loop, untraced_us)
+        baseline = _baseline(events, call, loop, untraced_us)
         out = [_predicted(o, events, call, baseline) for o in out]
     except ValueError:
         return opps

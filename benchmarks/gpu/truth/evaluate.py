@@ -5,8 +5,9 @@
 Each DIR holds a `ground_truth.json` and the run folders it names (`drive.py`'s output,
 unpacked: `tests/data/gpu_h200_truth/`). For every workload, every fix of its ground truth
 that maps onto a named replay fix (`named_fix`) is replayed on the workload's run folder:
-the host costs are first scaled (`fit_host_scale`) so that the replayed step equals the
-profiler-free baseline iteration, then the fix's changes are replayed
+the host costs are first scaled (`metrics/replay/baseline.py`) so that the replayed step
+equals the profiler-free baseline iteration (when the step holds the caller's loop, the
+call's own host first to the run's untraced calls), then the fix's changes are replayed
 (`autoprof/analysis/metrics/replay/fixes.py`). *predicted* is the median over the profiled
 steps (min-max), *measured* the ratio of the medians of the whole iteration (baseline q1 /
 fix q3 to baseline q3 / fix q1), *error* (predicted - measured) / measured.
@@ -33,8 +34,11 @@ from typing import Any
 import numpy as np
 
 import autoprof
-from autoprof.analysis.metrics.replay import ScaleHost, fit_host_scale, predict_speedups
+from autoprof.analysis.metrics.replay import Change, predict_speedups
+from autoprof.analysis.metrics.replay.baseline import host_baseline
+from autoprof.analysis.metrics.replay.fixes import WORKERS as WORKERS_DEFAULT
 from autoprof.analysis.metrics.replay.fixes import FixName, fix_changes
+from autoprof.analysis.metrics.replay.loop import loop_split
 
 # the ground truth's fix names that are one replayed fix (the truth README describes each)
 FIX_OF: dict[str, FixName] = {
@@ -56,6 +60,12 @@ TUNED = ("sync_item", "sync_mask", "mlp_loader_w0", "cnn_loader_w4", "compiled_m
          "gpt2_large", "two_streams")
 TUNED_FOLDERS = ("gpu_h200_truth", "gpu_h200_truth_heldout")
 WITHIN = 0.25  # a prediction further than this from the measurement misses
+
+
+def workers_of(fix: str) -> int:
+    """The DataLoader workers a fix names (`workers8_...`: 8), else the named fix's default."""
+    got = re.match(r"^workers(\d+)", fix)
+    return int(got.group(1)) if got else WORKERS_DEFAULT
 
 
 def named_fix(fix: str) -> FixName | None:
@@ -114,16 +124,18 @@ class Folder:
         return [p for w in self.workloads for p in w.pairs]
 
 
-def host_scale(run: autoprof.Run, gt: dict[str, Any]) -> float:
-    """The ScaleHost factor that brings the replayed step to the untraced baseline."""
+def baseline_changes(run: autoprof.Run, gt: dict[str, Any]) -> list[Change]:
+    """The host scaled to the profiler-free baseline iteration (and, when the step holds the
+    caller's loop, the call's host to the run's own untraced calls): `host_baseline`."""
     baseline_us = 1000.0 * float(gt["stats"]["baseline"]["iter_ms"]["median"])
-    return fit_host_scale(run.events, baseline_us)
+    loop = loop_split(run.events, run.name)
+    return host_baseline(run.events, run.name, loop, run.analysis.untraced_call_us, baseline_us)
 
 
 def _pair(folder: str, name: str, fix: str, named: FixName, run: autoprof.Run,
-          scale: float, measured: dict[str, Any]) -> Pair:
-    got = predict_speedups(run.events, fix_changes(named, run.name),
-                           baseline=[ScaleHost(scale)])
+          baseline: list[Change], measured: dict[str, Any]) -> Pair:
+    got = predict_speedups(run.events, fix_changes(named, run.name, workers_of(fix)),
+                           baseline=baseline)
     return Pair(folder, name, fix, named, got.median, got.low, got.high,
                 float(measured["speedup"]), float(measured["lo"]), float(measured["hi"]))
 
@@ -145,13 +157,13 @@ def evaluate_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]
         return out
     try:
         run = autoprof.load(run_dir)
-        scale = host_scale(run, gt)
+        baseline = baseline_changes(run, gt)
         for fix, sp in speedups.items():
             named = named_fix(fix)
             if named is None:
                 notes.append(f"{name}: `{fix}` has no replayed fix")
                 continue
-            out.pairs.append(_pair(root.name, name, fix, named, run, scale, sp["iter"]))
+            out.pairs.append(_pair(root.name, name, fix, named, run, baseline, sp["iter"]))
     except (ValueError, KeyError, OSError) as e:
         notes.append(f"{name}: replay failed ({type(e).__name__}: {e})")
     if out.pairs:

@@ -31,8 +31,10 @@ def test_a_loader_in_the_callers_loop_is_an_opportunity_with_its_fix() -> None:
     assert top["cause"] == "between_calls" and top["fix"] == "loader-workers"
     assert top["where"][0]["name"] == "DataLoader.__next__"
     assert top["hint"] == FIX_HINTS["loader-workers"]
-    # measured by hand: 4 workers, pinned memory, non_blocking copies: 5.60x
-    assert top["predicted_speedup"] == pytest.approx(5.31, abs=0.02)
+    # measured by hand: 4 workers, pinned memory, non_blocking copies: 5.60x; the call
+    # scaled to the untraced calls, the profiled loop kept (its profiler-free pace is not in
+    # the run), each step no shorter than the 11 ms fetch over 4 workers
+    assert top["predicted_speedup"] == pytest.approx(4.71, abs=0.02)
     spread = top["predicted_spread"]
     assert spread["min"] <= spread["median"] <= spread["max"]
 
@@ -53,8 +55,8 @@ def test_a_sync_whose_gain_exists_only_under_the_profiler_is_no_fix() -> None:
 
 
 def test_the_top_opportunity_is_the_fix_predicted_to_gain_most() -> None:
-    """mlp_loader_w0: the loader's workers (predicted 5.3x) come before the CUDA graph of the
-    call (1.2x) although the breakdown lists host_launch first; bounds come last."""
+    """mlp_loader_w0: the loader's workers (predicted 4.7x) come before the CUDA graph of the
+    call (1.1x) although the breakdown lists host_launch first; bounds come last."""
     opps = _opps("mlp_loader_w0")
     assert (opps[0]["cause"], opps[0]["fix"]) == ("between_calls", "loader-workers")
     predicted = [o["predicted_speedup"] for o in opps if o["ranked_by"] == "predicted_speedup"]
@@ -75,7 +77,7 @@ def test_opportunities_with_only_a_bound_come_after_and_say_so() -> None:
 
 def test_the_text_shows_the_prediction_beside_the_bound() -> None:
     text = render_summary(_run("mlp_loader_w0").summary())
-    assert "loader-workers predicted 5.31x (" in text
+    assert "loader-workers predicted 4.71x (" in text
     assert "over steps), up to" in text
 
 

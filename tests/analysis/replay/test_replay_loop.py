@@ -65,7 +65,8 @@ def test_the_loader_fix_is_predicted_with_its_spread() -> None:
     spread = got["predicted_spread"]
     assert got["predicted_speedup"] == spread["median"]
     assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
-    assert spread["median"] == pytest.approx(5.31, abs=0.02)
+    # 4 workers fetch no faster than the 11 ms fetch over 4: the step's floor
+    assert spread["median"] == pytest.approx(4.89, abs=0.02)
 
 
 def test_a_call_that_is_not_in_the_trace_is_named() -> None:

@@ -55,10 +55,10 @@ def pairs() -> dict[tuple[str, str], Any]:
 
 # (workload, fix, predicted median, min, max over steps)
 PINNED = [
-    ("mlp_loader_w0", "workers4_pin_nonblocking", 5.31, 4.92, 6.52),
-    ("mlp_loader_w0", "pin_nonblocking", 1.01, 1.01, 1.01),
-    ("mlp_loader_w0", "no_loader", 5.39, 4.98, 6.61),
-    ("mlp_loader_w0", "cuda_graph", 1.22, 1.19, 1.24),
+    ("mlp_loader_w0", "workers4_pin_nonblocking", 5.49, 5.36, 5.55),
+    ("mlp_loader_w0", "pin_nonblocking", 1.00, 1.00, 1.01),
+    ("mlp_loader_w0", "no_loader", 8.84, 8.08, 10.78),
+    ("mlp_loader_w0", "cuda_graph", 1.11, 1.10, 1.13),
     ("gpt2_large", "cuda_graph", 1.05, 1.04, 1.05),
     ("sync_mask", "remove", 1.00, 1.00, 1.00),
     ("sync_mask", "where", 1.00, 1.00, 1.00),
@@ -68,15 +68,15 @@ PINNED = [
     ("mlp_loader_w4_pin", "workers8_pin_nonblocking", 1.06, 1.06, 1.13),
     ("mlp_loader_w4_pin", "no_loader", 1.07, 1.06, 1.14),
     ("mlp_loader_w4_pin", "cuda_graph", 4.65, 3.24, 5.18),
-    ("cnn_loader_w0_pin", "workers4_pin_nonblocking", 3.04, 2.88, 3.15),
-    ("cnn_loader_w0_pin", "no_loader", 3.05, 2.89, 3.16),
-    ("cnn_loader_w0_pin", "cuda_graph", 1.47, 1.20, 1.49),
-    ("cnn_loader_w4", "workers8_pin_nonblocking", 1.18, 1.16, 1.53),
+    ("cnn_loader_w0_pin", "workers4_pin_nonblocking", 3.89, 3.43, 4.02),
+    ("cnn_loader_w0_pin", "no_loader", 3.90, 3.44, 4.04),
+    ("cnn_loader_w0_pin", "cuda_graph", 1.33, 1.13, 1.34),
+    ("cnn_loader_w4", "workers8_pin_nonblocking", 1.17, 1.16, 1.49),
     ("cnn_loader_w4", "pin_nonblocking", 1.03, 1.02, 1.03),
-    ("cnn_loader_w4", "no_loader", 1.29, 1.26, 1.67),
+    ("cnn_loader_w4", "no_loader", 1.29, 1.26, 1.63),
     ("cnn_loader_w4", "cuda_graph", 2.05, 1.73, 2.54),
-    ("mlp_loader_inside", "workers4_pin_nonblocking", 5.06, 4.58, 5.15),
-    ("mlp_loader_inside", "no_loader", 5.10, 4.60, 5.18),
+    ("mlp_loader_inside", "workers4_pin_nonblocking", 5.06, 4.60, 5.09),
+    ("mlp_loader_inside", "no_loader", 5.13, 4.62, 5.20),
     ("mlp_loader_inside", "cuda_graph", 1.25, 1.24, 1.25),
     ("compiled_mlp", "cuda_graph", 9.91, 9.14, 10.18),
     ("sync_item", "remove", 1.01, 1.00, 1.01),
@@ -98,9 +98,9 @@ PINNED = [
 ]
 # (set, pairs, median |error| %, largest |error| %, pairs within 25%)
 SUMMARIES = [
-    ("tuned", 19, 14.4, 45.8, 14),
-    ("held out", 21, 13.2, 66.0, 15),
-    ("all", 40, 13.4, 66.0, 29),
+    ("tuned", 19, 9.4, 45.8, 15),
+    ("held out", 21, 12.8, 66.0, 15),
+    ("all", 40, 11.8, 66.0, 30),
 ]
 TOP_MISSES = {
     "gpt2_tiny": "compile_reduce_overhead",

@@ -23,11 +23,13 @@ graph over `traces/examples/eager_100` is replayed 12% shorter than the same ker
 Compute kernels that the change makes overlap on several streams more than in the trace
 share the GPU (processor sharing, `contention.py`). What it ignores: contention between
 back-to-back kernels (every kernel otherwise keeps its measured duration: the same 200
-kernels ran about 15% longer inside a CUDA graph than launched one by one), GPU clock changes and cache warm-up, memory allocation stalls and
-the caching allocator's behaviour under the change, dependencies between host threads other
-than through the main thread's clock (a thread's waits on another are replayed as measured
-host time; a non-main thread's idle time is dropped), the profiler's own cost unless
-`ScaleHost` (`fit_host_scale`) undoes it, work other ranks do (a collective keeps its
+kernels ran about 15% longer inside a CUDA graph than launched one by one), GPU clock
+changes and cache warm-up, memory allocation stalls and the caching allocator's behaviour
+under the change, dependencies between host threads other than through the main thread's
+clock (a thread's waits on another are replayed as measured host time; a non-main thread's
+idle time is dropped), the profiler's own cost unless `ScaleHost` (`fit_host_scale`,
+`baseline.py`) undoes it (one factor for the whole host, or one for the call and one for
+the caller's loop), work other ranks do (a collective keeps its
 measured time, its wait for the other ranks included), which stream a sync or an event names
 (inferred from the call order: `waits.py`), and what a fix changes beyond its record (a CUDA
 graph's captured kernels keep their durations; torch.compile's fusions are not modelled).

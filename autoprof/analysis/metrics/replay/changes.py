@@ -60,18 +60,25 @@ class RemoveSync:
 class OverlapBetweenCalls:
     """The host time of each step outside the decorated call (`call_region`: the caller's
     loop, a DataLoader's `__next__`) overlapped by loader workers: `remaining` of it is left
-    (0: hidden entirely). Launches and syncs there keep their own cost."""
+    (0: hidden entirely). Launches and syncs there keep their own cost. `keep_fetches`: the
+    DataLoader fetches there are left to a `HideLoader` (so the two never hide one stretch
+    twice)."""
 
     call_region: str
     remaining: float = 0.0
+    keep_fetches: bool = False
 
 
 @dataclass(frozen=True)
 class HideLoader:
     """The host time inside every DataLoader fetch (`DataLoader.__next__` rows, inside the
-    call or between calls) overlapped by loader workers: `remaining` of it is left."""
+    call or between calls) overlapped by loader workers: `remaining` of it is left.
+    `workers`: how many worker processes do the fetching; a step then takes at least its
+    measured fetch time over `workers` (they make batches no faster than that: the loader's
+    throughput bounds the loop). None: no bound (the batches come for free)."""
 
     remaining: float = 0.0
+    workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,9 +109,13 @@ class FasterKernels:
 class ScaleHost:
     """Every host cost (time between calls, each call's own cost) times `factor`: to undo the
     profiler's distortion, the untraced step time over the profiled host time. Launch
-    latencies, GPU work and the wake-up after a sync are not host costs and stay."""
+    latencies, GPU work and the wake-up after a sync are not host costs and stay.
+    `region` (a host row's name, the decorated call): only the host time inside its spans
+    (`inside`) or outside them (not `inside`: the caller's loop) is scaled."""
 
     factor: float
+    region: str | None = None
+    inside: bool = True
 
 
 Change = CudaGraph | RemoveSync | OverlapBetweenCalls | HideLoader | NonBlockingCopies | \

@@ -9,8 +9,9 @@ between two calls.
   `CudaGraph(call)`;
 - `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
 - `sync-free-cuda-graph`: the sync removed and the call captured whole;
-- `loader-workers`: DataLoader workers, `pin_memory`, `non_blocking` copies: the fetches and
-  the time between calls hidden (`OverlapBetweenCalls`, `HideLoader`), HtoD copies
+- `loader-workers`: `workers` DataLoader workers, `pin_memory`, `non_blocking` copies: the
+  fetches and the time between calls hidden (`OverlapBetweenCalls`, `HideLoader`), each step
+  no shorter than its measured fetch time over the workers (their throughput), HtoD copies
   non-blocking;
 - `pin-memory`: `pin_memory` and `non_blocking` copies alone: HtoD copies non-blocking;
 - `no-loader`: the batches already on the device (the bound of perfect overlap): the
@@ -42,29 +43,34 @@ FixName = Literal["cuda-graph", "remove-sync", "sync-free-cuda-graph", "loader-w
                   "pin-memory", "no-loader"]
 FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "sync-free-cuda-graph",
                                   "loader-workers", "pin-memory", "no-loader")
+WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
 
 
-def fix_changes(fix: FixName, call: str) -> list[Change]:
-    """The replay changes of the named fix on a run whose call row is named `call`."""
+def fix_changes(fix: FixName, call: str, workers: int = WORKERS) -> list[Change]:
+    """The replay changes of the named fix on a run whose call row is named `call`
+    (`workers`: the DataLoader workers `loader-workers` starts)."""
     table: dict[FixName, list[Change]] = {
         "cuda-graph": [CudaGraph(call)],
         "remove-sync": [RemoveSync()],
         "sync-free-cuda-graph": [RemoveSync(), CudaGraph(call)],
-        "loader-workers": [OverlapBetweenCalls(call), HideLoader(), NonBlockingCopies()],
+        "loader-workers": [HideLoader(workers=workers),
+                           OverlapBetweenCalls(call, keep_fetches=True), NonBlockingCopies()],
         "pin-memory": [NonBlockingCopies()],
-        "no-loader": [OverlapBetweenCalls(call), HideLoader(), _GONE],
+        "no-loader": [HideLoader(), OverlapBetweenCalls(call, keep_fetches=True), _GONE],
     }
     return table[fix]
 
 
 def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
-                baseline: Sequence[Change] = (), rank: int | None = None) -> dict[str, Any]:
+                baseline: Sequence[Change] = (), rank: int | None = None,
+                workers: int = WORKERS) -> dict[str, Any]:
     """The named fix's replayed speedup as the summary shows it: `fix`, `predicted_speedup`
     (the median over the profiled steps, the number the what-if reads) and
     `predicted_spread` (median, quartiles, min and max over the steps); `baseline`: changes
     applied to both sides first (a `ScaleHost` to the untraced call)."""
-    got = predict_speedups(events, fix_changes(fix, call), rank=rank, baseline=baseline)
+    got = predict_speedups(events, fix_changes(fix, call, workers), rank=rank,
+                           baseline=baseline)
     return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
         "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}

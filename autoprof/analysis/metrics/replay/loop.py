@@ -149,10 +149,26 @@ def input_bound(loop: Loop) -> InputBound | None:
     if not len(loop.steps) or share.median < INPUT_BOUND_PCT:
         return None
     top = loop.where.iloc[0]["name"] if len(loop.where) else UNTRACED
-    where = "untraced code of the caller's loop" if top == UNTRACED else str(top)
-    reason = (f"{share.median:.0f}% of each iteration passes between calls, in {where}: "
-              "the GPU waits for the next batch")
+    where = where_text(str(top))
+    return InputBound(share, where, input_bound_reason(share, where, True))
+
+
+def where_text(top: str) -> str:
+    """How a reason names the largest part of the time between calls."""
+    return "untraced code of the caller's loop" if top == UNTRACED else top
+
+
+def input_bound_reason(share: Spread, where: str, has_gpu: bool) -> str:
+    """The reason of an `input-bound` verdict: the share between calls, where, what waits,
+    and the spread when steps fall on both sides of INPUT_BOUND_PCT."""
+    if not has_gpu:
+        waits = "the caller's loop, not the function, takes most of each iteration"
+    elif where == "DataLoader.__next__":
+        waits = "the GPU waits for the next batch"
+    else:
+        waits = "the GPU waits for the caller's loop"
+    reason = f"{share.median:.0f}% of each iteration passes between calls, in {where}: {waits}"
     if share.low < INPUT_BOUND_PCT:
         reason += (f" (mixed across steps: {share.low:.0f}-{share.high:.0f}% between calls; "
                    "a rerun could give another verdict)")
-    return InputBound(share, where, reason)
+    return reason

@@ -21,6 +21,7 @@ from autoprof.analysis.metrics.replay.changes import Change, ScaleHost
 from autoprof.analysis.metrics.replay.graph import Graph, build_graph
 from autoprof.analysis.metrics.replay.simulate import (
     Calibration,
+    Plan,
     Timeline,
     calibrate,
     measured,
@@ -98,7 +99,8 @@ def _host_busy(g: Graph, t: Timeline, plan_cost: np.ndarray, step: int,
     return max(hi - lo - float(waiting), 0.0)
 
 
-def _results(g: Graph, t: Timeline, plan_cost: np.ndarray) -> list[ReplayResult]:
+def _results(g: Graph, t: Timeline, plan: Plan) -> list[ReplayResult]:
+    plan_cost = plan.call_cost_us
     start, end = _windows(g, t)
     m_start, m_end = _windows(g, measured(g))
     replayed = g.item_call >= 0
@@ -107,7 +109,8 @@ def _results(g: Graph, t: Timeline, plan_cost: np.ndarray) -> list[ReplayResult]
     for k, number in enumerate(g.steps.tolist()):
         mine = item_step == k
         out.append(ReplayResult(
-            step=int(number), step_us=float(end[k] - start[k]),
+            step=int(number), step_us=max(float(end[k] - start[k]),
+                                          float(plan.step_floor_us[k])),
             measured_step_us=float(m_end[k] - m_start[k]),
             host_busy_us=_host_busy(g, t, plan_cost, k, float(start[k]), float(end[k])),
             gpu_busy_us=union_length(t.item_start_us[mine], t.item_end_us[mine])))
@@ -120,7 +123,7 @@ def replay_steps(events: pd.DataFrame, changes: Sequence[Change] = (), *,
     """Every profiled step of one rank replayed with `changes` applied, in step order."""
     g = build_graph(events, rank)
     plan = apply_changes(g, calibrate(g, calibration), changes)
-    return _results(g, simulate(g, plan), plan.call_cost_us)
+    return _results(g, simulate(g, plan), plan)
 
 
 def replay_step(events: pd.DataFrame, step: int, changes: Sequence[Change] = (), *,
@@ -138,9 +141,9 @@ def _speedups(events: pd.DataFrame, changes: Sequence[Change], rank: int | None,
               ) -> list[tuple[int, float]]:
     g = build_graph(events, rank)
     base_plan = apply_changes(g, calibrate(g, calibration), baseline)
-    base = _results(g, simulate(g, base_plan), base_plan.call_cost_us)
+    base = _results(g, simulate(g, base_plan), base_plan)
     plan = apply_changes(g, base_plan, changes)
-    changed = _results(g, simulate(g, plan), plan.call_cost_us)
+    changed = _results(g, simulate(g, plan), plan)
     return [(b.step, b.step_us / c.step_us if c.step_us > 0 else float("nan"))
             for b, c in zip(base, changed, strict=True)]
 
@@ -173,23 +176,28 @@ def replay_error(events: pd.DataFrame, *, rank: int | None = None,
 
 
 def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int | None = None,
-                   calibration: Calibration = "median", iterations: int = 40) -> float:
-    """The `ScaleHost` factor (in (0, 1]) at which the replayed median step time equals
-    `untraced_step_us`, the step timed without the profiler (a warm-up call, a wait step):
-    how much of the profiled host time is the profiler's. 1.0 when the untraced step is not
-    shorter than the replay; the smallest factor tried when even a free host is slower (the
-    GPU side bounds the step)."""
+                   calibration: Calibration = "median", iterations: int = 40,
+                   region: str | None = None, inside: bool = True,
+                   before: Sequence[Change] = (), measure: Sequence[Change] = (),
+                   highest: float = 1.0) -> float:
+    """The `ScaleHost` factor (in (0, `highest`]) at which the replayed median step time
+    equals `untraced_step_us`, the step timed without the profiler (a warm-up call, a wait
+    step): how much of the profiled host time is the profiler's. `region` and `inside` say
+    which host time is scaled (`ScaleHost`); `before`: changes applied first and kept (a scale
+    already fitted); `measure`: changes applied after the scale only to time what the
+    reference timed (the caller's loop removed, to time the call alone). `highest` when even
+    that scale is too fast (1.0 by default: the profiler never makes the host faster); the
+    smallest factor tried when even a free host is slower (the GPU side bounds the step)."""
     g = build_graph(events, rank)
-    base = calibrate(g, calibration)
+    base = apply_changes(g, calibrate(g, calibration), before)
 
     def median_step_us(factor: float) -> float:
-        plan = apply_changes(g, base, [ScaleHost(factor)])
-        return float(np.median([r.step_us for r in _results(g, simulate(g, plan),
-                                                              plan.call_cost_us)]))
+        plan = apply_changes(g, base, [ScaleHost(factor, region, inside), *measure])
+        return float(np.median([r.step_us for r in _results(g, simulate(g, plan), plan)]))
 
-    if median_step_us(1.0) <= untraced_step_us:
-        return 1.0
-    lo, hi = 0.0, 1.0  # median_step_us(hi) > untraced_step_us throughout
+    if median_step_us(highest) <= untraced_step_us:
+        return highest
+    lo, hi = 0.0, highest  # median_step_us(hi) > untraced_step_us throughout
     for _ in range(iterations):
         mid = (lo + hi) / 2
         if median_step_us(mid) > untraced_step_us:

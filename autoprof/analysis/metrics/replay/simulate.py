@@ -69,9 +69,17 @@ class Plan:
     item_gap_us: np.ndarray
     latency_us: float  # the trace's median launch latency
     launch_us: float  # the trace's median host cost of a launch
+    step_floor_us: np.ndarray  # per step: the least it can take (a loader's throughput)
+    # per call: the pace (a ScaleHost's factor) of its host stretch inside `pace_region`'s
+    # spans and outside them (one pace for the whole stretch without a region)
+    pace_in: np.ndarray
+    pace_out: np.ndarray
+    pace_region: str | None = None
 
     def copy(self) -> Plan:
         return replace(self, call_cost_us=self.call_cost_us.copy(),
+                       step_floor_us=self.step_floor_us.copy(),
+                       pace_in=self.pace_in.copy(), pace_out=self.pace_out.copy(),
                        call_gap_us=self.call_gap_us.copy(),
                        call_wake_us=self.call_wake_us.copy(),
                        call_waits=[list(w) for w in self.call_waits],
@@ -147,7 +155,9 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
     return Plan(call_cost_us=cost, call_gap_us=gap, base_gap_us=gap.copy(), call_wake_us=wake,
                 call_waits=[list(w) for w in g.call_waits],
                 item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
-                item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med)
+                item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med,
+                step_floor_us=np.zeros(len(g.steps)), pace_in=np.ones(g.n_calls),
+                pace_out=np.ones(g.n_calls))
 
 
 def _sync_terms(g: Graph, mode: Calibration, launch_med: float

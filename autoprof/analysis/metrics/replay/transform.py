@@ -5,17 +5,19 @@
   run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
-- `HideLoader`: the host time inside DataLoader fetches goes (on every thread).
+- `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
+  `workers`, each step takes at least its fetch time over the workers.
 - `NonBlockingCopies`: the copy loses its wait, its call costs a launch, the copy runs
   `speedup` times faster.
 - `FasterKernels`: the matching kernels' durations are divided by `factor`.
-- `ScaleHost`: every host cost is multiplied by `factor`.
+- `ScaleHost`: every host cost (or those inside or outside a region) is multiplied by
+  `factor`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -44,8 +46,7 @@ def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
     plan = base.copy()
     for change in changes:
         if isinstance(change, ScaleHost):
-            plan.call_cost_us *= change.factor
-            plan.call_gap_us *= change.factor
+            _scale_host(g, plan, change)
         elif isinstance(change, RemoveSync):
             _remove_syncs(g, plan, change.op)
         elif isinstance(change, OverlapBetweenCalls):
@@ -101,6 +102,59 @@ def _inside(spans: Coverage, ts: float) -> int:
     return k if k >= 0 and ts < spans.e[k] else -1
 
 
+def _minus(a: Coverage, b: Coverage) -> Coverage:
+    """The parts of `a`'s spans outside `b`'s."""
+    starts: list[float] = []
+    ends: list[float] = []
+    for lo, hi in zip(a.s.tolist(), a.e.tolist(), strict=True):
+        k = int(np.searchsorted(b.e, lo, "right"))
+        at = lo
+        while k < len(b.s) and b.s[k] < hi:
+            if b.s[k] > at:
+                starts.append(at)
+                ends.append(float(b.s[k]))
+            at = max(at, float(b.e[k]))
+            k += 1
+        if at < hi:
+            starts.append(at)
+            ends.append(hi)
+    return Coverage(np.asarray(starts, float), np.asarray(ends, float))
+
+
+Measure = Callable[[float, float], float]
+
+
+def _take(g: Graph, plan: Plan, c: int, measured: Measure, region: Coverage | None) -> float:
+    """The plan's host time for the part of call `c`'s measured stretch that `measured`
+    names (its measured length in [lo, hi]), each part at its pace (`Plan.pace_in` inside
+    the region the host was scaled in, `pace_out` outside)."""
+    lo, hi = float(g.call_gap_lo_us[c]), float(g.call_ts_us[c])
+    total = measured(lo, hi)
+    if total <= 0:
+        return 0.0
+    if region is None:
+        return total * float(plan.pace_out[c])
+    inside = 0.0
+    k = int(np.searchsorted(region.e, lo, "right"))
+    while k < len(region.s) and region.s[k] < hi:
+        inside += measured(max(lo, float(region.s[k])), min(hi, float(region.e[k])))
+        k += 1
+    inside = min(inside, total)
+    return inside * float(plan.pace_in[c]) + (total - inside) * float(plan.pace_out[c])
+
+
+def _pace_spans(g: Graph, plan: Plan) -> Coverage | None:
+    return _spans(g, plan.pace_region) if plan.pace_region is not None else None
+
+
+def _hide(g: Graph, plan: Plan, c: int, measured: Measure, region: Coverage | None,
+          share: float = 1.0) -> float:
+    """Remove `share` of the named part of call `c`'s stretch; the plan's time it held."""
+    took = _take(g, plan, c, measured, region)
+    plan.call_gap_us[c] = max(plan.call_gap_us[c] - share * took, 0.0)
+    return took
+
+
 # --- the changes ----------------------------------------------------------------------------
 
 def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
@@ -110,27 +164,60 @@ def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
             plan.call_waits[c] = []
 
 
+def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
+    if change.region is None:
+        plan.call_cost_us *= change.factor
+        plan.call_gap_us *= change.factor
+        plan.pace_in *= change.factor
+        plan.pace_out *= change.factor
+        return
+    if plan.pace_region not in (None, change.region):
+        raise ValueError("replay: the host is scaled inside one region at most")
+    plan.pace_region = change.region
+    spans = _spans(g, change.region)
+    gap_us = g.busy_gap_us()
+    pace = plan.pace_in if change.inside else plan.pace_out
+    for c in range(g.n_calls):
+        wall = float(g.call_ts_us[c] - g.call_gap_lo_us[c])
+        if wall > 0:
+            share = _removed(g, spans, c) / wall
+            share = share if change.inside else 1.0 - share
+            # the part's own time at its pace (a non-main thread's stretch: its busy time)
+            part = min(max(share, 0.0), 1.0) * gap_us[c] * pace[c]
+            plan.call_gap_us[c] = max(plan.call_gap_us[c] + (change.factor - 1.0) * part, 0.0)
+        if (_inside(spans, float(g.call_ts_us[c])) >= 0) == change.inside:
+            plan.call_cost_us[c] *= change.factor
+    pace *= change.factor
+
+
 def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) -> None:
     steps = _spans(g, None)
     calls = _spans(g, change.call_region)
-    hidden = 1.0 - change.remaining
-    gap_us = g.busy_gap_us()
+    fetches = _minus(_not_capturable(g), calls) if change.keep_fetches else None
+    region = _pace_spans(g, plan)
+
+    def measured(lo: float, hi: float) -> float:
+        out = steps.covered(lo, hi) - calls.covered(lo, hi)
+        return out - (fetches.covered(lo, hi) if fetches is not None else 0.0)
+
     for c in np.flatnonzero(g.call_thread == g.main_thread).tolist():
-        outside = _removed(g, steps, c) - _removed(g, calls, c)
-        scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
-        plan.call_gap_us[c] = max(plan.call_gap_us[c] - hidden * max(outside, 0.0) * scale,
-                                  0.0)
+        _hide(g, plan, c, measured, region, 1.0 - change.remaining)
 
 
 def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
     fetches = _not_capturable(g)
-    hidden = 1.0 - change.remaining
-    gap_us = g.busy_gap_us()
+    region = _pace_spans(g, plan)
+    fetch_us = np.zeros(len(g.steps))  # each step's fetch time at the plan's host pace
     for c in range(g.n_calls):
-        inside = _removed(g, fetches, c)
-        if inside > 0:
-            scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
-            plan.call_gap_us[c] = max(plan.call_gap_us[c] - hidden * inside * scale, 0.0)
+        took = _hide(g, plan, c, fetches.covered, region, 1.0 - change.remaining)
+        # other threads' stretches span the fetch too; the workers fetch in processes of
+        # their own, at most at the profiled pace (a loop slower untraced is its process
+        # contending, not the fetch's work)
+        if took > 0 and g.call_thread[c] == g.main_thread:
+            fetch_us[g.call_step[c]] += min(took, fetches.covered(
+                float(g.call_gap_lo_us[c]), float(g.call_ts_us[c])))
+    if change.workers:
+        plan.step_floor_us = np.maximum(plan.step_floor_us, fetch_us / change.workers)
 
 
 def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
@@ -175,12 +262,13 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     spans = _spans(g, change.region)
     kept = _not_capturable(g)
     seen: set[int] = set()
-    gap_us = g.busy_gap_us()
+    region = _pace_spans(g, plan)
+
+    def measured(lo: float, hi: float) -> float:
+        return max(spans.covered(lo, hi) - kept.covered(lo, hi), 0.0)
+
     for c in range(g.n_calls):
-        removed = max(_removed(g, spans, c) - _removed(g, kept, c), 0.0)
-        if removed > 0:
-            scale = plan.call_gap_us[c] / max(gap_us[c], 1e-12)
-            plan.call_gap_us[c] = max(plan.call_gap_us[c] - removed * scale, 0.0)
+        _hide(g, plan, c, measured, region)
         if g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
             continue
         span = _inside(spans, float(g.call_ts_us[c]))

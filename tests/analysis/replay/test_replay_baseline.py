@@ -1,0 +1,81 @@
+"""The replay brought to the untraced pace (metrics/replay/baseline.py), the host scaled
+inside or outside the call, and loader workers that fetch no faster than their count allows;
+times in microseconds."""
+
+from __future__ import annotations
+
+import pytest
+from support.attrbuild import Trace
+
+from autoprof.analysis.metrics.replay import (
+    HideLoader,
+    OverlapBetweenCalls,
+    ScaleHost,
+    replay_step,
+)
+from autoprof.analysis.metrics.replay.baseline import host_baseline
+from autoprof.analysis.metrics.replay.fixes import fix_changes
+from autoprof.analysis.metrics.replay.loop import loop_split
+
+FETCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def loader_loop() -> Trace:
+    """Two steps: a 60 us DataLoader fetch between calls, then the call `train_step` (40 us
+    of host time launching one 2 us kernel at its end)."""
+    t = Trace()
+    for k, at in enumerate((0.0, 100.0)):
+        t.step(k + 1, at, 100).cpu(FETCH, at, 60).region("train_step", at + 60, 40) \
+            .launch(at + 92, 5, at + 98, 2)
+    return t
+
+
+def test_the_host_scaled_inside_or_outside_the_call() -> None:
+    ev = loader_loop().frame()
+    assert replay_step(ev, 1).step_us == pytest.approx(100.0)
+    # the call's host halved: 60 + 32 / 2 before the launch + its 5 / 2, then the kernel's
+    # 1 us latency and 2 us
+    assert replay_step(ev, 1, [ScaleHost(0.5, "train_step")]).step_us == pytest.approx(
+        60.0 + 16.0 + 2.5 + 1.0 + 2.0, abs=0.2)
+    # the loop's 60 us halved: 70 us
+    assert replay_step(ev, 1, [ScaleHost(0.5, "train_step", inside=False)]).step_us == \
+        pytest.approx(70.0, abs=0.5)
+
+
+def test_workers_fetch_no_faster_than_their_count_allows() -> None:
+    ev = loader_loop().frame()
+    hidden = [OverlapBetweenCalls("train_step", keep_fetches=True)]
+    assert replay_step(ev, 1, [HideLoader(), *hidden]).step_us == pytest.approx(40.0, abs=0.5)
+    # one worker makes a batch in the 60 us the fetch took: the step takes 60 us
+    assert replay_step(ev, 1, [HideLoader(workers=1), *hidden]).step_us == \
+        pytest.approx(60.0, abs=0.5)
+    # four of them: 15 us a batch, under the call's 40 us
+    assert replay_step(ev, 1, [HideLoader(workers=4), *hidden]).step_us == \
+        pytest.approx(40.0, abs=0.5)
+    assert replay_step(ev, 1, fix_changes("loader-workers", "train_step", 2)).step_us == \
+        pytest.approx(40.0, abs=0.5)
+
+
+def test_a_loader_loop_scales_the_call_to_the_untraced_calls_and_keeps_the_loop() -> None:
+    ev = loader_loop().frame()
+    loop = loop_split(ev, "train_step")
+    # the untraced call took 20 us: the call's host at half its pace; no untraced iteration
+    changes = host_baseline(ev, "train_step", loop, untraced_call_us=20.0)
+    assert len(changes) == 1 and isinstance(changes[0], ScaleHost)
+    assert (changes[0].region, changes[0].inside) == ("train_step", True)
+    assert changes[0].factor == pytest.approx(0.5, abs=0.02)
+    # an untraced iteration of 140 us: the loop's 60 us take 120 (the call's 20 and the
+    # kernel's tail after it stay)
+    both = host_baseline(ev, "train_step", loop, 20.0, untraced_step_us=140.0)
+    assert isinstance(both[1], ScaleHost) and not both[1].inside
+    assert both[1].factor == pytest.approx(2.0, abs=0.05)
+    assert replay_step(ev, 1, both).step_us == pytest.approx(140.0, abs=1.0)
+
+
+def test_a_step_that_is_the_call_scales_every_host_cost() -> None:
+    t = Trace().step(1, 0, 100).region("train_step", 0, 100).launch(90, 5, 96, 2)
+    ev = t.frame()
+    changes = host_baseline(ev, "train_step", loop_split(ev, "train_step"), 50.0)
+    assert len(changes) == 1 and isinstance(changes[0], ScaleHost)
+    assert changes[0].region is None
+    assert replay_step(ev, 1, changes).step_us == pytest.approx(50.0, abs=0.5)
