@@ -266,6 +266,7 @@ def _case(rows: list[dict[str, Any]], what: str, expected: str,
     detectable = [r["min_detectable_pct"] for r in rows if r["min_detectable_pct"] is not None]
     return {"what": what, "expected": expected, "planted_op": op, "n": len(rows),
             "right": sum(_right(r, expected, op) for r in rows),
+            "cause_first": sum(op is not None and r["first"] == op for r in rows),
             "verdicts": {v: sum(r["verdict"] == v for r in rows)
                          for v in sorted({r["verdict"] for r in rows})},
             "median_change_pct": statistics.median(changes) if changes else None,
@@ -306,8 +307,9 @@ def _pct(value: float | None) -> str:
 
 
 def table(results: dict[str, Any]) -> str:
-    lines = ["| judged on | case | n | expected | right | verdicts | median change | "
-             "median min. detectable |", "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |"]
+    lines = ["| judged on | case | n | expected | right | planted op first (any verdict) | "
+             "verdicts | median change | median min. detectable |",
+             "| --- | --- | ---: | --- | ---: | ---: | --- | ---: | ---: |"]
     for judged, cases in results.items():
         if judged == "unread":
             continue
@@ -317,7 +319,8 @@ def table(results: dict[str, Any]) -> str:
             verdicts = ", ".join(f"{v} {n}" for v, n in case["verdicts"].items())
             detectable = case["median_min_detectable_pct"]
             lines.append(f"| {judged.replace('_', ' ')} | {case['what']} | {case['n']} | "
-                         f"{expected} | {case['right']} | {verdicts} | "
+                         f"{expected} | {case['right']} | "
+                         f"{case['cause_first'] if case['planted_op'] else ''} | {verdicts} | "
                          f"{_pct(case['median_change_pct'])} | "
                          f"{'n/a' if detectable is None else f'{detectable:.1f}%'} |")
     return "\n".join(lines)
