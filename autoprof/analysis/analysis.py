@@ -177,10 +177,12 @@ class Analysis:
 
     @cached_property
     def profiler_overhead(self) -> dict[str, Any]:
-        """The profiler's share of a step, from the untraced calls (profiler_overhead.py)."""
+        """The profiler's share of a call, from the untraced calls (profiler_overhead.py): the
+        steps less their time between calls, which an untraced call does not hold."""
         from autoprof.analysis.metrics.profiler_overhead import profiler_overhead
 
-        return profiler_overhead(self.breakdown, self.record, self.overhead.kernels > 0)
+        return profiler_overhead(self.breakdown.within_call(), self.record,
+                                 self.overhead.kernels > 0)
 
     @cached_property
     def steps(self) -> pd.DataFrame:

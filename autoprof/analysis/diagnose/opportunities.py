@@ -6,7 +6,10 @@
 | host_untraced | 16.1 | 11.1 | 1.1 | between ops in seed_n64 16.1 |
 
 `max_speedup` = step / (step - bucket): the speed-up if the cause vanished and nothing else
-changed (an upper bound: removing host work can expose GPU time it hid). `gpu_compute` is not
+changed (an upper bound: removing host work can expose GPU time it hid). A bucket counts its
+time inside the call only (`Breakdown.within_call`), over the whole step: the time between
+calls, the caller's loop, is the `between_calls` opportunity's (diagnose/predictions.py), never
+offered twice; its holders are named apart (`Breakdown.between_where`). `gpu_compute` is not
 an opportunity here (the efficiency analysis says how well that time is used). On a CPU-only
 run `host_cpu_work` is the step itself, so its place goes to the heaviest ops, each bounded
 on its own (cpu_bounds.py).
@@ -69,9 +72,10 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
     if not step_us > 0:
         return []
     has_gpu = bool(steps[[f"{b}_us" for b in BUCKETS[:3]]].to_numpy().sum() > 0)
+    inside = bd.within_call().steps  # each bucket inside the call
     out = []
     for bucket in BUCKETS[1:]:
-        us = float(steps[f"{bucket}_us"].mean())
+        us = float(inside[f"{bucket}_us"].mean())
         pct = 100.0 * us / step_us
         if pct < MIN_PCT:
             continue

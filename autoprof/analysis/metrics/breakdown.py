@@ -17,23 +17,36 @@ holds (docs/analysis.md, "breakdown", has the boundary cases):
 
 autoprof's own work is no bucket: rows under an `autoprof::` label and, in an autoprof run
 (the decorated call is a region named after the run, directly inside each `ProfilerStep#N`),
-the step's CPU time outside that region. Where the GPU is idle during it, that time leaves
-the step (`autoprof_us`); where the GPU runs, the GPU bucket keeps it.
+the tail of each step after that region (its bookkeeping and torch's `prof.step()`:
+breakdown_loop.py). Where the GPU is idle during it, that time leaves the step
+(`autoprof_us`); where the GPU runs, the GPU bucket keeps it. The rest of the step outside
+the call is the caller's loop, bucketed like the call: `between_calls_us` is the part of
+`step_us` in which the host is between two calls and no GPU work runs (GPU work running then,
+the call's own launched before it returned, stays in the GPU buckets, not between calls).
 
-| step | step_us | gpu_compute_us | host_launch_us | host_sync_us | ... | autoprof_us |
+| step | step_us | gpu_compute_us | host_cpu_work_us | ... | autoprof_us | between_calls_us |
 | --- | --- | --- | --- | --- | --- | --- |
-| 2 | 145.0 | 3.1 | 120.4 | 0.0 | ... | 180.2 |
+| 2 | 14062.1 | 377.9 | 11135.0 | ... | 18.2 | 11103.6 |
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in, subtree
+from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in
+from autoprof.analysis.metrics.breakdown_loop import (
+    WHERE_BETWEEN_COLUMNS,
+    between_mask,
+    between_where,
+    drain_ends,
+    foreign_work,
+    tail_intervals,
+    windows,
+)
 from autoprof.analysis.metrics.breakdown_where import (
     WHERE_COLUMNS,
     Rows,
@@ -46,7 +59,6 @@ from autoprof.analysis.metrics.stats import (
     name_matches,
     ranks_of,
     require_columns,
-    step_rows,
 )
 from autoprof.analysis.metrics.steps import launch_mask
 from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
@@ -62,43 +74,110 @@ _EXCLUDED = len(BUCKETS)  # the code of autoprof's own, GPU-idle time
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
 
 STEP_COLUMNS = ["rank", "step", "start_us", "end_us", "step_us",
-                *[f"{b}_us" for b in BUCKETS], "autoprof_us"]
+                *[f"{b}_us" for b in BUCKETS], "autoprof_us", "between_calls_us"]
+BETWEEN_COLUMNS = ["rank", "step", *[f"{b}_us" for b in BUCKETS]]
+TOP_BETWEEN = 3  # names of the time between calls in the mean
 
 _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us", "step", "rank",
           "parent", "op_row"]
+_OPTIONAL = ["tid"]  # names the caller's thread between calls; one thread without it
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
 
 
 @dataclass(frozen=True)
 class Breakdown:
     """`steps`: one row per (rank, step) with the bucket times (STEP_COLUMNS);
-    `where`: per rank and bucket, the time each op or region holds (WHERE_COLUMNS), summed
-    over the steps."""
+    `where`: per rank and bucket, the time each op or region holds outside the time between
+    calls (WHERE_COLUMNS), summed over the steps; `between`: per step, each bucket's time
+    between calls (BETWEEN_COLUMNS, NaN for a step without a call); `between_where`: per
+    rank, what the caller's loop does in the GPU-idle time between calls (`rank`, `name`,
+    `us` summed over the steps)."""
 
     steps: pd.DataFrame
     where: pd.DataFrame
+    between: pd.DataFrame = field(default_factory=lambda: _empty(BETWEEN_COLUMNS))
+    between_where: pd.DataFrame = field(
+        default_factory=lambda: _empty(WHERE_BETWEEN_COLUMNS))
 
     def for_rank(self, rank: int | None) -> Breakdown:
         if rank is None:
             return self
-        return Breakdown(self.steps[self.steps["rank"] == rank].reset_index(drop=True),
-                         self.where[self.where["rank"] == rank].reset_index(drop=True))
+
+        def of(df: pd.DataFrame) -> pd.DataFrame:
+            return df[df["rank"] == rank].reset_index(drop=True)
+
+        return Breakdown(of(self.steps), of(self.where), of(self.between),
+                         of(self.between_where))
+
+    def within_call(self) -> Breakdown:
+        """The steps less their time between calls: each bucket and `step_us` counted inside
+        the call only (what an untraced call of the function is compared with)."""
+        steps = self.steps.copy()
+        between = self.between.set_index(["rank", "step"]).reindex(
+            pd.MultiIndex.from_frame(steps[["rank", "step"]])).fillna(0.0)
+        for b in BUCKETS:
+            steps[f"{b}_us"] = steps[f"{b}_us"].to_numpy() - between[f"{b}_us"].to_numpy()
+        steps["step_us"] = steps[[f"{b}_us" for b in BUCKETS]].sum(axis=1)
+        steps["between_calls_us"] = np.where(steps["between_calls_us"].isna(), np.nan, 0.0)
+        return Breakdown(steps, self.where, _empty(BETWEEN_COLUMNS),
+                         _empty(WHERE_BETWEEN_COLUMNS))
 
     def mean(self) -> dict[str, object]:
         """The summary's `breakdown`: mean step time and mean bucket times over the steps,
-        `autoprof_us` (autoprof's own time left out, mean) and `per_step` (each step's)."""
+        `autoprof_us` (autoprof's own time left out, mean), the time between calls
+        (breakdown_between.between_summary) and `per_step` (each step's)."""
         steps = self.steps
         n = len(steps)
         step_us = float(steps["step_us"].mean()) if n else 0.0
         buckets = {b: float(steps[f"{b}_us"].mean()) if n else 0.0 for b in BUCKETS}
         pct = {b: 100.0 * v / step_us if step_us > 0 else 0.0 for b, v in buckets.items()}
+        between = self.between.set_index(["rank", "step"])
         per_step = [{"rank": int(r["rank"]), "step": int(r["step"]),
                      "step_us": float(r["step_us"]),
-                     "buckets_us": {b: float(r[f"{b}_us"]) for b in BUCKETS}}
+                     "buckets_us": {b: float(r[f"{b}_us"]) for b in BUCKETS},
+                     **_step_between(between, r)}
                     for r in steps.to_dict(orient="records")]
         return {"step_us": step_us, "buckets_us": buckets, "buckets_pct": pct,
                 "steps": n,
                 "autoprof_us": float(steps["autoprof_us"].mean()) if n else 0.0,
+                **_mean_between(self, step_us),
                 "per_step": per_step}
+
+
+def _step_between(between: pd.DataFrame, row: dict[str, object]) -> dict[str, object]:
+    """One step's time between calls, in all and per bucket (None without a call)."""
+    us = row.get("between_calls_us")
+    key = (row["rank"], row["step"])
+    if not isinstance(us, float) or not np.isfinite(us) or key not in between.index:
+        return {"between_calls_us": None, "between_calls_buckets_us": None}
+    got = between.loc[key]
+    if isinstance(got, pd.DataFrame):  # a step number twice in one rank: the first
+        got = got.iloc[0]
+    return {"between_calls_us": us,
+            "between_calls_buckets_us": {b: float(got[f"{b}_us"]) for b in BUCKETS}}
+
+
+def _mean_between(bd: Breakdown, step_us: float) -> dict[str, object]:
+    """`between_calls_us` (mean over the steps with a call), its share of the mean step
+    `between_calls_pct`, per bucket `between_calls_buckets_us`, and `between_calls_where`
+    (what the caller's loop does with the GPU idle, largest first); None without a call."""
+    has = bd.steps["between_calls_us"].notna() if len(bd.steps) else pd.Series(dtype=bool)
+    if not bool(has.any()):
+        return {"between_calls_us": None, "between_calls_pct": None,
+                "between_calls_buckets_us": None, "between_calls_where": []}
+    us = float(bd.steps.loc[has, "between_calls_us"].mean())
+    buckets = {b: float(bd.between[f"{b}_us"].mean()) for b in BUCKETS}
+    n = int(has.sum())
+    names = bd.between_where.groupby("name", sort=False)["us"].sum().sort_values(
+        ascending=False, kind="stable").head(TOP_BETWEEN)
+    return {"between_calls_us": us,
+            "between_calls_pct": 100.0 * us / step_us if step_us > 0 else 0.0,
+            "between_calls_buckets_us": buckets,
+            "between_calls_where": [{"name": str(k), "us_per_step": float(v) / n}
+                                    for k, v in names.items()]}
 
 
 def breakdown(events: pd.DataFrame, call_region: str | None = None,
@@ -106,23 +185,25 @@ def breakdown(events: pd.DataFrame, call_region: str | None = None,
     """The breakdown of every profiled step (of one rank, or of all ranks).
 
     `call_region`: the name of the region autoprof wraps the decorated call in (the run's
-    name); the step's CPU time outside it is autoprof's own. None: no such region.
+    name); the step's CPU time after it is autoprof's own, the time before it the caller's
+    loop (`between_calls_us`). None: no such region, every step is all call.
     A trace without `ProfilerStep#N` spans is one step (`step` -1) from its first to its last
     event.
     """
     require_columns(events, _NEEDS, "breakdown")
-    events = events[_NEEDS]
+    events = events[_NEEDS + [c for c in _OPTIONAL if c in events.columns]]
     ranks = ranks_of(events) if rank is None else [rank]
-    steps, where = [], []
+    parts: list[list[pd.DataFrame]] = [[], [], [], []]
     for r in ranks:
         ev = events[events["rank"].to_numpy() == r] if len(ranks) > 1 or rank is not None \
             else events
         if ev.empty:
             continue
-        s, w = _rank_breakdown(ev, int(r), call_region)
-        steps.append(s)
-        where.append(w)
-    return Breakdown(_concat(steps, STEP_COLUMNS), _concat(where, WHERE_COLUMNS))
+        for part, frame in zip(parts, _rank_breakdown(ev, int(r), call_region), strict=True):
+            part.append(frame)
+    return Breakdown(_concat(parts[0], STEP_COLUMNS), _concat(parts[1], WHERE_COLUMNS),
+                     _concat(parts[2], BETWEEN_COLUMNS),
+                     _concat(parts[3], WHERE_BETWEEN_COLUMNS))
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -132,63 +213,17 @@ def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-# --- the rows of one rank, as positions -----------------------------------------------------
-
-
 # --- one rank ---------------------------------------------------------------------------
 
-def _windows(ev: pd.DataFrame, rows: Rows, call_region: str | None
-             ) -> tuple[pd.DataFrame, np.ndarray]:
-    """Per step: (step, start, end, call_start, call_end), tiled; and the mask of the CPU
-    rows that are autoprof's own work outside the call region."""
-    steps = step_rows(ev)
-    step_col = ev["step"].to_numpy()
-    own = np.zeros(rows.n, dtype=bool)
-    if steps.empty:
-        lo = float(np.min(rows.ts)) if rows.n else 0.0
-        hi = float(np.max(rows.end)) if rows.n else 0.0
-        table = pd.DataFrame({"step": [-1], "start": [lo], "cpu_end": [hi],
-                              "call_start": [lo], "call_end": [hi]})
-    else:
-        pos = ev.index.get_indexer(steps.index)
-        table = pd.DataFrame({"step": steps["step_no"].to_numpy(),
-                              "start": steps["ts_us"].to_numpy(float),
-                              "cpu_end": steps["end_us"].to_numpy(float)})
-        table["call_start"], table["call_end"] = table["start"], table["cpu_end"]
-        if call_region is not None:
-            calls = np.flatnonzero(rows.region & rows.named(call_region))
-            calls = calls[np.isin(rows.parent[calls], pos)]
-            if len(calls):
-                at = pd.Series(np.arange(len(pos)), index=pos)[rows.parent[calls]].to_numpy()
-                table.loc[at, "call_start"] = rows.ts[calls]
-                table.loc[at, "call_end"] = rows.end[calls]
-                has_call = np.zeros(len(pos), dtype=bool)
-                has_call[at] = True
-                # direct children of a step with a call region, other than that region
-                step_parent = np.isin(rows.parent, pos[has_call])
-                not_call = np.ones(rows.n, dtype=bool)
-                not_call[calls] = False
-                own = subtree(rows.parent, step_parent & not_call)
-    table["step_start"] = table["start"]
-    gpu_end = pd.Series(rows.end[rows.work]).groupby(step_col[rows.work]).max()
-    table["gpu_end"] = table["step"].map(gpu_end).astype(float)
-    table["end"] = np.fmax(table["cpu_end"].to_numpy(), table["gpu_end"].to_numpy())
-    prev_end = np.maximum.accumulate(table["end"].to_numpy())
-    table["start"] = np.maximum(table["start"].to_numpy(),
-                                np.concatenate([[-np.inf], prev_end[:-1]]))
-    table["end"] = np.maximum(table["end"], table["start"])
-    return table, own
-
-
-def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
-                    segments: list[pd.DataFrame] | None = None
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows = Rows(ev)
-    table, own = _windows(ev, rows, call_region)
-    own |= autoprof_mask(ev)
-    memory = rows.work & isin_mask(ev["cat"], MEMORY_CATS)
-    comm = rows.work & ~memory & name_matches(ev["name"], COMM_KERNEL)
-    compute = rows.work & ~memory & ~comm
+def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str | None
+             ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, np.ndarray]]:
+    """The merged intervals of each class (highest priority first) and the row masks the
+    `where` table and the between-calls naming read."""
+    own = autoprof_mask(ev)
+    foreign = foreign_work(rows, ev["step"].to_numpy(), not (table["step"] == -1).all())
+    memory = rows.work & ~foreign & isin_mask(ev["cat"], MEMORY_CATS)
+    comm = rows.work & ~foreign & ~memory & name_matches(ev["name"], COMM_KERNEL)
+    compute = rows.work & ~foreign & ~memory & ~comm
     user = rows.cpu & ~own & ~rows.step_span
     sync = np.zeros(rows.n, dtype=bool)
     sync[ev.index.get_indexer(host_syncs(ev).index)] = True
@@ -199,65 +234,107 @@ def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
     transparent = launching & rows.region  # regions that launch: their gaps are untraced
     transparent |= rows.region & rows.named(call_region) & user
     cpu_work = user & ~launch_ops & ~transparent & ~sync
-
-    def span(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return rows.ts[mask], rows.end[mask]
-
-    launch_s, launch_e = merge_intervals(*span(launch_ops))
-    sync_s, sync_e = span(sync & ~has_ancestor_in(rows.parent, sync))
-    drain_e = _drain_ends(sync_e, ev["step"].to_numpy()[sync & ~has_ancestor_in(
-        rows.parent, sync)], table, np.sort(rows.ts[rows.work]))
-    own_s, own_e = _own_time(table)
+    outer_sync = sync & ~has_ancestor_in(rows.parent, sync)
+    sync_s, sync_e = rows.ts[outer_sync], rows.end[outer_sync]
+    drain_e = drain_ends(sync_e, ev["step"].to_numpy()[outer_sync], table,
+                          np.sort(rows.ts[rows.work & ~foreign]))
+    tail_s, tail_e = tail_intervals(table)
     classes = {  # highest priority first
-        "gpu_compute": span(compute),
-        "gpu_memory": span(memory),
-        "gpu_communication": span(comm),
-        "own": (np.concatenate([rows.ts[own], own_s]), np.concatenate([rows.end[own], own_e])),
+        "gpu_compute": (rows.ts[compute], rows.end[compute]),
+        "gpu_memory": (rows.ts[memory], rows.end[memory]),
+        "gpu_communication": (rows.ts[comm], rows.end[comm]),
+        "own": (np.concatenate([rows.ts[own], tail_s]), np.concatenate([rows.end[own], tail_e])),
         "host_sync": (sync_s, sync_e),
         "drain": (sync_e, drain_e),
-        "host_launch": (launch_s, launch_e),
-        "host_cpu_work": span(cpu_work),
+        "host_launch": (rows.ts[launch_ops], rows.end[launch_ops]),
+        "host_cpu_work": (rows.ts[cpu_work], rows.end[cpu_work]),
     }
-    merged = {k: merge_intervals(*v) for k, v in classes.items()}
+    masks = {"user": user, "outer_sync": outer_sync, "launch_ops": launch_ops,
+             "cpu_work": cpu_work, "memory": memory, "comm": comm,
+             "transparent": transparent, "sync_s": sync_s, "sync_e": sync_e,
+             "drain_e": drain_e}
+    return {k: merge_intervals(*v) for k, v in classes.items()}, masks
+
+
+def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The boundaries of every class, window and call, and each segment's code (its bucket's
+    index, _EXCLUDED for autoprof's own)."""
     points = np.unique(np.concatenate(
         [table["start"].to_numpy(float), table["end"].to_numpy(float),
+         table["call_start"].to_numpy(float), table["call_end"].to_numpy(float),
          *[np.concatenate([s, e]) for s, e in merged.values()]]))
-    width = len(BUCKETS) + 1
-    if len(points) < 2:
-        return _step_frame(rank, table, np.zeros((len(table), width))), \
-            pd.DataFrame(columns=WHERE_COLUMNS)
     mid = (points[:-1] + points[1:]) / 2
-    length = np.diff(points)
     code = np.full(len(mid), BUCKETS.index("host_untraced"))
     for key in reversed(list(merged)):  # lowest priority first: higher ones overwrite
         s, e = merged[key]
         inside = (np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
         code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
             "host_sync" if key == "drain" else key)
+    return points, code
+
+
+def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
+                    segments: list[pd.DataFrame] | None = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One rank's steps, where, between-calls buckets and between-calls names."""
+    rows = Rows(ev)
+    table = windows(ev, rows, call_region)
+    merged, m = _classes(ev, rows, table, call_region)
+    points, code = _paint(merged, table)
+    width = len(BUCKETS) + 1
+    empty = pd.DataFrame(columns=WHERE_COLUMNS)
+    if len(points) < 2:
+        zeros = np.zeros((len(table), width))
+        return (_step_frame(rank, table, zeros, zeros), empty, _between_frame(rank, table, zeros),
+                pd.DataFrame(columns=WHERE_BETWEEN_COLUMNS))
+    mid = (points[:-1] + points[1:]) / 2
+    length = np.diff(points)
     starts, ends = table["start"].to_numpy(float), table["end"].to_numpy(float)
     win = np.searchsorted(starts, mid, "right") - 1
     ok = (win >= 0) & (mid < ends[np.clip(win, 0, None)])
-    totals = np.bincount(win[ok] * width + code[ok], weights=length[ok],
-                         minlength=len(table) * width).reshape(len(table), width)
-    outer_sync = sync & ~has_ancestor_in(rows.parent, sync)
+    totals = _per_window(win, code, length, ok, len(table), width)
+    host = (code >= BUCKETS.index("host_launch")) & (code < _EXCLUDED)
+    between = between_mask(table, mid, win, ok) & host  # the GPU waits on the caller's loop
+    between_totals = _per_window(win, code, length, between, len(table), width)
+    if segments is not None:
+        segments.append(_segments(points, code, ok, rank))
+        return (_step_frame(rank, table, totals, between_totals), empty,
+                _between_frame(rank, table, between_totals),
+                pd.DataFrame(columns=WHERE_BETWEEN_COLUMNS))
+    named = between_where(ev, rows, m["user"], call_region, points, between, rank)
+    in_call = ok & ~between  # the holders of the buckets inside the call
+    return (_step_frame(rank, table, totals, between_totals), _where(rows, points, code,
+                                                                     in_call, rank, m),
+            _between_frame(rank, table, between_totals), named)
+
+
+def _per_window(win: np.ndarray, code: np.ndarray, length: np.ndarray, keep: np.ndarray,
+                windows_n: int, width: int) -> np.ndarray:
+    """Per window and code: the summed length of the kept segments."""
+    return np.bincount(win[keep] * width + code[keep], weights=length[keep],
+                       minlength=windows_n * width).reshape(windows_n, width)
+
+
+def _where(rows: Rows, points: np.ndarray, code: np.ndarray, ok: np.ndarray, rank: int,
+           m: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The holders of each bucket's time (breakdown_where.where_table)."""
+    sync_s, sync_e, drain_e = m["sync_s"], m["sync_e"], m["drain_e"]
     # a sync holds its own drain up to the next sync (drains of back-to-back syncs overlap)
     order = np.argsort(sync_s, kind="stable")
     next_start = np.full(len(sync_s), np.inf)
     next_start[order[:-1]] = sync_s[order[1:]]
     holders = {
-        "host_sync": (outer_sync, sync_s,
+        "host_sync": (m["outer_sync"], sync_s,
                       np.maximum(sync_e, np.minimum(drain_e, next_start))),
-        "host_launch": (launch_ops, None, None),
-        "host_cpu_work": (cpu_work, None, None),
-        "gpu_memory": (memory, None, None),
-        "gpu_communication": (comm, None, None),
+        "host_launch": (m["launch_ops"], None, None),
+        "host_cpu_work": (m["cpu_work"], None, None),
+        "gpu_memory": (m["memory"], None, None),
+        "gpu_communication": (m["comm"], None, None),
     }
-    if segments is not None:
-        segments.append(_segments(points, code, ok, rank))
-        return _step_frame(rank, table, totals), pd.DataFrame(columns=WHERE_COLUMNS)
-    where = where_table(rows, points, code, ok, rank, holders, transparent | (rows.region & user),
-                        {b: i for i, b in enumerate(BUCKETS)})
-    return _step_frame(rank, table, totals), where
+    return where_table(rows, points, code, ok, rank, holders,
+                       m["transparent"] | (rows.region & m["user"]),
+                       {b: i for i, b in enumerate(BUCKETS)})
 
 
 def _segments(points: np.ndarray, code: np.ndarray, ok: np.ndarray, rank: int
@@ -281,7 +358,7 @@ def idle_segments(events: pd.DataFrame, call_region: str | None = None,
     """Every stretch of GPU-idle step time with its host bucket: `rank`, `start_us`, `end_us`,
     `bucket` (for drawing; the same classification as `breakdown`)."""
     require_columns(events, _NEEDS, "idle_segments")
-    events = events[_NEEDS]
+    events = events[_NEEDS + [c for c in _OPTIONAL if c in events.columns]]
     out: list[pd.DataFrame] = []
     for r in (ranks_of(events) if rank is None else [rank]):
         ev = events[events["rank"].to_numpy() == r]
@@ -291,35 +368,8 @@ def idle_segments(events: pd.DataFrame, call_region: str | None = None,
         {"rank": [], "start_us": [], "end_us": [], "bucket": []})
 
 
-def _drain_ends(sync_end: np.ndarray, sync_step: np.ndarray, table: pd.DataFrame,
-                work_starts: np.ndarray) -> np.ndarray:
-    """Where the drain after each sync ends: the start of the next GPU work or the end of the
-    sync's own step (its call region), whichever comes first."""
-    if not len(sync_end):
-        return sync_end.copy()
-    inf = np.inf
-
-    def next_after(sorted_starts: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(sorted_starts, sync_end, "left")
-        padded = np.concatenate([sorted_starts, [inf]])
-        return padded[i]
-
-    step_end = pd.Series(table["call_end"].to_numpy(float), index=table["step"].to_numpy())
-    step_end = step_end[~step_end.index.duplicated()]
-    until = step_end.reindex(sync_step).to_numpy(float)
-    until = np.where(np.isnan(until), sync_end, until)
-    return np.asarray(np.maximum(np.minimum(next_after(work_starts), until), sync_end))
-
-
-def _own_time(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """autoprof's own stretches of each step: before and after the call region."""
-    start = table["step_start"].to_numpy(float)
-    cpu_end = table["cpu_end"].to_numpy(float)
-    call_s, call_e = table["call_start"].to_numpy(float), table["call_end"].to_numpy(float)
-    return np.concatenate([start, call_e]), np.concatenate([call_s, cpu_end])
-
-
-def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray) -> pd.DataFrame:
+def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray,
+                between: np.ndarray) -> pd.DataFrame:
     out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64),
                         "start_us": table["start"].to_numpy(float),
                         "end_us": table["end"].to_numpy(float)})
@@ -327,4 +377,15 @@ def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray) -> pd.DataFr
     for i, b in enumerate(BUCKETS):
         out[f"{b}_us"] = totals[:, i]
     out["autoprof_us"] = totals[:, _EXCLUDED]
+    out["between_calls_us"] = np.where(table["has_call"].to_numpy(bool),
+                                       between[:, :len(BUCKETS)].sum(axis=1), np.nan)
     return out[STEP_COLUMNS]
+
+
+def _between_frame(rank: int, table: pd.DataFrame, between: np.ndarray) -> pd.DataFrame:
+    """Per step: each bucket's time between calls (NaN for a step without a call)."""
+    has = table["has_call"].to_numpy(bool)
+    out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64)})
+    for i, b in enumerate(BUCKETS):
+        out[f"{b}_us"] = np.where(has, between[:, i], np.nan)
+    return out[BETWEEN_COLUMNS]

@@ -49,7 +49,7 @@ from autoprof.analysis.metrics.stats import (
     step_rows,
     union_length,
 )
-from autoprof.analysis.metrics.verdict import classify_sides
+from autoprof.analysis.metrics.verdict import classify_breakdown
 
 if TYPE_CHECKING:
     from autoprof.analysis.metrics.breakdown import Breakdown
@@ -129,7 +129,8 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
         from autoprof.analysis.metrics.breakdown import breakdown
 
         bd = breakdown(events)
-    pct = bd.for_rank(rank).mean()["buckets_pct"]
+    mean = bd.for_rank(rank).mean()
+    pct = mean["buckets_pct"]
     st = _step_table(events)
     return {
         "rank": rank,
@@ -142,7 +143,7 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
         "gpu_collectives": int(st["gpu_collectives"].sum()) if len(st) else 0,
         "exposed_comm_pct": float(pct["gpu_communication"] or 0.0),  # type: ignore[index]
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
-        "verdict": classify_sides(pct, ov.has_gpu),  # type: ignore[arg-type]
+        "verdict": classify_breakdown(mean, ov.has_gpu),
         "self_cpu_us": ov.self_cpu_us,
         "self_gpu_us": ov.self_gpu_us,
     }

@@ -20,7 +20,8 @@ COLOURS = {"gpu_compute": "#2e7d32", "gpu_memory": "#66bb6a", "gpu_communication
            "host_launch": "#ef6c00", "host_sync": "#c62828", "host_cpu_work": "#fbc02d",
            "host_untraced": "#9e9e9e"}
 _VERDICT_COLOURS = {"compute-bound": "#2e7d32", "overhead-bound": "#ef6c00",
-                    "communication-bound": "#8e24aa", "mixed": "#1565c0", "cpu-only": "#616161"}
+                    "communication-bound": "#8e24aa", "mixed": "#1565c0", "cpu-only": "#616161",
+                    "input-bound": "#fbc02d"}
 _SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 
 

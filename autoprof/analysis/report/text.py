@@ -253,6 +253,19 @@ def _bucket_bar(pct: dict[str, Any]) -> str:
     return "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
 
 
+def _between_calls(bd: dict[str, Any]) -> list[str]:
+    """One line: how much of each step passes between calls (the caller's loop, GPU idle),
+    where, and autoprof's own time left out; nothing for a trace without calls."""
+    us = bd.get("between_calls_us")
+    if us is None:
+        return []
+    where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}"
+                      for w in bd.get("between_calls_where") or [])
+    return _wrap(f"between calls (the caller's loop, GPU idle): {fmt_us(us)} per step "
+                 f"({_pct(bd.get('between_calls_pct'))})" + (f", in {where}" if where else "")
+                 + f"; autoprof's own {fmt_us(bd.get('autoprof_us'))} per step left out", "  ")
+
+
 def _where_time_goes(s: dict[str, Any]) -> list[str]:
     """A bar of the seven buckets of a mean step, then the opportunities, largest first."""
     bd = s.get("breakdown") or {}
@@ -268,6 +281,7 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         lines.append(f"  {label:>12} [{_bucket_bar(share)}] {fmt_us(st['step_us'])}")
     lines += _wrap("  ".join(f"{m} {b} {_pct(pct.get(b))}"
                              for b, m in _BUCKET_MARKS.items() if pct.get(b)), "  ")
+    lines += _between_calls(bd)
     for o in s.get("opportunities") or []:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
                           for w in o["where"])
@@ -284,9 +298,9 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         lines += _wrap(f"hint: {o['hint']}", "      ")
     po = s.get("profiler_overhead") or {}
     if po.get("available"):
-        lines += _wrap(f"profiler overhead: a profiled step takes {fmt_us(po['profiled_step_us'])}"
+        lines += _wrap(f"profiler overhead: a profiled call takes {fmt_us(po['profiled_step_us'])}"
                        f", an untraced call {fmt_us(po['untraced_call_us'])} "
-                       f"({_pct(po['overhead_pct'])} of the step is the profiler's)", "  ")
+                       f"({_pct(po['overhead_pct'])} of the call is the profiler's)", "  ")
     return lines
 
 

@@ -44,14 +44,15 @@ def show_breakdown(run: Run) -> None:
     present = [b for b in BUCKETS if float(steps[f"{b}_us"].abs().sum()) > 0]
     if not present:
         return
-    long = steps.melt(id_vars=["rank", "step", "step_us"],
+    steps = steps.assign(between_calls_us=steps["between_calls_us"].fillna(0.0))
+    long = steps.melt(id_vars=["rank", "step", "step_us", "between_calls_us"],
                       value_vars=[f"{b}_us" for b in present], var_name="bucket",
                       value_name="time_us")
     long["bucket"] = long["bucket"].str.removesuffix("_us")
     long["label"] = [f"rank {r} step {s}" if run.world_size > 1 else f"step {s}"
                      for r, s in zip(long["rank"], long["step"], strict=True)]
     long["order"] = long["bucket"].map({b: i for i, b in enumerate(BUCKETS)})
-    long, unit = _charts.in_unit(long, ["time_us", "step_us"])
+    long, unit = _charts.in_unit(long, ["time_us", "step_us", "between_calls_us"])
     st.altair_chart(_chart(long, present, unit), width="stretch")
 
 
@@ -66,7 +67,9 @@ def _chart(long: pd.DataFrame, present: Sequence[str], unit: str) -> alt.Chart:
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("bucket:N"),
                  alt.Tooltip("time_us:Q", title=unit, format=",.3g"),
-                 alt.Tooltip("step_us:Q", title=f"step ({unit})", format=",.3g")],
+                 alt.Tooltip("step_us:Q", title=f"step ({unit})", format=",.3g"),
+                 alt.Tooltip("between_calls_us:Q", title=f"between calls ({unit})",
+                             format=",.3g")],
     )
     # a fixed height is shared with the legend below and squeezed the bars to lines: each
     # step gets its own band instead, the legend adds its rows under them

@@ -15,7 +15,8 @@ from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown, roofline, whatif
 from autoprof.viewer.views._common import current_run, dash, device_name
 
-_VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success}
+_VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success,
+                "input-bound": st.warning}
 _SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
 _SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 TOP_FINDINGS = 3  # diagnostics shown on the first screen, most severe first
@@ -32,6 +33,7 @@ def render(ctx: Context) -> None:
     _top_findings([d for d in diags if d.id != verdict.kind][:TOP_FINDINGS])
     breakdown.show_opportunities(run)
     breakdown.show_breakdown(run)
+    _between_calls(run)
     _numbers(run)
     roofline.show_mfu(run)
     _balance_chart(run)
@@ -46,6 +48,22 @@ def render(ctx: Context) -> None:
             st.json(run.manifest)
         else:
             st.write("No manifest: this is a plain torch.profiler trace, not an autoprof run.")
+
+
+def _between_calls(run: Run) -> None:
+    """Under the breakdown: how much of each step passes between calls (the caller's loop,
+    with the GPU idle), where, and autoprof's own time left out of the steps."""
+    bd = run.analysis.breakdown.mean()
+    us = bd.get("between_calls_us")
+    if not isinstance(us, float):
+        return
+    where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}"
+                      for w in bd.get("between_calls_where") or [])  # type: ignore[attr-defined]
+    st.caption(md_escape(
+        f"Between calls (the caller's loop, GPU idle): {fmt_us(us)} per step "
+        f"({fmt_pct(bd.get('between_calls_pct'))} of the step)"  # type: ignore[arg-type]
+        + (f", in {where}" if where else "")
+        + f"; autoprof's own {fmt_us(bd.get('autoprof_us'))} per step is left out."))  # type: ignore[arg-type]
 
 
 def ranked(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -27,7 +27,8 @@ def test_overview_and_timeline_show_the_breakdown(tmp_path, monkeypatch):
     per_step = autoprof.load(run_dir).breakdown()
     with_time = {c.removesuffix("_us") for c in per_step.columns
                  if c.endswith("_us") and c not in ("step_us", "start_us", "end_us",
-                                                    "autoprof_us") and per_step[c].sum() > 0}
+                                                    "autoprof_us", "between_calls_us")
+                 and per_step[c].sum() > 0}
     assert set(bars["bucket"]) == with_time
     assert {"gpu_compute", "host_launch", "host_untraced"} <= with_time
     assert len(set(bars["label"])) == 3  # one bar per profiled step
