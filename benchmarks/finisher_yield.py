@@ -1,6 +1,7 @@
 """How much the run's finisher slows the program after its window when no core is idle.
 
-    .venv/bin/python benchmarks/finisher_yield.py [--repeats 3] [--out FILE]
+    .venv/bin/python benchmarks/finisher_yield.py [--repeats 3] [--out FILE.json | FOLDER]
+    PYTHONPATH=. python benchmarks/finisher_yield.py --out OUT   # a machine without the venv
 
 Each trial is a fresh process whose loop keeps every core busy (torch intra-op threads, one
 per core, on a 64x64 matmul plus 20 small ops per call). It runs the undecorated step for
@@ -12,7 +13,8 @@ the goal is at most 1.2). Two variants, interleaved: ``idle`` (the finisher at
 ``SCHED_IDLE``, as shipped) and ``nice10`` (``export.yield_cpu`` replaced by a no-op: the
 finisher only nices itself to 10, as before). Results print as JSON, side by side, with the
 ratio of the medians, the CPU count and the load average (other processes on the machine
-take their share of the cores too: read the ratio, not the absolute slowdown).
+take their share of the cores too: read the ratio, not the absolute slowdown). ``--out``
+names the JSON file, or a folder to write ``finisher_yield.json`` into.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 TRIAL = r"""
@@ -78,18 +81,23 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {"idle": [], "nice10": []}
+    load_start, started = os.getloadavg()[0], time.monotonic()
     with tempfile.TemporaryDirectory() as out_dir:
         for _ in range(args.repeats):
             for variant in ("nice10", "idle"):
                 results[variant].append(trial(variant, out_dir))
     medians = {v: statistics.median(r["slowdown"] for r in rs) for v, rs in results.items()}
-    report = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0], "trials": results,
+    report = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0],
+              "load_avg_1m_start": load_start, "python": sys.version.split()[0],
+              "seconds": round(time.monotonic() - started, 1), "trials": results,
               "median_slowdown": medians,
               "nice10_over_idle": round(medians["nice10"] / medians["idle"], 2)}
     text = json.dumps(report, indent=2)
     print(text)
     if args.out is not None:
-        args.out.write_text(text + "\n")
+        out = args.out if args.out.suffix == ".json" else args.out / "finisher_yield.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -6,19 +6,22 @@ export of each cycle into a hidden plain file (``.<trace>.raw``). Everything els
 is done by the run's finisher, ``python -m autoprof.finish --watch RUN_DIR``: a separate
 process started when the run opens, in its own session (a Ctrl+C of the job does not reach
 it), at the lowest CPU priority (:func:`yield_cpu`), without torch. It waits on a pipe; the
-end of the run hands it the manifest, and if the program dies first the pipe's EOF tells it
-to finish what is on disk. So the user's process never imports pandas, pyarrow or msgspec
+end of the run hands it the manifest (the times of the first calls after the window follow
+on a second line), and if the program dies first the pipe's EOF tells it to finish what is
+on disk. So the user's process never imports pandas, pyarrow or msgspec
 because of recording.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -118,21 +121,36 @@ class Finisher:
         return finisher
 
     def hand_over(self, manifest: Manifest) -> str | None:
-        """Give the finisher the run's manifest (one JSON line) and let it go; None, or why
-        it failed."""
-        stdin, self._stdin = self._stdin, None
+        """Give the finisher the run's manifest (one JSON line), which it starts on; the
+        pipe stays open for :meth:`close`. None, or why it failed."""
+        stdin = self._stdin
         if stdin is None or os.getpid() != self._pid:
             return None
         try:
             stdin.write(json.dumps(manifest.to_dict(), default=str).encode() + b"\n")
-            stdin.close()
+            stdin.flush()
         except OSError:
-            pass  # the finisher is gone: died() says why
+            self.close()  # the finisher is gone: died() says why
+        return self.died()
+
+    def close(self, after_window_call_ms: Sequence[float] = ()) -> None:
+        """Send the times of the calls after the window (one JSON line, when there are
+        any) and let the finisher go (EOF)."""
+        stdin, self._stdin = self._stdin, None
+        if stdin is None or os.getpid() != self._pid:
+            return
+        try:
+            if after_window_call_ms:
+                times = {"after_window_call_ms": [round(t, 6) for t in after_window_call_ms]}
+                stdin.write(json.dumps(times).encode() + b"\n")
+        except OSError:
+            pass  # the finisher is gone
         finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
             with _finishers_lock:
                 if self in _finishers:
                     _finishers.remove(self)
-        return self.died()
 
     def died(self) -> str | None:
         """Why the finisher ended with an error, if it did (its stderr's last line)."""

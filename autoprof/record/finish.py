@@ -29,9 +29,9 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Any
 
 from autoprof import runfolder as rf
+from autoprof.record.finish_after import Pipe, read_handoff, record_after_window
 from autoprof.runfolder import Manifest
 from autoprof.runfolder.trace_check import check_trace
 
@@ -351,16 +351,6 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
     return mine
 
 
-def _read_handoff(stream: Any) -> Manifest | None:
-    """Wait for the recording process: a JSON line (its manifest) then EOF, or EOF alone
-    when it died first."""
-    data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-    for line in data.splitlines():
-        with contextlib.suppress(ValueError):
-            return Manifest.from_json(line, "<the manifest handed over on stdin>")
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autoprof.finish",
@@ -373,9 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-timeout", type=float, default=60.0, metavar="S",
                         help="how long rank 0 waits for the other ranks (default 60)")
     args = parser.parse_args(argv)
-    handoff = None
+    handoff, pipe = None, Pipe(getattr(sys.stdin, "buffer", sys.stdin))
     if args.watch:
-        handoff = _read_handoff(sys.stdin)
+        handoff = read_handoff(pipe)  # the run's manifest; the calls after it come later
         with contextlib.suppress(OSError):
             os.nice(NICE)
     status = 0
@@ -388,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
             continue
         if args.watch:
+            if handoff is not None and result is not None:
+                record_after_window(run_dir, handoff, pipe)
             with contextlib.suppress(OSError):
                 (run_dir / rf.FINISH_LOG).unlink()  # kept only when something went wrong
         else:

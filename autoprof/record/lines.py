@@ -344,3 +344,7 @@ class LinesControl:
             autograd = lines.profiler_module() if lines is not None else None
             if autograd is not None and autograd._profiler_enabled():
                 _quietly(autograd._disable_profiler)
+        if lines is not None:  # freed now, not by a full collection in a later (measured) step
+            from autoprof.record.session.driver import release
+
+            release(lines._prof)

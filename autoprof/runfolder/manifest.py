@@ -13,7 +13,7 @@ Reading, one rule per field:
   something else), ``name`` (a string), ``status`` (one of ``STATUSES``; ``complete`` when
   absent: manifests older than the status key were only written for finished runs),
   ``files`` (a list of names, or absent: an old run, whose traces are found by name);
-- ``warmup_call_ms`` / ``wait_call_ms``: the finite, non-bool numbers of the list, in order;
+- ``*_call_ms`` (warmup, wait, after_window): the finite, non-bool numbers of the list, in order;
   anything else in it (a bool, a string, NaN, infinity) is dropped, and a value that is not a
   list reads as ``[]``;
 - every other key: its value when it has the documented type, else its default (a string
@@ -135,9 +135,9 @@ _RULES: dict[str, Callable[[object], Any]] = {
     "host": _str, "pid": _int, "rank": _rank, "world_size": _world, "device": _dict,
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
-    "steps_recorded": _int, "error": _dict, "tables_error": _str, "requested_status": _status,
-    "ended_by": _str, "ranks": _ranks, "missing_ranks": _ranks, "missing_reason": _str,
-    "retry": _dict,
+    "after_window_call_ms": finite_numbers, "steps_recorded": _int, "error": _dict,
+    "tables_error": _str, "requested_status": _status, "ended_by": _str, "ranks": _ranks,
+    "missing_ranks": _ranks, "missing_reason": _str, "retry": _dict,
 }
 # Written only when set (``ranks``: torch.distributed; ``requested_status``: handed over).
 _OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks",
@@ -167,6 +167,7 @@ class Manifest(Readings):
     ended_at: str | None = None
     warmup_call_ms: tuple[float, ...] = ()
     wait_call_ms: tuple[float, ...] = ()
+    after_window_call_ms: tuple[float, ...] = ()  # the first calls after the window
     steps_recorded: int | None = None
     files: tuple[str, ...] | None = None
     error: dict[str, Any] | None = None

@@ -37,7 +37,22 @@ def test_a_run_that_ends_is_stopped_handed_over_and_retired_in_that_order():
     for event in (Event.SCHEDULE_OVER, Event.STEP_FAILED, Event.FLUSH):
         actions = step(State.PROFILING, event).actions
         assert actions.index("_stop_profiler") < actions.index("_hand_over")
-        assert actions[-1] == "_retire" and step(State.PROFILING, event).to is State.DONE
+    for event in (Event.STEP_FAILED, Event.FLUSH):
+        actions = step(State.PROFILING, event).actions
+        assert actions[-2:] == ("_send_after_window", "_retire")
+        assert step(State.PROFILING, event).to is State.DONE
+
+
+def test_a_schedule_that_ends_times_the_calls_after_it_then_retires():
+    """The window's end hands the run over but stays on the timed path; the calls after it
+    (or a flush, or exit) send their times and retire the session."""
+    over = step(State.PROFILING, Event.SCHEDULE_OVER)
+    assert over.to is State.AFTER and "_hand_over" in over.actions
+    assert "_retire" not in over.actions and "_send_after_window" not in over.actions
+    for event in (Event.AFTER_TIMED, Event.FLUSH):
+        row = step(State.AFTER, event)
+        assert row.to is State.DONE and row.actions == ("_send_after_window", "_retire")
+    assert step(State.AFTER, Event.NESTED).to is State.AFTER  # labelled, never refused
 
 
 def test_an_abandoned_profiler_is_never_stopped_from_the_wrong_thread():

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from autoprof.analysis.diagnose.after_window import after_window, after_window_applies
 from autoprof.analysis.diagnose.cold_start import cold_start, cold_start_applies
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
 from autoprof.analysis.diagnose.efficiency_checks import low_efficiency_diagnostic
@@ -291,6 +292,8 @@ CHECKS: tuple[Check, ...] = (
     Check("data-loader", "needs profiler steps", lambda c: not c.steps.empty, data_loader),
     Check("profiler-slowdown", "needs untraced calls in the manifest and profiled steps",
           lambda c: not c.steps.empty, profiler_slowdown),
+    Check("after-window", "needs the calls after the window and untraced calls in the "
+          "manifest", after_window_applies, after_window),
     Check("low-efficiency", "needs GPU work and a verdict other than overhead-bound",
           lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
 )

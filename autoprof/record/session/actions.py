@@ -7,6 +7,7 @@ nothing here decides which one happens.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,20 @@ from autoprof import runfolder as artifacts
 from autoprof.record import export
 from autoprof.record.options import Options
 from autoprof.record.session import writer
-from autoprof.record.session.driver import Driver, record_function, torch_module
+from autoprof.record.session.driver import (
+    Driver,
+    profiler_enabled,
+    record_function,
+    sync_if_cuda_in_use,
+    torch_module,
+)
 from autoprof.record.session.owner import Owner, registry
-from autoprof.record.session.table import Event
+from autoprof.record.session.table import Event, State
 from autoprof.record.session.writer import Identity, RunState
 from autoprof.record.warn import warn, warn_once
+
+AFTER = 5  # the token kind of a call after the window (core.py numbers the others)
+AFTER_WINDOW_CALLS = 5  # calls timed after the window ends, then handed to the finisher
 
 
 def failure(exc: BaseException | None) -> BaseException | None:
@@ -53,6 +63,7 @@ class Actions:
     _warned: bool
     _unrecorded_noted: bool
     _sync_each_step: bool
+    state: State
 
     def _fire(self, event: Event, status: artifacts.Status = "partial",
               error: dict[str, str] | None = None) -> None:  # pragma: no cover
@@ -161,6 +172,33 @@ class Actions:
         self._handed_over = problem is None
         if problem is not None:
             self._finisher_failed(run, problem)
+
+    def _begin_after(self) -> tuple[int, int]:
+        """A call after the window (no profiler records: ``Session._begin`` asked), timed as
+        a warm-up call is: host clock, the device synchronized at both ends where this
+        process uses CUDA; there is no trace left to disturb."""
+        sync_if_cuda_in_use()
+        return (AFTER, time.perf_counter_ns())
+
+    def _end_after(self, started_ns: int) -> None:
+        if not profiler_enabled():  # one started inside the call: its trace is not ours
+            sync_if_cuda_in_use()
+        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        with self._lock:
+            run = self._run
+            if self.state is not State.AFTER or run is None:
+                return  # flushed meanwhile
+            run.after_window_call_ms.append(elapsed_ms)
+            if len(run.after_window_call_ms) >= AFTER_WINDOW_CALLS:
+                self._fire(Event.AFTER_TIMED)
+
+    def _send_after_window(self) -> None:
+        """The calls timed after the window go to the finisher, which adds them to the
+        finished manifest (``after_window_call_ms``); the pipe closes, and the finisher
+        ends once its work is done."""
+        finisher, run = self._finisher, self._run
+        if finisher is not None:
+            finisher.close(run.after_window_call_ms if run is not None else ())
 
     def _note_end(self) -> None:
         if self._run is not None:

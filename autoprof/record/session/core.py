@@ -1,10 +1,10 @@
 """One profiling session per decorated function or region name.
 
 ``warmup`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
-``done`` (pass-through). Every change of state goes through :data:`table.TABLE`: ``_fire``
-looks up (state, event), enters the next state and runs the row's actions. The profiler is
-:class:`driver.Driver`; the run folder and the finisher hand-over are :mod:`writer`; who may
-drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
+``after_window`` (the next calls, timed) -> ``done`` (pass-through). ``_fire`` looks up
+(state, event) in :data:`table.TABLE`, enters the next state and runs the row's actions. The
+profiler is :class:`driver.Driver`; the run folder and the finisher hand-over are
+:mod:`writer`; who may drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
 
 Only one torch profiler runs at a time in a process: a session that finds another one
 recording only adds its ``record_function`` label. Calls from other threads during the
@@ -26,7 +26,7 @@ from autoprof.record import export
 from autoprof.record.options import Options
 from autoprof.record.session import exit as _exit
 from autoprof.record.session import writer
-from autoprof.record.session.actions import Actions, failure
+from autoprof.record.session.actions import AFTER, Actions, failure
 from autoprof.record.session.driver import (
     Driver,
     note_slow_start,
@@ -41,7 +41,7 @@ from autoprof.record.session.table import TRANSITIONS, Event, State, step
 from autoprof.record.session.writer import Identity, RunState
 from autoprof.record.warn import warn_once
 
-# A call's token: (kind, payload) -- what ``end`` must close
+# A call's token: (kind, payload) -- what ``end`` must close (AFTER: a call after the window)
 Token = tuple[int, Any]
 PASS, LABEL, WARMUP, STEP, WAIT_STEP = 0, 1, 2, 3, 4
 PASS_TOKEN: Token = (PASS, None)
@@ -60,7 +60,7 @@ class Session(Actions):
         self.source_line = source_line
         self._who = Identity(name, qualname, source_file, source_line)
         self.state = State.WARMUP
-        self.done = False  # ``state`` is DONE or COVERED, read without the lock (fast paths)
+        self.done = False  # recording is over (AFTER, DONE, COVERED); read without the lock
         self.run_dir: Path | None = None
         self.on_done: Callable[[], None] | None = None
         self.warmup_call_ms: list[float] = []
@@ -82,15 +82,13 @@ class Session(Actions):
         self._handed_over = False
         self._ending: tuple[artifacts.Status, dict[str, str] | None] = ("partial", None)
         self.label = artifacts.kineto_label(name)  # what Kineto writes into the trace
-        self._warned = False
-        self._unrecorded_noted = False
+        self._warned = self._unrecorded_noted = False
         self.blocked_by: str | None = None  # the run recording when this one could not start
         registry.sessions.add(self)
         _exit.register()
 
     def __repr__(self) -> str:
-        return (f"<autoprof Session {self.name!r} state={self.state.value} "
-                f"run_dir={self.run_dir}>")
+        return f"<autoprof Session {self.name!r} state={self.state.value} run_dir={self.run_dir}>"
 
     @property
     def covered(self) -> bool:
@@ -113,7 +111,7 @@ class Session(Actions):
         if (self.state, state) not in TRANSITIONS:
             raise RuntimeError(f"autoprof: no transition {self.state.value} -> {state.value}")
         self.state = state
-        self.done = state in (State.DONE, State.COVERED)
+        self.done = state in (State.AFTER, State.DONE, State.COVERED)
 
     def _is_owner(self) -> bool:
         """Is the calling thread the live thread that started the profiler?"""
@@ -173,6 +171,8 @@ class Session(Actions):
             return PASS_TOKEN
 
     def _begin(self, depth: int) -> Token:
+        if self.state is State.AFTER and depth == 0 and not profiler_enabled():
+            return self._begin_after()
         if self._in_step and self._owner_native_id() == threading.get_native_id():
             return self._label()  # nested in our own step (the fast path keeps no depth)
         if depth == 0 and not self.done:
@@ -225,6 +225,8 @@ class Session(Actions):
             elif kind == WAIT_STEP:
                 rf, started_ns = payload
                 self._end_wait_step(rf, started_ns, exc)
+            elif kind == AFTER:
+                self._end_after(payload)
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
         finally:

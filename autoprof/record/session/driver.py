@@ -208,10 +208,24 @@ class Driver:
         return self._steps_taken >= self._first_record
 
     def stop(self) -> None:
-        """Stop (torch syncs the device itself when the trace stops, exporting the cycle)."""
+        """Stop (torch syncs the device itself when the trace stops, exporting the cycle),
+        then free torch's profiler and its results (:func:`release`)."""
         with _no_lazy_inductor():
             self.lines.stopping()
             self._prof.stop()
+        release(self._prof)
+
+
+def release(prof: Any) -> None:
+    """Free a stopped torch profiler and the results it holds now, in the call that ends the
+    window. torch's profiler object holds its own bound methods (``action_map``): a reference
+    cycle, so only a full garbage collection frees it, at whatever later call of the program
+    that falls on, with the events it holds (seconds at tens of thousands of events).
+    Emptying its attributes (and those of the profile they hold) breaks the cycle."""
+    for obj in (getattr(prof, "profiler", None), prof):
+        state = getattr(obj, "__dict__", None)
+        if isinstance(state, dict):
+            state.clear()
 
 
 def note_slow_start(name: str, start_ms: float) -> None:

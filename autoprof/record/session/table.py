@@ -10,7 +10,9 @@ The chain that ends a run (``_END``) reads: stop torch's profiler (exporting wha
 let the next session start its own, decide the status handed over, hand the run to its
 finisher, say what was recorded, become a pass-through. ``_ABANDON`` is the same chain
 without the stop: torch crashes when a thread other than the one that started the profiler
-stops it.
+stops it. A schedule that runs to its end (``_END_THEN_TIME``) leaves the pass-through for
+later: the first calls after the window are timed (``AFTER``), and their times follow the
+run to its finisher before the session retires.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class State(enum.Enum):
     WARMUP = "warmup"  # untraced, timed calls (``warmup_calls``)
     PROFILING = "profiling"  # torch.profiler runs on the owner thread, one step per call
     STOP_ASKED = "stop_asked"  # flushed from another thread: the owner stops at its next call
+    AFTER = "after_window"  # the schedule ended: the next calls are timed, then DONE
     DONE = "done"  # pass-through: the run ended, failed, or was never started
     COVERED = "covered"  # retired inside another session's step: label only from then on
 
@@ -41,6 +44,7 @@ class Event(enum.Enum):
     OWNER_CALLED = "owner_called"  # the owner's next call after a stop was asked
     OWNER_ENDED = "owner_ended"  # the owner thread ends (its thread-local guard is freed)
     FORKED = "forked"  # this process is a child made by os.fork()
+    AFTER_TIMED = "after_timed"  # the calls after the window are timed (or no more come)
 
 
 @dataclass(frozen=True)
@@ -57,13 +61,16 @@ class Refused(RuntimeError):
     caught by the call's guard and reported as one warning."""
 
 
-_END = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over", "_note_end",
-        "_retire")
+_END_THEN_TIME = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over",
+                  "_note_end")
+_LAST = ("_send_after_window", "_retire")  # the calls after the window to the finisher
+_END = (*_END_THEN_TIME, *_LAST)
 _ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", "_note_end",
-            "_retire")
+            *_LAST)
 _DETACH = ("_detach", "_retire")
 
 W, P, S, D, C = State.WARMUP, State.PROFILING, State.STOP_ASKED, State.DONE, State.COVERED
+A = State.AFTER
 E = Event
 
 TABLE: dict[tuple[State, Event], Step] = {
@@ -75,7 +82,7 @@ TABLE: dict[tuple[State, Event], Step] = {
     (W, E.FLUSH): Step(W, ("_note_unrecorded",)),  # nothing to end: say what it needed
     (W, E.OWNER_ENDED): Step(W, ()),
     (W, E.FORKED): Step(D, _DETACH),
-    (P, E.SCHEDULE_OVER): Step(D, _END),
+    (P, E.SCHEDULE_OVER): Step(A, _END_THEN_TIME),
     (P, E.STEP_FAILED): Step(D, _END),
     (P, E.FLUSH): Step(D, _END),
     (P, E.ASK_OWNER): Step(S, ("_leave_fast_path",)),
@@ -83,13 +90,18 @@ TABLE: dict[tuple[State, Event], Step] = {
     (P, E.OWNER_ENDED): Step(D, ("_warn_owner_ended", *_END)),
     (P, E.FORKED): Step(D, _DETACH),
     (S, E.OWNER_CALLED): Step(D, _END),
-    (S, E.SCHEDULE_OVER): Step(D, _END),  # the step in progress when the stop was asked
+    (S, E.SCHEDULE_OVER): Step(A, _END_THEN_TIME),  # the step running when the stop was asked
     (S, E.STEP_FAILED): Step(D, _END),
     (S, E.FLUSH): Step(D, _END),
     (S, E.ASK_OWNER): Step(S, ()),  # asked again: the owner has not called since
     (S, E.ABANDON): Step(D, _ABANDON),
     (S, E.OWNER_ENDED): Step(D, ("_warn_owner_ended", *_END)),
     (S, E.FORKED): Step(D, _DETACH),
+    (A, E.AFTER_TIMED): Step(D, _LAST),
+    (A, E.NESTED): Step(A, ()),  # inside another session's step: labelled, not timed
+    (A, E.FLUSH): Step(D, _LAST),  # flushed (or at exit) before the calls after it were timed
+    (A, E.OWNER_ENDED): Step(A, ()),  # other threads' calls are timed too
+    (A, E.FORKED): Step(D, _DETACH),
     (D, E.FLUSH): Step(D, ()),  # the run already ended: flush only waits for its finisher
     (D, E.OWNER_ENDED): Step(D, ()),
     (D, E.FORKED): Step(D, _DETACH),
@@ -108,6 +120,9 @@ _GUESSES: dict[State, str] = {
        "next call (did the same call begin twice?)",
     D: "already done: the run ended and later calls are pass-throughs (did you expect "
        "@autoprof to record again after its schedule? call autoprof.check for a new run)",
+    A: "already done recording: the window ended and its next calls are only timed (did "
+       "you expect @autoprof to record again after its schedule? call autoprof.check for "
+       "a new run)",
     C: "already covered: this session's calls were recorded inside another session's run "
        "and only add their label (did you expect a run of its own? call it outside the "
        "other decorated function or region)",

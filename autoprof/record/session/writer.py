@@ -55,6 +55,8 @@ class RunState:
     # torch.profiler's own time before the first recorded step, spent inside the user's
     # calls (Driver.start_ms); None until that step begins
     profiler_start_ms: float | None = None
+    # the first calls after the window, timed like warm-up calls (sent to the finisher)
+    after_window_call_ms: list[float] = field(default_factory=list)
 
 
 def activities_of(options: Options, cuda_available: bool) -> tuple[str, ...]:

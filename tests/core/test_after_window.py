@@ -1,0 +1,185 @@
+"""The first calls after the profiling window are timed like warm-up calls and reach the
+finished manifest as ``after_window_call_ms``, through the finisher (which holds the folder
+while it works), without changing the run's status or anything else it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import torch
+
+from autoprof import autoprof
+from autoprof.record.finish_after import Pipe, record_after_window
+from autoprof.record.session import State
+from autoprof.record.session.actions import AFTER_WINDOW_CALLS
+from autoprof.runfolder import Manifest, write_manifest
+from tests.core.conftest import manifest, only_run
+
+SLOW_S = 0.03
+WINDOW_CALLS = 3 + 1 + 1 + 3  # warm-up calls, then the default schedule: wait, warmup, active
+
+
+def _slow_call(which: int):
+    """A step whose call number ``which`` (counting from 0) sleeps SLOW_S."""
+    calls = []
+
+    def work(x):
+        if len(calls) == which:
+            time.sleep(SLOW_S)
+        calls.append(1)
+        return x + 1
+
+    return work
+
+
+def test_the_calls_after_the_window_are_timed_in_order(traces_root):
+    fn = autoprof(name="after")(_slow_call(WINDOW_CALLS + 1))  # the second call after it
+    x = torch.ones(3)
+    for _ in range(WINDOW_CALLS):
+        assert torch.equal(fn(x), x + 1)
+    session = fn.autoprof_session
+    assert session.state is State.AFTER  # the window ended: the next calls are timed
+    for _ in range(AFTER_WINDOW_CALLS + 2):
+        assert torch.equal(fn(x), x + 1)  # the function's own result, timed or not
+    assert session.state is State.DONE  # then the plain pass-through
+    session.flush()
+    m = manifest(only_run(traces_root, "after"))
+    assert m["status"] == "complete" and m["steps_recorded"] == 3
+    after_ms = m["after_window_call_ms"]
+    assert len(after_ms) == AFTER_WINDOW_CALLS
+    assert after_ms[1] >= SLOW_S * 1e3
+    assert all(0 < t < SLOW_S * 1e3 for i, t in enumerate(after_ms) if i != 1), after_ms
+    assert len(m["warmup_call_ms"]) == 3  # the warm-up calls are not among them
+
+
+def test_a_flush_sends_the_calls_timed_so_far(traces_root):
+    fn = autoprof(name="after_flush")(lambda x: x * 2)
+    for _ in range(WINDOW_CALLS + 2):
+        fn(torch.ones(2))
+    fn.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "after_flush"))
+    assert m["status"] == "complete" and len(m["after_window_call_ms"]) == 2
+    assert fn.autoprof_session.state is State.DONE
+
+
+def test_no_call_after_the_window_leaves_the_list_empty(traces_root):
+    fn = autoprof(name="after_none")(lambda x: x * 2)
+    for _ in range(WINDOW_CALLS):
+        fn(torch.ones(2))
+    fn.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "after_none"))
+    assert m["status"] == "complete" and m["after_window_call_ms"] == []
+
+
+def test_an_exception_after_the_window_is_the_callers_and_still_timed(traces_root):
+    calls = []
+
+    def sometimes(x):
+        calls.append(1)
+        if len(calls) == WINDOW_CALLS + 1:
+            raise KeyError("the user's own")
+        return x
+
+    fn = autoprof(name="after_raise")(sometimes)
+    for _ in range(WINDOW_CALLS):
+        fn(1)
+    try:
+        fn(1)
+    except KeyError as exc:
+        assert exc.args == ("the user's own",)
+    else:  # pragma: no cover - the test's failure
+        raise AssertionError("the exception did not reach the caller")
+    fn.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "after_raise"))
+    assert m["status"] == "complete" and len(m["after_window_call_ms"]) == 1
+
+
+def _finished(tmp_path, status="complete"):
+    record = Manifest(name="f", status=status, run_id="r1", steps_recorded=3,
+                      files=("a.pt.trace.json.gz",), extra={"kept": 1})
+    write_manifest(tmp_path / "manifest.json", record)
+    return record
+
+
+def test_the_finisher_adds_the_times_and_changes_nothing_else(tmp_path):
+    record = _finished(tmp_path)
+    read, write = os.pipe()
+    os.write(write, json.dumps({"after_window_call_ms": [1.5, 2.0, "x"]}).encode() + b"\n")
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        assert record_after_window(tmp_path, record, Pipe(stream), wait_s=5.0) == (1.5, 2.0)
+    after = json.loads((tmp_path / "manifest.json").read_text())
+    assert after["after_window_call_ms"] == [1.5, 2.0]
+    assert after == {**record.to_dict(), "after_window_call_ms": [1.5, 2.0]}
+
+
+def test_the_finisher_waits_a_bounded_time_and_leaves_the_record(tmp_path):
+    record = _finished(tmp_path)
+    before = (tmp_path / "manifest.json").read_bytes()
+    read, write = os.pipe()
+    try:
+        with os.fdopen(read, "rb") as stream:
+            started = time.monotonic()
+            assert record_after_window(tmp_path, record, Pipe(stream), wait_s=0.2) == ()
+            assert time.monotonic() - started < 5.0
+    finally:
+        os.close(write)
+    assert (tmp_path / "manifest.json").read_bytes() == before
+
+
+def test_the_finisher_never_writes_another_runs_record(tmp_path):
+    _finished(tmp_path)
+    before = (tmp_path / "manifest.json").read_bytes()
+    other = Manifest(name="f", run_id="r2")
+    read, write = os.pipe()
+    os.write(write, b'{"after_window_call_ms": [1.0]}\n')
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        record_after_window(tmp_path, other, Pipe(stream), wait_s=5.0)
+    assert (tmp_path / "manifest.json").read_bytes() == before
+
+
+def test_the_field_reads_tolerantly():
+    m = Manifest.from_json({"schema_version": 1, "name": "n",
+                            "after_window_call_ms": [1, True, "2", float("nan"), 3.5]}, "m")
+    assert m.after_window_call_ms == (1, 3.5)
+    assert Manifest.from_json({"schema_version": 1, "name": "n",
+                               "after_window_call_ms": "x"}, "m").after_window_call_ms == ()
+    assert Manifest(name="n").to_dict()["after_window_call_ms"] == []
+
+
+def test_torch_profilers_are_freed_as_the_window_ends_not_by_a_later_collection(
+        traces_root, monkeypatch):
+    """torch's profiler objects sit in a reference cycle: left to the garbage collector, they
+    and their events are freed in whatever later call a full collection falls on (seconds at
+    tens of thousands of events). Both (the run's, the source-lines step's) are freed by the
+    call that ends the window, with the collector off."""
+    import gc
+    import weakref
+
+    from autoprof.record import lines as lines_mod
+    from autoprof.record.session import driver
+
+    made = []
+    driver_init, lines_init = driver.Driver.__init__, lines_mod.LinesStep.__init__
+
+    def watched_driver(self, *args, **kwargs):
+        driver_init(self, *args, **kwargs)
+        made.append(weakref.ref(self._prof))
+
+    def watched_lines(self, *args, **kwargs):
+        lines_init(self, *args, **kwargs)
+        made.append(weakref.ref(self._prof))
+
+    monkeypatch.setattr(driver.Driver, "__init__", watched_driver)
+    monkeypatch.setattr(lines_mod.LinesStep, "__init__", watched_lines)
+    fn = autoprof(name="freed", source_lines=True)(lambda x: x @ x)
+    gc.disable()
+    try:
+        for _ in range(WINDOW_CALLS):
+            fn(torch.ones(4, 4))
+        assert len(made) == 2 and all(ref() is None for ref in made)
+    finally:
+        gc.enable()
