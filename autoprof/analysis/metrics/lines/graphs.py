@@ -5,8 +5,8 @@ and "CUDA graphs").
   it with the line that called ``graph.replay()`` (``autoprof.record.lines_graphs``). Each
   measured step's launches of a thread pair with the lines step's of the same thread by
   order; the replayed kernels (``launch_row``) take their launch's line.
-- A kernel inductor generated (``triton_poi_fused_gelu_0``; ``cpp_fused_*`` on CPU, in the
-  trace only with inductor's kernel profiling) takes the line of the source its provenance
+- A kernel inductor generated (``triton_poi_fused_gelu_0``; on CPU
+  ``graph_0_cpp_fused_gelu_0``, in the trace only with inductor's kernel profiling) takes the line of the source its provenance
   names (the first of its user lines: a fused kernel may come from several), looked up in
   the graph whose ``## Call CompiledFxGraph <key> ##`` encloses its launch (or, outside
   one, in the only graph with a kernel of that name).
@@ -20,6 +20,7 @@ import pandas as pd
 from autoprof.analysis.metrics.lines.trace import GRAPH_LAUNCHES, LinesOp
 
 CALL_GRAPH = "## Call CompiledFxGraph "
+_GRAPH_PREFIX = r"^graph_\d+_"
 Found = dict[int, tuple[str, str]]  # events row -> (source, module)
 
 
@@ -69,8 +70,10 @@ def kernel_lines(events: pd.DataFrame, kernels: dict[str, dict[str, list[str]]])
     names = {k for graph in kernels.values() for k in graph}
     if not names:
         return {}
-    keep = events["name"].isin(list(names)).to_numpy() & (events["step"] >= 0).to_numpy()
-    rows = events[keep]
+    # a profiled C++ kernel is named graph_<n>_cpp_fused_...: the kernel's name after it
+    bare = events["name"].astype(str).str.replace(_GRAPH_PREFIX, "", regex=True)
+    keep = bare.isin(list(names)).to_numpy() & (events["step"] >= 0).to_numpy()
+    rows = events[keep].assign(name=bare[keep])
     if rows.empty:
         return {}
     position = {int(label): i for i, label in enumerate(events.index)}
