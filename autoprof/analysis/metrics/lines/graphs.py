@@ -6,8 +6,9 @@ and "CUDA graphs").
   measured step's launches of a thread pair with the lines step's of the same thread by
   order; the replayed kernels (``launch_row``) take their launch's line.
 - A kernel inductor generated (``triton_poi_fused_gelu_0``; on CPU
-  ``graph_0_cpp_fused_gelu_0``, in the trace only with inductor's kernel profiling) takes the line of the source its provenance
-  names (the first of its user lines: a fused kernel may come from several), looked up in
+  ``graph_0_cpp_fused_gelu_0``, in the trace only with inductor's kernel profiling) takes
+  the line of the source its provenance names (the first of its user lines: a fused kernel
+  may come from several), looked up in
   the graph whose ``## Call CompiledFxGraph <key> ##`` encloses its launch (or, outside
   one, in the only graph with a kernel of that name).
 """
