@@ -11,6 +11,9 @@ Reported per workload, side by side:
   with its range over the repeats;
 - ``noise_ratio``: the same ratio between the runs *without* lines of consecutive repeats
   (no difference but time): a ``ratio`` inside its range is within noise;
+- ``cpu_ratio`` / ``cpu_noise_ratio``: the same with the CPU time of the active calls
+  (``time.thread_time_ns`` around the user's function: its own work plus the profiler's on
+  its thread, not the time other processes held the cores), the least load-sensitive;
 - ``fastest_ratio`` / ``fastest_noise_ratio``: the same with each run's fastest measured
   step instead of its median (on a loaded machine the fastest step is the one nobody else's
   work preempted: the closest to the uncontended cost);
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,14 +88,24 @@ WORKLOADS: dict[str, Callable[[], Callable[[], Any]]] = {
     "mlp_train": mlp, "transformer_infer": transformer, "small_ops_loop": small_ops}
 
 
-def record(out: Path, name: str, fn: Callable[[], Any], lines: bool) -> Path:
+def record(out: Path, name: str, fn: Callable[[], Any], lines: bool) -> tuple[Path, list[float]]:
+    """The run folder, and the CPU time (this thread's, µs) of each active call."""
+    cpu_us: list[float] = []
+
+    def timed() -> Any:
+        started_ns = time.thread_time_ns()
+        try:
+            return fn()
+        finally:
+            cpu_us.append((time.thread_time_ns() - started_ns) / 1000)
+
     wrapped: Any = profile(name=name, out_dir=str(out), warmup_calls=2, schedule=SCHEDULE,
-                      source_lines=lines)(fn)
+                           source_lines=lines)(timed)
     for _ in range(CALLS):
         wrapped()
     wrapped.autoprof_session.flush()
     (run_dir,) = sorted((out / name).iterdir())
-    return run_dir
+    return run_dir, cpu_us[-SCHEDULE["active"]:]
 
 
 def measure(run_dir: Path) -> tuple[list[float], float | None]:
@@ -128,10 +142,13 @@ def bench(out: Path, workload: str, fn: Callable[[], Any], repeats: int) -> dict
     medians: dict[bool, list[float]] = {True: [], False: []}
     fastest: dict[bool, list[float]] = {True: [], False: []}
     steps: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
     match: list[float] = []
     for r in range(repeats):
         for lines in ((False, True) if r % 2 == 0 else (True, False)):
-            times, pct = measure(record(out, f"{workload}_{int(lines)}_{r}", fn, lines))
+            run_dir, cpu_us = record(out, f"{workload}_{int(lines)}_{r}", fn, lines)
+            times, pct = measure(run_dir)
+            cpu[lines].append(statistics.median(cpu_us))
             steps[lines] += times
             medians[lines].append(statistics.median(times))
             fastest[lines].append(min(times))
@@ -144,6 +161,9 @@ def bench(out: Path, workload: str, fn: Callable[[], Any], repeats: int) -> dict
             "fastest_step_us_with": round(min(steps[True]), 1),
             "fastest_ratio": _spread(_paired(fastest)), "fastest_noise_ratio":
                 _noise(fastest[False]),
+            "cpu_us_without": round(statistics.median(cpu[False]), 1),
+            "cpu_us_with": round(statistics.median(cpu[True]), 1),
+            "cpu_ratio": _spread(_paired(cpu)), "cpu_noise_ratio": _noise(cpu[False]),
             "quartiles_us_without": _quartiles(steps[False]),
             "quartiles_us_with": _quartiles(steps[True]),
             "match_pct": round(min(match), 2) if match else None,
