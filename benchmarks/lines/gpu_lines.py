@@ -210,6 +210,12 @@ def one_case(case: str, out: Path, deadline: float, cuda: bool) -> dict[str, Any
         result["record_" + ("on" if lines else "off")] = rec
         if "run_dir" in rec:
             runs["on" if lines else "off"] = autoprof.load(rec["run_dir"])
+    for key, run in runs.items():  # is the first active step slower with lines on?
+        try:
+            steps = run.analysis.breakdown.steps
+            result["step_us_" + key] = [round(float(v), 1) for v in steps["step_us"]]
+        except Exception as exc:
+            result["step_us_" + key] = repr(exc)
     run_on = runs.get("on")
     if run_on is None:
         return result
