@@ -278,7 +278,12 @@ def test_the_schema_catches_a_broken_diff() -> None:
     bad["verdict"] = "slowish"
     del bad["ranks"]
     bad["step_time"]["ci_low_pct"] = "5%"
+    bad["self_ops"][0]["kind"] = "leaf"
     errors = diff_errors(bad)
+    assert any(e.startswith("self_ops/0/kind: 'leaf' is not one of") for e in errors)
+    guessed = json.loads(json.dumps(good))
+    guessed["step_time"]["between_run_source"] = "guessed"
+    assert diff_errors(guessed)
     assert any(e.startswith("(top): 'ranks' is a required property") for e in errors)
     assert any(e.startswith("verdict: 'slowish' is not one of") for e in errors)
     assert any(e.startswith("step_time") for e in errors)
