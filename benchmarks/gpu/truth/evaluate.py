@@ -43,7 +43,7 @@ from autoprof.analysis.metrics.replay.loop import loop_split
 # the ground truth's fix names that are one replayed fix (the truth README describes each)
 FIX_OF: dict[str, FixName] = {
     "cuda_graph": "cuda-graph",
-    "remove": "remove-sync",
+    "remove": "remove-line",
     "keep_on_gpu": "remove-sync",
     "where": "remove-sync",
     "mask_weights": "remove-sync",
@@ -57,7 +57,7 @@ WORKERS = re.compile(r"^workers\d+_pin_nonblocking$")
 # workloads looked at while the model was changed, in the folders they were recorded in (the
 # rest of those folders was only evaluated; any other folder is held out)
 TUNED = ("sync_item", "sync_mask", "mlp_loader_w0", "cnn_loader_w4", "compiled_mlp", "seed_64",
-         "gpt2_large", "two_streams")
+         "gpt2_large", "two_streams", "sync_nonzero")
 TUNED_FOLDERS = ("gpu_h200_truth", "gpu_h200_truth_heldout")
 WITHIN = 0.25  # a prediction further than this from the measurement misses
 

@@ -1,6 +1,6 @@
 """The replay brought to the untraced pace (metrics/replay/baseline.py), the host scaled
-inside or outside the call, and loader workers that fetch no faster than their count allows;
-times in microseconds."""
+inside or outside the call, loader workers that fetch no faster than their count allows, and
+a mask index's line removed with the ops on its selection; times in microseconds."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from autoprof.analysis.metrics.replay import (
     HideLoader,
     OverlapBetweenCalls,
     ScaleHost,
+    build_graph,
     replay_step,
 )
 from autoprof.analysis.metrics.replay.baseline import host_baseline
 from autoprof.analysis.metrics.replay.fixes import fix_changes
 from autoprof.analysis.metrics.replay.loop import loop_split
+from autoprof.analysis.metrics.replay.selection import selection_rows
 
 FETCH = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
@@ -79,3 +81,25 @@ def test_a_step_that_is_the_call_scales_every_host_cost() -> None:
     assert len(changes) == 1 and isinstance(changes[0], ScaleHost)
     assert changes[0].region is None
     assert replay_step(ev, 1, changes).step_us == pytest.approx(50.0, abs=0.5)
+
+
+def test_removing_a_mask_index_line_removes_the_ops_on_its_selection() -> None:
+    """A step `x[x > 0].square().mean()` behind a 40 us kernel: the index syncs under
+    aten::nonzero, its selection (size 300) feeds aten::square; an aten::relu on the whole
+    tensor does not."""
+    t = (Trace().step(1, 0, 200).region("train_step", 0, 200).launch(2, 5, 8, 40)
+         .cpu("aten::index", 10, 50).cpu("aten::nonzero", 12, 46)
+         .cpu("cudaStreamSynchronize", 14, 42, "cuda_runtime")
+         .cpu("aten::square", 70, 40).launch(72, 5, 78, 30)
+         .cpu("aten::relu", 120, 40).launch(122, 5, 128, 30))
+    ev = t.frame()
+    dims = {"aten::index": "[[1000, 8], []]", "aten::nonzero": "[[1000, 8]]",
+            "aten::square": "[[300]]", "aten::relu": "[[1000, 8]]"}
+    ev["input_dims"] = ev["name"].astype(str).map(dims).fillna("")
+    g = build_graph(ev)
+    names = g.events["name"].astype(str).to_numpy()
+    assert sorted(names[selection_rows(g)].tolist()) == ["aten::index", "aten::square"]
+    base = replay_step(ev, 1).step_us
+    # the index (50 us) and the square with its launch and kernel (40 us) go
+    assert replay_step(ev, 1, fix_changes("remove-line", "train_step")).step_us < base - 80
+    assert replay_step(ev, 1, fix_changes("remove-sync", "train_step")).step_us > base - 60

@@ -57,6 +57,13 @@ class RemoveSync:
 
 
 @dataclass(frozen=True)
+class RemoveSelection:
+    """A data-dependent selection's line removed (`selection.py`): the op holding its sync
+    and every op computing on the selection, forward and backward, lose their host time,
+    their launches' cost, their GPU work and their waits."""
+
+
+@dataclass(frozen=True)
 class OverlapBetweenCalls:
     """The host time of each step outside the decorated call (`call_region`: the caller's
     loop, a DataLoader's `__next__`) overlapped by loader workers: `remaining` of it is left
@@ -118,5 +125,5 @@ class ScaleHost:
     inside: bool = True
 
 
-Change = CudaGraph | RemoveSync | OverlapBetweenCalls | HideLoader | NonBlockingCopies | \
-    FasterKernels | ScaleHost
+Change = CudaGraph | RemoveSync | RemoveSelection | OverlapBetweenCalls | HideLoader | \
+    NonBlockingCopies | FasterKernels | ScaleHost

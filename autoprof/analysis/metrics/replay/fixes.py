@@ -8,6 +8,9 @@ between two calls.
 - `cuda-graph`: the call captured whole, each batch copied into static inputs, then replay:
   `CudaGraph(call)`;
 - `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
+- `remove-line`: the line that syncs deleted: the sync, and for a data-dependent selection
+  (a mask index, `.nonzero()`) the ops computing on it, forward and backward
+  (`RemoveSelection`);
 - `sync-free-cuda-graph`: the sync removed and the call captured whole;
 - `loader-workers`: `workers` DataLoader workers, `pin_memory`, `non_blocking` copies: the
   fetches and the time between calls hidden (`OverlapBetweenCalls`, `HideLoader`), each step
@@ -35,14 +38,16 @@ from autoprof.analysis.metrics.replay.changes import (
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
+    RemoveSelection,
     RemoveSync,
 )
 from autoprof.analysis.metrics.replay.replay import predict_speedups
 
-FixName = Literal["cuda-graph", "remove-sync", "sync-free-cuda-graph", "loader-workers",
-                  "pin-memory", "no-loader"]
-FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "sync-free-cuda-graph",
-                                  "loader-workers", "pin-memory", "no-loader")
+FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
+                  "loader-workers", "pin-memory", "no-loader"]
+FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
+                                  "sync-free-cuda-graph", "loader-workers", "pin-memory",
+                                  "no-loader")
 WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
@@ -54,6 +59,7 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS) -> list[Change]
     table: dict[FixName, list[Change]] = {
         "cuda-graph": [CudaGraph(call)],
         "remove-sync": [RemoveSync()],
+        "remove-line": [RemoveSync(), RemoveSelection()],
         "sync-free-cuda-graph": [RemoveSync(), CudaGraph(call)],
         "loader-workers": [HideLoader(workers=workers),
                            OverlapBetweenCalls(call, keep_fetches=True), NonBlockingCopies()],

@@ -40,6 +40,7 @@ from autoprof.analysis.metrics.stats import (
 
 NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "parent",
          "launch_row", "op_row", "device", "stream", "pid", "tid", "rank"]
+OPTIONAL = ["input_dims"]
 
 
 @dataclass
@@ -145,7 +146,8 @@ def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
     ranks = ranks_of(events)
     if not ranks:
         raise ValueError("replay: the events table is empty")
-    ev = for_rank(events[NEEDS], ranks[0] if rank is None else rank).reset_index()
+    shapes = [c for c in OPTIONAL if c in events.columns]  # for selection.py
+    ev = for_rank(events[NEEDS + shapes], ranks[0] if rank is None else rank).reset_index()
     ev = ev.rename(columns={"index": "label"})
     cpu = cpu_mask(ev)
     numbers, starts, ends, first_step = _step_spans(ev, cpu)

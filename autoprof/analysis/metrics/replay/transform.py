@@ -4,6 +4,7 @@
   DataLoader's fetch: its CPU work stays); one graph launch per span; the captured kernels
   run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
+- `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
   `workers`, each step takes at least its fetch time over the workers.
@@ -29,10 +30,12 @@ from autoprof.analysis.metrics.replay.changes import (
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
+    RemoveSelection,
     RemoveSync,
     ScaleHost,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
+from autoprof.analysis.metrics.replay.selection import selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
 from autoprof.analysis.metrics.stats import Coverage
@@ -57,6 +60,8 @@ def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
             _non_blocking(g, plan, change)
         elif isinstance(change, FasterKernels):
             plan.item_dur_us[_kernels(g, change)] /= change.factor
+        elif isinstance(change, RemoveSelection):
+            _remove_rows(g, plan, selection_rows(g))
         else:
             _cuda_graph(g, plan, change)
     return plan
@@ -218,6 +223,25 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
                 float(g.call_gap_lo_us[c]), float(g.call_ts_us[c])))
     if change.workers:
         plan.step_floor_us = np.maximum(plan.step_floor_us, fetch_us / change.workers)
+
+
+def _remove_rows(g: Graph, plan: Plan, rows: np.ndarray) -> None:
+    """The host rows at `rows` gone: their host time, and their calls' cost, GPU work and
+    waits."""
+    if not len(rows):
+        return
+    spans = Coverage(g.events["ts_us"].to_numpy(float)[rows],
+                     g.events["end_us"].to_numpy(float)[rows])
+    region = _pace_spans(g, plan)
+    for c in range(g.n_calls):
+        _hide(g, plan, c, spans.covered, region)
+        if g.call_row[c] >= 0 and _inside(spans, float(g.call_ts_us[c])) >= 0:
+            plan.call_cost_us[c] = 0.0
+            plan.call_waits[c] = []
+            items = g.call_items[c]
+            plan.item_dur_us[items] = 0.0
+            plan.item_latency_us[items] = 0.0
+            plan.item_gap_us[items] = 0.0
 
 
 def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
