@@ -25,7 +25,8 @@ run with the garbage collector off after the window: the collector's share), ``k
 reference cycle until a full garbage collection, in some later call of the program).
 Each trial also times a full collection (``gc.collect()``) before the window and one after
 the calls after it (``gc_before_ms``, ``next_full_gc_ms``: what the program's next full
-collection costs), and the call that ends the window (``window_end_ms``). ``--ops`` sets
+collection costs), the call that ends the window (``window_end_ms``) and the process's
+resident memory after the calls after it, before and after that collection. ``--ops`` sets
 the small ops of the CPU step (a larger trace: 2000).
 
 With ``--mode`` one trial runs in this process and writes ``OUT/launch_cost_<mode>.json``;
@@ -146,6 +147,17 @@ def _window_end(fn: Callable[[], Any]) -> None:
     WINDOW_END.append(round((time.perf_counter_ns() - started) / 1e6, 3))
 
 
+def _rss_mb() -> float | None:
+    """This process's resident memory now (Linux), MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
 def _full_gc_ms() -> float:
     started = time.perf_counter_ns()
     gc.collect()
@@ -186,6 +198,7 @@ def trial(mode: str, device: str, threads: int, pause_s: float, out: Path,
     after = _series(step, sync, CALLS)
     time.sleep(pause_s)
     later = _series(step, sync, CALLS)
+    rss_mb = _rss_mb()  # before any full collection after the window
     gc.enable()
     next_gc_ms = _full_gc_ms()
     result: dict[str, Any] = {"mode": mode, "device": device, "threads": torch.get_num_threads(),
@@ -193,6 +206,7 @@ def trial(mode: str, device: str, threads: int, pause_s: float, out: Path,
                               "gc_before_ms": gc_before_ms, "next_full_gc_ms": next_gc_ms,
                               "gc_extra_ms": round(next_gc_ms - gc_before_ms, 3),
                               "window_end_ms": WINDOW_END[0] if WINDOW_END else None,
+                              "rss_after_window_mb": rss_mb, "rss_after_gc_mb": _rss_mb(),
                               "torch": torch.__version__,
                               "before": before, "after": after, "later": later}
     if mode in AUTOPROF_MODES:
@@ -213,7 +227,7 @@ def _recorded(runs: Path) -> list[float] | None:
 def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("first_call_x", "first5_x", "first5_extra_ms", "first5_waiting_ms", "median30_x",
             "later_x", "steady_ms", "gc_before_ms", "next_full_gc_ms", "gc_extra_ms",
-            "window_end_ms")
+            "window_end_ms", "rss_after_window_mb", "rss_after_gc_mb")
     medians: dict[str, dict[str, float]] = {}
     for mode in MODES:
         rows = [t for t in trials if t["mode"] == mode]
@@ -227,7 +241,8 @@ def _summary(trials: list[dict[str, Any]]) -> dict[str, Any]:
     if fixed and before:  # the fix, side by side: before / after
         medians["keep-cycle_over_autoprof"] = {
             k: round(before[k] / fixed[k], 2) if fixed.get(k) else None
-            for k in ("next_full_gc_ms", "gc_extra_ms", "window_end_ms", "first5_x")}
+            for k in ("next_full_gc_ms", "gc_extra_ms", "window_end_ms", "first5_x",
+                      "rss_after_window_mb")}
     return medians
 
 
