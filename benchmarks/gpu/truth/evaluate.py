@@ -51,6 +51,8 @@ FIX_OF: dict[str, FixName] = {
     "graph_without_sync": "sync-free-cuda-graph",
     "pin_nonblocking": "pin-memory",
     "no_loader": "no-loader",
+    "adamw_fused": "fused-optimizer",
+    "addmm": "addmm",
 }
 # more DataLoader workers with pinned memory and non_blocking copies, any count
 WORKERS = re.compile(r"^workers\d+_pin_nonblocking$")

@@ -64,6 +64,25 @@ class RemoveSelection:
 
 
 @dataclass(frozen=True)
+class FoldBiasAdd:
+    """`x @ w + b` written `torch.addmm(b, x, w)`: each bias add right after a matrix
+    product (`selection.bias_add_rows`) goes, host, launch and kernel; the GEMM keeps its
+    duration (its epilogue adds the bias as it writes the product)."""
+
+
+@dataclass(frozen=True)
+class FuseOptimizer:
+    """The optimizer's per-parameter or foreach ops replaced by one fused op per step
+    (`torch.optim.AdamW(fused=True)`), inside the host rows whose name starts with
+    `region_prefix` (`Optimizer.step#AdamW.step`): the ops' host time goes but for one op's
+    (the median op there), launches there cost one launch for the first and nothing after,
+    and the kernels keep their durations (the same bytes moved), queued back to back. The
+    Python between the ops (gathering the parameters) stays."""
+
+    region_prefix: str = "Optimizer.step#"
+
+
+@dataclass(frozen=True)
 class OverlapBetweenCalls:
     """The host time of each step outside the decorated call (`call_region`: the caller's
     loop, a DataLoader's `__next__`) overlapped by loader workers: `remaining` of it is left
@@ -125,5 +144,5 @@ class ScaleHost:
     inside: bool = True
 
 
-Change = CudaGraph | RemoveSync | RemoveSelection | OverlapBetweenCalls | HideLoader | \
-    NonBlockingCopies | FasterKernels | ScaleHost
+Change = CudaGraph | RemoveSync | RemoveSelection | FoldBiasAdd | FuseOptimizer | \
+    OverlapBetweenCalls | HideLoader | NonBlockingCopies | FasterKernels | ScaleHost

@@ -18,10 +18,14 @@ between two calls.
   non-blocking;
 - `pin-memory`: `pin_memory` and `non_blocking` copies alone: HtoD copies non-blocking;
 - `no-loader`: the batches already on the device (the bound of perfect overlap): the
-  fetches, the time between calls and the HtoD copies gone.
+  fetches, the time between calls and the HtoD copies gone;
+- `fused-optimizer`: `fused=True` on the optimizer: its ops become one fused op per step,
+  the kernels keep their durations (`FuseOptimizer`);
+- `addmm`: `x @ w + b` as `torch.addmm(b, x, w)`: the bias add folded into the GEMM
+  (`FoldBiasAdd`).
 
 What a fix changes that the trace cannot show is not modelled: torch.compile's fusions and its
-own wrapper, a fused optimizer's kernels, a replacement op's own kernels (`torch.where` for a
+own wrapper, a fused optimizer's fewer bytes, a replacement op's own kernels (`torch.where` for a
 mask index), the cost of pinning in the main process.
 """
 
@@ -35,6 +39,8 @@ import pandas as pd
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
+    FoldBiasAdd,
+    FuseOptimizer,
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
@@ -44,10 +50,10 @@ from autoprof.analysis.metrics.replay.changes import (
 from autoprof.analysis.metrics.replay.replay import predict_speedups
 
 FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
-                  "loader-workers", "pin-memory", "no-loader"]
+                  "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm"]
 FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
                                   "sync-free-cuda-graph", "loader-workers", "pin-memory",
-                                  "no-loader")
+                                  "no-loader", "fused-optimizer", "addmm")
 WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
@@ -65,6 +71,8 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS) -> list[Change]
                            OverlapBetweenCalls(call, keep_fetches=True), NonBlockingCopies()],
         "pin-memory": [NonBlockingCopies()],
         "no-loader": [HideLoader(), OverlapBetweenCalls(call, keep_fetches=True), _GONE],
+        "fused-optimizer": [FuseOptimizer()],
+        "addmm": [FoldBiasAdd()],
     }
     return table[fix]
 

@@ -1,4 +1,6 @@
-"""The ops a data-dependent selection feeds: what removing its line removes beside the sync.
+"""Ops a fix removes, found from the trace's shapes: a selection's line, a bias add.
+
+The ops a data-dependent selection feeds: what removing its line removes beside the sync.
 
 A boolean-mask index (`h[h > 0]`) or `.nonzero()` syncs because the size of its result is
 known only on the GPU. Removing the line removes more than the wait: the selection's own
@@ -102,3 +104,33 @@ def _fed(rows: _Rows, top: int, lo: float, hi: float, main: int) -> set[int]:
     later = np.flatnonzero(in_step & (rows.ts >= rows.end[top]))
     hits = [int(r) for r in later.tolist() if _sizes(rows.dims[r]) & size]
     return {rows.outermost_op(r) for r in hits} - {-1}
+
+
+MATMULS = frozenset({"aten::matmul", "aten::mm"})
+_DIMS = re.compile(r"\[([\d, ]*)\]")
+
+
+def _shapes(dims: str) -> list[tuple[int, ...]]:
+    """The input shapes of an op's `input_dims` text, in order ([] for a scalar)."""
+    return [tuple(int(v) for v in m.split(",") if v.strip()) for m in _DIMS.findall(dims)]
+
+
+def bias_add_rows(g: Graph) -> np.ndarray:
+    """Positions of the `aten::add` ops that add a bias to the product right before them
+    (the next op on the thread, under the same parent, after a matmul of [M, K] x [K, N],
+    adding [N] or [1, N] to [M, N]): what `torch.addmm` folds into the GEMM."""
+    rows = _Rows(g)
+    ops = np.flatnonzero(rows.op)
+    out = []
+    prev: dict[tuple[int, int], int] = {}  # (thread, parent) -> the previous op there
+    for r in ops[np.argsort(rows.ts[ops], kind="stable")].tolist():
+        key = (int(rows.thread[r]), int(rows.parent[r]))
+        before = prev.get(key, -1)
+        prev[key] = r
+        if rows.names[r] != "aten::add" or before < 0 or rows.names[before] not in MATMULS:
+            continue
+        a, b = (_shapes(rows.dims[before]) + [(), ()])[:2]
+        x, y = (_shapes(rows.dims[r]) + [(), ()])[:2]
+        if len(a) == 2 and len(b) == 2 and x == (a[0], b[1]) and y in ((b[1],), (1, b[1])):
+            out.append(r)
+    return np.array(out, dtype=np.int64)

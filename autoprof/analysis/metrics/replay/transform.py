@@ -5,6 +5,8 @@
   run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
+- `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
+- `FoldBiasAdd`: the bias adds after a matrix product go, host and GPU.
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
   `workers`, each step takes at least its fetch time over the workers.
@@ -27,6 +29,8 @@ from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
     FasterKernels,
+    FoldBiasAdd,
+    FuseOptimizer,
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
@@ -35,7 +39,7 @@ from autoprof.analysis.metrics.replay.changes import (
     ScaleHost,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
-from autoprof.analysis.metrics.replay.selection import selection_rows
+from autoprof.analysis.metrics.replay.selection import bias_add_rows, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
 from autoprof.analysis.metrics.stats import Coverage
@@ -48,23 +52,38 @@ def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
     """A copy of `base` with every change applied, in order."""
     plan = base.copy()
     for change in changes:
-        if isinstance(change, ScaleHost):
-            _scale_host(g, plan, change)
-        elif isinstance(change, RemoveSync):
-            _remove_syncs(g, plan, change.op)
-        elif isinstance(change, OverlapBetweenCalls):
-            _overlap_between_calls(g, plan, change)
-        elif isinstance(change, HideLoader):
-            _hide_loader(g, plan, change)
-        elif isinstance(change, NonBlockingCopies):
-            _non_blocking(g, plan, change)
-        elif isinstance(change, FasterKernels):
-            plan.item_dur_us[_kernels(g, change)] /= change.factor
-        elif isinstance(change, RemoveSelection):
-            _remove_rows(g, plan, selection_rows(g))
-        else:
-            _cuda_graph(g, plan, change)
+        _apply(g, plan, change)
     return plan
+
+
+def _apply(g: Graph, plan: Plan, change: Change) -> None:
+    if isinstance(change, ScaleHost):
+        _scale_host(g, plan, change)
+    elif isinstance(change, RemoveSync):
+        _remove_syncs(g, plan, change.op)
+    elif isinstance(change, OverlapBetweenCalls):
+        _overlap_between_calls(g, plan, change)
+    elif isinstance(change, HideLoader):
+        _hide_loader(g, plan, change)
+    elif isinstance(change, NonBlockingCopies):
+        _non_blocking(g, plan, change)
+    elif isinstance(change, FasterKernels):
+        plan.item_dur_us[_kernels(g, change)] /= change.factor
+    elif isinstance(change, CudaGraph):
+        _cuda_graph(g, plan, change)
+    else:
+        _apply_op_change(g, plan, change)
+
+
+def _apply_op_change(g: Graph, plan: Plan,
+                     change: RemoveSelection | FuseOptimizer | FoldBiasAdd) -> None:
+    """The changes that remove or fuse ops the trace's shapes and names pick."""
+    if isinstance(change, RemoveSelection):
+        _remove_rows(g, plan, selection_rows(g))
+    elif isinstance(change, FuseOptimizer):
+        _fuse_optimizer(g, plan, change)
+    else:
+        _remove_rows(g, plan, bias_add_rows(g))
 
 
 # --- which rows ---------------------------------------------------------------------------
@@ -242,6 +261,38 @@ def _remove_rows(g: Graph, plan: Plan, rows: np.ndarray) -> None:
             plan.item_dur_us[items] = 0.0
             plan.item_latency_us[items] = 0.0
             plan.item_gap_us[items] = 0.0
+
+
+def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
+    ev = g.events
+    cpu = (ev["lane"].astype(str) == "cpu").to_numpy()
+    names = _names(g)
+    hit = cpu & np.char.startswith(names.astype(str), change.region_prefix)
+    if not hit.any():
+        return
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    regions = Coverage(ts[hit], end[hit])
+    op = cpu & (ev["cat"].astype(str) == "cpu_op").to_numpy()
+    up = g.row_parent
+    outer = op & ~np.where(up >= 0, op[np.clip(up, 0, None)], False)
+    inside = np.array([_inside(regions, float(t)) >= 0 for t in ts], bool) & outer
+    if not inside.any():
+        return
+    ops = Coverage(ts[inside], end[inside])
+    kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
+    region = _pace_spans(g, plan)
+    seen: set[int] = set()
+    for c in range(g.n_calls):
+        _hide(g, plan, c, ops.covered, region)
+        span = _inside(regions, float(g.call_ts_us[c]))
+        if span < 0 or g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
+            continue
+        first = span not in seen
+        seen.add(span)
+        plan.call_cost_us[c] = plan.launch_us + kept_us * float(plan.pace_out[c]) \
+            if first else 0.0
+        items = g.call_items[c]
+        plan.item_latency_us[items] = plan.latency_us
 
 
 def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:

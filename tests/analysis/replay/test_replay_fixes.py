@@ -1,0 +1,56 @@
+"""Fixes that change ops, replayed on small events tables: a bias add folded into its GEMM
+(`addmm`) and an optimizer's ops fused into one (`fused-optimizer`); times in microseconds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from support.attrbuild import Trace
+
+from autoprof.analysis.metrics.replay import build_graph, replay_step
+from autoprof.analysis.metrics.replay.fixes import fix_changes
+from autoprof.analysis.metrics.replay.selection import bias_add_rows
+
+
+def seed() -> Trace:
+    """`x @ w + b`: a matmul (30 us of host, a 10 us kernel), then the add (20 us, 5 us)."""
+    return (Trace().step(1, 0, 60).region("seed", 0, 60)
+            .cpu("aten::matmul", 2, 30).launch(20, 5, 26, 10)
+            .cpu("aten::add", 34, 20).launch(45, 5, 51, 5))
+
+
+def with_dims(t: Trace, dims: dict[str, str]) -> pd.DataFrame:
+    ev = t.frame()
+    ev["input_dims"] = ev["name"].astype(str).map(dims).fillna("")
+    return ev
+
+
+def test_a_bias_add_after_its_product_is_folded() -> None:
+    ev = with_dims(seed(), {"aten::matmul": "[[64, 32], [32, 16]]",
+                            "aten::add": "[[64, 16], [16], []]"})
+    g = build_graph(ev)
+    assert g.events["name"].astype(str).to_numpy()[bias_add_rows(g)].tolist() == ["aten::add"]
+    base = replay_step(ev, 1).step_us
+    folded = replay_step(ev, 1, fix_changes("addmm", "seed")).step_us
+    assert folded < base - 15  # the add's 20 us of host, its launch and kernel
+    # an add of two products' shapes that is not a bias is left alone
+    other = with_dims(seed(), {"aten::matmul": "[[64, 32], [32, 16]]",
+                               "aten::add": "[[64, 16], [64, 16], []]"})
+    assert replay_step(other, 1, fix_changes("addmm", "seed")).step_us == \
+        pytest.approx(replay_step(other, 1).step_us)
+
+
+def test_an_optimizers_ops_fused_into_one() -> None:
+    """Four 20 us foreach ops, each launching a 2 us kernel, inside the optimizer's region
+    (10 us of Python before them): fused, one op's cost and one launch remain."""
+    t = Trace().step(1, 0, 100).region("train_step", 0, 100) \
+        .region("Optimizer.step#AdamW.step", 5, 95)
+    for i in range(4):
+        t.cpu("aten::_foreach_mul_", 15 + 20 * i, 20).launch(16 + 20 * i, 5, 22 + 20 * i, 2)
+    ev = t.frame()
+    base = replay_step(ev, 1).step_us
+    assert base == pytest.approx(100.0, abs=1.0)
+    fused = replay_step(ev, 1, fix_changes("fused-optimizer", "train_step")).step_us
+    # the 15 us before the ops stay, then one op (20 us) and one launch (5 us); the four
+    # kernels follow 1 us later, back to back (the trace's gap): 41 + 4 x 2
+    assert fused == pytest.approx(15 + 20 + 5 + 1 + 4 * 2, abs=1.0)
