@@ -302,3 +302,40 @@ def test_committed_two_rank_run_against_itself_gives_each_rank() -> None:
     assert d.verdict == "no significant change"
     assert [r.rank for r in d.ranks] == [0, 1]
     assert all(r.step.change_pct == 0 and r.step.samples_a >= 3 for r in d.ranks)
+
+
+def test_user_ops_roll_children_and_gpu_work_up_to_the_outermost_op() -> None:
+    import pandas as pd
+
+    from autoprof.analysis.diff.user_ops import outermost_ops, user_op_facts
+
+    # ProfilerStep > aten::item > aten::_local_scalar_dense > cudaStreamSynchronize, and
+    # ProfilerStep > aten::matmul > aten::mm > cudaLaunchKernel -> gemm (GPU)
+    rows = [
+        ("ProfilerStep#1", "user_annotation", -1, 100.0, 10.0, False, -1),
+        ("aten::item", "cpu_op", 0, 40.0, 1.0, False, -1),
+        ("aten::_local_scalar_dense", "cpu_op", 1, 39.0, 4.0, False, -1),
+        ("cudaStreamSynchronize", "cuda_runtime", 2, 35.0, 35.0, False, -1),
+        ("aten::matmul", "cpu_op", 0, 50.0, 2.0, False, -1),
+        ("aten::mm", "cpu_op", 4, 48.0, 43.0, False, -1),
+        ("cudaLaunchKernel", "cuda_runtime", 5, 5.0, 5.0, False, -1),
+        ("gemm", "kernel", -1, 30.0, 30.0, True, 5),
+    ]
+    events = pd.DataFrame(rows, columns=["name", "cat", "parent", "dur_us", "self_us",
+                                         "is_gpu_work", "op_row"])
+    events["step"] = 1
+    events["input_dims"] = ""
+    events["input_types"] = ""
+    assert outermost_ops(events).tolist() == [-1, 1, 1, 1, 4, 4, 4, -1]
+    facts = user_op_facts(events, steps=1)
+    assert set(facts) == {"aten::item", "aten::matmul"}
+    assert facts["aten::matmul"].us_per_step == pytest.approx(50.0 + 30.0)  # host + its GPU work
+    assert facts["aten::matmul"].children_us_per_step == {
+        "aten::matmul": 2.0, "aten::mm": 43.0 + 30.0, "cudaLaunchKernel": 5.0}
+    assert facts["aten::item"].syncs == {"aten::item", "aten::_local_scalar_dense",
+                                         "cudaStreamSynchronize"}
+    empty = replace(_facts([1000.0] * 5), user_ops={})
+    with_sync = replace(empty, user_ops=facts)
+    item = {c.name: c for c in checked(diff_facts(empty, with_sync)).ops}["aten::item"]
+    assert item.note == ("new; a sync: the host waits for the GPU (cudaStreamSynchronize); "
+                         "most of it in cudaStreamSynchronize (+35 µs per step)")
