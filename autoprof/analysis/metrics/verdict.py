@@ -194,7 +194,36 @@ def _from_breakdown(ov: Overhead, bd: dict[str, Any], pct: dict[str, float]) -> 
                   "beside them, often only waiting for another rank (see the rank table)")
     else:
         reason = f"{split}: no side holds {DOMINANT_PCT:.0f}% of the step"
+    over_steps = sides_over_steps(bd, ov.has_gpu)
+    if over_steps is not None:
+        evidence["sides_pct_over_steps"] = over_steps[0]
+        reason += over_steps[1]
     return Verdict(kind, reason, evidence)
+
+
+_SIDE_WORDS = {"host": "the host side", "gpu": "GPU work", "communication": "exposed communication"}
+
+
+def sides_over_steps(bd: dict[str, Any], has_gpu: bool
+                     ) -> tuple[dict[str, dict[str, float]], str] | None:
+    """Each side's share over the steps (min, median, max) and, when the steps alone would
+    not all give one verdict, the note that says so (a rerun could give another verdict)."""
+    steps = [st for st in bd.get("per_step") or [] if st.get("step_us")]
+    if not steps:
+        return None
+    shares = [sides({b: 100.0 * v / st["step_us"] for b, v in st["buckets_us"].items()})
+              for st in steps]
+    spread = {side: {"min": min(sh[side] for sh in shares),
+                     "median": float(np.median([sh[side] for sh in shares])),
+                     "max": max(sh[side] for sh in shares)} for side in shares[0]}
+    kinds = {classify_sides({b: 100.0 * v / st["step_us"] for b, v in st["buckets_us"].items()},
+                            has_gpu) for st in steps}
+    if len(kinds) < 2:
+        return spread, ""
+    side = max(spread, key=lambda k: spread[k]["median"])
+    return spread, (f" (steps disagree: {_SIDE_WORDS[side]} {spread[side]['min']:.0f}-"
+                    f"{spread[side]['max']:.0f}% of the step across steps; a rerun could give "
+                    "another verdict)")
 
 
 def _from_busy(ov: Overhead) -> Verdict:

@@ -103,3 +103,19 @@ def test_a_prediction_beside_the_measured_fix_and_a_miss_said_so() -> None:
 def test_the_text_says_which_opportunities_are_only_bounds() -> None:
     text = render_summary(_run("sync_item").summary())
     assert "(a bound only: no fix replayed)" in text
+
+
+def test_a_verdict_the_steps_disagree_on_says_a_rerun_could_flip_it() -> None:
+    """seed_4096: two steps are GPU-bound (98-99% GPU work), one is not (51%): the verdict
+    keeps its kind and says the steps disagree, with each side's spread in its evidence."""
+    run = autoprof.load(TRUTH / json.loads((TRUTH / "ground_truth.json").read_text())
+                        ["workloads"]["seed_4096"]["record"]["run"])
+    verdict = run.analysis.verdict.to_dict()
+    assert "(steps disagree: GPU work 51-99% of the step across steps; a rerun could give " \
+        "another verdict)" in verdict["reason"]
+    gpu = verdict["evidence"]["sides_pct_over_steps"]["gpu"]
+    assert gpu["min"] == pytest.approx(51.3, abs=0.1) and gpu["max"] == pytest.approx(99.5,
+                                                                                     abs=0.1)
+    steady = _run("gpt2_large").analysis.verdict.to_dict()
+    assert "steps disagree" not in steady["reason"]
+    assert steady["evidence"]["sides_pct_over_steps"]["gpu"]["min"] > 67
