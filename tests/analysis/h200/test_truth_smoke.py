@@ -7,6 +7,7 @@ and ``ground_truth.py`` end to end, each in its own process, as ``drive.py`` run
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -26,7 +27,8 @@ from workloads import WORKLOADS  # noqa: E402
 # compiling (torch.compile on the CPU), importing transformers or starting worker processes
 # takes more than a few seconds on a CI machine
 SLOW = {"compiled_mlp", "gpt2_tiny", "gpt2_large", "mlp_loader_w0", "mlp_loader_w4_pin",
-        "cnn_loader_w0_pin", "cnn_loader_w4", "mlp_loader_inside", "infer_large"}
+        "cnn_loader_w0_pin", "cnn_loader_w4", "mlp_loader_inside", "infer_large",
+        "mlp_loader_w2", "cnn_loader_w0", "bert_train", "gpt2_mid"}
 CPU = Ctx("cpu", tiny=True)
 
 
@@ -79,3 +81,52 @@ def test_record_and_ground_truth_end_to_end_on_the_cpu(tmp_path):
     assert truth["autoprof_imported"] is False and truth["profiler_enabled"] is False
     assert set(truth["stats"]) == {"baseline", "addmm"}
     assert truth["speedups"]["addmm"]["iter"]["speedup"] > 0
+
+
+def test_an_isolated_workload_builds_each_block_afresh_and_closes_it():
+    import ground_truth
+
+    built: list[int] = []
+    closed: list[int] = []
+    name = "seed_64"
+    original = WORKLOADS[name]
+    real = original.build
+
+    def counting(ctx):
+        out = {}
+        for vname, build in real(ctx).items():
+            def wrapped(build=build):
+                variant = build()
+                built.append(id(variant))
+                inner = variant.batches
+
+                def batches():
+                    try:
+                        yield from inner
+                    finally:
+                        closed.append(id(variant))
+
+                variant.batches = batches()
+                return variant
+            out[vname] = wrapped
+        return out
+
+    WORKLOADS[name] = dataclasses.replace(original, build=counting)
+    try:
+        result = ground_truth.measure(name, CPU, rounds=2, block_s=0.001, isolate=True)
+    finally:
+        WORKLOADS[name] = original
+    variants = len(result["variants"])
+    assert result["isolated"] is True and not result["errors"]
+    # one build to calibrate and one per timed block, each closed when its block ends
+    assert len(built) == variants * (1 + 2)
+    assert sorted(closed) == sorted(built)
+    assert set(result["stats"]) == set(result["variants"])
+
+
+def test_loader_workloads_are_timed_isolated_and_the_second_set_is_marked_held_out():
+    assert all(WORKLOADS[n].isolate for n in WORKLOADS if "loader" in n)
+    assert not any(WORKLOADS[n].isolate for n in WORKLOADS if "loader" not in n)
+    held_out = {n for n, w in WORKLOADS.items() if w.held_out}
+    data = json.loads((ROOT / "tests/data/gpu_h200_truth_heldout2/ground_truth.json").read_text())
+    assert held_out == set(data["workloads"])
