@@ -9,6 +9,8 @@ from pathlib import Path
 from support.apptest import chart_data, charts, open_app, visit
 
 import autoprof
+from autoprof.units import fmt_pct, fmt_us
+from autoprof.viewer._text import md_escape
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "gpu_h200" / "seed_n64"
 
@@ -36,3 +38,24 @@ def test_overview_and_timeline_show_the_breakdown(tmp_path, monkeypatch):
     visit(at, "timeline")
     gaps = [d for d in chart_data(at) if "bucket" in d.columns and "row" in d.columns]
     assert gaps and {"host_launch", "host_untraced"} <= set(gaps[0]["bucket"])
+
+
+TRUTH = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_truth" / "runs"
+
+
+def test_overview_shows_input_bound_and_the_time_between_calls(tmp_path, monkeypatch):
+    shutil.copytree(TRUTH / "mlp_loader_w0", tmp_path / "mlp_loader_w0")
+    at = visit(open_app(tmp_path, monkeypatch), "overview")
+    banner = [w.value for w in at.warning]
+    want = md_escape("80% of each iteration passes between calls, in DataLoader.__next__")
+    assert any(v.startswith(f"**input-bound**: {want}") or
+               v.startswith(f"**{md_escape('input-bound')}**: {want}") for v in banner), banner
+    captions = [c.value for c in at.caption]
+    between = next(c for c in captions if "Between calls" in c)
+    bd = autoprof.load(next((tmp_path / "mlp_loader_w0").iterdir())).summary()["breakdown"]
+    share = fmt_pct(bd["between_calls_pct"])
+    assert 78 < bd["between_calls_pct"] < 83
+    assert md_escape(f"{fmt_us(bd['between_calls_us'])} per step ({share} of the step)") in between
+    assert md_escape("autoprof's own 17.7 µs per step is left out") in between
+    bars = next(d for d in chart_data(at) if "between_calls_us" in d.columns)
+    assert bars["between_calls_us"].max() > 10  # ms: the chart's unit for these steps
