@@ -21,9 +21,9 @@ from autoprof import autoprof
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 ACTIVE = 3
-SCHEDULE = {"wait": 1, "warmup": 1, "active": ACTIVE}
+SCHEDULE = {"wait": 1, "warmup": 2, "active": ACTIVE}  # the lines step, then torch's warm-up
 WARMUP_CALLS = 2
-CALLS = WARMUP_CALLS + 2 + ACTIVE + 1  # warm-up calls, wait, lines, active, one after
+CALLS = WARMUP_CALLS + 3 + ACTIVE + 1  # warm-up calls, wait, lines, warm-up, active, one after
 
 
 def _record(name: str, out: str, lines: bool, step: Callable[..., Any],

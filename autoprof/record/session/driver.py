@@ -119,6 +119,13 @@ def total_steps(options: Options) -> float:
     return math.inf if total is None else total
 
 
+def lines_step_fits(schedule_fn: Callable[[int], Any], first: int, total: float) -> bool:
+    """Do torch's first two recording steps both warm up (the first becomes the lines step,
+    the second stays torch's own warm-up)?"""
+    return (first + 1 < total and schedule_fn(first).name == "WARMUP"
+            and schedule_fn(first + 1).name == "WARMUP")
+
+
 class Driver:
     """One torch.profiler for one run: its schedule, start, step and stop."""
 
@@ -140,9 +147,11 @@ class Driver:
             first += 1
         self.first_recorded_step = first
         # the source-lines step: torch's first profiler warm-up step, taken by a second
-        # profiler with stacks (autoprof.record.lines) while torch's idles in it
-        warm = first < self.total_steps and self.schedule_fn(first).name == "WARMUP"
-        self.lines = LinesControl(first if options.source_lines and warm else None, activities,
+        # profiler with stacks (autoprof.record.lines) while torch's idles in it; only when
+        # torch keeps a warm-up step of its own after it (its trace's start, CUPTI's on a GPU,
+        # is paid there, never in the first measured step)
+        self.lines = LinesControl(first if options.source_lines and lines_step_fits(
+            self.schedule_fn, first, self.total_steps) else None, activities,
                                   options.record_shapes, getattr(on_trace_ready, "__self__", None))
         self.schedule_fn = self.lines.wrap(self.schedule_fn)
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears

@@ -43,7 +43,7 @@ def step() -> float:
 
 def main(out_dir: str) -> None:
     fn = autoprof(name="compiled_lines", out_dir=out_dir, warmup_calls=1)(step)
-    for _ in range(6):
+    for _ in range(7):  # 1 warm-up call, then wait 1 + warmup 2 + active 3
         fn()
     fn.autoprof_session.flush()
 

@@ -51,7 +51,7 @@ def step() -> float:
 def main(out_dir: str, source_lines: bool) -> None:
     fn = autoprof(name="known_lines", out_dir=out_dir, warmup_calls=1,
                   source_lines=source_lines)(step)
-    for _ in range(6):
+    for _ in range(7):  # 1 warm-up call, then wait 1 + warmup 2 + active 3
         fn()
     fn.autoprof_session.flush()
 

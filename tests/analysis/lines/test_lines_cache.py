@@ -26,8 +26,8 @@ def step() -> float:
 def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AUTOPROF_CACHE_MIN_BYTES", "0")  # small runs are cached too
     fn = autoprof.autoprof(name="cached", out_dir=str(tmp_path), warmup_calls=0,
-                           schedule={"wait": 0, "warmup": 1, "active": 2})(step)
-    for _ in range(3):
+                           schedule={"wait": 0, "warmup": 2, "active": 2})(step)
+    for _ in range(4):
         fn()
     fn.autoprof_session.flush()
     (found,) = sorted((tmp_path / "cached").iterdir())

@@ -16,8 +16,9 @@ import autoprof
 from autoprof.analysis.metrics.lines import find_lines_files
 
 ACTIVE = 4
-SCHEDULE = {"wait": 1, "warmup": 1, "active": ACTIVE, "repeat": 1}
-FIRST_ACTIVE_STEP = 2  # torch numbers the steps from 0: wait, warm-up (the lines step), active
+SCHEDULE = {"wait": 1, "warmup": 2, "active": ACTIVE, "repeat": 1}
+# torch numbers the steps from 0: wait, the lines step, torch's own warm-up, active
+FIRST_ACTIVE_STEP = 3
 A = torch.randn(48, 48)
 
 
@@ -36,7 +37,7 @@ PER_STEP = {"aten::mm": 3, "aten::add": 2, "aten::item": 1, "aten::sum": 1}
 def record(out: Path, source_lines: bool) -> autoprof.Run:
     fn = autoprof.autoprof(name=f"counts_{int(source_lines)}", out_dir=str(out), warmup_calls=1,
                            schedule=SCHEDULE, source_lines=source_lines)(step)
-    results = [fn() for _ in range(1 + 2 + ACTIVE + 2)]  # warm-up, wait + lines, active, after
+    results = [fn() for _ in range(1 + 3 + ACTIVE + 2)]  # warm-up, wait + 2 warm, active, after
     assert results == [step()] * len(results)  # the user's result, every call
     fn.autoprof_session.flush()
     (run_dir,) = sorted(p for p in (out / f"counts_{int(source_lines)}").iterdir())

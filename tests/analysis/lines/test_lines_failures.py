@@ -18,7 +18,7 @@ import autoprof.record.lines as lines_mod
 from autoprof.analysis.metrics.lines import find_lines_files
 
 ACTIVE = 2
-SCHEDULE = {"wait": 1, "warmup": 1, "active": ACTIVE, "repeat": 1}
+SCHEDULE = {"wait": 1, "warmup": 2, "active": ACTIVE, "repeat": 1}
 NET = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
 X = torch.randn(4, 8)
 REPLAY = torch.cuda.CUDAGraph.replay  # the lines step wraps it while it records
@@ -32,7 +32,7 @@ def step() -> float:
 def record(out: Path, name: str) -> autoprof.Run:
     fn = autoprof.autoprof(name=name, out_dir=str(out), warmup_calls=0, schedule=SCHEDULE)(step)
     expected = step()
-    assert [fn() for _ in range(1 + 1 + ACTIVE + 1)] == [expected] * (3 + ACTIVE)
+    assert [fn() for _ in range(1 + 2 + ACTIVE + 1)] == [expected] * (4 + ACTIVE)
     fn.autoprof_session.flush()
     (run_dir,) = sorted((out / name).iterdir())
     assert not torch.autograd._profiler_enabled()
