@@ -136,23 +136,35 @@ def baseline_changes(run: autoprof.Run, gt: dict[str, Any]) -> list[Change]:
 
 def _pair(folder: str, name: str, fix: str, named: FixName, run: autoprof.Run,
           baseline: list[Change], measured: dict[str, Any]) -> Pair:
+    """One fix replayed (`measured`: its iteration speedup, lo and hi)."""
     got = predict_speedups(run.events, fix_changes(named, run.name, workers_of(fix)),
                            baseline=baseline)
     return Pair(folder, name, fix, named, got.median, got.low, got.high,
                 float(measured["speedup"]), float(measured["lo"]), float(measured["hi"]))
 
 
+def _measured(speedups: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The fixes with a numeric iteration speedup and its range (others are left out)."""
+    out = {}
+    for fix, sp in speedups.items():
+        it = sp.get("iter") if isinstance(sp, dict) else None
+        if isinstance(it, dict) and all(isinstance(it.get(k), int | float)
+                                        for k in ("speedup", "lo", "hi")):
+            out[fix] = it
+    return out
+
+
 def evaluate_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]) -> Workload:
     """Every mappable fix of one workload replayed (notes: what was left out, and why)."""
     gt, record = w.get("ground_truth") or {}, w.get("record") or {}
-    speedups: dict[str, Any] = gt.get("speedups") or {}
+    measured = _measured(gt.get("speedups") or {})
     out = Workload(root.name, name)
     for fix in gt.get("errors") or {}:
         notes.append(f"{name}: `{fix}` failed on the GPU (no measurement)")
-    if not speedups:
+    if not measured:
         notes.append(f"{name}: no fix measured")
         return out
-    out.best_measured = max(speedups, key=lambda f: float(speedups[f]["iter"]["speedup"]))
+    out.best_measured = max(measured, key=lambda f: float(measured[f]["speedup"]))
     run_dir = root / str(record.get("run", ""))
     if not record.get("run") or not run_dir.is_dir():
         notes.append(f"{name}: no run folder ({record.get('run')!r})")
@@ -160,14 +172,18 @@ def evaluate_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]
     try:
         run = autoprof.load(run_dir)
         baseline = baseline_changes(run, gt)
-        for fix, sp in speedups.items():
-            named = named_fix(fix)
-            if named is None:
-                notes.append(f"{name}: `{fix}` has no replayed fix")
-                continue
-            out.pairs.append(_pair(root.name, name, fix, named, run, baseline, sp["iter"]))
-    except (ValueError, KeyError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - one workload's failure is a note, not the end
         notes.append(f"{name}: replay failed ({type(e).__name__}: {e})")
+        return out
+    for fix, it in measured.items():
+        named = named_fix(fix)
+        if named is None:
+            notes.append(f"{name}: `{fix}` has no replayed fix")
+            continue
+        try:
+            out.pairs.append(_pair(root.name, name, fix, named, run, baseline, it))
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"{name}: `{fix}` replay failed ({type(e).__name__}: {e})")
     if out.pairs:
         out.top_predicted = max(out.pairs, key=lambda p: p.predicted).fix
     return out

@@ -143,3 +143,30 @@ def test_the_top_prediction_is_the_best_fix_tried() -> None:
     most, with what was best."""
     misses = {w.name: w.best_measured for w in workloads() if not w.top_is_best}
     assert misses == TOP_MISSES
+
+
+def test_the_evaluation_skips_what_it_does_not_know_with_a_note(tmp_path: Path) -> None:
+    real = evaluate.json.loads((TRUTHS[0] / "ground_truth.json").read_text())
+    item = real["workloads"]["sync_item"]
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "item").symlink_to(TRUTHS[0] / item["record"]["run"])
+    gt = item["ground_truth"]
+    data = {"workloads": {
+        "known": {"record": {"run": "runs/item"}, "ground_truth": {
+            "stats": gt["stats"], "errors": {"cuda_graph": "illegal memory access"},
+            "speedups": {"remove": gt["speedups"]["remove"],
+                         "mystery": gt["speedups"]["remove"], "broken": {"iter": None}}}},
+        "no_run": {"record": {"run": "runs/gone"}, "ground_truth": {
+            "stats": gt["stats"], "speedups": {"remove": gt["speedups"]["remove"]}}},
+        "nothing": {"record": {}, "ground_truth": {}}}}
+    (tmp_path / "ground_truth.json").write_text(evaluate.json.dumps(data))
+    folder = evaluate.evaluate_folder(tmp_path)
+    assert [(p.workload, p.fix, p.named) for p in folder.pairs] == [
+        ("known", "remove", "remove-line")]
+    assert folder.pairs[0].predicted == pytest.approx(pairs()[("sync_item", "remove")].predicted)
+    assert folder.notes == ["known: `cuda_graph` failed on the GPU (no measurement)",
+                            "known: `mystery` has no replayed fix",
+                            "no_run: no run folder ('runs/gone')", "nothing: no fix measured"]
+    out = tmp_path / "out.json"
+    assert evaluate.main([str(tmp_path), "--json", str(out)]) == 0
+    assert evaluate.json.loads(out.read_text())["summary"]["all"]["pairs"] == 1
