@@ -66,10 +66,11 @@ def test_the_top_opportunity_is_the_fix_predicted_to_gain_most() -> None:
 
 
 def test_opportunities_with_only_a_bound_come_after_and_say_so() -> None:
-    opps = [{"cause": "a", "fix": None, "us_per_step": 9.0},
-            {"cause": "b", "fix": "cuda-graph", "predicted_speedup": 1.5},
-            {"cause": "c", "fix": "remove-sync", "predicted_speedup": float("nan")},
-            {"cause": "d", "fix": "remove-sync", "predicted_speedup": 3.0}]
+    opps: list[dict[str, Any]] = [
+        {"cause": "a", "fix": None, "us_per_step": 9.0},
+        {"cause": "b", "fix": "cuda-graph", "predicted_speedup": 1.5},
+        {"cause": "c", "fix": "remove-sync", "predicted_speedup": float("nan")},
+        {"cause": "d", "fix": "remove-sync", "predicted_speedup": 3.0}]
     got = ranked(opps)
     assert [o["cause"] for o in got] == ["d", "b", "a", "c"]
     assert [o["ranked_by"] for o in got] == ["predicted_speedup"] * 2 + ["max_speedup"] * 2
