@@ -27,6 +27,8 @@ from autoprof.analysis.diff.causes import (
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
 from autoprof.analysis.diff.significance import (
+    CPU_NOISE_FLOOR_PCT,
+    CUDA_NOISE_FLOOR_PCT,
     NOISE_FLOOR_PCT,
     Change,
     median_change,
@@ -110,9 +112,11 @@ class Diff:
 
 METHOD = ("per-step samples of each run; the change of the median step with a 95% interval "
           "from a bootstrap of each run's steps (4000 resamples, fixed seed) plus the spread "
-          "between runs (from repeats, else from the spread of each run's thirds, never under "
-          f"a {NOISE_FLOOR_PCT:g}% floor); faster or slower only when the interval excludes "
-          "zero; min_detectable_pct is the smallest change these runs can tell from noise")
+          "between runs (measured from repeats; with one run a side the spread of each run's "
+          f"thirds, never under a floor of {CPU_NOISE_FLOOR_PCT:g}% on CPU, "
+          f"{CUDA_NOISE_FLOOR_PCT:g}% on CUDA); faster or slower only when the interval "
+          "excludes zero; min_detectable_pct is the smallest change these runs can tell from "
+          "noise")
 
 
 def _metrics(a: RunFacts, b: RunFacts) -> list[Metric]:
@@ -140,9 +144,15 @@ def typical(runs: Sequence[RunFacts]) -> RunFacts:
     return runs[order[(len(order) - 1) // 2]]
 
 
+def default_noise_floor_pct(a: RunFacts, b: RunFacts) -> float:
+    """The between-run spread assumed with one run a side, by device (significance.py)."""
+    return CUDA_NOISE_FLOOR_PCT if a.is_cuda and b.is_cuda else CPU_NOISE_FLOOR_PCT
+
+
 def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts], *,
-               noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
-    """The diff of two runs' facts, or of two sides' repeats (the pure part of :func:`diff`)."""
+               noise_floor_pct: float | None = None) -> Diff:
+    """The diff of two runs' facts, or of two sides' repeats (the pure part of :func:`diff`).
+    ``noise_floor_pct`` None: the floor of the runs' device."""
     runs_a = [a] if isinstance(a, RunFacts) else list(a)
     runs_b = [b] if isinstance(b, RunFacts) else list(b)
     one_a, one_b = typical(runs_a), typical(runs_b)
@@ -150,6 +160,8 @@ def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts
     if comparable.status == "not comparable":
         return Diff(one_a.label, one_b.label, comparable, None, None,
                     metrics=_metrics(one_a, one_b))
+    if noise_floor_pct is None:
+        noise_floor_pct = default_noise_floor_pct(one_a, one_b)
     step = repeated_change([r.step_us for r in runs_a], [r.step_us for r in runs_b],
                            noise_floor_pct=noise_floor_pct)
     gpu = (repeated_change([r.gpu_us for r in runs_a], [r.gpu_us for r in runs_b],
@@ -195,7 +207,7 @@ def side_facts(side: Side) -> list[RunFacts]:
         return _repeats(Path(side), err)
 
 
-def diff(a: Side, b: Side, *, noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
+def diff(a: Side, b: Side, *, noise_floor_pct: float | None = None) -> Diff:
     """Compare B against A (the baseline); each a loaded :class:`Run`, a path that
     :func:`autoprof.load` takes (a run folder or a trace), or a folder of several run folders
     of one program (repeats, whose spread between runs the interval then measures)."""

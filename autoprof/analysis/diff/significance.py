@@ -12,15 +12,15 @@ levels. So the change is judged against both:
   median, a side's level is the mean of its runs' log medians;
 - **between runs**: each resample also draws the two sides' run levels, with the between-run
   spread ``between_run_pct`` (the standard deviation of a run's median, % of it) measured from
-  the runs when they can show it, never below ``noise_floor_pct``:
+  repeats when there are some, else never below ``noise_floor_pct``:
 
   ===========================  ==================================================
   the runs                     the between-run spread
   ===========================  ==================================================
   repeats (2+ runs a side)     the spread of the runs' medians, less what their
-                               steps' noise explains (``source`` = ``repeats``;
-                               drawn from Student's t with the repeats' degrees of
-                               freedom)
+                               steps' noise explains, at least ``REPEATS_FLOOR_PCT``
+                               (``source`` = ``repeats``; drawn from Student's t
+                               with the repeats' degrees of freedom)
   one run a side, 6+ steps     the spread of the medians of each run's first,
                                middle and last third (the machine's load changing
                                while the run ran), less what the steps' noise
@@ -49,10 +49,17 @@ SpeedVerdict = Literal["faster", "slower", "no significant change", "too few ste
 NoiseSource = Literal["repeats", "blocks", "floor"]
 
 MIN_STEPS = 3  # fewer samples than this in either side: no verdict
-# The least between-run spread assumed (sd of a run's median step, % of it): what one process
-# against the next changes that no run's own steps show (placement, clocks). docs/diff.md
-# gives the spread measured between recordings of one program.
-NOISE_FLOOR_PCT = 1.0
+# The least between-run spread assumed with one run a side (sd of a run's median step, % of
+# it): what one process against the next changes that no run's own steps show (placement,
+# clocks, what else the machine runs). Measured between recordings of one program (the
+# benchmarks/diff_validation.py runs of docs/diff.md): 6.4-6.8% on an H200, 7.7-13% on a
+# 16-core host's CPU, both hosts running other recordings at the same time.
+CPU_NOISE_FLOOR_PCT = 13.0
+CUDA_NOISE_FLOOR_PCT = 7.0
+NOISE_FLOOR_PCT = CPU_NOISE_FLOOR_PCT  # when the device is not known
+# Repeats measure the spread; this only keeps a measured zero (identical runs) from giving a
+# zero-width interval.
+REPEATS_FLOOR_PCT = 1.0
 BLOCKS = 3  # a single run's steps split into this many consecutive blocks
 MIN_BLOCK_STEPS = 2  # each block needs this many steps for the blocks' spread
 RESAMPLES = 4000
@@ -156,7 +163,7 @@ def between_run_spread(runs_a: list[np.ndarray], runs_b: list[np.ndarray],
     floor = np.log1p(noise_floor_pct / 100.0)
     if len(runs_a) > 1 or len(runs_b) > 1:
         var, dof = _spread_beyond_noise([runs_a, runs_b], rng, resamples)
-        return max(float(np.sqrt(var)), floor), dof, "repeats"
+        return max(float(np.sqrt(var)), np.log1p(REPEATS_FLOOR_PCT / 100.0)), dof, "repeats"
     groups = [_blocks(r) for r in (*runs_a, *runs_b)]
     if all(groups):
         var, _ = _spread_beyond_noise(groups, rng, resamples)

@@ -63,7 +63,7 @@ def test_same_samples_are_no_significant_change() -> None:
 def test_clear_slowdown_is_slower_with_interval_around_the_change() -> None:
     a = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
     b = [v * 1.10 for v in a]
-    change = median_change(a, b)
+    change = median_change(a, b, noise_floor_pct=1.0)  # a quiet machine's spread
     assert change.verdict == "slower"
     assert change.change_pct == pytest.approx(10.0)
     assert change.ci_low_pct is not None and change.ci_high_pct is not None
@@ -71,15 +71,20 @@ def test_clear_slowdown_is_slower_with_interval_around_the_change() -> None:
 
 
 def test_a_change_under_the_floor_of_between_run_noise_is_no_significant_change() -> None:
-    # steps within 0.05% of each other: a bootstrap of them alone calls +1% slower; the
-    # between-run floor (1% sd of a run's median) says changes under ~2.8% cannot be seen
+    # steps within 0.05% of each other: a bootstrap of them alone calls +1% (or +10%)
+    # slower; the between-run floor says what one run a side cannot see
     a = [1000.0, 1000.5, 999.5, 1000.2, 999.8]
-    change = median_change(a, [v * 1.01 for v in a])
+    change = median_change(a, [v * 1.01 for v in a], noise_floor_pct=1.0)
     assert change.verdict == "no significant change"
     assert change.between_run_source == "floor" and change.between_run_pct == pytest.approx(1.0)
     assert change.min_detectable_pct is not None and 2.5 < change.min_detectable_pct < 3.2
     assert f"changes under {change.min_detectable_pct:.1f}% cannot be told" in change.reason
     assert median_change(a, [v * 1.01 for v in a], noise_floor_pct=0.1).verdict == "slower"
+    # the default (CPU) floor, 13%: a 10% change of one run a side is no verdict
+    default = median_change(a, [v * 1.10 for v in a])
+    assert default.between_run_pct == pytest.approx(13.0)
+    assert default.verdict == "no significant change"
+    assert default.min_detectable_pct is not None and default.min_detectable_pct > 30
 
 
 def test_repeats_measure_the_spread_between_runs() -> None:
@@ -95,8 +100,11 @@ def test_repeats_measure_the_spread_between_runs() -> None:
     assert change.between_run_pct is not None and 5 < change.between_run_pct < 12
     assert change.verdict == "no significant change"
     assert change.ci_low_pct is not None and change.ci_low_pct < 0 < (change.ci_high_pct or 0)
-    # one run a side (the first of each) cannot see that spread: it would call it slower
-    assert median_change(a[0], b[0]).verdict == "slower"
+    # one run a side (the first of each) cannot see that spread: with a quiet machine's
+    # floor it calls it slower
+    assert median_change(a[0], b[0], noise_floor_pct=1.0).verdict == "slower"
+    # repeats are not held to the one-run floor: their own spread is the interval's
+    assert repeated_change(a, b, noise_floor_pct=50.0) == change
     # a change far beyond the spread is seen through it
     assert repeated_change(a, [[v * 1.5 for v in r] for r in a]).verdict == "slower"
 
@@ -106,11 +114,12 @@ def test_a_run_whose_load_changed_while_it_ran_widens_its_interval() -> None:
     # between-run noise, far above the floor
     calm, busy = [1000.0, 1002.0, 998.0, 1001.0], [1300.0, 1302.0, 1298.0, 1301.0]
     a, b = calm + busy + calm, [v * 1.05 for v in busy + calm + calm]
-    change = median_change(a, b)
+    change = median_change(a, b, noise_floor_pct=1.0)
     assert change.between_run_source == "blocks"
     assert change.between_run_pct is not None and change.between_run_pct > 10
     assert change.verdict == "no significant change"
-    assert median_change(calm * 3, [v * 1.05 for v in calm * 3]).verdict == "slower"
+    calm_b = [v * 1.05 for v in calm * 3]
+    assert median_change(calm * 3, calm_b, noise_floor_pct=1.0).verdict == "slower"
 
 
 def test_too_few_steps_gives_no_verdict() -> None:
@@ -121,7 +130,7 @@ def test_too_few_steps_gives_no_verdict() -> None:
 
 def test_zero_or_missing_step_times_are_no_samples() -> None:
     a = [0.0, 1000.0, 0.0, 1010.0, 990.0, 1005.0]  # zeros would give infinite resampled changes
-    change = median_change(a, [v * 1.2 for v in a])
+    change = median_change(a, [v * 1.2 for v in a], noise_floor_pct=1.0)
     assert change.samples_a == 4 and change.verdict == "slower"
     assert all(np.isfinite([change.ci_low_pct, change.ci_high_pct]))
     few = median_change([0.0, 0.0, 0.0, 5.0], [5.0, 5.0, 5.0])
@@ -254,7 +263,7 @@ def test_same_ranks_give_each_ranks_step_change() -> None:
     a = _facts(steady * 2, world_size=2, step_us_by_rank={0: steady, 1: steady})
     slow = [v * 1.2 for v in steady]
     b = replace(a, step_us=steady + slow, step_us_by_rank={0: steady, 1: slow})
-    d = checked(diff_facts(a, b))
+    d = checked(diff_facts(a, b, noise_floor_pct=1.0))
     assert [(r.rank, r.step.verdict) for r in d.ranks] == [
         (0, "no significant change"), (1, "slower")]
     assert d.ranks[1].step.change_pct == pytest.approx(20.0)
@@ -339,3 +348,18 @@ def test_user_ops_roll_children_and_gpu_work_up_to_the_outermost_op() -> None:
     item = {c.name: c for c in checked(diff_facts(empty, with_sync)).ops}["aten::item"]
     assert item.note == ("new; a sync: the host waits for the GPU (cudaStreamSynchronize); "
                          "most of it in cudaStreamSynchronize (+35 µs per step)")
+
+
+def test_the_one_run_floor_is_the_devices_measured_spread() -> None:
+    steady = [1000.0, 1004.0, 996.0, 1002.0, 998.0]
+    cuda = checked(diff_facts(_facts(steady), _facts([v * 1.1 for v in steady])))
+    cpu_a = replace(_facts(steady), device="CPU", is_cuda=False)
+    cpu = checked(diff_facts(cpu_a, replace(cpu_a, step_us=[v * 1.1 for v in steady])))
+    assert cuda.step is not None and cuda.step.between_run_pct == pytest.approx(7.0)
+    assert cpu.step is not None and cpu.step.between_run_pct == pytest.approx(13.0)
+    assert (cuda.step.between_run_source, cpu.step.between_run_source) == ("floor", "floor")
+    # +10% with one run a side: beyond neither floor's noise
+    assert cuda.verdict == cpu.verdict == "no significant change"
+    quiet = checked(diff_facts(cpu_a, replace(cpu_a, step_us=[v * 1.1 for v in steady]),
+                               noise_floor_pct=1.0))
+    assert quiet.verdict == "slower"
