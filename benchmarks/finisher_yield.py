@@ -57,7 +57,8 @@ def run_for(fn, seconds):
     return counts
 
 before = run_for(body, 1.5)  # the same work, never profiled
-for _ in range(8):  # warm-up calls and the whole schedule: the window, handed over at its end
+from autoprof.record.options import Schedule
+for _ in range(3 + Schedule().total_steps):  # warm-up calls and the schedule: the window
     step()
 after = run_for(step, 3.0)  # pass-through calls while the finisher works
 print(json.dumps({"before": before, "after": after}))

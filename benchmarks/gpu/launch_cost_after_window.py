@@ -118,6 +118,7 @@ def _torch_window(fn: Callable[[], Any], out: Path, device: str) -> None:
 def _autoprof_window(fn: Callable[[], Any], mode: str, out: Path) -> Any:
     from autoprof import autoprof
     from autoprof.record import export
+    from autoprof.record.options import Schedule
     from autoprof.record.session import driver, writer
 
     if mode == "keep-cycle":
@@ -130,7 +131,7 @@ def _autoprof_window(fn: Callable[[], Any], mode: str, out: Path) -> Any:
     elif mode == "nice10":
         export.yield_cpu = lambda pid: ""
     decorated = autoprof(name="after_window", out_dir=str(out / "runs"))(fn)
-    for _ in range(7):  # 3 untraced warm-up calls, then wait 1, warmup 1, active 2 of 3
+    for _ in range(3 + int(Schedule().total_steps or 0) - 1):  # warm-up calls, the schedule
         decorated()
     _window_end(decorated)  # the last active step: its call stops and exports
     if mode == "gc-off":

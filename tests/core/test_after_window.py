@@ -12,13 +12,14 @@ import torch
 
 from autoprof import autoprof
 from autoprof.record.finish_after import Pipe, record_after_window
+from autoprof.record.options import Schedule
 from autoprof.record.session import State
 from autoprof.record.session.actions import AFTER_WINDOW_CALLS
 from autoprof.runfolder import Manifest, write_manifest
 from tests.core.conftest import manifest, only_run
 
 SLOW_S = 0.03
-WINDOW_CALLS = 3 + 1 + 1 + 3  # warm-up calls, then the default schedule: wait, warmup, active
+WINDOW_CALLS = 3 + Schedule().total_steps  # the default warm-up calls, then its schedule
 
 
 def _slow_call(which: int):
