@@ -11,11 +11,11 @@ number of ranks.
 
 The result is written beside the trace as ``<trace>.autoprof.rank`` (JSON; a name no trace
 reader takes), keyed by the trace as it is now (size, ``mtime_ns``, ``ctime_ns``, inode), the
-run's manifest and world size, and a hash of the code the map runs (``code_key.py``: the
-source files ``compute_rank`` imports, transitively; an edit elsewhere keeps the caches), so
-a second open reads a few kilobytes per rank. A key that differs, or a file that does not
-read, means recompute; the write is atomic (temporary file + ``os.replace``); an unwritable
-folder just means no cache.
+run's manifest and world size, and the code the map ran (``code_key.py``: the package's
+source files the process had imported when the result was computed, and their hash; an edit
+to any other file keeps the cache), so a second open reads a few kilobytes per rank. A key
+that differs, or a file that does not read, means recompute; the write is atomic (temporary
+file + ``os.replace``); an unwritable folder just means no cache.
 
 ``analyse_rank`` is a module-level function of one picklable argument, so any
 ``concurrent.futures.Executor`` runs it: a local process pool, Dask's, Ray's.
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autoprof.analysis.scale.code_key import code_entry, code_entry_valid
 from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
 from autoprof.runfolder import Manifest
 
@@ -52,12 +53,6 @@ def cache_path(trace: str | Path) -> Path:
     return trace.with_name(trace.name + SUFFIX)
 
 
-def _code_hash() -> str:
-    from autoprof.analysis.scale.code_key import code_hash
-
-    return code_hash()
-
-
 def cache_key(task: RankTask) -> dict[str, Any] | None:
     """What a cached result must match, or None when the trace cannot be read."""
     try:
@@ -68,7 +63,7 @@ def cache_key(task: RankTask) -> dict[str, Any] | None:
     manifest = json.dumps(view, sort_keys=True, default=str)
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "inode": st.st_ino, "format": FORMAT_VERSION, "world_size": task.world_size,
-            "manifest": hashlib.sha256(manifest.encode()).hexdigest(), "code": _code_hash()}
+            "manifest": hashlib.sha256(manifest.encode()).hexdigest()}
 
 
 def read_cached(task: RankTask) -> RankResult | None:
@@ -80,7 +75,7 @@ def read_cached(task: RankTask) -> RankResult | None:
         raw = json.loads(cache_path(task.trace).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(raw, dict) or raw.get("key") != key:
+    if not isinstance(raw, dict) or raw.get("key") != key or not code_entry_valid(raw.get("code")):
         return None
     return RankResult.from_json(json.dumps(raw.get("result")))
 
@@ -92,7 +87,8 @@ def write_cached(task: RankTask, result: RankResult) -> bool:
         return False
     target = cache_path(task.trace)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    text = json.dumps({"key": key, "result": json.loads(result.to_json())})
+    text = json.dumps({"key": key, "code": code_entry(),
+                       "result": json.loads(result.to_json())})
     try:
         tmp.write_text(text)
         os.replace(tmp, target)
