@@ -1,0 +1,71 @@
+"""autoprof diff on recordings of benchmarks/diff_validation.py made on an H200 and on the
+16-core CPU of its host (tests/analysis/diff/data): their verdicts and first causes, pinned.
+
+Each folder is one recording (12 profiled steps, one run a side): ``same_a00`` and
+``same_b00`` the unchanged program, the others one planted change each. The diff is
+deterministic (a fixed seed), so these verdicts only move when the method does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autoprof.analysis.diff import Diff, diff, exit_status
+
+DATA = Path(__file__).resolve().parent / "data"
+pytestmark = pytest.mark.slow
+
+
+def _run(machine: str, name: str) -> Path:
+    return next((DATA / machine / name).iterdir())
+
+
+def _diff(machine: str, planted: str) -> Diff:
+    return diff(_run(machine, "same_a00"), _run(machine, planted))
+
+
+def test_h200_same_program_is_no_significant_change_with_the_cuda_floor() -> None:
+    d = _diff("h200", "same_b00")
+    assert d.verdict == "no significant change"
+    assert d.step is not None and d.step.between_run_pct == pytest.approx(7.0)
+    assert d.step.change_pct == pytest.approx(-12.0, abs=0.1)  # a 1% floor called it faster
+    assert d.step.min_detectable_pct is not None and d.step.min_detectable_pct > 20
+    assert exit_status(d, None) == 0
+
+
+@pytest.mark.parametrize(("planted", "first", "note"), [
+    ("tanh50_00", "aten::tanh", "new"),
+    ("wide_00", "aten::matmul",
+     'input types ["c10::BFloat16", "c10::BFloat16"] -> ["float", "float"]'),
+])
+def test_h200_planted_changes_are_slower_with_their_op_first(planted: str, first: str,
+                                                             note: str) -> None:
+    d = _diff("h200", planted)
+    assert d.verdict == "slower" and exit_status(d, None) == 1
+    assert d.why[0].name == first and d.why[0].note.startswith(note)
+
+
+def test_h200_an_added_item_is_named_the_sync_but_is_within_one_runs_noise() -> None:
+    d = _diff("h200", "item_00")
+    assert d.verdict == "no significant change"  # +9.9%, under the 22% one run can see
+    assert d.why[0].name == "aten::item"
+    assert "a sync: the host waits for the GPU (cudaStreamSynchronize)" in d.why[0].note
+
+
+def test_h200_half_batches_are_not_comparable_for_their_shapes() -> None:
+    d = _diff("h200", "batch_00")
+    assert d.verdict == "not comparable" and exit_status(d, None) == 2
+    assert "input shapes" in d.comparability.blocking[0]
+
+
+def test_cpu_same_program_and_planted_changes() -> None:
+    same = _diff("cpu16", "same_b00")
+    assert same.verdict == "no significant change"
+    assert same.step is not None and same.step.between_run_pct == pytest.approx(13.0)
+    for planted, first in (("tanh50_00", "aten::tanh"), ("wide_00", "aten::matmul")):
+        d = _diff("cpu16", planted)
+        assert d.verdict == "slower" and d.why[0].name == first
+    wide = _diff("cpu16", "wide_00")
+    assert wide.why[0].note.startswith('input types ["float", "float"] -> ["double", "double"]')
