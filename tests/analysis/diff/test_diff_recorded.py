@@ -30,7 +30,7 @@ def test_h200_same_program_is_no_significant_change_with_the_cuda_floor() -> Non
     d = _diff("h200", "same_b00")
     assert d.verdict == "no significant change"
     assert d.step is not None and d.step.between_run_pct == pytest.approx(7.0)
-    assert d.step.change_pct == pytest.approx(-12.0, abs=0.1)  # a 1% floor called it faster
+    assert d.step.change_pct == pytest.approx(-12.0, abs=0.1)
     assert d.step.min_detectable_pct is not None and d.step.min_detectable_pct > 20
     assert exit_status(d, None) == 0
 
