@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import select
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -96,15 +97,22 @@ def record_after_window(run_dir: Path, handoff: Manifest, pipe: Pipe,
                         wait_s: float = AFTER_WINDOW_WAIT_S) -> tuple[float, ...]:
     """Wait (at most ``wait_s``) for the times of the calls after the window, then write them
     into this run's finished manifests (this rank's, and rank 0's merged one); the times
-    written (none when none came)."""
+    written (none when none came, or when they could not be written: the run is finished
+    without them, and the reason goes to the finisher's log). Never raises: the run's status
+    was decided before."""
     times = after_window_times(pipe.line(wait_s))
     if not times:
         return ()
     rank = handoff.rank if handoff.world_size > 1 else None
     names = [rf.manifest_name(rank)] + ([rf.MANIFEST] if rank == 0 else [])
-    with rf.folder_lock(run_dir, rf.lock_wait_s()):
-        for name in names:
-            _add_times(run_dir / name, handoff.run_id, times)
+    try:
+        with rf.folder_lock(run_dir, rf.lock_wait_s()):
+            for name in names:
+                _add_times(run_dir / name, handoff.run_id, times)
+    except OSError as exc:  # a lock held too long, a full disk
+        print(f"autoprof.finish: the calls after the window were not recorded: {exc}",
+              file=sys.stderr)
+        return ()
     return times
 
 

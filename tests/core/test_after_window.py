@@ -184,3 +184,25 @@ def test_torch_profilers_are_freed_as_the_window_ends_not_by_a_later_collection(
         assert len(made) == 2 and all(ref() is None for ref in made)
     finally:
         gc.enable()
+
+
+def test_a_failed_write_of_the_times_leaves_the_finished_run_as_it_was(tmp_path, monkeypatch,
+                                                                        capsys):
+    """The status was decided before: a full disk (or a lock held too long) when the times
+    come costs only the times, never the finisher's exit status (which the session reads)."""
+    from autoprof import runfolder
+
+    record = _finished(tmp_path)
+    before = (tmp_path / "manifest.json").read_bytes()
+
+    def full(path, manifest):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runfolder, "write_manifest", full)
+    read, write = os.pipe()
+    os.write(write, b'{"after_window_call_ms": [1.0]}\n')
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        assert record_after_window(tmp_path, record, Pipe(stream), wait_s=5.0) == ()
+    assert (tmp_path / "manifest.json").read_bytes() == before
+    assert "not recorded" in capsys.readouterr().err
