@@ -88,6 +88,6 @@ def _why(record: Manifest) -> str:
                 "CPUs, so each parallel op waits for a core whenever anything else runs (the "
                 "run's finisher works on the trace then, at idle priority, and other "
                 "programs)")
-    return ("they ran right after torch's profiler stopped and exported in this process, "
-            "while the run's finisher worked on the trace beside it (at idle priority, on the "
-            "same caches and memory)")
+    return ("they ran right after torch's profiler stopped and exported in this process, as "
+            "the run's finisher started on the trace beside it (at idle priority), beside "
+            "whatever else the machine ran")
