@@ -44,7 +44,7 @@ class Schedule:
     """
 
     wait: int = 1
-    warmup: int = 2  # the first records source lines (Options.source_lines), then torch's own
+    warmup: int = 1
     active: int = 3
     repeat: int = 1
     skip_first: int = 0
@@ -109,7 +109,7 @@ class Options:
     with_modules: bool = False
     # the first profiler warm-up step is recorded with stacks and modules by a second profiler
     # (record.lines): the user's line of every op, never in a measured step; only with two
-    # warm-up steps or more (the default), so that torch's profiler keeps one of its own
+    # warm-up steps or more (Schedule(warmup=2)), so that torch's profiler keeps one of its own
     source_lines: bool = True
     sync: bool = False
     enabled: bool = True

@@ -42,7 +42,8 @@ def step() -> float:
 
 
 def main(out_dir: str) -> None:
-    fn = autoprof(name="compiled_lines", out_dir=out_dir, warmup_calls=1)(step)
+    fn = autoprof(name="compiled_lines", out_dir=out_dir, warmup_calls=1,
+                  schedule={"wait": 1, "warmup": 2, "active": 3})(step)
     for _ in range(7):  # 1 warm-up call, then wait 1 + warmup 2 + active 3
         fn()
     fn.autoprof_session.flush()

@@ -37,6 +37,7 @@ MODEL = Model()
 X = torch.randn(32, 64)
 BIG = torch.randn(512, 512)
 torch.set_num_threads(1)  # no intra-op threads waiting for cores on a loaded machine
+SCHEDULE = {"wait": 1, "warmup": 2, "active": 3}  # the lines step, then torch's warm-up
 
 
 def step() -> float:
@@ -49,7 +50,7 @@ def step() -> float:
 
 
 def main(out_dir: str, source_lines: bool) -> None:
-    fn = autoprof(name="known_lines", out_dir=out_dir, warmup_calls=1,
+    fn = autoprof(name="known_lines", out_dir=out_dir, warmup_calls=1, schedule=SCHEDULE,
                   source_lines=source_lines)(step)
     for _ in range(7):  # 1 warm-up call, then wait 1 + warmup 2 + active 3
         fn()

@@ -24,12 +24,18 @@ def torch_actions(schedule: dict[str, int]) -> list[str]:
     return [driver.schedule_fn(i).name for i in range(int(driver.total_steps))]
 
 
-def test_the_default_schedule_has_a_lines_step_and_a_warm_up_after_it() -> None:
-    assert Schedule().warmup == 2 and Options().source_lines
-    assert phases({}) == ["wait", "lines", "profiler_warmup", "active", "active",
-                          "last_active"]
-    assert torch_actions({}) == ["NONE", "NONE", "WARMUP", "RECORD", "RECORD",
-                                 "RECORD_AND_SAVE"]
+def test_two_warm_up_steps_give_a_lines_step_and_a_warm_up_after_it() -> None:
+    two = {"wait": 1, "warmup": 2, "active": 3}
+    assert Options().source_lines
+    assert phases(two) == ["wait", "lines", "profiler_warmup", "active", "active",
+                           "last_active"]
+    assert torch_actions(two) == ["NONE", "NONE", "WARMUP", "RECORD", "RECORD",
+                                  "RECORD_AND_SAVE"]
+
+
+def test_the_default_schedule_keeps_torch_s_only_warm_up_step() -> None:
+    assert Schedule().warmup == 1  # so it records no lines: one more call would be needed
+    assert phases({}) == ["wait", "profiler_warmup", "active", "active", "last_active"]
 
 
 @pytest.mark.parametrize("schedule", [
