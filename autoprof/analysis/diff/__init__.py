@@ -12,7 +12,7 @@ from autoprof.analysis.diff.result import (
     diff_facts,
     exit_status,
 )
-from autoprof.analysis.diff.significance import Change, median_change
+from autoprof.analysis.diff.significance import Change, median_change, repeated_change
 from autoprof.analysis.report.schema import DIFF_SCHEMA_VERSION
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "diff_facts",
     "exit_status",
     "median_change",
+    "repeated_change",
     "render_markdown",
     "render_text",
     "run_facts",
