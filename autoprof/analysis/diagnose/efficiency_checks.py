@@ -106,9 +106,10 @@ def low_efficiency(eff: Efficiency) -> tuple[list[dict[str, Any]], str] | None:
 
 
 def low_efficiency_diagnostic(eff: Efficiency, verdict: str) -> Diagnostic | None:
-    """The ``low-efficiency`` finding: on a run that is not overhead-bound, the matrix ops
-    with the most GPU time sit far under the roofline (see ``low_efficiency``)."""
-    if verdict in ("overhead-bound", "cpu-only"):
+    """The ``low-efficiency`` finding: on a run that is not overhead- or input-bound (where
+    the host, not the kernels, decides the time), the matrix ops with the most GPU time sit
+    far under the roofline (see ``low_efficiency``)."""
+    if verdict in ("overhead-bound", "cpu-only", "input-bound"):
         return None
     found = low_efficiency(eff)
     if found is None:

@@ -108,5 +108,5 @@ def verdict_note(po: dict[str, Any]) -> str | None:
         return None
     return (f"without the profiler a call takes {fmt_us(po['untraced_call_us'])} instead of "
             f"{fmt_us(po['profiled_step_us'])} (the profiler's share: "
-            f"{po['overhead_pct']:.0f}%), and the run would be "
+            f"{po['overhead_pct']:.0f}%), and the call alone would be "
             f"{po['verdict_without_profiler']}")

@@ -242,3 +242,23 @@ def test_a_region_used_alone_gets_the_same_split(tmp_path):
         "takes most of each iteration" in s["verdict_reason"]
     assert s["breakdown"]["between_calls_pct"] > 80
     assert s["breakdown"]["autoprof_us"] < 500
+
+
+def test_an_input_bound_run_gets_no_kernel_efficiency_finding():
+    """The caller's loop decides the time, not the kernels (as for overhead-bound)."""
+    from autoprof.analysis.diagnose.efficiency_checks import low_efficiency_diagnostic
+
+    run = truth_run("mlp_loader_w0")
+    assert run.analysis.verdict.kind == "input-bound"
+    assert low_efficiency_diagnostic(run.analysis.efficiency, "mixed") is not None
+    assert "low-efficiency" not in {d.id for d in run.analysis.diagnostics}
+
+
+def test_the_profiler_note_speaks_of_the_call_alone():
+    """The untraced calls time the call without its loop: the verdict they would give is the
+    call's, not the iteration's (eff_gemm_bf16_2048: 64% of each iteration is its recorder's
+    reading of the allocator between calls)."""
+    (folder,) = (GPU_DATA / "gpu_h200" / "eff_gemm_bf16_2048").iterdir()
+    verdict = autoprof.load(folder).analysis.verdict
+    assert verdict.kind == "input-bound"
+    assert "and the call alone would be mixed" in verdict.reason
