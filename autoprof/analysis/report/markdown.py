@@ -83,6 +83,13 @@ def _breakdown(s: dict[str, Any]) -> list[str]:
              "| --- | ---: | ---: |"]
     for b in sorted(rows, key=lambda b: -float(pct[b])):
         lines.append(f"| {code(b)} | {fmt_us(us.get(b))} | {fmt_pct(pct.get(b))} |")
+    if bd.get("between_calls_us") is not None:
+        where = ", ".join(f"{code(w['name'], NAME_WIDTH)} {fmt_us(w['us_per_step'])}"
+                          for w in (bd.get("between_calls_where") or [])[:3])
+        lines += ["", f"Between calls (the caller's loop, GPU idle): "
+                      f"{fmt_us(bd['between_calls_us'])} per step "
+                      f"({fmt_pct(bd.get('between_calls_pct'))})"
+                      + (f", in {where}" if where else "") + "."]
     return lines
 
 

@@ -262,3 +262,17 @@ def test_the_profiler_note_speaks_of_the_call_alone():
     verdict = autoprof.load(folder).analysis.verdict
     assert verdict.kind == "input-bound"
     assert "and the call alone would be mixed" in verdict.reason
+
+
+def test_the_text_and_markdown_say_how_much_passes_between_calls():
+    from autoprof.analysis.report.markdown import render_markdown
+    from autoprof.analysis.report.text import render_summary
+
+    s = truth_run("mlp_loader_w0").summary()
+    text = " ".join(render_summary(s).split())
+    assert "between calls (the caller's loop, GPU idle): 12.2 ms per step (80.4%), in " \
+           "DataLoader.__next__ 12 ms" in text
+    assert "autoprof's own 17.7 µs per step left out" in text
+    assert "Between calls (the caller's loop, GPU idle): 12.2 ms per step (80.4 %), in " \
+           "`DataLoader.__next__` 12 ms" in render_markdown(s)
+    assert "**input-bound**" in render_markdown(s)
