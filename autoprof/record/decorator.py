@@ -256,6 +256,7 @@ def _new_region(name: str, options: dict[str, Any]) -> Any:
             _settled[name] = True
 
         session.on_done = settle
+        session.times_after_window = False  # settled at once: the one-lookup fast path
         _regions[name] = session
         return session
 

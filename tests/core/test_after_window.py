@@ -176,10 +176,11 @@ def test_torch_profilers_are_freed_as_the_window_ends_not_by_a_later_collection(
 
     monkeypatch.setattr(driver.Driver, "__init__", watched_driver)
     monkeypatch.setattr(lines_mod.LinesStep, "__init__", watched_lines)
-    fn = autoprof(name="freed", source_lines=True)(lambda x: x @ x)
+    schedule = {"wait": 1, "warmup": 2, "active": 3}  # two warm-up steps: the first has lines
+    fn = autoprof(name="freed", source_lines=True, schedule=schedule)(lambda x: x @ x)
     gc.disable()
     try:
-        for _ in range(WINDOW_CALLS):
+        for _ in range(3 + 6):
             fn(torch.ones(4, 4))
         assert len(made) == 2 and all(ref() is None for ref in made)
     finally:
@@ -206,3 +207,31 @@ def test_a_failed_write_of_the_times_leaves_the_finished_run_as_it_was(tmp_path,
         assert record_after_window(tmp_path, record, Pipe(stream), wait_s=5.0) == ()
     assert (tmp_path / "manifest.json").read_bytes() == before
     assert "not recorded" in capsys.readouterr().err
+
+
+def test_a_region_is_settled_as_its_window_ends(traces_root):
+    """Regions are not timed after the window: a finished region costs one dict lookup."""
+    import autoprof as api
+    from autoprof.record import decorator
+
+    for _ in range(2):
+        with api.region("settled", warmup=0, schedule={"wait": 0, "warmup": 1, "active": 1}):
+            torch.ones(1)
+    assert decorator._settled.get("settled") is True
+    assert api.region("settled") is decorator._NULL
+
+
+def test_a_session_dropped_after_its_window_lets_its_finisher_go(traces_root):
+    """A decorated function that goes away after its window (no more calls can come): its
+    finisher's pipe closes with it, and the finisher ends."""
+    import gc
+
+    fn = autoprof(name="dropped")(lambda x: x * 2)
+    for _ in range(WINDOW_CALLS):
+        fn(torch.ones(2))
+    proc = fn.autoprof_session._finisher.proc
+    del fn
+    gc.collect()
+    assert proc.wait(60) == 0
+    m = manifest(only_run(traces_root, "dropped"))
+    assert m["status"] == "complete" and m["after_window_call_ms"] == []

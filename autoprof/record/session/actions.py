@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,10 @@ def failure(exc: BaseException | None) -> BaseException | None:
 
 class Actions:
     """What a run's events do (mixed into the session, which owns these attributes)."""
+
+    # the calls after the window are timed (a region's entries are not: once its session is
+    # done a finished region costs one dict lookup, and ``region()`` never asks it again)
+    times_after_window = True
 
     name: str
     options: Options
@@ -172,6 +177,15 @@ class Actions:
         self._handed_over = problem is None
         if problem is not None:
             self._finisher_failed(run, problem)
+
+    def _time_after_window(self) -> None:
+        """The window ended: time the next calls, or (a region) end here. Should the session
+        be dropped (its function gone) or the interpreter exit first, its finisher's pipe
+        closes then, so the finisher never waits on a call that cannot come."""
+        if not self.times_after_window:
+            self._fire(Event.AFTER_TIMED)
+        elif self._finisher is not None:
+            weakref.finalize(self, self._finisher.close)
 
     def _begin_after(self) -> tuple[int, int]:
         """A call after the window (no profiler records: ``Session._begin`` asked), timed as

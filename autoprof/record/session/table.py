@@ -62,7 +62,7 @@ class Refused(RuntimeError):
 
 
 _END_THEN_TIME = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over",
-                  "_note_end")
+                  "_note_end", "_time_after_window")
 _LAST = ("_send_after_window", "_retire")  # the calls after the window to the finisher
 _END = (*_END_THEN_TIME, *_LAST)
 _ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", "_note_end",
