@@ -74,7 +74,9 @@ def _host_sync(ctx: Analysis) -> Diagnostic | None:
     per_step = ov.host_syncs_in_steps / max(ov.steps, 1)
     where: list[dict[str, Any]] = next(
         (o["where"] for o in ctx.opportunities if o["cause"] == "host_sync"), [])
-    at = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in where) or "n/a"
+    between = (bd.get("between_calls_buckets_us") or {}).get("host_sync")  # type: ignore[attr-defined]
+    at = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}" for w in where) or (
+        "between calls, in the caller's loop" if between else "n/a")
     names = ", ".join(f"{n} x{c}" for n, c in ov.sync_names.items())
     return Diagnostic(
         id="host-sync",

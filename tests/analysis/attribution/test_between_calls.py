@@ -276,3 +276,11 @@ def test_the_text_and_markdown_say_how_much_passes_between_calls():
     assert "Between calls (the caller's loop, GPU idle): 12.2 ms per step (80.4 %), in " \
            "`DataLoader.__next__` 12 ms" in render_markdown(s)
     assert "**input-bound**" in render_markdown(s)
+
+
+def test_a_sync_of_the_callers_loop_is_named_as_such():
+    """The recorder of eff_gemm_bf16_8192 syncs the device between calls: the host-sync
+    finding says where, not 'n/a' (no sync inside the call, so no host_sync opportunity)."""
+    (folder,) = (GPU_DATA / "gpu_h200" / "eff_gemm_bf16_8192").iterdir()
+    diag = {d.id: d for d in autoprof.load(folder).analysis.diagnostics}["host-sync"]
+    assert "(between calls, in the caller's loop)" in diag.message
