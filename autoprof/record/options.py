@@ -44,7 +44,7 @@ class Schedule:
     """
 
     wait: int = 1
-    warmup: int = 1
+    warmup: int = 2
     active: int = 3
     repeat: int = 1
     skip_first: int = 0

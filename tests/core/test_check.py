@@ -23,7 +23,7 @@ def test_check_calls_warmup_plus_one_schedule_and_returns_the_run(traces_root):
         return torch.mm(x, x) * scale
 
     result = autoprof.check(hotspot, torch.ones(4, 4), scale=2.0)
-    assert len(calls) == 3 + 5  # default warm-up 3 + wait 1, warmup 1, active 3
+    assert len(calls) == 3 + 6  # default warm-up 3 + wait 1, warmup 2, active 3
     run_dir = _path(result)
     assert run_dir.parent.parent == traces_root
     m = manifest(run_dir)  # every file is written before check returns
@@ -74,5 +74,5 @@ def test_check_with_autoprof_off_calls_fn_and_returns_no_run(monkeypatch, traces
     monkeypatch.setenv("AUTOPROF", "0")
     calls = []
     assert not autoprof.check(lambda: calls.append(1))  # a falsy NoRun
-    assert len(calls) == 3 + 5  # the default warm-up calls plus one default schedule
+    assert len(calls) == 3 + 6  # the default warm-up calls plus one default schedule
     assert not traces_root.exists()

@@ -17,7 +17,7 @@ from autoprof.record import check as check_mod
 from autoprof.record import export
 from tests.core.conftest import only_run, run_dirs
 
-NEED = ("the schedule needs 3 warm-up calls + wait 1 + warmup 1 + active 3 = 8 calls: pass "
+NEED = ("the schedule needs 3 warm-up calls + wait 1 + warmup 2 + active 3 = 9 calls: pass "
         "warmup_calls=0, schedule=dict(wait=0, ")
 
 
@@ -49,13 +49,13 @@ def test_a_run_with_no_recorded_step_says_so_and_what_it_needed(caplog, traces_r
     def five(x):
         return x + 1
 
-    for _ in range(5):  # 3 warm-up calls, the wait step, the profiler's warm-up step
+    for _ in range(6):  # 3 warm-up calls, the wait step, the lines and profiler warm-up steps
         five(torch.ones(1))
     autoprof.flush()
     run = only_run(traces_root, "five")
     (line,) = [m for m in _notes(caplog, "five") if "run of" in m]
-    assert line == ("autoprof: run of 'five' recorded no step (called 5 times; " + NEED
-                    + "warmup=1, active=4) or call it more); the folder holds no trace; "
+    assert line == ("autoprof: run of 'five' recorded no step (called 6 times; " + NEED
+                    + "warmup=1, active=5) or call it more); the folder holds no trace; "
                     f"finishing in the background: {run}")
 
 
@@ -66,12 +66,12 @@ def test_the_end_of_run_line_counts_recorded_steps_not_wait_or_warmup_calls(capl
     def seven(x):
         return x + 1
 
-    for _ in range(7):
+    for _ in range(8):
         seven(torch.ones(1))
     autoprof.flush()
     (line,) = [m for m in _notes(caplog, "seven") if "run of" in m]
     assert line.startswith("autoprof: run of 'seven' recorded partially (2 of 3 steps: "
-                           "called 7 times; " + NEED + "warmup=1, active=6) or call it more)")
+                           "called 8 times; " + NEED + "warmup=1, active=7) or call it more)")
 
 
 class TinyNet(torch.nn.Module):
@@ -172,7 +172,7 @@ def test_the_profiler_start_skips_torchs_inductor_import_and_is_measured(tmp_pat
 
 
 def test_a_partial_run_summarises_only_its_recorded_steps(traces_root):
-    """Seven calls of the default schedule record 2 steps; torch opens a third span at the
+    """Eight calls of the default schedule record 2 steps; torch opens a third span at the
     last step() and the stop closes it empty: it is not a step of the run."""
     from autoprof.analysis.analysis import Analysis
 
@@ -180,7 +180,7 @@ def test_a_partial_run_summarises_only_its_recorded_steps(traces_root):
     def f(x):
         return x @ x
 
-    for _ in range(7):
+    for _ in range(8):
         f(torch.ones(8, 8))
     autoprof.flush()
     run = autoprof.load(only_run(traces_root, "seven_steps"))

@@ -31,9 +31,9 @@ def test_total_steps_matches_torch_schedule(wait, warmup, active, repeat, skip_f
 
 def test_schedule_defaults_and_totals():
     s = Schedule()
-    assert s.as_dict() == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1, "skip_first": 0,
+    assert s.as_dict() == {"wait": 1, "warmup": 2, "active": 3, "repeat": 1, "skip_first": 0,
                            "skip_first_wait": 0}
-    assert s.total_steps == 5
+    assert s.total_steps == 6
     assert Schedule(repeat=0).total_steps is None
     assert Schedule(wait=0, warmup=0, active=2, repeat=3, skip_first=1).total_steps == 7
     assert Schedule.coerce({"active": 2}) == Schedule(active=2)
@@ -77,7 +77,7 @@ def test_env_switch(monkeypatch, value, enabled):
 def test_manifest_form_is_json_ready():
     opts = make_options(name="x", schedule={"wait": 0, "active": 1})
     data = opts.as_manifest()
-    assert data["schedule"] == {"wait": 0, "warmup": 1, "active": 1, "repeat": 1, "skip_first": 0,
+    assert data["schedule"] == {"wait": 0, "warmup": 2, "active": 1, "repeat": 1, "skip_first": 0,
                                 "skip_first_wait": 0}
     assert data["activities"] is None and data["name"] == "x"
     assert data["warmup_calls"] == data["warmup"] == 3  # readers of older runs read "warmup"

@@ -33,9 +33,10 @@ def test_two_warm_up_steps_give_a_lines_step_and_a_warm_up_after_it() -> None:
                                   "RECORD_AND_SAVE"]
 
 
-def test_the_default_schedule_keeps_torch_s_only_warm_up_step() -> None:
-    assert Schedule().warmup == 1  # so it records no lines: one more call would be needed
-    assert phases({}) == ["wait", "profiler_warmup", "active", "active", "last_active"]
+def test_the_default_schedule_records_lines_and_keeps_a_warm_up_step_for_torch() -> None:
+    assert Schedule().warmup == 2  # the lines step, then torch's own warm-up
+    assert phases({}) == ["wait", "lines", "profiler_warmup", "active", "active",
+                          "last_active"]
 
 
 @pytest.mark.parametrize("schedule", [
