@@ -3,6 +3,8 @@ records the runs on an NVIDIA H200."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -30,6 +32,16 @@ def _operands(size):
 def test_seed_verdicts_on_cuda(tmp_path, size, expected):
     fn = profile_fn(name=f"seed_{size}", out_dir=str(tmp_path), schedule=SCHEDULE)(_matmul_add)
     run = autoprof.check(fn, *_operands(size))
+    assert run.verdict().kind == expected, run.summary()
+
+
+@pytest.mark.parametrize(("size", "expected"), [(64, "overhead-bound"), (4096, "compute-bound")])
+def test_seed_verdicts_with_the_default_schedule_and_its_lines_step(tmp_path, size, expected):
+    """The default schedule records source lines in its first warm-up step; torch's profiler
+    warms up in the second, so the measured steps keep their verdict."""
+    fn = profile_fn(name=f"seed_lines_{size}", out_dir=str(tmp_path))(_matmul_add)
+    run = autoprof.check(fn, *_operands(size))
+    assert list(Path(run.path).glob("lines.*.json.gz")), run.path
     assert run.verdict().kind == expected, run.summary()
 
 
