@@ -48,9 +48,20 @@ def step_ms(events: pd.DataFrame, call: str) -> list[float]:
     return [(end - ts) / 1e3 for ts, end in called_steps(events, call)]
 
 
+def iteration_ms(events: pd.DataFrame, call: str) -> list[float]:
+    """Each called step from its start to the end of its call region: the caller's loop and
+    the call, less autoprof's own tail after the call (what a share of the step counts)."""
+    calls = events[_text(events, "name") == call]
+    out = []
+    for ts, end in called_steps(events, call):
+        inside = calls[(calls["ts_us"] >= ts) & (calls["ts_us"] < end)]
+        out.append(float((inside["ts_us"] + inside["dur_us"]).max() - ts) / 1e3)
+    return out
+
+
 def call_ms(events: pd.DataFrame, call: str) -> list[float]:
-    """Duration of the run's call region in each called step (the step less autoprof's own
-    time around the call, which no share of the step counts)."""
+    """Duration of the run's call region in each called step: the call alone, as the untraced
+    calls time it."""
     calls = events[_text(events, "name") == call]
     out = []
     for ts, end in called_steps(events, call):
