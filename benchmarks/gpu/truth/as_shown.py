@@ -18,7 +18,6 @@ fix was not tried on the GPU is listed under notes, never guessed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from evaluate import (  # noqa: E402
     Workload,
     _summary_line,
     named_fix,
+    parse_args,
     summarize,
     table,
 )
@@ -93,10 +93,7 @@ def shown_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="truth folders (ground_truth.json)")
-    parser.add_argument("--json", type=Path, help="write pairs, notes and summaries here")
-    args = parser.parse_args(argv)
+    args = parse_args(argv, __doc__)
     workloads: list[Workload] = []
     notes: list[str] = []
     for root in args.dirs:

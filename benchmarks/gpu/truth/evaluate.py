@@ -249,11 +249,17 @@ def report(folders: Sequence[Folder], tuned: Sequence[str] = TUNED) -> dict[str,
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: Sequence[str] | None, doc: str | None) -> argparse.Namespace:
+    """The truth scripts' command line: truth folders, and --json OUT (`doc`: the script's
+    docstring, whose first line describes it)."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n", 1)[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="truth folders (ground_truth.json)")
     parser.add_argument("--json", type=Path, help="write pairs, notes and summaries here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv, __doc__)
     folders = [evaluate_folder(d) for d in args.dirs]
     summaries = report(folders)
     print(table([p for f in folders for p in f.pairs]))
