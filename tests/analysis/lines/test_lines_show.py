@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.apptest import open_app, select_run, visit
@@ -52,12 +53,18 @@ def test_summary_names_lines(run_dir: Path) -> None:
     assert summary["source_lines"]["lines"][0]["source"] == mm["source"]
 
 
-def test_viewer_source_and_ops_pages(run_dir: Path, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def _app_on(run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The viewer over a traces folder holding the known-lines run, that run selected."""
     root = tmp_path / "traces"
     shutil.copytree(run_dir.parent, root / "known_lines")
     at = open_app(root, monkeypatch)
     select_run(at, "known_lines")
+    return at
+
+
+def test_viewer_source_and_ops_pages(run_dir: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _app_on(run_dir, tmp_path, monkeypatch)
     visit(at, "source")
     listing = at.dataframe[0].value
     row = listing[listing["line"] == _slow_line()].iloc[0]
@@ -70,10 +77,7 @@ def test_viewer_source_and_ops_pages(run_dir: Path, tmp_path: Path,
 
 def test_overview_opportunities_name_their_line(run_dir: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "traces"
-    shutil.copytree(run_dir.parent, root / "known_lines")
-    at = open_app(root, monkeypatch)
-    select_run(at, "known_lines")
+    at = _app_on(run_dir, tmp_path, monkeypatch)
     visit(at, "overview")
     tables = [d.value for d in at.dataframe if "line" in d.value.columns]
     assert tables, "no opportunities table with a line column"
