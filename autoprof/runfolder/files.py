@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -201,17 +202,31 @@ def pid_alive(pid: int) -> bool:
     """Is a process with this id running on this host (a zombie counts as gone)?"""
     if pid <= 0:
         return False
+    if pid == os.getpid():
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    if not _proc_is_ours():
+        return True  # /proc shows another pid namespace: its pid here is not ours to judge
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True
+
+
+@functools.cache
+def _proc_is_ours() -> bool:
+    """Does /proc show this process's pid namespace (not so in some containers)?"""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            return int(fh.read().split()[0]) == os.getpid()
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _unlink_quietly(path: Path) -> None:
