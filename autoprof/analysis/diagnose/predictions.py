@@ -16,13 +16,14 @@ the number and the words are one change:
 `between_calls` is an opportunity of its own when at least MIN_BETWEEN_PCT of each profiled
 step passes between two calls and a DataLoader's `__next__` is its largest part (the
 caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or the
-caller's harness, not an input to overlap). The replay's host costs are first scaled to the
-untraced calls (metrics/replay/baseline.py): the whole host when the step is the call, the
-call's own host time when the step holds the caller's loop too (the warm-up calls time the
-call alone). `loader-workers` is predicted for WORKERS workers (`fixes.py`), no faster than
-they can fetch. A cause whose gain exists only under the profiler (the replay, scaled to
-the untraced calls, predicts under NOISE_SPEEDUP) keeps its bound and says so, instead of a
-fix.
+caller's harness, not an input to overlap). A fused optimizer and a bias add folded into its
+GEMM are offered beside them when the trace shows the unfused form (code_fixes.py). The
+replay's host costs are first scaled to the untraced calls (metrics/replay/baseline.py): the
+whole host when the step is the call, the call's own host time when the step holds the
+caller's loop too (the warm-up calls time the call alone). `loader-workers` is predicted for
+WORKERS workers (`fixes.py`), no faster than they can fetch. A cause whose gain exists only
+under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP)
+keeps its bound and says so, instead of a fix.
 
 The order is what each named fix is predicted to give: the opportunities with a replayed
 prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.diagnose.code_fixes import code_fixes
 from autoprof.analysis.metrics.replay.baseline import LOADER_NAME, host_baseline, loader_loop
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import WORKERS, FixName, predict_fix
@@ -111,9 +113,10 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
-                     untraced_us: float | None) -> list[dict[str, Any]]:
+                     untraced_us: float | None, step_us: float = 0.0) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
-    when it is large enough (the module doc)."""
+    when it is large enough, and the one-line fixes of code_fixes.py (the module doc;
+    `step_us`: the mean profiled step)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
@@ -123,6 +126,7 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
             out.append(_between(loop))
         baseline = _baseline(events, call, loop, untraced_us)
         out = [_predicted(o, events, call, baseline) for o in out]
+        out += code_fixes(events, call, baseline, step_us)
     except ValueError:
         return opps
     return ranked(out)

@@ -1,0 +1,107 @@
+"""Opportunities no bucket names: a change to one line of the user's code, replayed.
+
+The breakdown's buckets say where a step's time goes; some fixes a user applies cut across
+them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
+
+| cause | fix | found as |
+| --- | --- | --- |
+| `optimizer_ops` | `fused-optimizer` | an `Optimizer.step#<Name>.step` region, no fused op in it |
+| `bias_add` | `addmm` | an `aten::add` of a bias right after its matrix product |
+
+The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`.
+
+Each is offered only when its replayed gain, at the untraced call's pace, is at least
+MIN_SPEEDUP: a smaller one is within what two runs of the same program differ by. Its
+`us_per_step` is the host time the fix acts on (the optimizer's region; the adds' ops),
+`max_speedup` the step without that time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.metrics.replay.changes import Change
+from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
+from autoprof.analysis.metrics.replay.graph import build_graph
+from autoprof.analysis.metrics.replay.selection import bias_add_rows
+
+MIN_SPEEDUP = 1.03
+OPTIMIZER_PREFIX = "Optimizer.step#"
+FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
+
+
+def _steps(events: pd.DataFrame) -> pd.DataFrame:
+    """The host rows of the profiled steps."""
+    return events[(events["lane"].astype(str) == "cpu") & (events["step"] >= 0)]
+
+
+def _per_step_us(rows: pd.DataFrame, n_steps: int) -> float:
+    return float(rows["dur_us"].sum()) / n_steps if n_steps else 0.0
+
+
+def _opportunity(cause: str, fix_us: float, step_us: float, where: list[dict[str, Any]],
+                 hint: str) -> dict[str, Any]:
+    return {"cause": cause, "us_per_step": fix_us,
+            "pct_of_step": 100.0 * fix_us / step_us if step_us > 0 else 0.0,
+            "max_speedup": step_us / (step_us - fix_us) if step_us > fix_us else None,
+            "where": where, "hint": hint}
+
+
+def _optimizer(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
+    names = host["name"].astype(str)
+    regions = host[names.str.startswith(OPTIMIZER_PREFIX)]
+    if not len(regions) or names.str.startswith(FUSED_OP).any():
+        return None
+    region = str(regions["name"].mode().iloc[0])  # Optimizer.step#AdamW.step
+    optimizer = region[len(OPTIMIZER_PREFIX):].split(".")[0] or "the optimizer"
+    outer = regions[~regions["parent"].isin(regions.index)] if "parent" in regions else regions
+    us = _per_step_us(outer, n_steps)
+    hint = (f"use the fused optimizer: torch.optim.{optimizer}(..., fused=True) updates every "
+            "parameter in one kernel launch per step instead of a launch per tensor op")
+    return _opportunity("optimizer_ops", us, step_us,
+                        [{"name": region, "us_per_step": us}], hint)
+
+
+def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
+              step_us: float) -> dict[str, Any] | None:
+    if not len(rows):
+        return None
+    adds = host[host.index.isin(rows)]
+    us = _per_step_us(adds, n_steps)
+    hint = ("fold the bias add into the matrix product: write x @ w + b as "
+            "torch.addmm(b, x, w) (or F.linear(x, w.T, b)); the GEMM adds the bias as it "
+            "writes its result, one launch and one pass over the output fewer")
+    return _opportunity("bias_add", us, step_us,
+                        [{"name": "aten::add after aten::matmul", "us_per_step": us}], hint)
+
+
+def _bias_labels(events: pd.DataFrame) -> np.ndarray:
+    """The trace rows (index labels of `events`) of the bias adds a GEMM could fold."""
+    g = build_graph(events)
+    labels: np.ndarray = g.events["label"].to_numpy()[bias_add_rows(g)]
+    return labels
+
+
+def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
+               step_us: float) -> list[dict[str, Any]]:
+    """The opportunities of the module doc that a run shows, each with its prediction
+    (`step_us`: the mean profiled step). Raises ValueError where the replay cannot run."""
+    host = _steps(events)
+    n_steps = int(host["step"].nunique())
+    if not n_steps or not step_us > 0:
+        return []
+    found: list[tuple[dict[str, Any] | None, FixName]] = [
+        (_optimizer(host, n_steps, step_us), "fused-optimizer"),
+        (_bias_add(host, _bias_labels(events), n_steps, step_us), "addmm")]
+    out = []
+    for opp, fix in found:
+        if opp is None:
+            continue
+        got = predict_fix(events, fix, call or "", baseline)
+        if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
+            out.append({**opp, **got})
+    return out
