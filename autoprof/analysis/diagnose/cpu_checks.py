@@ -76,27 +76,40 @@ def cpu_dispatch_bound(ctx: Analysis) -> Diagnostic | None:
     )
 
 
+def _loader_us(where: pd.DataFrame) -> tuple[float, str | None]:
+    """The time in DataLoader rows of a breakdown's holders, and the largest of them."""
+    if where.empty:
+        return 0.0, None
+    rows = where[where["name"].astype(str).str.contains(DATA_LOADER_NAME).to_numpy()]
+    if rows.empty:
+        return 0.0, None
+    return float(rows["us"].sum()), str(rows.groupby("name")["us"].sum().idxmax())
+
+
 def data_loader(ctx: Analysis) -> Diagnostic | None:
+    """The DataLoader's share of each step, inside the call and between calls (the
+    caller's `for batch in loader` loop)."""
     bd = ctx.breakdown
     n = len(bd.steps)
     step_us = float(bd.steps["step_us"].mean()) if n else 0.0
-    if not step_us > 0 or bd.where.empty:
+    if not step_us > 0:
         return None
-    names = bd.where["name"].astype(str)
-    rows = bd.where[names.str.contains(DATA_LOADER_NAME).to_numpy()]
-    if rows.empty:
-        return None
-    us = float(rows["us"].sum()) / n
+    inside_us, inside = _loader_us(bd.where)
+    between_us, between = _loader_us(bd.between_where)
+    us = (inside_us + between_us) / n
     pct = 100.0 * us / step_us
     if pct < DATA_LOADER_MIN_PCT:
         return None
-    region = str(rows.groupby("name")["us"].sum().idxmax())
+    region = between if between_us > inside_us else inside
+    place = "between calls, in the caller's loop" if between_us > inside_us else \
+        "inside the call"
     idle = "with the GPU idle" if ctx.has_gpu else "on the host"
     return Diagnostic(
         id="data-loader", severity="critical" if pct >= 50 else "warning",
         message=(f"the data loader holds {fmt_us(us)} of each step ({pct:.0f}%) {idle} "
-                 f"({region})."),
-        evidence={"us_per_step": round(us, 1), "pct_of_step": round(pct, 1), "where": region},
+                 f"({region}, {place})."),
+        evidence={"us_per_step": round(us, 1), "pct_of_step": round(pct, 1), "where": region,
+                  "between_calls_us_per_step": round(between_us / n, 1)},
         hint=("Load in the background: DataLoader(num_workers>0, pin_memory=True, "
               "persistent_workers=True, prefetch_factor); move decoding and augmentation out "
               "of the step or onto the GPU."),
