@@ -113,13 +113,13 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--held-out", action="store_true",
-                        help="the second held-out set only")
+    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3),
+                        help="one held-out set only (2: the second, 3: the third)")
     parser.add_argument("--ground-truth-only", action="store_true",
                         help="time the variants, record nothing")
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or (
-        [n for n, w in WORKLOADS.items() if w.held_out] if args.held_out else
+        [n for n, w in WORKLOADS.items() if w.held_out == args.held_out] if args.held_out else
         list(FIRST) + [n for n in WORKLOADS if n not in FIRST and not WORKLOADS[n].held_out])
     extra = ["--tiny"] if args.device == "cpu" else []
     args.out.mkdir(parents=True, exist_ok=True)

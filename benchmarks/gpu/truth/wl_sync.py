@@ -118,21 +118,22 @@ def _sync_variant(ctx: Ctx, kind: SyncKind, batch: int, fix: str) -> Variant:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=True)
         return Variant(graphed_train_step(model, opt, (x, y), ctx.device, _loss_fn(middle)),
                        repeat((x, y)))
-    middle = (lambda h: 0.0) if fix == "remove" else middles[(kind, fix)]
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    middle = (lambda h: 0.0) if fix == "remove" else \
+        middles[(kind, "baseline" if fix == "adamw_fused" else fix)]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fix == "adamw_fused")
     return Variant(train_step_fn(model, opt, ctx.device, True, _loss_fn(middle)), repeat((x, y)))
 
 
 def sync_step(kind: SyncKind, batch: int = 8192) -> Callable[[Ctx], dict[str, VariantBuilder]]:
     """A bf16 MLP training step (``batch`` rows, 1024 wide, AdamW) with one host sync between
-    its halves. Fixes: the sync removed, replaced by a sync-free equivalent, and the sync-free
-    step captured whole in a CUDA graph."""
+    its halves. Fixes: the sync removed, replaced by a sync-free equivalent, the sync-free
+    step captured whole in a CUDA graph, and the optimizer fused."""
 
     def build(ctx: Ctx) -> dict[str, VariantBuilder]:
         fixes = ["baseline", "remove"] + [f for (k, f) in _middles(ctx)
                                           if k == kind and f != "baseline"]
         if ctx.cuda:
-            fixes.append("graph_without_sync")
+            fixes += ["graph_without_sync", "adamw_fused"]  # fused AdamW wants CUDA tensors
         return {f: partial(_sync_variant, ctx, kind, batch, f) for f in fixes}
 
     return build

@@ -22,7 +22,7 @@ class Workload:
     build: Callable[[Ctx], dict[str, VariantBuilder]]
     needs: str | None = None  # an extra package the workload imports
     isolate: bool = False  # a DataLoader: time one variant's loader at a time
-    held_out: bool = False  # the second held-out set: written after the replay was tuned
+    held_out: int = 0  # the held-out set it belongs to (2, 3), written after the model was tuned
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -88,21 +88,29 @@ WORKLOADS: dict[str, Workload] = {
     # the second held-out set
     "mlp_loader_w2": Workload(
         "the loader MLP in the caller's loop with num_workers=2, pin_memory off",
-        caller_loop("mlp", 2, False), isolate=True, held_out=True),
+        caller_loop("mlp", 2, False), isolate=True, held_out=2),
     "cnn_loader_w0": Workload(
         "the loader CNN in the caller's loop with num_workers=0, pin_memory off, blocking copies",
-        caller_loop("cnn", 0, False), isolate=True, held_out=True),
+        caller_loop("cnn", 0, False), isolate=True, held_out=2),
     "sync_item_b1024": Workload(
         "the `.item()` step at batch 1024: a host-bound step with a sync", sync_step("item", 1024),
-        held_out=True),
+        held_out=2),
     "sync_mask_b1024": Workload(
-        "the mask-index step at batch 1024", sync_step("mask", 1024), held_out=True),
+        "the mask-index step at batch 1024", sync_step("mask", 1024), held_out=2),
     "bert_train": Workload(
         "transformers BERT classifier from a config (4 layers, 256 wide), batch 8 x 128, fp32, "
-        "AdamW", bert, needs="transformers", held_out=True),
+        "AdamW", bert, needs="transformers", held_out=2),
     "gpt2_mid": Workload(
         "transformers GPT-2 from a config (4 layers, 256 wide, 8192 tokens), batch 4 x 256, "
-        "AdamW, bf16 autocast", gpt2("mid"), needs="transformers", held_out=True),
+        "AdamW, bf16 autocast", gpt2("mid"), needs="transformers", held_out=2),
     "mlp_infer_b8": Workload(
-        "MLP inference (8 x 512, no_grad) at batch 8", mlp_inference(8), held_out=True),
+        "MLP inference (8 x 512, no_grad) at batch 8", mlp_inference(8), held_out=2),
+    # the third held-out set: written after the steady-call reference and the one-line fixes
+    "seed_1024": Workload(
+        "the seed: `x @ w + b`, bf16, 1024x1024", seed(1024, ("addmm", "cuda_graph")),
+        held_out=3),
+    "sync_nonzero_b1024": Workload(
+        "the `.nonzero()` step at batch 1024", sync_step("nonzero", 1024), held_out=3),
+    "mlp_infer_b64": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 64", mlp_inference(64), held_out=3),
 }
