@@ -158,13 +158,14 @@ class Analysis:
 
         bd = self.breakdown
         opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
-        return with_predictions(opps, self.events, self.call_region, self.untraced_call_us,
+        return with_predictions(opps, self.events, self.call_region, self.steady_call_us,
                                 float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0)
 
     @cached_property
-    def untraced_call_us(self) -> float | None:
-        """The steady untraced call (the fastest of the manifest's warm-up and wait calls
-        after the first: profiler_overhead.steady_call_us), None without."""
+    def steady_call_us(self) -> float | None:
+        """The steady untraced call, the replay's reference (the fastest of the manifest's
+        warm-up and wait calls after the first: profiler_overhead.steady_call_us), None
+        without."""
         from autoprof.analysis.metrics.profiler_overhead import steady_call_us
 
         return steady_call_us(self.record)

@@ -3,8 +3,8 @@ the same calls untraced before it.
 
 autoprof times the first calls after the window (the manifest's `after_window_call_ms`, each
 timed as a warm-up call is: host clock, the device synchronized at both ends on CUDA) and
-sets them against the steady untraced call (`steady_call_us`: the fastest of the warm-up
-calls after the first and the wait steps). Those calls are the user's, outside every
+sets them against the steady untraced call (the median of `untraced_calls_us`: the warm-up
+calls after the first, and the wait steps). Those calls are the user's, outside every
 recorded step: this finding says what the window cost the program after it ended, never what
 the profiled steps hold.
 
@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from autoprof.analysis.diagnose.records import Diagnostic, rounded
-from autoprof.analysis.metrics.profiler_overhead import steady_call_us
+from autoprof.analysis.metrics.profiler_overhead import untraced_calls_us
+from autoprof.analysis.metrics.stats import median
 
 if TYPE_CHECKING:
     from autoprof.analysis.analysis import Analysis
@@ -34,8 +35,8 @@ AFTER_WINDOW_EXTRA_MS = 5.0  # ... and the calls after the window took this much
 
 def after_window_applies(ctx: Analysis) -> bool:
     record = ctx.record
-    return record is not None and bool(record.after_window_call_ms) and \
-        steady_call_us(record) is not None
+    return record is not None and bool(record.after_window_call_ms) and bool(
+        untraced_calls_us(record))
 
 
 def after_window(ctx: Analysis) -> Diagnostic | None:
@@ -43,10 +44,9 @@ def after_window(ctx: Analysis) -> Diagnostic | None:
     if record is None or not after_window_applies(ctx):
         return None
     after_ms = [float(v) for v in record.after_window_call_ms]
-    steady_us = steady_call_us(record)
-    if steady_us is None or not steady_us > 0:
+    steady_ms = median(untraced_calls_us(record)) / 1000.0
+    if not steady_ms > 0:
         return None
-    steady_ms = steady_us / 1000.0
     extra_ms = sum(after_ms) - len(after_ms) * steady_ms
     slowdown = max(after_ms) / steady_ms
     if slowdown < AFTER_WINDOW_RATIO or extra_ms < AFTER_WINDOW_EXTRA_MS:

@@ -1,9 +1,9 @@
 """How much the profiler itself slows a step, from the untraced calls of the same run.
 
 autoprof times calls the profiler does not record (the manifest's `warmup_call_ms` and
-`wait_call_ms`, each ended by a device sync). The fastest of them, `untraced_call_us`
-(`steady_call_us`), against the median profiled step (`breakdown` step_us: the call region,
-autoprof's own time removed):
+`wait_call_ms`, each ended by a device sync). Their median, `untraced_call_us` (a typical
+untraced call; the replay's reference is the fastest, `steady_call_us`), against the median
+profiled step (`breakdown` step_us: the call region, autoprof's own time removed):
 
     overhead_us  = profiled_step_us - untraced_call_us
     overhead_pct = 100 * overhead_us / profiled_step_us   (the profiler's share of a step)
@@ -57,7 +57,8 @@ def steady_call_us(record: Manifest | None) -> float | None:
     Each is the same call synchronised at both ends; what makes one slower than another is
     the process still warming up (the allocator's first blocks, autotuning, cold caches) or
     other work on the machine, never the call itself, so the fastest is the call's own cost
-    (timeit's rule)."""
+    (timeit's rule). The replay's reference (diagnose/predictions.py); the findings that
+    judge the profiler's share keep the median, which a rerun moves less."""
     calls = untraced_calls_us(record)
     return min(calls) if calls else None
 
@@ -75,7 +76,7 @@ def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool
         why = "no untraced calls in the manifest" if not calls else "no profiled steps"
         return {"available": False, "reason": why}
     profiled = float(np.median(steps["step_us"]))
-    untraced = float(min(calls))
+    untraced = float(np.median(calls))
     if untraced > NOT_COMPARABLE * profiled:
         return {"available": False, "untraced_call_us": untraced, "profiled_step_us": profiled,
                 "reason": f"untraced calls ({fmt_us(untraced)}) take over {NOT_COMPARABLE:g}x "

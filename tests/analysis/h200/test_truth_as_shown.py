@@ -71,3 +71,14 @@ def test_a_shown_graph_pairs_with_the_sync_free_graph_only_where_no_plain_one_wa
     assert by_named["cuda-graph"] == ["cuda_graph"]
     assert as_shown._measured_by_named(["graph_without_sync"])["cuda-graph"] == [
         "graph_without_sync"]
+
+
+@pytest.mark.slow
+def test_the_model_on_the_held_out_set_with_its_profiler_free_baseline_known() -> None:
+    """evaluate.py on the same set: the host scaled to the ground truth's own baseline."""
+    folder = evaluate.evaluate_folder(HELDOUT2)
+    got = evaluate.report([folder])["all"]
+    assert (got["pairs"], got["within_25_pct"]) == (19, 16)
+    assert (got["median_abs_error_pct"], got["max_abs_error_pct"]) == \
+        pytest.approx((11.7, 40.7), abs=0.1)
+    assert all(w.top_is_best for w in folder.workloads)
