@@ -16,6 +16,7 @@ DEFAULT_CACHE_MIN_BYTES = 4 * 1024**2
 DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
 DEFAULT_DIST_TIMEOUT_S = 30.0
 DEFAULT_FINISH_TIMEOUT_S = 30.0
+DEFAULT_FINISH_YIELD_S = 30.0
 
 
 def flag(name: str, default: bool = True) -> bool:
@@ -44,12 +45,21 @@ def _int(name: str, default: int, minimum: int) -> int:
 
 
 def positive_float(name: str, default: float) -> float:
+    return _float(name, default, zero_ok=False)
+
+
+def non_negative_float(name: str, default: float) -> float:
+    return _float(name, default, zero_ok=True)
+
+
+def _float(name: str, default: float, zero_ok: bool) -> float:
     text = os.environ.get(name, "").strip()
     try:
         value = float(text)
     except ValueError:
         return default
-    return value if value > 0 and value != float("inf") else default
+    usable = (value >= 0 if zero_ok else value > 0) and value != float("inf")
+    return value if usable else default
 
 
 def out_dir(default: str = DEFAULT_OUT_DIR) -> Path:
@@ -97,3 +107,9 @@ def dist_finish_timeout_s() -> float:
 def finish_timeout_s() -> float:
     """How long ``autoprof.flush()`` and interpreter exit wait for a run's finisher."""
     return positive_float("AUTOPROF_FINISH_TIMEOUT_S", DEFAULT_FINISH_TIMEOUT_S)
+
+
+def finish_yield_s() -> float:
+    """``AUTOPROF_FINISH_YIELD_S``: how long the finisher waits for the program to leave a
+    core idle before it works anyway (0: it never waits; record/cpu_gate.py)."""
+    return non_negative_float("AUTOPROF_FINISH_YIELD_S", DEFAULT_FINISH_YIELD_S)

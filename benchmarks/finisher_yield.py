@@ -9,11 +9,13 @@ per core, on a 64x64 matmul plus 20 small ops per call). It runs the undecorated
 the finisher at its end), then 3 s more while the finisher works; the loop's calls are
 counted per 100 ms bucket. The pace before is the median bucket of the 1.5 s before the
 window; the slowdown is that pace over the worst bucket after the window (1.0: untouched;
-the goal is at most 1.2). Two variants, interleaved: ``idle`` (the finisher at
-``SCHED_IDLE``, as shipped) and ``nice10`` (``export.yield_cpu`` replaced by a no-op: the
-finisher only nices itself to 10, as before). Results print as JSON, side by side, with the
-ratio of the medians, the CPU count and the load average (other processes on the machine
-take their share of the cores too: read the ratio, not the absolute slowdown). ``--out``
+the goal is at most 1.2). Four variants, interleaved: ``shipped`` (the finisher at
+``SCHED_IDLE``, waiting for an idle core first: ``record/cpu_gate.py``), ``idle_only``
+(``SCHED_IDLE`` without the wait: ``AUTOPROF_FINISH_YIELD_S=0``), ``nice10`` (neither: the
+finisher only nices itself to 10) and ``no_finisher`` (no finisher process at all: the
+loop's own spread after a window). Results print as JSON, side by side, with each variant's
+median over ``no_finisher``'s, the CPU count and the load average (other processes on the
+machine take their share of the cores too: read the ratios, not the absolute slowdown). ``--out``
 names the JSON file, or a folder to write ``finisher_yield.json`` into.
 """
 
@@ -36,6 +38,10 @@ from autoprof import autoprof
 from autoprof.record import export
 if sys.argv[1] == "nice10":
     export.yield_cpu = lambda pid: ""
+if sys.argv[1] == "no_finisher":
+    def no_finisher(*args, **kwargs):
+        raise OSError("no finisher (benchmark)")
+    export.Finisher.start = classmethod(lambda cls, *a, **k: no_finisher())
 torch.set_num_threads(os.cpu_count() or 1)
 a, b = torch.randn(64, 64), torch.randn(64)
 
@@ -65,9 +71,15 @@ print(json.dumps({"before": before, "after": after}))
 """
 
 
+VARIANTS = ("shipped", "idle_only", "nice10", "no_finisher")
+
+
 def trial(variant: str, out_dir: str) -> dict[str, float]:
     env = {**os.environ, "AUTOPROF_DIR": out_dir}
-    done = subprocess.run([sys.executable, "-c", TRIAL, variant], env=env, text=True,
+    if variant in ("idle_only", "nice10"):
+        env["AUTOPROF_FINISH_YIELD_S"] = "0"
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", TRIAL, variant], env=env,
+                          text=True,
                           capture_output=True, timeout=300, check=True)
     counts = json.loads(done.stdout.strip().splitlines()[-1])
     pace = statistics.median(counts["before"][2:])  # calls per bucket, steady
@@ -81,18 +93,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    results: dict[str, list[dict[str, float]]] = {"idle": [], "nice10": []}
+    results: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     load_start, started = os.getloadavg()[0], time.monotonic()
     with tempfile.TemporaryDirectory() as out_dir:
         for _ in range(args.repeats):
-            for variant in ("nice10", "idle"):
+            for variant in VARIANTS:
                 results[variant].append(trial(variant, out_dir))
     medians = {v: statistics.median(r["slowdown"] for r in rs) for v, rs in results.items()}
     report = {"cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0],
               "load_avg_1m_start": load_start, "python": sys.version.split()[0],
               "seconds": round(time.monotonic() - started, 1), "trials": results,
               "median_slowdown": medians,
-              "nice10_over_idle": round(medians["nice10"] / medians["idle"], 2)}
+              "over_no_finisher": {v: round(m / medians["no_finisher"], 2)
+                                   for v, m in medians.items()}}
     text = json.dumps(report, indent=2)
     print(text)
     if args.out is not None:

@@ -9,7 +9,8 @@ and records in the manifest's ``retry`` what the next finish decides from. The r
 process starts one finisher per run (``--watch``: it waits on its stdin, gets the run's
 manifest when the run ends, or EOF when the process dies) in its own session and at low
 priority, so the program neither waits for this work nor shares its GIL, and a Ctrl+C of the
-job does not reach it.
+job does not reach it; before it starts it waits while the program keeps every core busy
+(record/cpu_gate.py).
 
 Safe to run again or twice at once: a lock on the folder serializes finishers, and a folder
 already finished is left alone (unless it kept a plain trace: then it is finished again).
@@ -30,7 +31,9 @@ import time
 import zlib
 from pathlib import Path
 
+from autoprof import env
 from autoprof import runfolder as rf
+from autoprof.record.cpu_gate import CpuGate
 from autoprof.record.finish_after import Pipe, read_handoff, record_after_window
 from autoprof.runfolder import Manifest
 from autoprof.runfolder.trace_check import check_trace
@@ -365,9 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handoff, pipe = None, Pipe(getattr(sys.stdin, "buffer", sys.stdin))
     if args.watch:
+        program = os.getppid()  # the recording process, while it lives
         handoff = read_handoff(pipe)  # the run's manifest; the calls after it come later
         with contextlib.suppress(OSError):
             os.nice(NICE)
+        CpuGate(program, env.finish_yield_s())()  # before the lock: readers never wait on it
     status = 0
     for run_dir in args.run_dirs:
         try:
