@@ -22,8 +22,9 @@ replay's host costs are first scaled to the untraced calls (metrics/replay/basel
 whole host when the step is the call, the call's own host time when the step holds the
 caller's loop too (the warm-up calls time the call alone). `loader-workers` is predicted for
 WORKERS workers (`fixes.py`), no faster than they can fetch. A cause whose gain exists only
-under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP)
-keeps its bound and says so, instead of a fix.
+under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP),
+or that the replay predicts under it with no untraced calls to scale to, keeps its bound and
+says so, instead of a fix.
 
 The order is what each named fix is predicted to give: the opportunities with a replayed
 prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
@@ -103,9 +104,10 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
     if not np.isfinite(spread["median"]):
         return opp
     out = {**opp, **got}
-    if spread["median"] < NOISE_SPEEDUP and baseline:
-        out["hint"] = (f"{opp['hint']} (replayed at the untraced call's pace this gains "
-                       f"nothing: the gap exists only under the profiler)")
+    if spread["median"] < NOISE_SPEEDUP:
+        why = ("replayed at the untraced call's pace this gains nothing: the gap exists only "
+               "under the profiler") if baseline else "replayed, this fix gains nothing"
+        out["hint"] = f"{opp['hint']} ({why})"
         out["fix"] = None
     else:
         out["hint"] = FIX_HINTS[fix]

@@ -129,3 +129,15 @@ def test_a_loader_in_the_callers_loop_fires_the_data_loader_finding() -> None:
     assert diag.evidence["where"] == "DataLoader.__next__"
     assert diag.evidence["between_calls_us_per_step"] == diag.evidence["us_per_step"] > 10_000
     assert diag.severity == "critical"  # over half of each step
+
+
+def test_a_fix_replayed_to_gain_nothing_is_no_fix_even_without_a_reference() -> None:
+    """graph_program already replays a CUDA graph: the graph the hint names gains nothing
+    (0.999x replayed; the step holds the caller's loop, so no untraced call scales it)."""
+    held_out = TRUTH.parent / "gpu_h200_truth_heldout"
+    truth = json.loads((held_out / "ground_truth.json").read_text())["workloads"]
+    run = autoprof.load(held_out / truth["graph_program"]["record"]["run"])
+    launch = next(o for o in run.analysis.opportunities if o["cause"] == "host_launch")
+    assert launch["fix"] is None and launch["predicted_speedup"] < 1.01
+    assert launch["hint"].endswith("(replayed, this fix gains nothing)")
+    assert launch["ranked_by"] == "max_speedup"
