@@ -50,6 +50,42 @@ def test_innermost_labels(tmp_path: Path) -> None:
     ]
 
 
+def test_backward_on_a_device_thread_takes_its_forward_ops_line(tmp_path: Path) -> None:
+    """autograd's device thread (a GPU's backward) has no user frame: a backward node takes
+    the line of the forward op with its sequence number, and the ops inside it too; backward
+    on the calling thread (CPU, under ``loss.backward()``) keeps its own frame."""
+    def x(tid: int, cat: str, name: str, ts: float, dur: float,
+          seq: tuple[int, int] | None = None) -> dict[str, object]:
+        args = {"Sequence number": seq[0], "Fwd thread id": seq[1]} if seq else {}
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": tid,
+                "pid": 1, "args": args}
+
+    path = _write(tmp_path / "lines.w.json.gz", [
+        x(7, "user_annotation", "autoprof::module Net.fc", 0, 40),
+        x(7, "user_annotation", "autoprof::line /a/net.py:12 (forward)", 1, 30),
+        x(7, "cpu_op", "aten::addmm", 2, 10, (5, 0)),
+        x(7, "user_annotation", "autoprof::line /a/train.py:30 (step)", 50, 10),
+        x(7, "cpu_op", "aten::sum", 51, 5, (6, 0)),
+        x(7, "python_function", "train.py(31): step", 60, 200),
+        x(7, "cpu_op", "aten::ones_like", 61, 3, (7, 0)),  # under loss.backward(): its frame
+        x(9, "cpu_op", "autograd::engine::evaluate_function: SumBackward0", 100, 10, (6, 1)),
+        x(9, "cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 120, 40, (5, 1)),
+        x(9, "cpu_op", "AddmmBackward0", 121, 30, (5, 1)),
+        x(9, "cpu_op", "aten::mm", 122, 10),
+        x(9, "cpu_op", "autograd::engine::evaluate_function: TBackward0", 170, 5, (99, 1)),
+    ])
+    got = {(o.tid, o.name): (o.source, o.module) for o in read_lines_trace(path)}
+    assert got[(7, "aten::ones_like")] == ("train.py:31 (step)", "")
+    assert got[(9, "autograd::engine::evaluate_function: SumBackward0")] == (
+        "/a/train.py:30 (step)", "")
+    assert got[(9, "autograd::engine::evaluate_function: AddmmBackward0")] == (
+        "/a/net.py:12 (forward)", "Net.fc")
+    assert got[(9, "AddmmBackward0")] == got[(9, "aten::mm")] == (
+        "/a/net.py:12 (forward)", "Net.fc")
+    # a node whose forward op the trace does not hold stays without a line
+    assert got[(9, "autograd::engine::evaluate_function: TBackward0")] == ("", "")
+
+
 def _events(names: list[str], steps: list[int]) -> pd.DataFrame:
     n = len(names)
     return pd.DataFrame({

@@ -6,6 +6,13 @@ The recording side labels each torch call made from user code with
 ``autoprof::module <path>``; torch's own ``python_function`` events (``with_stack``) give
 the innermost user function for ops no label covers (autograd's backward). A frame is the
 user's unless it is torch's, autoprof's, an installed package's or the standard library's.
+
+Backward that runs where no user frame encloses it (autograd's device threads on a GPU)
+takes the line of the forward op that made its node: a backward node's op
+(``autograd::engine::evaluate_function: AddmmBackward0`` and the node itself) carries the
+``Sequence number`` of the forward op that recorded it (``Fwd thread id`` non-zero), and
+every op inside the node takes that forward op's line and module. Backward with a user
+frame of its own (on CPU it runs on the calling thread, under ``loss.backward()``) keeps it.
 """
 
 from __future__ import annotations
@@ -85,6 +92,17 @@ def user_frame(name: str) -> str:
     return f"{path}:{match['line']} ({match['func']})"
 
 
+def _sequence(event: dict[str, Any]) -> tuple[int, bool] | None:
+    """(sequence number, is a backward node's op) of a cpu_op that carries one."""
+    args = event.get("args")
+    if not isinstance(args, dict):
+        return None
+    seq, fwd = args.get("Sequence number"), args.get("Fwd thread id")
+    if not isinstance(seq, int) or seq < 0:
+        return None
+    return seq, isinstance(fwd, int) and fwd != 0
+
+
 def _kind(event: dict[str, Any]) -> tuple[str, str]:
     """(kind, value) of an event that matters here: op, line, module, frame; else ("", "")."""
     cat, name = event.get("cat"), str(event.get("name", ""))
@@ -109,17 +127,31 @@ def _innermost(stack: list[tuple[float, str, str]], kind: str) -> str:
     return ""
 
 
-def _thread_ops(events: list[tuple[float, float, str, str]], tid: int) -> list[LinesOp]:
-    """Sweep one thread's events in time order, innermost enclosing labels per op."""
+Item = tuple[float, float, str, str, "tuple[int, bool] | None"]  # ts, dur, kind, value, seq
+Forward = dict[int, tuple[str, str]]  # sequence number -> (line, module) of its forward op
+
+
+def _thread_ops(events: list[Item], tid: int, forward: Forward, seen: Forward) -> list[LinesOp]:
+    """Sweep one thread's events in time order, innermost enclosing labels per op; a
+    backward node takes its forward op's line from ``forward`` (the module doc), and each
+    forward op with a line is added to ``seen``."""
     events.sort(key=lambda e: (e[0], -e[1]))
     stack: list[tuple[float, str, str]] = []
     ops: list[LinesOp] = []
-    for ts, dur, kind, value in events:
+    for ts, dur, kind, value, seq in events:
         while stack and stack[-1][0] <= ts:
             stack.pop()
         if kind == "op":
             line = _innermost(stack, "line") or _innermost(stack, "frame")
-            ops.append(LinesOp(tid, value, ts, line, _innermost(stack, "module")))
+            module = _innermost(stack, "module")
+            if seq is not None and seq[1] and not line and seq[0] in forward:
+                line, module = forward[seq[0]]
+                stack.append((ts + dur, "line", line))  # the ops inside the node take it
+                if module:
+                    stack.append((ts + dur, "module", module))
+            if seq is not None and not seq[1] and line:
+                seen.setdefault(seq[0], (line, module))
+            ops.append(LinesOp(tid, value, ts, line, module))
         stack.append((ts + dur, kind, value))
     return ops
 
@@ -157,7 +189,7 @@ def read_lines_file(path: Path) -> LinesTrace:
 
 def _ops(data: Any) -> list[LinesOp]:
     raw = data.get("traceEvents", []) if isinstance(data, dict) else data
-    threads: dict[int, list[tuple[float, float, str, str]]] = {}
+    threads: dict[int, list[Item]] = {}
     for event in raw:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -165,9 +197,14 @@ def _ops(data: Any) -> list[LinesOp]:
         tid = event.get("tid")
         if not kind or not isinstance(tid, int):
             continue
-        item = (float(event.get("ts", 0.0)), float(event.get("dur", 0.0)), kind, value)
+        seq = _sequence(event) if kind == "op" else None
+        item = (float(event.get("ts", 0.0)), float(event.get("dur", 0.0)), kind, value, seq)
         threads.setdefault(tid, []).append(item)
+    forward: Forward = {}
+    first = {tid: _thread_ops(threads[tid], tid, {}, forward) for tid in sorted(threads)}
     ops: list[LinesOp] = []
-    for tid in sorted(threads):
-        ops.extend(_thread_ops(threads[tid], tid))
+    for tid in sorted(threads):  # again with the forward ops' lines, where backward lacks one
+        lacks = any(not op.source for op in first[tid])
+        ops.extend(_thread_ops(threads[tid], tid, forward, {}) if lacks and forward
+                   else first[tid])
     return ops
