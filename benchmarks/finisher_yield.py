@@ -9,12 +9,12 @@ per core, on a 64x64 matmul plus 20 small ops per call). It runs the undecorated
 the finisher at its end), then 3 s more while the finisher works; the loop's calls are
 counted per 100 ms bucket. The pace before is the median bucket of the 1.5 s before the
 window; the slowdown is that pace over the worst bucket after the window (1.0: untouched;
-the goal is at most 1.2). Four variants, interleaved: ``shipped`` (the finisher at
-``SCHED_IDLE``, waiting for an idle core first: ``record/cpu_gate.py``), ``idle_only``
-(``SCHED_IDLE`` without the wait: ``AUTOPROF_FINISH_YIELD_S=0``), ``nice10`` (neither: the
-finisher only nices itself to 10) and ``no_finisher`` (no finisher process at all: the
-loop's own spread after a window). Results print as JSON, side by side, with each variant's
-median over ``no_finisher``'s, the CPU count and the load average (other processes on the
+the goal is at most 1.2). Three variants, interleaved: ``shipped`` (the finisher waits at
+nice 19 for an idle core, then works at ``SCHED_IDLE``: ``record/cpu_gate.py``),
+``no_wait`` (it works at ``SCHED_IDLE`` at once: ``AUTOPROF_FINISH_YIELD_S=0``, the finisher
+as it was before the wait) and ``no_finisher`` (no finisher process at all: the loop's own
+spread after a window). Results print as JSON, side by side, with each variant's median over
+``no_finisher``'s, the CPU count and the load average (other processes on the
 machine take their share of the cores too: read the ratios, not the absolute slowdown). ``--out``
 names the JSON file, or a folder to write ``finisher_yield.json`` into.
 """
@@ -36,8 +36,6 @@ import json, os, sys, time
 import torch
 from autoprof import autoprof
 from autoprof.record import export
-if sys.argv[1] == "nice10":
-    export.yield_cpu = lambda pid: ""
 if sys.argv[1] == "no_finisher":
     def no_finisher(*args, **kwargs):
         raise OSError("no finisher (benchmark)")
@@ -71,12 +69,12 @@ print(json.dumps({"before": before, "after": after}))
 """
 
 
-VARIANTS = ("shipped", "idle_only", "nice10", "no_finisher")
+VARIANTS = ("shipped", "no_wait", "no_finisher")
 
 
 def trial(variant: str, out_dir: str) -> dict[str, float]:
     env = {**os.environ, "AUTOPROF_DIR": out_dir}
-    if variant in ("idle_only", "nice10"):
+    if variant == "no_wait":
         env["AUTOPROF_FINISH_YIELD_S"] = "0"
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", TRIAL, variant], env=env,
                           text=True,

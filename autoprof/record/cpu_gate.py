@@ -18,7 +18,12 @@ one of:
   that keeps every core busy for longer gets its run finished at ``SCHED_IDLE`` anyway, so
   the run is readable while the program goes on).
 
-Both measures come from ``/proc`` (Linux): the program's CPU time from
+The finisher starts at nice 19 and makes itself ``SCHED_IDLE`` only once both waits are over
+(``work_at_idle_priority``). It waits so twice: as it starts (``python -m autoprof.finish
+--watch``, before it loads its own code, about 50 ms of CPU, while ``Drain`` keeps its stdin
+read so the program's hand-over never blocks), and once it has the run's manifest. This
+module and the finisher's entry point import only the standard library before the first
+wait. Both measures come from ``/proc`` (Linux): the program's CPU time from
 ``/proc/<pid>/stat``, the machine's idle time from ``/proc/stat``. Where ``/proc`` cannot be
 read the gate never waits. Never imports torch.
 """
@@ -26,9 +31,10 @@ read the gate never waits. Never imports torch.
 from __future__ import annotations
 
 import os
+import select
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 SAMPLE_S = 0.1  # each look at the machine: how long the finisher sleeps and measures
 CONFIRM = 2  # this many looks in a row must leave room (the window's own end is a lull)
@@ -36,8 +42,7 @@ PROGRAM_IDLE_CORES = 0.25  # the program uses no more than this: it waits itself
 IDLE_CORES = 0.75  # the machine has this much idle: a core the program leaves free
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One reading: the program's CPU seconds (None: it has ended) and the machine's idle
     and total CPU seconds, summed over its cores."""
 
@@ -103,12 +108,15 @@ class CpuGate:
         self._sleep = sleep
         self._cpus = cpus or os.cpu_count() or 1
 
-    def __call__(self) -> None:
-        """Return once the program leaves room for the finisher, or the wait is spent."""
+    def __call__(self, between: Callable[[], bool] | None = None) -> None:
+        """Return once the program leaves room for the finisher, or the wait is spent;
+        ``between`` runs after each look and ends the wait when it returns True."""
         room = 0
         before = self._sample(self.program_pid)
         while self.left_s > 1e-9 and before is not None:  # (float steps of SAMPLE_S)
             self._sleep(SAMPLE_S)
+            if between is not None and between():
+                return
             after = self._sample(self.program_pid)
             self.left_s -= SAMPLE_S
             self.waited_s += SAMPLE_S
@@ -119,3 +127,38 @@ class CpuGate:
                 return
             before = after
 
+
+
+class Drain:
+    """Reads what has arrived on a pipe (the finisher's stdin) without blocking, so the
+    recording process never waits on a finisher that is still waiting for room; True once
+    the pipe is at EOF (the program has ended)."""
+
+    def __init__(self, fd: int = 0) -> None:
+        self.fd = fd
+        self.data = b""
+        self.eof = False
+
+    def __call__(self) -> bool:
+        try:
+            while not self.eof and select.select([self.fd], [], [], 0)[0]:
+                chunk = os.read(self.fd, 1 << 16)
+                self.eof = not chunk
+                self.data += chunk
+        except (OSError, ValueError):
+            self.eof = True  # no pipe to read: nothing to wait for either
+        return self.eof
+
+
+def work_at_idle_priority() -> str:
+    """The finisher, about to work: ``SCHED_IDLE`` for this process where the OS has it (its
+    threads started later inherit it); it was started at nice 19. What was set ("": only
+    the nice 19 it started with)."""
+    idle = getattr(os, "SCHED_IDLE", None)
+    if idle is None or not hasattr(os, "sched_setscheduler"):
+        return ""
+    try:
+        os.sched_setscheduler(0, idle, os.sched_param(0))
+    except OSError:
+        return ""
+    return "SCHED_IDLE"

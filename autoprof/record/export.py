@@ -54,22 +54,18 @@ def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]
     return raw, final
 
 
-IDLE_NICE = 19  # where SCHED_IDLE is missing: the lowest nice value
+IDLE_NICE = 19  # the lowest nice value
 
 
 def yield_cpu(pid: int) -> str:
-    """Make process ``pid`` (the finisher, just started) run only on CPU time nothing else
-    wants: ``SCHED_IDLE`` where the OS has it (Linux), else nice 19. Set from the starting
-    side, on the child's pid, so no ``preexec_fn`` runs between fork and exec in a threaded
-    program; threads the finisher starts later inherit it. Returns what was set ("" when
-    neither could be): a busy core then goes to the user's program first."""
-    idle = getattr(os, "SCHED_IDLE", None)
-    if idle is not None and hasattr(os, "sched_setscheduler"):
-        try:
-            os.sched_setscheduler(pid, idle, os.sched_param(0))
-            return "SCHED_IDLE"
-        except OSError:
-            pass
+    """Make process ``pid`` (the finisher, just started) the last to get a busy core: nice
+    19, set from the starting side, on the child's pid, so no ``preexec_fn`` runs between
+    fork and exec in a threaded program. The finisher makes itself ``SCHED_IDLE`` once it
+    starts its work (``cpu_gate.work_at_idle_priority``): while it waits, its short wake-ups
+    at nice 19 cost the program less than at ``SCHED_IDLE`` (on 2 busy cores a
+    ``SCHED_IDLE`` waiter stalled the program's first calls after the window by 12-22 ms in
+    a third of the trials, a nice 19 one in none). Returns what was set ("" when it could
+    not be)."""
     try:
         os.setpriority(os.PRIO_PROCESS, pid, IDLE_NICE)
         return f"nice {IDLE_NICE}"

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from autoprof import env
 from autoprof import runfolder as rf
-from autoprof.record.cpu_gate import CpuGate
+from autoprof.record.cpu_gate import CpuGate, work_at_idle_priority
 from autoprof.record.finish_after import Pipe, read_handoff, record_after_window
 from autoprof.runfolder import Manifest
 from autoprof.runfolder.trace_check import check_trace
@@ -354,7 +354,8 @@ def finish_folder(run_dir: Path, handoff: Manifest | None = None, rank: int | No
     return mine
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, early_input: bytes = b"") -> int:
+    """The command; ``early_input``: what the entry point already read of stdin."""
     parser = argparse.ArgumentParser(
         prog="python -m autoprof.finish",
         description="Finish autoprof run folders left 'recording' (compress traces, write "
@@ -366,13 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-timeout", type=float, default=60.0, metavar="S",
                         help="how long rank 0 waits for the other ranks (default 60)")
     args = parser.parse_args(argv)
-    handoff, pipe = None, Pipe(getattr(sys.stdin, "buffer", sys.stdin))
+    handoff, pipe = None, Pipe(getattr(sys.stdin, "buffer", sys.stdin), early_input)
     if args.watch:
         program = os.getppid()  # the recording process, while it lives
         handoff = read_handoff(pipe)  # the run's manifest; the calls after it come later
         with contextlib.suppress(OSError):
             os.nice(NICE)
         CpuGate(program, env.finish_yield_s())()  # before the lock: readers never wait on it
+        work_at_idle_priority()
     status = 0
     for run_dir in args.run_dirs:
         try:

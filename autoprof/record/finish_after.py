@@ -35,12 +35,12 @@ class Pipe:
     """Lines of a pipe, each read with an optional deadline (``select`` where the OS has it
     for pipes, else a blocking read)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, read_already: bytes = b"") -> None:
         self._stream = stream
         self._fd: int | None = None
         with contextlib.suppress(AttributeError, OSError, ValueError):
             self._fd = stream.fileno()
-        self._buffer = b""
+        self._buffer = read_already
         self._eof = False
 
     def line(self, timeout_s: float | None = None) -> bytes | None:

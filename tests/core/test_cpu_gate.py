@@ -111,3 +111,31 @@ def test_the_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("AUTOPROF_FINISH_YIELD_S")
     assert env.finish_yield_s() == 30.0
     assert cpu_gate.IDLE_CORES > cpu_gate.PROGRAM_IDLE_CORES
+
+
+def test_the_wait_reads_the_pipe_meanwhile_and_ends_at_its_eof() -> None:
+    read, write = os.pipe()
+    drain = cpu_gate.Drain(read)
+    machine = Machine([])  # the program keeps every core busy throughout
+    os.write(write, b'{"name": "x"}\n')
+    looks = {"n": 0}
+
+    def between() -> bool:
+        looks["n"] += 1
+        if looks["n"] == 3:
+            os.close(write)  # the program ends: EOF
+        return drain()
+
+    _gate(machine)(between)
+    assert drain.data == b'{"name": "x"}\n' and drain.eof
+    assert machine.sleeps == 3  # stopped at the EOF, not at the end of its budget
+    os.close(read)
+
+
+def test_the_finisher_entry_point_loads_only_the_standard_library_before_it_waits() -> None:
+    code = ("import sys; import autoprof.env, autoprof.record.cpu_gate; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pandas', 'numpy', 'pyarrow', 'msgspec', 'torch', 'json')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"

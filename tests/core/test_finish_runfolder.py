@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -40,11 +41,21 @@ def test_temp_names_differ_within_one_process_and_name_their_pid(tmp_path):
                for n in names)
 
 
-def test_stale_temps_are_those_of_processes_that_are_gone(tmp_path):
+def _gone_pid() -> int:
+    """A pid no process has: above pid_max where Linux says it (a reaped child's pid can be
+    taken again by the next process the suite starts), else a child that has ended."""
+    with contextlib.suppress(OSError, ValueError):
+        return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    old_scheme = tmp_path / f".manifest.json.{gone.pid}.tmp"
-    new_scheme = rf.temp_name(tmp_path / "ops.csv").with_name(f".ops.csv.{gone.pid}.a1b2c3.tmp")
+    return gone.pid
+
+
+def test_stale_temps_are_those_of_processes_that_are_gone(tmp_path):
+    gone = _gone_pid()
+    assert not rf.pid_alive(gone)
+    old_scheme = tmp_path / f".manifest.json.{gone}.tmp"
+    new_scheme = rf.temp_name(tmp_path / "ops.csv").with_name(f".ops.csv.{gone}.a1b2c3.tmp")
     live = rf.temp_name(tmp_path / "table.txt")
     other = tmp_path / ".not-ours.tmp"
     for p in (old_scheme, new_scheme, live, other):
