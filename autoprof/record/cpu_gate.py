@@ -4,7 +4,7 @@
 threads keep every core busy still pays when the finisher runs: each time one of its threads
 sleeps for a moment (an intra-op worker between parallel regions), the finisher takes that
 core, and the thread's wake-up waits for it to be preempted. On 2 cores with 2 intra-op
-threads that made the program's worst 100 ms after the window 10-15x slower than before it
+threads that made the program's worst 100 ms after the window 11-151x slower than before it
 (`benchmarks/finisher_yield.py`). So the finisher, once it has the run's manifest and before
 it takes the folder's lock (a reader never waits on it), waits (calling its `CpuGate`) until
 one of:
@@ -126,7 +126,6 @@ class CpuGate:
             if room >= CONFIRM:
                 return
             before = after
-
 
 
 class Drain:
