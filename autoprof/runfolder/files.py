@@ -43,7 +43,10 @@ LINES_PREFIX = "lines."  # the source-lines trace of a worker: lines.<worker>.js
 LINES_SUFFIX = ".json.gz"  # (not a *.pt.trace.json* name: the loader never reads it as a cycle)
 FINISH_LOG = ".finish.log"
 MAX_ERROR_CHARS = 4000  # an exception message longer than this is cut in the manifest
-_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")
+# temp_name's scheme (.<name>.<pid>.<6 hex>.tmp) first: its random part may be all digits, and
+# read by the older scheme (.<name>.<pid>.tmp) it would pass for the pid
+_TEMPS = (re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{6}\.tmp$"),
+          re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$"))
 
 
 def raw_trace_name(final_name: str) -> str:
@@ -192,7 +195,7 @@ def stale_temps(folder: Path) -> list[Path]:
     """Temporary files in ``folder`` whose writing process is gone (killed, disk full)."""
     stale = []
     for path in folder.iterdir():
-        match = _TEMP.match(path.name)
+        match = next((m for m in (t.match(path.name) for t in _TEMPS) if m), None)
         if match and not pid_alive(int(match["pid"])):
             stale.append(path)
     return stale

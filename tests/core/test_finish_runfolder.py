@@ -63,6 +63,16 @@ def test_stale_temps_are_those_of_processes_that_are_gone(tmp_path):
     assert sorted(rf.stale_temps(tmp_path)) == sorted([old_scheme, new_scheme])
 
 
+def test_a_live_temp_whose_random_part_is_all_digits_is_not_stale(tmp_path):
+    """temp_name's random part is 6 hex digits, sometimes decimal ones only (one name in 17):
+    it is never read as the pid."""
+    live = tmp_path / f".table.txt.{os.getpid()}.859485.tmp"
+    gone = tmp_path / f".table.txt.{_gone_pid()}.123456.tmp"
+    for p in (live, gone):
+        p.write_text("x")
+    assert rf.stale_temps(tmp_path) == [gone]
+
+
 def test_a_zombie_is_not_alive():
     """A finished child nobody has waited for yet (as a killed job's pid can be)."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
