@@ -103,7 +103,6 @@ class CpuGate:
                  cpus: int | None = None) -> None:
         self.program_pid = program_pid
         self.left_s = max_wait_s
-        self.waited_s = 0.0
         self._sample = sample
         self._sleep = sleep
         self._cpus = cpus or os.cpu_count() or 1
@@ -119,7 +118,6 @@ class CpuGate:
                 return
             after = self._sample(self.program_pid)
             self.left_s -= SAMPLE_S
-            self.waited_s += SAMPLE_S
             if after is None or after.program_s is None:
                 return  # /proc unreadable now, or the program has ended
             room = room + 1 if may_run(before, after, self._cpus) else 0
