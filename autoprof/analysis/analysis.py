@@ -28,6 +28,7 @@ from autoprof.analysis.metrics.lines import SourceLines
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.ranks import rank_table, straggler_from
+from autoprof.analysis.metrics.replay.baseline import Reference
 from autoprof.analysis.metrics.stats import ranks_of
 from autoprof.analysis.metrics.steps import per_step
 from autoprof.analysis.metrics.verdict import Verdict, verdict_from
@@ -158,17 +159,17 @@ class Analysis:
 
         bd = self.breakdown
         opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
-        return with_predictions(opps, self.events, self.call_region, self.steady_call_us,
+        return with_predictions(opps, self.events, self.call_region, self.reference,
                                 float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0)
 
     @cached_property
-    def steady_call_us(self) -> float | None:
-        """The steady untraced call, the replay's reference (the fastest of the manifest's
-        warm-up and wait calls after the first: profiler_overhead.steady_call_us), None
-        without."""
-        from autoprof.analysis.metrics.profiler_overhead import steady_call_us
+    def reference(self) -> Reference:
+        """The untraced times the replay is paced to (metrics/replay/baseline.py): the
+        steady untraced call, the time between two untraced calls and the closing sync's own
+        cost, read from the manifest (profiler_overhead.reference)."""
+        from autoprof.analysis.metrics.profiler_overhead import reference
 
-        return steady_call_us(self.record)
+        return reference(self.record)
 
     @cached_property
     def rank_attribution(self) -> dict[int, dict[str, Any]]:

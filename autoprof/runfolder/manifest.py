@@ -135,6 +135,7 @@ _RULES: dict[str, Callable[[object], Any]] = {
     "host": _str, "pid": _int, "rank": _rank, "world_size": _world, "device": _dict,
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
+    "warmup_between_ms": finite_numbers, "idle_sync_ms": finite_numbers,
     "after_window_call_ms": finite_numbers, "steps_recorded": _int, "error": _dict,
     "tables_error": _str, "requested_status": _status, "ended_by": _str, "ranks": _ranks,
     "missing_ranks": _ranks, "missing_reason": _str, "retry": _dict,
@@ -166,6 +167,9 @@ class Manifest(Readings):
     started_at: str | None = None
     ended_at: str | None = None
     warmup_call_ms: tuple[float, ...] = ()
+    # between two warm-up calls (the caller's loop, untraced) and the closing sync's own cost
+    warmup_between_ms: tuple[float, ...] = ()
+    idle_sync_ms: tuple[float, ...] = ()
     wait_call_ms: tuple[float, ...] = ()
     after_window_call_ms: tuple[float, ...] = ()  # the first calls after the window
     steps_recorded: int | None = None
@@ -371,6 +375,8 @@ def build_manifest(
     ended_at: str | None,
     warmup_call_ms: Iterable[float],
     wait_call_ms: Iterable[float] = (),
+    warmup_between_ms: Iterable[float] = (),
+    idle_sync_ms: Iterable[float] = (),
     steps_recorded: int,
     files: Iterable[str] = (),
     error: dict[str, str] | None = None,
@@ -379,7 +385,9 @@ def build_manifest(
     source_line, host, pid, rank, world_size, device, run_id. ``warmup_call_ms``: the
     untraced warm-up calls; ``wait_call_ms``: the profiler steps before the first recorded
     one (``skip_first`` and the first cycle's ``wait``), both timed the same way (wall clock,
-    device synchronized when CUDA is in use), kept to the nanosecond."""
+    device synchronized when CUDA is in use), kept to the nanosecond; ``warmup_between_ms``:
+    from the end of one warm-up call to the start of the next on one thread (the caller's
+    loop); ``idle_sync_ms``: the closing sync's own cost with nothing to wait for."""
     return Manifest(
         status=status,
         **identity,
@@ -389,6 +397,8 @@ def build_manifest(
         ended_at=ended_at,
         warmup_call_ms=tuple(round(float(v), 6) for v in warmup_call_ms),
         wait_call_ms=tuple(round(float(v), 6) for v in wait_call_ms),
+        warmup_between_ms=tuple(round(float(v), 6) for v in warmup_between_ms),
+        idle_sync_ms=tuple(round(float(v), 6) for v in idle_sync_ms),
         steps_recorded=int(steps_recorded),
         files=tuple(sorted(set(files))),
         error=error,

@@ -41,7 +41,12 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes
-from autoprof.analysis.metrics.replay.baseline import LOADER_NAME, host_baseline, loader_loop
+from autoprof.analysis.metrics.replay.baseline import (
+    LOADER_NAME,
+    Reference,
+    host_baseline,
+    loader_loop,
+)
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import WORKERS, FixName, predict_fix
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
@@ -65,13 +70,6 @@ FIX_HINTS: dict[FixName, str] = {
 LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
              "the loop, or overlap it (a background thread, CUDA streams)")
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
-
-
-def _baseline(events: pd.DataFrame, call: str | None, loop: Loop | None,
-              untraced_us: float | None) -> list[Change]:
-    """The host costs scaled to the untraced call (metrics/replay/baseline.py): the whole
-    host when the step is the call, the call's own host time when it holds the loop too."""
-    return host_baseline(events, call, loop, untraced_us)
 
 
 def _between(loop: Loop) -> dict[str, Any]:
@@ -115,10 +113,11 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
-                     untraced_us: float | None, step_us: float = 0.0) -> list[dict[str, Any]]:
+                     ref: Reference | None, step_us: float = 0.0) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
-    when it is large enough, and the one-line fixes of code_fixes.py (the module doc;
-    `step_us`: the mean profiled step)."""
+    when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
+    the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
+    profiled step)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
@@ -126,7 +125,7 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
         out = list(opps)
         if loop is not None and loader_loop(loop):
             out.append(_between(loop))
-        baseline = _baseline(events, call, loop, untraced_us)
+        baseline = host_baseline(events, call, loop, ref or Reference())
         out = [_predicted(o, events, call, baseline) for o in out]
         out += code_fixes(events, call, baseline, step_us)
     except ValueError:

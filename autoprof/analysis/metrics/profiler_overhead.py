@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autoprof.analysis.metrics.breakdown import Breakdown
+from autoprof.analysis.metrics.replay.baseline import Reference
 from autoprof.analysis.metrics.verdict import GPU_SIDE, HOST_SIDE, classify_sides
 from autoprof.units import fmt_us
 
@@ -61,6 +62,18 @@ def steady_call_us(record: Manifest | None) -> float | None:
     judge the profiler's share keep the median, which a rerun moves less."""
     calls = untraced_calls_us(record)
     return min(calls) if calls else None
+
+
+def reference(record: Manifest | None) -> Reference:
+    """The untraced times the replay is paced to (metrics/replay/baseline.py): the steady
+    call, the least time between two warm-up calls (the caller's loop) and the least cost of
+    the closing sync with nothing to wait for; each None where the manifest has none."""
+    if record is None:
+        return Reference()
+    between = [float(v) * 1000.0 for v in record.warmup_between_ms if v > 0]
+    sync = [float(v) * 1000.0 for v in record.idle_sync_ms if v >= 0]
+    return Reference(call_us=steady_call_us(record), between_us=min(between, default=None),
+                     sync_us=min(sync, default=None))
 
 
 def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool

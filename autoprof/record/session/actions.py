@@ -52,6 +52,8 @@ class Actions:
     run_dir: Path | None
     on_done: Callable[[], None] | None
     warmup_call_ms: list[float]
+    warmup_between_ms: list[float]
+    idle_sync_ms: list[float]
     _who: Identity
     _lock: threading.RLock
     _local: threading.local
@@ -108,7 +110,8 @@ class Actions:
 
     def _manifest(self, status: artifacts.Status) -> artifacts.Manifest:
         assert self._run is not None
-        return writer.manifest(self._who, self.options, self._run, self.warmup_call_ms, status)
+        untraced = writer.Untraced(self.warmup_call_ms, self.warmup_between_ms, self.idle_sync_ms)
+        return writer.manifest(self._who, self.options, self._run, untraced, status)
 
     # -- the actions of the table (see table.py) ----------------------------------------
 

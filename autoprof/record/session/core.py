@@ -32,6 +32,7 @@ from autoprof.record.session.driver import (
     note_slow_start,
     profiler_enabled,
     record_function,
+    idle_sync_ms,
     sync_if_cuda_in_use,
     torch_module,
     total_steps,
@@ -64,6 +65,10 @@ class Session(Actions):
         self.run_dir: Path | None = None
         self.on_done: Callable[[], None] | None = None
         self.warmup_call_ms: list[float] = []
+        # between two warm-up calls of one thread: from the end of one (after its closing
+        # sync) to the start of the next (before its opening one): the caller's loop, untraced
+        self.warmup_between_ms: list[float] = []
+        self.idle_sync_ms: list[float] = []  # a closing sync's own cost, nothing to wait for
         self._warmup_begun = 0
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -189,6 +194,7 @@ class Session(Actions):
     def _begin_locked(self) -> Token:
         if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
             self._warmup_begun += 1
+            self._note_between(time.perf_counter_ns())
             sync_if_cuda_in_use()
             return (WARMUP, time.perf_counter_ns())
         if self.state is State.WARMUP and len(self.warmup_call_ms) >= self._warmup_begun:
@@ -242,12 +248,24 @@ class Session(Actions):
     def _end_warmup(self, started_ns: int, exc: BaseException | None) -> None:
         sync_if_cuda_in_use()
         elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
+        sync_ms = idle_sync_ms()
         with self._lock:
             self.warmup_call_ms.append(elapsed_ms)
+            if sync_ms is not None:
+                self.idle_sync_ms.append(sync_ms)
             if exc is not None and self.state is State.WARMUP:
                 if self._open_run() is not None:
                     self._fire(Event.WARMUP_FAILED, "failed",
                                artifacts.error_record(exc, "warmup"))
+        self._local.warmup_ended_ns = time.perf_counter_ns()
+
+    def _note_between(self, now_ns: int) -> None:
+        """A warm-up call begins (with the lock): the time since this thread's last one ended,
+        when one did, is time between two untraced calls."""
+        ended_ns = getattr(self._local, "warmup_ended_ns", None)
+        if ended_ns is not None:
+            self.warmup_between_ms.append((now_ns - ended_ns) / 1e6)
+            self._local.warmup_ended_ns = None
 
     def _before_recording(self) -> bool:
         """Is the next step one before the profiler first records (the schedule's

@@ -54,6 +54,22 @@ def sync_if_cuda_in_use() -> None:
         torch.cuda.synchronize()
 
 
+def idle_sync_ms(tries: int = 3) -> float | None:
+    """What `sync_if_cuda_in_use` itself costs with nothing left to wait for (called right
+    after a timed call's closing sync): the least of `tries`, in ms; None where this process
+    does not use CUDA. A timed call includes one such sync after its GPU tail."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    best_ns = None
+    for _ in range(tries):
+        started_ns = time.perf_counter_ns()
+        sync_if_cuda_in_use()
+        took_ns = time.perf_counter_ns() - started_ns
+        best_ns = took_ns if best_ns is None else min(best_ns, took_ns)
+    return None if best_ns is None else best_ns / 1e6
+
+
 def device_info(uses_cuda: bool) -> dict[str, Any] | None:
     """Name and properties of the current CUDA device, or None on CPU: the manifest's
     ``device``, asked of torch by the recording process only (the one home of the device

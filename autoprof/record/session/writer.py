@@ -33,6 +33,16 @@ class Identity:
     source_line: int | None
 
 
+@dataclass(frozen=True)
+class Untraced:
+    """What the warm-up calls timed without the profiler (the manifest's untraced fields):
+    each call, the time between two of them, and the closing sync's own cost."""
+
+    call_ms: list[float]
+    between_ms: list[float]
+    idle_sync_ms: list[float]
+
+
 @dataclass
 class RunState:
     """What one run has produced so far (guarded by its session's lock)."""
@@ -90,7 +100,7 @@ def unwritable_dir(options: Options, name: str) -> Path:
     return out_dir / artifacts.safe_component(name)
 
 
-def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: list[float],
+def manifest(who: Identity, options: Options, run: RunState, untraced: Untraced,
              status: artifacts.Status) -> artifacts.Manifest:
     """The manifest as the recording process knows it."""
     dist = run.dist
@@ -111,7 +121,9 @@ def manifest(who: Identity, options: Options, run: RunState, warmup_call_ms: lis
         options=options.as_manifest(),
         started_at=run.started_at,
         ended_at=run.ended_at,
-        warmup_call_ms=warmup_call_ms,
+        warmup_call_ms=untraced.call_ms,
+        warmup_between_ms=untraced.between_ms,
+        idle_sync_ms=untraced.idle_sync_ms,
         wait_call_ms=run.wait_call_ms,
         steps_recorded=run.recorded,
         files=(),

@@ -5,6 +5,7 @@ its own process, one after the other (never two at once: they would time each ot
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --device cpu   # smoke, tiny
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --held-out     # the second set
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --only a,b --ground-truth-only
+    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --all --record-only
 
 Writes ``OUT/ground_truth.json`` (every workload's ground truth and its recording's own
 timings), ``OUT/runs.tar.gz`` (the run folders, ``runs/<workload>/<run_id>/``) and
@@ -53,7 +54,7 @@ def _tail(log: Path, lines: int = 3) -> str:
 
 
 def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
-         record: bool = True) -> dict[str, Any]:
+         record: bool = True, ground_truth: bool = True) -> dict[str, Any]:
     rec_dir, logs = work / "rec" / name, work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     base = [sys.executable]
@@ -62,6 +63,11 @@ def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
         rec = _run(base + [str(HERE / "record.py"), "--workload", name, "--out", str(rec_dir),
                            "--device", device] + extra, logs / f"{name}.record.log", 100)
         print(f"[{name}] record {rec}: {_tail(logs / f'{name}.record.log', 1)}", flush=True)
+    entry: dict[str, Any] = {"record_process": rec}
+    rec_json = rec_dir / "record.json"
+    entry["record"] = json.loads(rec_json.read_text()) if rec_json.exists() else None
+    if not ground_truth:
+        return entry
     gt_file = work / "gt" / f"{name}.json"
     gt_cmd = base + [str(HERE / "ground_truth.py"), "--workload", name, "--out", str(gt_file),
                      "--device", device, "--rounds", str(rounds)] + extra
@@ -73,9 +79,7 @@ def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
         killed = {culprit: json.loads(gt_file.read_text())["errors"][culprit]}
         gt = _run(gt_cmd + ["--skip", culprit], logs / f"{name}.ground_truth.rerun.log", 150)
         print(f"[{name}] rerun without {culprit} {gt}", flush=True)
-    entry: dict[str, Any] = {"record_process": rec, "ground_truth_process": gt}
-    rec_json = rec_dir / "record.json"
-    entry["record"] = json.loads(rec_json.read_text()) if rec_json.exists() else None
+    entry["ground_truth_process"] = gt
     entry["ground_truth"] = json.loads(gt_file.read_text()) if gt_file.exists() else None
     if killed and entry["ground_truth"] is not None:
         entry["ground_truth"]["errors"].update(killed)
@@ -113,14 +117,20 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3),
-                        help="one held-out set only (2: the second, 3: the third)")
+    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3, 4),
+                        help="one held-out set only (2: the second, 3: the third, ...)")
+    parser.add_argument("--all", action="store_true", help="every set, held out or not")
+    parser.add_argument("--record-only", action="store_true",
+                        help="record each workload, time no variant (the ground truth kept "
+                             "from an earlier run)")
     parser.add_argument("--ground-truth-only", action="store_true",
                         help="time the variants, record nothing")
     args = parser.parse_args()
+    first = list(FIRST) + [n for n in WORKLOADS if n not in FIRST and not WORKLOADS[n].held_out]
     names = [n for n in args.only.split(",") if n] or (
+        first + [n for n in WORKLOADS if n not in first] if args.all else
         [n for n, w in WORKLOADS.items() if w.held_out == args.held_out] if args.held_out else
-        list(FIRST) + [n for n in WORKLOADS if n not in FIRST and not WORKLOADS[n].held_out])
+        first)
     extra = ["--tiny"] if args.device == "cpu" else []
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -135,7 +145,8 @@ def main() -> None:
                 result["skipped"].append(name)
                 continue
             result["workloads"][name] = _one(name, work, args.device, extra, args.rounds,
-                                             record=not args.ground_truth_only)
+                                             record=not args.ground_truth_only,
+                                             ground_truth=not args.record_only)
             done.append(name)
         _pack(work, args.out, done)
     result["wall_s"] = round(time.perf_counter() - started, 1)

@@ -23,6 +23,7 @@ is guessed. `--json OUT` writes the pairs, the notes and the summaries.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -131,7 +132,8 @@ def baseline_changes(run: autoprof.Run, gt: dict[str, Any]) -> list[Change]:
     caller's loop, the call's host to the run's own untraced calls): `host_baseline`."""
     baseline_us = 1000.0 * float(gt["stats"]["baseline"]["iter_ms"]["median"])
     loop = loop_split(run.events, run.name)
-    return host_baseline(run.events, run.name, loop, run.analysis.steady_call_us, baseline_us)
+    ref = dataclasses.replace(run.analysis.reference, step_us=baseline_us)
+    return host_baseline(run.events, run.name, loop, ref)
 
 
 def _pair(folder: str, name: str, fix: str, named: FixName, run: autoprof.Run,

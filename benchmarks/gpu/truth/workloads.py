@@ -22,7 +22,7 @@ class Workload:
     build: Callable[[Ctx], dict[str, VariantBuilder]]
     needs: str | None = None  # an extra package the workload imports
     isolate: bool = False  # a DataLoader: time one variant's loader at a time
-    held_out: int = 0  # the held-out set it belongs to (2, 3), written after the model was tuned
+    held_out: int = 0  # the held-out set it belongs to (2, 3, 4), written after the model was tuned
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -113,4 +113,20 @@ WORKLOADS: dict[str, Workload] = {
         "the `.nonzero()` step at batch 1024", sync_step("nonzero", 1024), held_out=3),
     "mlp_infer_b64": Workload(
         "MLP inference (8 x 512, no_grad) at batch 64", mlp_inference(64), held_out=3),
+    # the fourth held-out set: written after the recorder timed the time between calls and
+    # the closing sync, and the replay timed the call as the recorder does
+    "seed_256": Workload(
+        "the seed: `x @ w + b`, bf16, 256x256", seed(256, ("addmm", "cuda_graph")), held_out=4),
+    "mlp_infer_b512": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 512", mlp_inference(512), held_out=4),
+    "infer_b8": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 8, 64x64",
+        inference(8, 64, ("inference_mode", "cuda_graph")), held_out=4),
+    "sync_cpu_b1024": Workload(
+        "the `.cpu()` step at batch 1024", sync_step("cpu", 1024), held_out=4),
+    "sync_print_b2048": Workload(
+        "the printing step at batch 2048", sync_step("print", 2048), held_out=4),
+    "mlp_loader_w1": Workload(
+        "the loader MLP in the caller's loop with num_workers=1, pin_memory off",
+        caller_loop("mlp", 1, False), isolate=True, held_out=4),
 }

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import autoprof
+from autoprof.analysis.diagnose.opportunities import opportunities
 from autoprof.analysis.diagnose.predictions import FIX_HINTS, ranked, with_predictions
 from autoprof.analysis.report.text import render_summary
 
@@ -131,13 +132,19 @@ def test_a_loader_in_the_callers_loop_fires_the_data_loader_finding() -> None:
     assert diag.severity == "critical"  # over half of each step
 
 
-def test_a_fix_replayed_to_gain_nothing_is_no_fix_even_without_a_reference() -> None:
-    """graph_program already replays a CUDA graph: the graph the hint names gains nothing
-    (0.999x replayed; the step holds the caller's loop, so no untraced call scales it)."""
+def test_a_fix_replayed_to_gain_nothing_is_no_fix_with_or_without_a_reference() -> None:
+    """graph_program already replays a CUDA graph: the graph the hint names gains nothing,
+    paced to the untraced call (the run's own) or not paced at all (no untraced calls)."""
     held_out = TRUTH.parent / "gpu_h200_truth_heldout"
     truth = json.loads((held_out / "ground_truth.json").read_text())["workloads"]
     run = autoprof.load(held_out / truth["graph_program"]["record"]["run"])
     launch = next(o for o in run.analysis.opportunities if o["cause"] == "host_launch")
     assert launch["fix"] is None and launch["predicted_speedup"] < 1.01
-    assert launch["hint"].endswith("(replayed, this fix gains nothing)")
+    assert launch["hint"].endswith("(replayed at the untraced call's pace this gains "
+                                   "nothing: the gap exists only under the profiler)")
     assert launch["ranked_by"] == "max_speedup"
+    got = with_predictions(opportunities(run.analysis.breakdown, cpu_ops=None), run.events,
+                           run.name, None)
+    unpaced = next(o for o in got if o["cause"] == "host_launch")
+    assert unpaced["fix"] is None and unpaced["predicted_speedup"] < 1.01
+    assert unpaced["hint"].endswith("(replayed, this fix gains nothing)")

@@ -14,7 +14,7 @@ from autoprof.analysis.metrics.replay import (
     build_graph,
     replay_step,
 )
-from autoprof.analysis.metrics.replay.baseline import host_baseline
+from autoprof.analysis.metrics.replay.baseline import Reference, host_baseline
 from autoprof.analysis.metrics.replay.fixes import fix_changes
 from autoprof.analysis.metrics.replay.loop import loop_split
 from autoprof.analysis.metrics.replay.selection import selection_rows
@@ -61,14 +61,19 @@ def test_workers_fetch_no_faster_than_their_count_allows() -> None:
 def test_a_loader_loop_scales_the_call_to_the_untraced_calls_and_keeps_the_loop() -> None:
     ev = loader_loop().frame()
     loop = loop_split(ev, "train_step")
-    # the untraced call took 20 us: the call's host at half its pace; no untraced iteration
-    changes = host_baseline(ev, "train_step", loop, untraced_call_us=20.0)
+    # the untraced call took 20 us with its closing sync: the call's 37 us of host before
+    # its kernel ends at 17 us, then the kernel's 1 us latency and 2 us (no sync in the
+    # trace: no wake-up); no untraced iteration
+    changes = host_baseline(ev, "train_step", loop, Reference(call_us=20.0))
     assert len(changes) == 1 and isinstance(changes[0], ScaleHost)
     assert (changes[0].region, changes[0].inside) == ("train_step", True)
-    assert changes[0].factor == pytest.approx(0.5, abs=0.02)
+    assert changes[0].factor == pytest.approx(17.0 / 37.0, abs=0.01)
+    # the closing sync's own 2 us timed: 15 us of host
+    synced = host_baseline(ev, "train_step", loop, Reference(call_us=20.0, sync_us=2.0))
+    assert synced[0].factor == pytest.approx(15.0 / 37.0, abs=0.01)
     # an untraced iteration of 140 us: the loop's 60 us take 120 (the call's 20 and the
     # kernel's tail after it stay)
-    both = host_baseline(ev, "train_step", loop, 20.0, untraced_step_us=140.0)
+    both = host_baseline(ev, "train_step", loop, Reference(call_us=20.0, step_us=140.0))
     assert isinstance(both[1], ScaleHost) and not both[1].inside
     assert both[1].factor == pytest.approx(2.0, abs=0.05)
     assert replay_step(ev, 1, both).step_us == pytest.approx(140.0, abs=1.0)
@@ -77,7 +82,7 @@ def test_a_loader_loop_scales_the_call_to_the_untraced_calls_and_keeps_the_loop(
 def test_a_step_that_is_the_call_scales_every_host_cost() -> None:
     t = Trace().step(1, 0, 100).region("train_step", 0, 100).launch(90, 5, 96, 2)
     ev = t.frame()
-    changes = host_baseline(ev, "train_step", loop_split(ev, "train_step"), 50.0)
+    changes = host_baseline(ev, "train_step", loop_split(ev, "train_step"), Reference(call_us=50.0))
     assert len(changes) == 1 and isinstance(changes[0], ScaleHost)
     assert changes[0].region is None
     assert replay_step(ev, 1, changes).step_us == pytest.approx(50.0, abs=0.5)

@@ -1,26 +1,38 @@
 """The replay brought to the pace of the untraced program before a fix is replayed.
 
 The profiler slows the host (each op and launch it records costs time); a prediction is of
-the program run without it. Two references are timed without the profiler: the untraced
-calls of the recording itself (warm-up and wait calls, each synchronised, so the call alone
-with its GPU tail) and, where one was timed, the untraced iteration (the caller's loop
-included; the truth suite's profiler-free baseline). `host_baseline` gives the `ScaleHost`
-changes that bring the replay to them:
+the program run without it. Three references are timed without the profiler: the untraced
+calls of the recording itself (warm-up and wait calls, each synchronised at both ends: the
+call alone with its GPU tail), the time between two untraced warm-up calls (the caller's
+loop, host only), and, where one was timed, the untraced iteration (the caller's loop
+included, pipelined; the truth suite's profiler-free baseline). `host_baseline` gives the
+`ScaleHost` changes that bring the replay to them:
 
-- the step holds a DataLoader's loop (MIN_BETWEEN_PCT or more of it between calls, most of
-  that in `DataLoader.__next__`): the call's own host time scaled so that the call
-  replayed alone (the loop removed) equals the untraced call; then, when an untraced
-  iteration is known, the loop's host time scaled (up to LOOP_HIGHEST times) so that the
-  step equals it. The untraced calls time the call alone, so they never set the loop's pace;
-- otherwise every host cost scaled so that the replayed step equals the untraced iteration,
-  or, when the step is the call (under MIN_BETWEEN_PCT between calls), the untraced call.
+- the call's host time is scaled so that the call replayed as the untraced calls were timed
+  (the caller's loop removed, a device sync at each step's end: `SyncEachStep`) takes the
+  untraced call's time. When the step is the call (under MIN_BETWEEN_PCT between calls) and
+  no other reference is known, the same factor paces the little time between calls too;
+- the caller's loop (MIN_BETWEEN_PCT or more of the step between calls) is then paced by the
+  untraced iteration when one is known (the loop's host time scaled, up to LOOP_HIGHEST
+  times, so that the step equals it), else by the untraced time between calls: the loop's
+  host time times that time over the profiled one (at most LOOP_HIGHEST), else left as
+  profiled. The untraced calls time the call alone, so they never set the loop's pace;
+- a step that is the call, with an untraced iteration known: every host cost scaled so that
+  the replayed step equals it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
-from autoprof.analysis.metrics.replay.changes import Change, OverlapBetweenCalls, ScaleHost
+from autoprof.analysis.metrics.replay.changes import (
+    Change,
+    OverlapBetweenCalls,
+    ScaleHost,
+    SyncEachStep,
+)
 from autoprof.analysis.metrics.replay.loop import Loop
 from autoprof.analysis.metrics.replay.replay import fit_host_scale
 
@@ -41,27 +53,61 @@ def loader_loop(loop: Loop | None) -> bool:
         loop.where.iloc[0]["name"] == LOADER_NAME
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The times taken without the profiler that the replay is paced to (the module doc),
+    in microseconds; None: not timed."""
+
+    call_us: float | None = None  # the steady untraced call, its closing sync included
+    between_us: float | None = None  # the least time between two untraced calls
+    sync_us: float | None = None  # the closing sync's own cost, nothing to wait for
+    step_us: float | None = None  # the untraced iteration, pipelined (where one was timed)
+
+    def call_measure(self, call: str | None) -> list[Change]:
+        """What the untraced call timed, as measure changes: the call alone (the caller's
+        loop removed), ending in a sync that waits for its GPU tail; the sync's own cost is
+        taken off the call's time (`call_target_us`) when it was timed, else the trace's
+        wake-up after a sync stands for it."""
+        alone: list[Change] = [OverlapBetweenCalls(call)] if call is not None else []
+        return [*alone, SyncEachStep(0.0 if self.sync_us is not None else None)]
+
+    @property
+    def call_target_us(self) -> float | None:
+        """The untraced call less its closing sync's own cost (None without a call)."""
+        if self.call_us is None or self.call_us <= 0:
+            return None
+        return max(self.call_us - (self.sync_us or 0.0), 0.5 * self.call_us)
+
+
 def host_baseline(events: pd.DataFrame, call: str | None, loop: Loop | None,
-                  untraced_call_us: float | None, untraced_step_us: float | None = None,
-                  rank: int | None = None) -> list[Change]:
+                  ref: Reference, rank: int | None = None) -> list[Change]:
     """The changes that bring the replayed step to the untraced references (module doc)."""
-    if call is not None and loader_loop(loop):
-        return _call_then_loop(events, call, untraced_call_us, untraced_step_us, rank)
-    target = untraced_step_us or (None if holds_loop(loop) else untraced_call_us)
-    if target is None or target <= 0:
-        return []  # the untraced calls time the call alone, the step holds the loop too
-    return [ScaleHost(fit_host_scale(events, target, rank=rank))]
+    if call is not None and holds_loop(loop) and loop is not None:
+        return _call_then_loop(events, call, loop, ref, rank)
+    if ref.step_us is not None and ref.step_us > 0:
+        return [ScaleHost(fit_host_scale(events, ref.step_us, rank=rank))]
+    target = ref.call_target_us
+    if target is None:
+        return []
+    return [ScaleHost(fit_host_scale(events, target, rank=rank,
+                                     measure=ref.call_measure(call)))]
 
 
-def _call_then_loop(events: pd.DataFrame, call: str, untraced_call_us: float | None,
-                    untraced_step_us: float | None, rank: int | None) -> list[Change]:
+def _call_then_loop(events: pd.DataFrame, call: str, loop: Loop, ref: Reference,
+                    rank: int | None) -> list[Change]:
     out: list[Change] = []
-    if untraced_call_us is not None and untraced_call_us > 0:
-        factor = fit_host_scale(events, untraced_call_us, rank=rank, region=call,
-                                measure=[OverlapBetweenCalls(call)])
+    target = ref.call_target_us
+    if target is not None:
+        factor = fit_host_scale(events, target, rank=rank, region=call,
+                                measure=ref.call_measure(call))
         out.append(ScaleHost(factor, call))
-    if untraced_step_us is not None and untraced_step_us > 0:
-        factor = fit_host_scale(events, untraced_step_us, rank=rank, region=call, inside=False,
+    if ref.step_us is not None and ref.step_us > 0:
+        factor = fit_host_scale(events, ref.step_us, rank=rank, region=call, inside=False,
                                 before=out, highest=LOOP_HIGHEST)
         out.append(ScaleHost(factor, call, inside=False))
+    elif ref.between_us is not None and ref.between_us > 0:
+        profiled_us = float(loop.steps["between_us"].median())
+        if profiled_us > 0:
+            factor = min(ref.between_us / profiled_us, LOOP_HIGHEST)
+            out.append(ScaleHost(factor, call, inside=False))
     return out

@@ -15,6 +15,7 @@
 - `FasterKernels`: the matching kernels' durations are divided by `factor`.
 - `ScaleHost`: every host cost (or those inside or outside a region) is multiplied by
   `factor`.
+- `SyncEachStep`: each step's end marker waits for the last item on every stream.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from autoprof.analysis.metrics.replay.changes import (
     RemoveSelection,
     RemoveSync,
     ScaleHost,
+    SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.selection import bias_add_rows, selection_rows
@@ -71,6 +73,8 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
         plan.item_dur_us[_kernels(g, change)] /= change.factor
     elif isinstance(change, CudaGraph):
         _cuda_graph(g, plan, change)
+    elif isinstance(change, SyncEachStep):
+        _sync_each_step(g, plan, change)
     else:
         _apply_op_change(g, plan, change)
 
@@ -180,6 +184,22 @@ def _hide(g: Graph, plan: Plan, c: int, measured: Measure, region: Coverage | No
 
 
 # --- the changes ----------------------------------------------------------------------------
+
+def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
+    """Each step's end marker waits for the last item launched so far on every stream."""
+    syncs = g.call_is_sync & np.array([bool(w) for w in plan.call_waits], bool)
+    wake_us = change.wake_us if change.wake_us is not None else \
+        float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
+    last: dict[int, int] = {}
+    items = sorted(range(g.n_items), key=lambda i: int(g.item_call[i]))
+    k = 0
+    for c in np.flatnonzero(g.call_kind == END).tolist():
+        while k < len(items) and int(g.item_call[items[k]]) < c:
+            last[int(g.item_stream[items[k]])] = items[k]
+            k += 1
+        plan.call_waits[c] = sorted(set(plan.call_waits[c]) | set(last.values()))
+        plan.call_wake_us[c] = wake_us
+
 
 def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
     names = _names(g)
