@@ -127,3 +127,20 @@ def test_skip_first_wait_is_torchs_own_phases(traces_root):
     m = manifest(only_run(traces_root, "nowait"))
     assert m["status"] == "complete" and m["steps_recorded"] == 2
     assert len(m["wait_call_ms"]) == 1  # the skip_first step only
+
+
+def test_the_time_between_warm_up_calls_is_the_callers_loop(traces_root):
+    """The caller's loop sleeps 20 ms between calls: each of the gaps between the 4 warm-up
+    calls holds it (from one call's end to the next one's start), and the calls do not."""
+    fn = autoprof(name="between", warmup=4, schedule={"wait": 1, "warmup": 1, "active": 1})(
+        lambda x: x + 1)
+    loop_s = 0.02
+    for _ in range(7):
+        fn(torch.ones(2))
+        time.sleep(loop_s)
+    fn.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "between"))
+    assert len(m["warmup_between_ms"]) == 3  # between the 4 warm-up calls, not after the last
+    assert all(loop_s * 1e3 <= t < 10 * loop_s * 1e3 for t in m["warmup_between_ms"])
+    assert all(t < loop_s * 1e3 for t in m["warmup_call_ms"])
+    assert m["idle_sync_ms"] == []  # no CUDA in this process: no sync to time

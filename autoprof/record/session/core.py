@@ -29,10 +29,10 @@ from autoprof.record.session import writer
 from autoprof.record.session.actions import AFTER, Actions, failure
 from autoprof.record.session.driver import (
     Driver,
+    idle_sync_ms,
     note_slow_start,
     profiler_enabled,
     record_function,
-    idle_sync_ms,
     sync_if_cuda_in_use,
     torch_module,
     total_steps,

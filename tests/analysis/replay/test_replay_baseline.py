@@ -79,6 +79,25 @@ def test_a_loader_loop_scales_the_call_to_the_untraced_calls_and_keeps_the_loop(
     assert replay_step(ev, 1, both).step_us == pytest.approx(140.0, abs=1.0)
 
 
+def test_another_loop_is_paced_by_the_untraced_time_between_calls() -> None:
+    """60 us of the caller's own work between calls (no DataLoader), 15 us of it between two
+    untraced warm-up calls: the loop's host at a quarter of its pace; a DataLoader's loop
+    keeps its profiled pace whatever the warm-up gaps say."""
+    t = Trace()
+    for k, at in enumerate((0.0, 100.0)):
+        t.step(k + 1, at, 100).cpu("log_metrics", at, 60).region("train_step", at + 60, 40) \
+            .launch(at + 92, 5, at + 98, 2)
+    ev = t.frame()
+    ref = Reference(call_us=45.0, between_us=15.0, sync_us=2.0)
+    changes = host_baseline(ev, "train_step", loop_split(ev, "train_step"), ref)
+    assert [(c.region, c.inside) for c in changes] == [("train_step", True),
+                                                      ("train_step", False)]
+    assert changes[1].factor == pytest.approx(0.25, abs=0.01)
+    loader = loader_loop().frame()
+    kept = host_baseline(loader, "train_step", loop_split(loader, "train_step"), ref)
+    assert [(c.region, c.inside) for c in kept] == [("train_step", True)]
+
+
 def test_a_step_that_is_the_call_scales_every_host_cost() -> None:
     t = Trace().step(1, 0, 100).region("train_step", 0, 100).launch(90, 5, 96, 2)
     ev = t.frame()

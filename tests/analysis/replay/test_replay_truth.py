@@ -72,9 +72,9 @@ PINNED = [
     ("mlp_loader_w4_pin", "workers8_pin_nonblocking", 1.06, 1.06, 1.13),
     ("mlp_loader_w4_pin", "no_loader", 1.07, 1.06, 1.14),
     ("mlp_loader_w4_pin", "cuda_graph", 4.65, 3.24, 5.18),
-    ("cnn_loader_w0_pin", "workers4_pin_nonblocking", 4.19, 3.60, 4.34),
-    ("cnn_loader_w0_pin", "no_loader", 4.21, 3.62, 4.36),
-    ("cnn_loader_w0_pin", "cuda_graph", 1.30, 1.11, 1.31),
+    ("cnn_loader_w0_pin", "workers4_pin_nonblocking", 4.89, 4.26, 4.94),
+    ("cnn_loader_w0_pin", "no_loader", 5.56, 4.28, 5.78),
+    ("cnn_loader_w0_pin", "cuda_graph", 1.21, 1.06, 1.22),
     ("cnn_loader_w4", "workers8_pin_nonblocking", 1.17, 1.16, 1.49),
     ("cnn_loader_w4", "pin_nonblocking", 1.03, 1.02, 1.03),
     ("cnn_loader_w4", "no_loader", 1.29, 1.26, 1.63),
@@ -104,8 +104,8 @@ PINNED = [
 # (set, pairs, median |error| %, largest |error| %, pairs within 25%)
 SUMMARIES = [
     ("tuned", 25, 9.3, 45.8, 22),
-    ("held out", 20, 13.6, 66.0, 16),
-    ("all", 45, 12.6, 66.0, 38),
+    ("held out", 20, 13.2, 66.0, 14),
+    ("all", 45, 9.4, 66.0, 36),
 ]
 TOP_MISSES = {
     "gpt2_tiny": "compile_reduce_overhead",

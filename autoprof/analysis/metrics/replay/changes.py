@@ -146,10 +146,11 @@ class ScaleHost:
 
 @dataclass(frozen=True)
 class SyncEachStep:
-    """Each step ends with the host waiting for every GPU item launched so far, then waking up: how the recorder times an untraced call, a
-    device sync at each end. Not a fix: a measure, so that the replay times what the
-    untraced calls timed (the call with its GPU tail) and not the pipelined step.
-    `wake_us`: the wake-up after the wait (None: the trace's median)."""
+    """Each step ends with the host waiting for every GPU item launched so far, then waking
+    up after `wake_us` (None: the trace's median wake-up after a sync): how the recorder
+    times an untraced call, a device sync at each end. Not a fix: a measure, so that the
+    replay times what the untraced calls timed (the call with its GPU tail), not the
+    pipelined step."""
 
     wake_us: float | None = None
 
