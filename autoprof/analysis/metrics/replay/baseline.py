@@ -21,8 +21,8 @@ included, pipelined; the truth suite's profiler-free baseline). `host_baseline` 
   fill their prefetch queue while each synchronised warm-up call runs);
 - any other caller's loop is paced by the untraced time between calls: the loop's host time
   times that time over the profiled one (at most LOOP_HIGHEST). Under the profiler that time
-  holds the profiler's own step bookkeeping (seed_64 on an H200: about 60 us between calls
-  profiled, 14 us untraced);
+  holds the profiler's own step bookkeeping (seed_256 on an H200: 97-203 us between calls
+  profiled, 19 us untraced);
 - with an untraced iteration known and no DataLoader loop: every host cost scaled so that the
   replayed step equals it. The untraced calls time the call alone, so they never set the
   loop's pace.

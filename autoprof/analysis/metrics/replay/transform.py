@@ -191,7 +191,7 @@ def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
     wake_us = change.wake_us if change.wake_us is not None else \
         float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
     last: dict[int, int] = {}
-    items = sorted(range(g.n_items), key=lambda i: int(g.item_call[i]))
+    items = np.argsort(g.item_call, kind="stable").tolist()  # launch order
     k = 0
     for c in np.flatnonzero(g.call_kind == END).tolist():
         while k < len(items) and int(g.item_call[items[k]]) < c:
