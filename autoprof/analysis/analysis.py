@@ -172,6 +172,23 @@ class Analysis:
         return reference(self.record)
 
     @cached_property
+    def between_calls_untraced_us(self) -> float | None:
+        """The least time between two untraced warm-up calls, beside the profiled
+        `between_calls_us`: what the caller's loop takes without the profiler (the profiled
+        time also holds the profiler's own step bookkeeping). None when the run did not time
+        it, has no time between calls, or a DataLoader's fetch is its largest part: a loader
+        with workers prefetches during each warm-up call, so the gaps between them do not
+        show its pace (metrics/replay/baseline.py)."""
+        from autoprof.analysis.metrics.replay.baseline import LOADER_NAME
+
+        bd = self.breakdown.mean()
+        where = bd.get("between_calls_where") or []
+        if bd.get("between_calls_us") is None or \
+                (where and where[0]["name"] == LOADER_NAME):  # type: ignore[index]
+            return None
+        return self.reference.between_us
+
+    @cached_property
     def rank_attribution(self) -> dict[int, dict[str, Any]]:
         """Per rank: its breakdown, opportunities and verdict (diagnose/opportunities.py)."""
         from autoprof.analysis.diagnose.opportunities import rank_attribution

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
 BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
@@ -89,7 +90,9 @@ def _breakdown(s: dict[str, Any]) -> list[str]:
         lines += ["", f"Between calls (the caller's loop, GPU idle): "
                       f"{fmt_us(bd['between_calls_us'])} per step "
                       f"({fmt_pct(bd.get('between_calls_pct'))})"
-                      + (f", in {where}" if where else "") + "."]
+                      + (f", in {where}" if where else "")
+                      + untraced_between_clause(bd["between_calls_us"],
+                                                bd.get("between_calls_untraced_us")) + "."]
     return lines
 
 

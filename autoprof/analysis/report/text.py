@@ -253,6 +253,19 @@ def _bucket_bar(pct: dict[str, Any]) -> str:
     return "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
 
 
+def untraced_between_clause(profiled_us: float | None, untraced_us: float | None) -> str:
+    """What the time between calls takes without the profiler, as a clause to append to the
+    between-calls line ("" when the run did not time it): the summary's
+    `between_calls_untraced_us` against the profiled `between_calls_us`."""
+    if untraced_us is None or profiled_us is None:
+        return ""
+    text = f"; without the profiler {fmt_us(untraced_us)} (the least between warm-up calls)"
+    if profiled_us > 2.0 * untraced_us:
+        text += (f": {fmt_us(profiled_us - untraced_us)} of it is the profiler's (its step "
+                 "bookkeeping and its cost on the loop's ops), not the loop's")
+    return text
+
+
 def _between_calls(bd: dict[str, Any]) -> list[str]:
     """One line: how much of each step passes between calls (the caller's loop, GPU idle),
     where, and autoprof's own time left out; nothing for a trace without calls."""
@@ -263,6 +276,7 @@ def _between_calls(bd: dict[str, Any]) -> list[str]:
                       for w in bd.get("between_calls_where") or [])
     return _wrap(f"between calls (the caller's loop, GPU idle): {fmt_us(us)} per step "
                  f"({_pct(bd.get('between_calls_pct'))})" + (f", in {where}" if where else "")
+                 + untraced_between_clause(us, bd.get("between_calls_untraced_us"))
                  + f"; autoprof's own {fmt_us(bd.get('autoprof_us'))} per step left out", "  ")
 
 

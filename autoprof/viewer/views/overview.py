@@ -8,6 +8,7 @@ import streamlit as st
 
 from autoprof.analysis import Run
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
@@ -63,6 +64,7 @@ def _between_calls(run: Run) -> None:
         f"Between calls (the caller's loop, GPU idle): {fmt_us(us)} per step "
         f"({fmt_pct(bd.get('between_calls_pct'))} of the step)"  # type: ignore[arg-type]
         + (f", in {where}" if where else "")
+        + untraced_between_clause(us, run.analysis.between_calls_untraced_us)
         + f"; autoprof's own {fmt_us(bd.get('autoprof_us'))} per step is left out."))  # type: ignore[arg-type]
 
 

@@ -128,3 +128,28 @@ def test_the_fourth_set_holds_what_the_recorder_now_times() -> None:
         assert ref.sync_us is not None and 0 < ref.sync_us < 50, name
         assert ref.call_us is not None and ref.call_target_us is not None
         assert ref.call_target_us == pytest.approx(ref.call_us - ref.sync_us)
+
+
+def test_the_time_between_calls_is_shown_beside_its_untraced_time() -> None:
+    """seed_256: 118 us between calls profiled, 18.8 us between warm-up calls: the summary
+    says most of it is the profiler's; a DataLoader's loop (mlp_loader_w1) gets no untraced
+    time, the warm-up gaps do not show a prefetching loader's pace."""
+    import autoprof
+    from autoprof.analysis.report.text import untraced_between_clause
+
+    folder = DATA / "gpu_h200_truth_heldout4"
+    data = json.loads((folder / "ground_truth.json").read_text())
+    seed = autoprof.load(folder / data["workloads"]["seed_256"]["record"]["run"]).summary()
+    bd = seed["breakdown"]
+    assert bd["between_calls_untraced_us"] == pytest.approx(18.776, abs=0.01)
+    assert bd["between_calls_us"] == pytest.approx(117.7, abs=0.1)
+    clause = untraced_between_clause(bd["between_calls_us"], bd["between_calls_untraced_us"])
+    assert clause == ("; without the profiler 18.8 µs (the least between warm-up calls): "
+                      "98.9 µs of it is the profiler's (its step bookkeeping and its cost on "
+                      "the loop's ops), not the loop's")
+    assert untraced_between_clause(30.0, 20.0) == (
+        "; without the profiler 20 µs (the least between warm-up calls)")
+    assert untraced_between_clause(30.0, None) == ""
+    loader = autoprof.load(folder / data["workloads"]["mlp_loader_w1"]["record"]["run"])
+    assert loader.summary()["breakdown"]["between_calls_untraced_us"] is None
+    assert loader.analysis.reference.between_us is not None  # timed, not shown
