@@ -27,10 +27,10 @@ def _by_cause(run: autoprof.Run) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.slow
 def test_an_unfused_adamw_is_offered_as_the_fused_optimizer() -> None:
-    """bert_train: fused AdamW measured 1.58x by hand (the held-out set's best fix)."""
+    """bert_train: fused AdamW measured 1.76x by hand (the held-out set's best fix)."""
     opp = _by_cause(_run("gpu_h200_truth_heldout2", "bert_train"))["optimizer_ops"]
     assert opp["fix"] == "fused-optimizer"
-    assert opp["predicted_speedup"] == pytest.approx(1.42, abs=0.02)
+    assert opp["predicted_speedup"] == pytest.approx(1.65, abs=0.02)
     assert "torch.optim.AdamW(..., fused=True)" in opp["hint"]
     assert opp["where"][0]["name"] == "Optimizer.step#AdamW.step"
     step_us = opp["us_per_step"] / (opp["pct_of_step"] / 100)

@@ -54,3 +54,17 @@ def test_an_optimizers_ops_fused_into_one() -> None:
     # the 15 us before the ops stay, then one op (20 us) and one launch (5 us); the four
     # kernels follow 1 us later, back to back (the trace's gap): 41 + 4 x 2
     assert fused == pytest.approx(15 + 20 + 5 + 1 + 4 * 2, abs=1.0)
+
+
+def test_the_python_between_an_optimizers_ops_goes_with_them() -> None:
+    """The same four ops 10 us apart (the unfused implementation's Python between them):
+    fused, that Python goes too; the 15 us before the first op stay."""
+    t = Trace().step(1, 0, 130).region("train_step", 0, 130) \
+        .region("Optimizer.step#AdamW.step", 5, 125)
+    for i in range(4):
+        at = 15 + 30 * i
+        t.cpu("aten::_foreach_mul_", at, 20).launch(at + 1, 5, at + 7, 2)
+    ev = t.frame()
+    assert replay_step(ev, 1).step_us == pytest.approx(130.0, abs=1.0)
+    fused = replay_step(ev, 1, fix_changes("fused-optimizer", "train_step")).step_us
+    assert fused == pytest.approx(15 + 20 + 5 + 1 + 4 * 2, abs=1.0)

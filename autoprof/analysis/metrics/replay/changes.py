@@ -77,7 +77,9 @@ class FuseOptimizer:
     `region_prefix` (`Optimizer.step#AdamW.step`): the ops' host time goes but for one op's
     (the median op there), launches there cost one launch for the first and nothing after,
     and the kernels keep their durations (the same bytes moved), queued back to back. The
-    Python between the ops (gathering the parameters) stays."""
+    Python between the first op and the last (the unfused implementation's loop over the
+    parameters) goes with them; the Python before the first op (gathering the parameters,
+    which the fused path does too) stays."""
 
     region_prefix: str = "Optimizer.step#"
 

@@ -298,7 +298,12 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     inside = np.array([_inside(regions, float(t)) >= 0 for t in ts], bool) & outer
     if not inside.any():
         return
-    ops = Coverage(ts[inside], end[inside])
+    # each step's stretch from its first op to its last: the ops and the implementation's
+    # Python between them (its loop over the parameters) go; the gathering before stays
+    span_of = np.array([_inside(regions, float(t)) for t in ts[inside]])
+    first = np.array([ts[inside][span_of == k].min() for k in np.unique(span_of)])
+    last = np.array([end[inside][span_of == k].max() for k in np.unique(span_of)])
+    ops = Coverage(first, last)
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
     region = _pace_spans(g, plan)
     seen: set[int] = set()
