@@ -301,9 +301,9 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     # each step's stretch from its first op to its last: the ops and the implementation's
     # Python between them (its loop over the parameters) go; the gathering before stays
     span_of = np.array([_inside(regions, float(t)) for t in ts[inside]])
-    first = np.array([ts[inside][span_of == k].min() for k in np.unique(span_of)])
-    last = np.array([end[inside][span_of == k].max() for k in np.unique(span_of)])
-    ops = Coverage(first, last)
+    spans = np.unique(span_of)
+    ops = Coverage(np.array([ts[inside][span_of == k].min() for k in spans]),
+                   np.array([end[inside][span_of == k].max() for k in spans]))
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
     region = _pace_spans(g, plan)
     seen: set[int] = set()
