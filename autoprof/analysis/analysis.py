@@ -179,12 +179,11 @@ class Analysis:
         it, has no time between calls, or a DataLoader's fetch is its largest part: a loader
         with workers prefetches during each warm-up call, so the gaps between them do not
         show its pace (metrics/replay/baseline.py)."""
-        from autoprof.analysis.metrics.replay.baseline import LOADER_NAME
+        from autoprof.analysis.metrics.replay.baseline import fetch_first
 
         bd = self.breakdown.mean()
-        where = bd.get("between_calls_where") or []
-        if bd.get("between_calls_us") is None or \
-                (where and where[0]["name"] == LOADER_NAME):  # type: ignore[index]
+        where: list[dict[str, Any]] = bd.get("between_calls_where") or []  # type: ignore[assignment]
+        if bd.get("between_calls_us") is None or fetch_first([w["name"] for w in where]):
             return None
         return self.reference.between_us
 

@@ -42,8 +42,8 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes
 from autoprof.analysis.metrics.replay.baseline import (
-    LOADER_NAME,
     Reference,
+    fetch_first,
     host_baseline,
     loader_loop,
 )
@@ -87,7 +87,7 @@ def _between(loop: Loop) -> dict[str, Any]:
 
 def _loader_between(loop: Loop) -> bool:
     """Whether a DataLoader's fetch is the largest part of the time between calls."""
-    return bool(len(loop.where)) and loop.where.iloc[0]["name"] == LOADER_NAME
+    return fetch_first(loop.where["name"].tolist())
 
 
 def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,

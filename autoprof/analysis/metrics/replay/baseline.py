@@ -30,6 +30,7 @@ included, pipelined; the truth suite's profiler-free baseline). `host_baseline` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -53,11 +54,16 @@ def holds_loop(loop: Loop | None) -> bool:
     return loop is not None and loop.between_pct.median >= MIN_BETWEEN_PCT
 
 
+def fetch_first(names: Sequence[str]) -> bool:
+    """Whether a DataLoader's fetch comes first in `names`, the parts of the time between
+    calls largest first (loop.py's `where`, the breakdown's `between_calls_where`)."""
+    return bool(len(names)) and names[0] == LOADER_NAME
+
+
 def loader_loop(loop: Loop | None) -> bool:
     """Whether the step holds the caller's loop and a DataLoader's fetch is its largest part
     (the loop a loader fix changes)."""
-    return holds_loop(loop) and loop is not None and bool(len(loop.where)) and \
-        loop.where.iloc[0]["name"] == LOADER_NAME
+    return holds_loop(loop) and loop is not None and fetch_first(loop.where["name"].tolist())
 
 
 @dataclass(frozen=True)

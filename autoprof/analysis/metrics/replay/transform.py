@@ -295,12 +295,13 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     op = cpu & (ev["cat"].astype(str) == "cpu_op").to_numpy()
     up = g.row_parent
     outer = op & ~np.where(up >= 0, op[np.clip(up, 0, None)], False)
-    inside = np.array([_inside(regions, float(t)) >= 0 for t in ts], bool) & outer
+    span_all = np.array([_inside(regions, float(t)) for t in ts])
+    inside = (span_all >= 0) & outer
     if not inside.any():
         return
     # each step's stretch from its first op to its last: the ops and the implementation's
     # Python between them (its loop over the parameters) go; the gathering before stays
-    span_of = np.array([_inside(regions, float(t)) for t in ts[inside]])
+    span_of = span_all[inside]
     spans = np.unique(span_of)
     ops = Coverage(np.array([ts[inside][span_of == k].min() for k in spans]),
                    np.array([end[inside][span_of == k].max() for k in spans]))
