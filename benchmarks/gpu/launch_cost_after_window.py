@@ -22,7 +22,10 @@ hand-written ``torch.profiler.profile`` with wait 1, warmup 1, active 3 and
 (the finisher only nices itself to 10, as before ``SCHED_IDLE``), ``gc-off`` (the shipped
 run with the garbage collector off after the window: the collector's share), ``keep-cycle``
 (autoprof as it was before it freed torch's profilers at the window's end: they sit in a
-reference cycle until a full garbage collection, in some later call of the program).
+reference cycle until a full garbage collection, in some later call of the program),
+``torch-teardown`` and ``autoprof-teardown`` (``torch`` and ``autoprof`` with
+``TEARDOWN_CUPTI=1``: Kineto finalizes CUPTI as the window stops, so CUPTI's callbacks are
+not left on every later launch).
 Each trial also times a full collection (``gc.collect()``) before the window and one after
 the calls after it (``gc_before_ms``, ``next_full_gc_ms``: what the program's next full
 collection costs), the call that ends the window (``window_end_ms``) and the process's
@@ -56,8 +59,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-MODES = ("none", "torch", "autoprof", "no-finisher", "nice10", "gc-off", "keep-cycle")
-AUTOPROF_MODES = ("autoprof", "no-finisher", "nice10", "gc-off", "keep-cycle")
+MODES = ("none", "torch", "autoprof", "no-finisher", "nice10", "gc-off", "keep-cycle",
+         "torch-teardown", "autoprof-teardown")
+AUTOPROF_MODES = ("autoprof", "no-finisher", "nice10", "gc-off", "keep-cycle",
+                  "autoprof-teardown")
+TEARDOWN = "-teardown"  # the mode with Kineto told to finalize CUPTI at the window's end
 CALLS = 30
 FIRST = 5
 
@@ -192,7 +198,9 @@ def trial(mode: str, device: str, threads: int, pause_s: float, out: Path,
     before = _series(fn, sync, CALLS)
     gc_before_ms = _full_gc_ms()
     step = fn
-    if mode == "torch":
+    if mode.endswith(TEARDOWN):
+        os.environ["TEARDOWN_CUPTI"] = "1"  # Kineto reads it as the window stops
+    if mode in ("torch", "torch" + TEARDOWN):
         _torch_window(fn, out, device)
     elif mode in AUTOPROF_MODES:
         step = _autoprof_window(fn, mode, out)
