@@ -19,6 +19,7 @@ from typing import Any
 
 from autoprof.record.lines import LinesControl
 from autoprof.record.options import Options, Phase
+from autoprof.record.session.cupti import CuptiTeardown
 from autoprof.record.warn import note
 
 # torch.profiler.ProfilerAction name -> the phase autoprof records in an error
@@ -186,6 +187,8 @@ class Driver:
         self.start_ms = 0.0
         built_ns = time.perf_counter_ns()
         kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+        self._cupti = CuptiTeardown()  # CUPTI let go as the window ends (cupti.py)
+        self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
         self._prof: Any = profile(
             activities=[kinds[a] for a in activities],
             schedule=self.schedule_fn,
@@ -235,9 +238,12 @@ class Driver:
     def stop(self) -> None:
         """Stop (torch syncs the device itself when the trace stops, exporting the cycle),
         then free torch's profiler and its results (:func:`release`)."""
-        with _no_lazy_inductor():
-            self.lines.stopping()
-            self._prof.stop()
+        try:
+            with _no_lazy_inductor():
+                self.lines.stopping()
+                self._prof.stop()
+        finally:
+            self._cupti.restore()
         release(self._prof)
 
 

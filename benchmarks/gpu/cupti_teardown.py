@@ -1,0 +1,87 @@
+"""Does letting CUPTI go at the window's end keep the program's calls after it at their pace?
+
+Run on a CUDA machine from the repository root (msgspec on ``PYTHONPATH``)::
+
+    PYTHONPATH=. python benchmarks/gpu/cupti_teardown.py --out OUT [--reps 2]
+        [--workloads seed_512,mlp_infer_b32,sync_nonzero_b4096,graph_program] [--device cpu]
+
+Each recording is the truth suite's ``record.py`` (a fresh process: 5 untraced warm-up calls,
+autoprof's default schedule, 5 calls after it, every iteration timed with CUDA events) under
+one of three environments, interleaved workload by workload:
+
+- ``kept``: ``TEARDOWN_CUPTI=0`` (CUPTI left attached after the trace: autoprof before it
+  set the variable, and a user who turns teardown off);
+- ``autoprof``: the variable unset (autoprof sets ``TEARDOWN_CUPTI=1`` while its profiler
+  lives, on CUDA 12.6 or newer: ``autoprof/record/session/cupti.py``);
+- ``preset``: ``TEARDOWN_CUPTI=1`` from the process's start.
+
+Per recording: ``after_x``, the median iteration after the window over the fastest untraced
+warm-up iteration (after the first). ``OUT/cupti_teardown.json`` holds every recording and
+the median ``after_x`` of each environment. ``graph_program`` replays a CUDA graph after the
+window: it must run to the end under every environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ENVIRONMENTS: dict[str, dict[str, str]] = {
+    "kept": {"TEARDOWN_CUPTI": "0"}, "autoprof": {}, "preset": {"TEARDOWN_CUPTI": "1"}}
+WORKLOADS = "seed_512,mlp_infer_b32,sync_nonzero_b4096,graph_program"
+
+
+def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "TEARDOWN_CUPTI"}
+    env.update(ENVIRONMENTS[env_name])
+    out = work / f"{workload}-{env_name}"
+    done = subprocess.run([sys.executable, str(HERE / "truth" / "record.py"), "--workload",
+                           workload, "--out", str(out), "--device", device], env=env, capture_output=True,
+                          text=True, timeout=120)
+    row: dict[str, Any] = {"workload": workload, "environment": env_name, "rc": done.returncode}
+    record = out / "record.json"
+    if done.returncode != 0 or not record.exists():
+        row["error"] = done.stderr[-600:]
+        return row
+    phases = json.loads(record.read_text())["iteration_ms_by_phase"]
+    warm = min(phases["warmup"][1:])
+    after = statistics.median(phases["after"])
+    row.update(warm_ms=round(warm, 4), after_ms=round(after, 4), after_x=round(after / warm, 3),
+               after_all_ms=[round(t, 4) for t in phases["after"]])
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--workloads", default=WORKLOADS)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.reps):
+            for workload in args.workloads.split(","):
+                for env_name in ENVIRONMENTS:
+                    rows.append(_record(workload, env_name, Path(tmp), args.device))
+                    print(json.dumps(rows[-1]), flush=True)
+    medians = {name: statistics.median([r["after_x"] for r in rows
+                                        if r["environment"] == name and "after_x" in r] or [0])
+               for name in ENVIRONMENTS}
+    report = {"medians_after_x": medians, "recordings": rows}
+    (args.out / "cupti_teardown.json").write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(medians))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
