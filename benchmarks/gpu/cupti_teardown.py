@@ -46,7 +46,8 @@ def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, 
     done = subprocess.run([sys.executable, str(HERE / "truth" / "record.py"), "--workload",
                            workload, "--out", str(out), "--device", device], env=env, capture_output=True,
                           text=True, timeout=120)
-    row: dict[str, Any] = {"workload": workload, "environment": env_name, "rc": done.returncode}
+    row: dict[str, Any] = {"workload": workload, "environment": env_name,
+                           "rc": done.returncode}
     record = out / "record.json"
     if done.returncode != 0 or not record.exists():
         row["error"] = done.stderr[-600:]
