@@ -43,9 +43,9 @@ def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, 
     env = {k: v for k, v in os.environ.items() if k != "TEARDOWN_CUPTI"}
     env.update(ENVIRONMENTS[env_name])
     out = work / f"{workload}-{env_name}"
-    done = subprocess.run([sys.executable, str(HERE / "truth" / "record.py"), "--workload",
-                           workload, "--out", str(out), "--device", device], env=env, capture_output=True,
-                          text=True, timeout=120)
+    argv = [sys.executable, str(HERE / "truth" / "record.py"), "--workload", workload,
+            "--out", str(out), "--device", device]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     row: dict[str, Any] = {"workload": workload, "environment": env_name,
                            "rc": done.returncode}
     record = out / "record.json"
