@@ -36,6 +36,12 @@ def read_record(path: Path) -> Manifest:
         data = path.read_bytes()
     except OSError as exc:
         raise TraceError(path, f"cannot read manifest: {exc.strerror or exc}") from None
+    return record_from_bytes(path, data)
+
+
+def record_from_bytes(path: str | Path, data: bytes) -> Manifest:
+    """The typed record in a manifest's bytes (read from ``path``: a file or a URL); raises
+    TraceError naming it when unusable."""
     if not data.strip():
         raise TraceError(path, "empty manifest (the run was interrupted before it was written?)")
     try:
