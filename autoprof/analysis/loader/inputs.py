@@ -14,18 +14,20 @@ import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TypeVar
 
 from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
-from autoprof.analysis.loader.remote import TracePath, is_url
+from autoprof.analysis.loader.remote import RemoteFile, TracePath, is_url
 from autoprof.analysis.loader.source import refuse_special
 from autoprof.runfolder import Manifest, lines_name, rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
 MAX_TRACES = 4096
+_Where = TypeVar("_Where", Path, RemoteFile)  # a local folder or one named by URL
 
 
 @dataclass
@@ -72,10 +74,10 @@ def _check_inside(path: Path, folder: Path, what: str) -> None:
         raise TraceError(path, f"resolves outside {what} {folder} (symlink escape refused)")
 
 
-def listed_traces(run_dir: TracePath, record: Manifest, manifest_path: TracePath
-                  ) -> list[TracePath]:
+def listed_traces(run_dir: _Where, record: Manifest, manifest_path: TracePath
+                  ) -> list[_Where]:
     """The traces a manifest's ``files`` lists (none outside the run folder)."""
-    out: list[TracePath] = []
+    out: list[_Where] = []
     for name in record.files or ():
         candidate = run_dir / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
@@ -104,10 +106,10 @@ def _run_source(run_dir: Path) -> Source:
 
 
 def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
-                    source: Source) -> dict[TracePath, int | None]:
+                    source: Source) -> dict[Path, int | None]:
     """Each trace the run's manifests list, with the rank whose manifest lists it (None: not
     known); the rank manifests go into ``source.rank_manifests``."""
-    listed: dict[TracePath, int | None] = {}
+    listed: dict[Path, int | None] = {}
     for trace in listed_traces(run_dir, record, manifest_path):
         listed[trace] = record.rank
     for child in sorted(run_dir.iterdir()):
@@ -191,6 +193,11 @@ def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
     else:
         source = _folder_source(path)
     if root is not None:
-        for trace in source.traces:
-            _check_inside(trace, Path(root), "the traces root")
+        _check_traces_inside(source, Path(root))
     return source
+
+
+def _check_traces_inside(source: Source, root: Path) -> None:
+    for trace in source.traces:
+        if isinstance(trace, Path):  # a local source holds only local paths
+            _check_inside(trace, root, "the traces root")
