@@ -280,7 +280,7 @@ class Analysis:
     def memory_timeline(self) -> pd.DataFrame:
         from autoprof.analysis.metrics.memory_use import timeline_of
 
-        return timeline_of(self.memory)
+        return timeline_of(self.memory)  # computed on first use, then kept (memory_use.Memory)
 
     @property
     def has_gpu(self) -> bool:
