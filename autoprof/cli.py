@@ -95,9 +95,14 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from autoprof.analysis import TraceError, load
-    from autoprof.analysis.report.text import render_summary
+    from autoprof.analysis.loader.remote import is_url
 
+    if args.path and is_url(args.path):  # read where it lies, through fsspec
+        if args.jobs or args.dask:
+            from autoprof.analysis.scale.text import summary_at_scale
+
+            return summary_at_scale(args.path, args.jobs, args.dask, args.json)
+        return _print_summary(args.path, args)
     path = Path(args.path) if args.path else settings.out_dir()
     if not path.exists():
         return error_line(path, "no such file or directory")
@@ -110,6 +115,14 @@ def cmd_summary(args: argparse.Namespace) -> int:
             return runs_markdown(path)
         return summary_of_runs(path, args.json)
     _finish_left_recording(path)
+    return _print_summary(path, args)
+
+
+def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
+    """Load one run (a local path or a URL) and print its summary as asked."""
+    from autoprof.analysis import TraceError, load
+    from autoprof.analysis.report.text import render_summary
+
     progress = Progress(str(path))
     try:
         run = load(path, progress=progress, options=analysis_options(args))
@@ -134,7 +147,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _memory_notes(path: Path, load_warnings: list[str]) -> None:
+def _memory_notes(path: str | Path, load_warnings: list[str]) -> None:
     """The loader's note on garbled memory byte counts (dropped, not shown as a peak of
     -9.2e18), one line each on stderr: the summary has no place for load warnings."""
     from autoprof.analysis.loader.memory_events import HUGE_BYTES_NOTE

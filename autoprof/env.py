@@ -78,6 +78,16 @@ def cache_enabled() -> bool:
     return flag("AUTOPROF_CACHE")
 
 
+def cache_dir() -> Path:
+    """``AUTOPROF_CACHE_DIR``, where caches of traces read by URL go (nothing is written
+    beside a remote trace), else ``$XDG_CACHE_HOME/autoprof``, else ``~/.cache/autoprof``."""
+    text = os.environ.get("AUTOPROF_CACHE_DIR", "").strip()
+    if text:
+        return Path(text)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "autoprof"
+
+
 def mmap_enabled() -> bool:
     """``AUTOPROF_MMAP``: on maps plain traces instead of reading them into memory (less
     memory, a little faster; off by default: a mapped file another process cuts short ends

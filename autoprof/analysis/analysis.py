@@ -22,6 +22,7 @@ import pandas as pd
 from autoprof.analysis.diagnose.called_steps import without_unfilled_last_steps
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.remote import RemoteFile
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.efficiency import Efficiency
 from autoprof.analysis.metrics.lines import SourceLines
@@ -60,7 +61,7 @@ class RunLike(Protocol):
         and ``Run``: ``record``) is read from that instead (``record_of``)."""
 
     @property
-    def path(self) -> str | Path: ...
+    def path(self) -> str | Path | RemoteFile: ...
 
     @property
     def name(self) -> str: ...
@@ -69,7 +70,7 @@ class RunLike(Protocol):
     def world_size(self) -> int: ...
 
     @property
-    def trace_paths(self) -> Sequence[str | Path]: ...
+    def trace_paths(self) -> Sequence[str | Path | RemoteFile]: ...
 
     @property
     def trace_metadata(self) -> Sequence[dict[str, Any]]: ...
@@ -105,6 +106,13 @@ class Analysis:
         self.record: Manifest | None = record_of(data)  # the typed manifest; None: a trace
         self.events: pd.DataFrame = without_unfilled_last_steps(
             data.events, self.call_region)
+
+    @property
+    def local_path(self) -> str | Path | None:
+        """The run's path on this machine; None for a run read by URL, whose folder's
+        what-if results and source-lines trace are not read (its traces are)."""
+        path = self.data.path
+        return None if isinstance(path, RemoteFile) else path
 
     @property
     def call_region(self) -> str | None:
@@ -230,7 +238,7 @@ class Analysis:
         (metrics/lines; ``available`` False without one)."""
         from autoprof.analysis.metrics.lines import SourceLines
 
-        return SourceLines(self.data.path, self.events)
+        return SourceLines(self.local_path, self.events)
 
     @cached_property
     def diagnostics(self) -> list[Diagnostic]:
@@ -244,7 +252,7 @@ class Analysis:
         """The fixes tried on the function (the run folder's whatif.json; [] when none, or
         when the file is unreadable: a warning names it and the rest of the run still reads),
         each fixed run's verdict completed by analysing that run with the same options."""
-        return whatif_or_warn(self.data.path, self.options)
+        return whatif_or_warn(self.local_path, self.options)
 
     @cached_property
     def efficiency(self) -> Efficiency:
@@ -272,7 +280,7 @@ class Analysis:
     def memory_timeline(self) -> pd.DataFrame:
         from autoprof.analysis.metrics.memory_use import timeline_of
 
-        return timeline_of(self.memory)
+        return timeline_of(self.memory)  # computed on first use, then kept (memory_use.Memory)
 
     @property
     def has_gpu(self) -> bool:

@@ -17,6 +17,7 @@ import pandas as pd
 from autoprof.analysis.analysis import Analysis, AnalysisOptions
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.load import Progress, RunData, load_data
+from autoprof.analysis.loader.remote import TracePath
 
 if TYPE_CHECKING:
     from autoprof.analysis.diagnose.records import Diagnostic
@@ -36,7 +37,8 @@ class Run:
     # --- the record ---------------------------------------------------------------------
 
     @property
-    def path(self) -> Path:
+    def path(self) -> TracePath:
+        """The run's folder or trace: a ``Path``, or a ``RemoteFile`` when read by URL."""
         return self.data.path
 
     @property
@@ -66,7 +68,7 @@ class Run:
         return self.data.manifest
 
     @property
-    def trace_paths(self) -> list[Path]:
+    def trace_paths(self) -> list[TracePath]:
         return self.data.trace_paths
 
     @property
@@ -170,7 +172,8 @@ def load(
     path: str | Path, progress: Progress | None = None, *, root: str | Path | None = None,
     options: AnalysisOptions | None = None,
 ) -> Run:
-    """Load a run folder, a trace file or a folder of per-rank traces into a Run.
+    """Load a run folder, a trace file or a folder of per-rank traces into a Run; ``path``
+    may be an fsspec URL (``s3://bucket/run``, ``memory://...``; ``pip install fsspec``).
 
     ``progress(fraction, message)`` is called as big traces load. With ``root``, ``path`` and
     every trace must resolve inside ``root``. ``options`` reach the run's analysis (peaks).

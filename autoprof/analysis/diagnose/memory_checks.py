@@ -43,7 +43,7 @@ def _memory(ctx: Analysis) -> Memory:
 
 def _top_site(mem: Memory, rank: int, device: str) -> dict[str, Any] | None:
     """The region that holds most of what was live at the device's peak (recorded ones)."""
-    live = mem.live_at_peak
+    live = mem.live_by_region  # by region only: the op of each event is not needed here
     mine = live[(live["rank"] == rank) & (live["device"] == device)
                 & (live["region"] != BEFORE_WINDOW)]
     if not len(mine):

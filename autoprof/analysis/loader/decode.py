@@ -28,6 +28,7 @@ from autoprof.analysis.loader import schema
 from autoprof.analysis.loader.chunks import cut_stream
 from autoprof.analysis.loader.columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.remote import RemoteFile, TracePath
 from autoprof.analysis.loader.repair import decode_with_repairs, first_byte
 from autoprof.analysis.loader.source import ByteStream, read_bytes, stream_bytes
 
@@ -41,7 +42,7 @@ CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the
 class TraceFile:
     """One decoded trace: every event as columns, the top-level metadata, what was repaired."""
 
-    path: Path
+    path: TracePath
     columns: RawColumns
     metadata: dict[str, Any]
     labels: Metadata
@@ -187,9 +188,10 @@ def _check_head(head: bytes) -> None:
     schema.EVENTS_RAW_DECODER.decode(_as_list(head, opened.end(), len(head)))
 
 
-def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
-    """Decode one trace (``.json`` or ``.json.gz``) into columns; raises TraceError."""
-    path = Path(path)
+def read_trace(path: str | TracePath, progress: Progress | None = None) -> TraceFile:
+    """Decode one trace (``.json`` or ``.json.gz``, a local path or a ``RemoteFile``) into
+    columns; raises TraceError."""
+    path = path if isinstance(path, RemoteFile) else Path(path)
     if progress is not None:
         progress(0.0, f"reading {path.name}")
     stream = stream_bytes(path)
@@ -210,7 +212,7 @@ def read_trace(path: str | Path, progress: Progress | None = None) -> TraceFile:
     return TraceFile(path, columns, found, builder.metadata, stream.n_bytes, warnings)
 
 
-def _read_whole(path: Path, data: Buffer, progress: Progress | None) -> TraceFile:
+def _read_whole(path: TracePath, data: Buffer, progress: Progress | None) -> TraceFile:
     """Decode the whole document in one piece, with repairs (module doc)."""
     n_bytes = len(data)
     first = first_byte(data)
@@ -240,7 +242,7 @@ def _read_whole(path: Path, data: Buffer, progress: Progress | None) -> TraceFil
     return TraceFile(path, columns, metadata, builder.metadata, n_bytes, warnings)
 
 
-def _decode_all(path: Path, data: Buffer) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:
+def _decode_all(path: TracePath, data: Buffer) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:
     warnings: list[str] = []
     builder = ColumnBuilder()
     try:

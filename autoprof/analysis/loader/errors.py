@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autoprof.analysis.loader.remote import RemoteFile
 
 _MAX_PROBLEM_CHARS = 300
 
@@ -23,7 +27,7 @@ class TraceError(ValueError):
     the two parts. The CLI prints that line and exits with status 2.
     """
 
-    def __init__(self, path: str | Path, problem: str) -> None:
+    def __init__(self, path: str | Path | RemoteFile, problem: str) -> None:
         self.path = str(path)
         self.problem = _one_line(problem)
         super().__init__(f"{_one_line(self.path)}: {self.problem}")

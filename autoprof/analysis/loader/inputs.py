@@ -4,7 +4,8 @@ A path is one of: a trace file (``.json`` / ``.json.gz``); a run folder (``manif
 plus traces, and ``rank<R>.manifest.json`` per rank under torch.distributed); a folder of
 per-rank traces (as HTA reads them). A folder of run folders is refused with a message that
 names the newest run. Every trace must resolve inside the folder it was found in (and inside
-``root`` when one is given): a symlink that escapes is refused.
+``root`` when one is given): a symlink that escapes is refused. An fsspec URL
+(``remote_inputs.py``) means the same things, read where it lies.
 """
 
 from __future__ import annotations
@@ -13,27 +14,30 @@ import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import TypeVar
 
 from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
+from autoprof.analysis.loader.remote import RemoteFile, TracePath, is_url
 from autoprof.analysis.loader.source import refuse_special
 from autoprof.runfolder import Manifest, lines_name, rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
 MAX_TRACES = 4096
+_Where = TypeVar("_Where", Path, RemoteFile)  # a local folder or one named by URL
 
 
 @dataclass
 class Source:
     """A resolved input: trace files with the rank a manifest gives each (if any)."""
 
-    path: Path
+    path: TracePath
     kind: str  # "trace" | "run" | "trace-folder"
-    traces: list[Path]
-    manifest_rank: dict[Path, int] = field(default_factory=dict)
+    traces: list[TracePath]
+    manifest_rank: dict[TracePath, int] = field(default_factory=dict)
     record: Manifest | None = None  # the run's manifest.json
     rank_manifests: dict[int, Manifest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -51,7 +55,7 @@ def may_be_trace_name(name: str) -> bool:
     return formats.can_read(Path(name))
 
 
-def rank_from_name(path: Path) -> int | None:
+def rank_from_name(path: TracePath) -> int | None:
     """``rank3.123.pt.trace.json.gz`` -> 3 (the worker name autoprof writes under DDP)."""
     match = _RANK_IN_NAME.search(path.name)
     return int(match.group(1)) if match else None
@@ -70,8 +74,10 @@ def _check_inside(path: Path, folder: Path, what: str) -> None:
         raise TraceError(path, f"resolves outside {what} {folder} (symlink escape refused)")
 
 
-def _listed_traces(run_dir: Path, record: Manifest, manifest_path: Path) -> list[Path]:
-    out = []
+def listed_traces(run_dir: _Where, record: Manifest, manifest_path: TracePath
+                  ) -> list[_Where]:
+    """The traces a manifest's ``files`` lists (none outside the run folder)."""
+    out: list[_Where] = []
     for name in record.files or ():
         candidate = run_dir / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
@@ -95,7 +101,7 @@ def _run_source(run_dir: Path) -> Source:
         if rank is not None:
             source.manifest_rank[trace] = rank
     if not source.traces:
-        raise TraceError(run_dir, f"run folder has no trace ({_no_trace_detail(record)})")
+        raise TraceError(run_dir, f"run folder has no trace ({no_trace_detail(record)})")
     return source
 
 
@@ -104,7 +110,7 @@ def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
     """Each trace the run's manifests list, with the rank whose manifest lists it (None: not
     known); the rank manifests go into ``source.rank_manifests``."""
     listed: dict[Path, int | None] = {}
-    for trace in _listed_traces(run_dir, record, manifest_path):
+    for trace in listed_traces(run_dir, record, manifest_path):
         listed[trace] = record.rank
     for child in sorted(run_dir.iterdir()):
         rank_number = rank_of_manifest(child.name)
@@ -112,7 +118,7 @@ def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
             continue
         rank_manifest = read_record(child)
         source.rank_manifests[rank_number] = rank_manifest
-        for trace in _listed_traces(run_dir, rank_manifest, child):
+        for trace in listed_traces(run_dir, rank_manifest, child):
             listed[trace] = rank_number
     if record.files is None:  # old manifests: find the traces by name
         for child in sorted(run_dir.iterdir()):
@@ -121,7 +127,7 @@ def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
     return listed
 
 
-def _no_trace_detail(record: Manifest) -> str:
+def no_trace_detail(record: Manifest) -> str:
     error = record.error
     detail = f"status {record.status!r}"
     if error is not None and error.get("message"):
@@ -137,7 +143,7 @@ def _folder_source(folder: Path) -> Source:
             raise TraceError(folder, f"{len(traces)} trace files: more than {MAX_TRACES}")
         for trace in traces:
             _check_inside(trace, folder, "the traces folder")
-        return Source(folder, "trace-folder", traces)
+        return Source(folder, "trace-folder", list[TracePath](traces))
     runs = [c for c in children if c.is_dir() and (c / MANIFEST_NAME).is_file()]
     nested = [c for c in children if c.is_dir() and not (c / MANIFEST_NAME).is_file()]
     runs += [g for c in nested for g in sorted(c.iterdir())
@@ -152,7 +158,7 @@ def _folder_source(folder: Path) -> Source:
     raise TraceError(folder, "no trace files (*.json, *.json.gz) and no manifest.json here")
 
 
-def _rank_from_run(trace: Path) -> dict[Path, int]:
+def _rank_from_run(trace: Path) -> dict[TracePath, int]:
     """A lone trace inside a run folder: the rank its manifests give it (if they can say)."""
     if not (trace.parent / MANIFEST_NAME).is_file():
         return {}
@@ -165,7 +171,12 @@ def _rank_from_run(trace: Path) -> dict[Path, int]:
 
 
 def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
-    """What ``path`` means; raises TraceError for a missing, empty or escaping input."""
+    """What ``path`` means; raises TraceError for a missing, empty or escaping input. A URL
+    (``scheme://...``) is resolved through fsspec (``remote_inputs.resolve_remote``)."""
+    if is_url(path) or is_url(root):
+        from autoprof.analysis.loader.remote_inputs import resolve_remote
+
+        return resolve_remote(str(path), None if root is None else str(root))
     path = Path(path)
     if root is not None:
         _check_inside(path, Path(root), "the traces root")
@@ -182,6 +193,11 @@ def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
     else:
         source = _folder_source(path)
     if root is not None:
-        for trace in source.traces:
-            _check_inside(trace, Path(root), "the traces root")
+        _check_traces_inside(source, Path(root))
     return source
+
+
+def _check_traces_inside(source: Source, root: Path) -> None:
+    for trace in source.traces:
+        if isinstance(trace, Path):  # a local source holds only local paths
+            _check_inside(trace, root, "the traces root")

@@ -21,6 +21,7 @@ from autoprof.analysis.loader.events import build_events, empty_events
 from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
 from autoprof.analysis.loader.memory_events import build_memory, empty_memory
 from autoprof.analysis.loader.merge import combine
+from autoprof.analysis.loader.remote import TracePath
 from autoprof.runfolder import Manifest
 
 Progress = Callable[[float, str], None]
@@ -33,13 +34,13 @@ class RunData:
 
     ``record`` is the run's typed manifest (None: a plain trace); every reader asks its
     fields. ``manifest`` is its plain-dict view (``Manifest.to_dict()``), for callers that
-    want JSON values."""
+    want JSON values. ``path`` and ``trace_paths`` are ``RemoteFile``s for a run read by URL."""
 
-    path: Path
+    path: TracePath
     events: pd.DataFrame
     name: str
     record: Manifest | None = None
-    trace_paths: list[Path] = field(default_factory=list)
+    trace_paths: list[TracePath] = field(default_factory=list)
     trace_metadata: list[dict[str, Any]] = field(default_factory=list)
     world_size: int = 1
     load_warnings: list[str] = field(default_factory=list)
@@ -60,9 +61,12 @@ class RunData:
         return any(m.get("deviceProperties") for m in self.trace_metadata)
 
 
-def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
+def _load_one(trace: TracePath, progress: Progress | None) -> _cache.Cached:
+    """One trace's table: from its cache beside it, else decoded (and cached). A trace read by
+    URL gets no table cache: the cache is a memory-mapped file beside the trace, and a
+    folder in an object store is neither mapped nor, as a rule, ours to write to."""
     notes: list[str] = []  # a cache that was ignored: said once, in this load's warnings
-    cached = _cache.read_cache(trace, notes)
+    cached = _cache.read_cache(trace, notes) if isinstance(trace, Path) else None
     if cached is not None:
         return cached
     trace_file = formats.read(trace, progress=progress)
@@ -77,9 +81,10 @@ def _load_one(trace: Path, progress: Progress | None) -> _cache.Cached:
         metadata["distributedInfo"] = {**metadata.get("distributedInfo", {}), "rank": distributed}
     memory = build_memory(trace_file.columns.memory, trace_file.warnings)
     result = _cache.Cached(events, metadata, list(trace_file.warnings), memory)
-    if progress is not None:
-        progress(0.9, f"caching {trace.name}")
-    _cache.write_cache(trace, result)
+    if isinstance(trace, Path):
+        if progress is not None:
+            progress(0.9, f"caching {trace.name}")
+        _cache.write_cache(trace, result)
     return replace(result, warnings=[*result.warnings, *notes]) if notes else result
 
 
@@ -99,7 +104,7 @@ def _no_events_problem(trace_file: TraceFile) -> str:
             "trace? (torch.profiler writes ph='X' events)")
 
 
-def _rank_of(trace: Path, metadata: dict[str, Any], source: Source) -> int:
+def _rank_of(trace: TracePath, metadata: dict[str, Any], source: Source) -> int:
     """distributedInfo.rank, else ``rank<R>`` in the file name, else the manifest, else 0."""
     info = metadata.get("distributedInfo")
     if isinstance(info, dict):
@@ -137,7 +142,8 @@ def _scaled(progress: Progress | None, index: int, count: int) -> Progress | Non
 def load_data(
     path: str | Path, progress: Progress | None = None, *, root: str | Path | None = None
 ) -> RunData:
-    """Load a run folder, a trace file or a folder of per-rank traces into a RunData.
+    """Load a run folder, a trace file or a folder of per-rank traces into a RunData; a
+    ``scheme://`` URL is read through fsspec (``remote.py``).
 
     ``progress(fraction, message)`` is called as big traces load. With ``root``, ``path`` and
     every trace must resolve inside ``root``. Bad input raises TraceError (one line).
@@ -167,11 +173,11 @@ def load_data(
     if record is not None and record.status != "complete":
         warnings.append(f"run status is {record.status!r}" + (
             f" ({record.error.get('message')})" if record.error is not None else ""))
-    name = record.name if record is not None and record.name else Path(source.path).name
+    name = record.name if record is not None and record.name else source.path.name
     if progress is not None:
         progress(1.0, "loaded")
     return RunData(
-        Path(source.path),
+        source.path,
         events,
         name=name,
         record=record,

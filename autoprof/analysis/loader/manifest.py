@@ -15,6 +15,7 @@ import msgspec
 
 from autoprof import runfolder
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.remote import RemoteFile
 from autoprof.runfolder import Manifest, ManifestError
 
 SCHEMA_VERSION = runfolder.SCHEMA_VERSION
@@ -36,6 +37,12 @@ def read_record(path: Path) -> Manifest:
         data = path.read_bytes()
     except OSError as exc:
         raise TraceError(path, f"cannot read manifest: {exc.strerror or exc}") from None
+    return record_from_bytes(path, data)
+
+
+def record_from_bytes(path: Path | RemoteFile, data: bytes) -> Manifest:
+    """The typed record in a manifest's bytes (read from ``path``: a file or a URL); raises
+    TraceError naming it when unusable."""
     if not data.strip():
         raise TraceError(path, "empty manifest (the run was interrupted before it was written?)")
     try:
@@ -47,7 +54,7 @@ def read_record(path: Path) -> Manifest:
     if not isinstance(raw, dict):
         raise TraceError(path, f"manifest is a JSON {type(raw).__name__}, not an object")
     try:
-        return Manifest.from_json(raw, path)
+        return Manifest.from_json(raw, path if isinstance(path, Path) else str(path))
     except ManifestError as exc:
         raise TraceError(path, exc.problem) from None
 

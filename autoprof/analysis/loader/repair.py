@@ -9,13 +9,13 @@ import json
 import mmap
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from autoprof.analysis.loader.columns import ColumnBuilder
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.remote import TracePath
 
 Buffer = bytes | bytearray | mmap.mmap
 # decode.py's whole-document decoder: (document, builder, warnings) -> metadata
@@ -48,7 +48,7 @@ def _repair(data: Buffer) -> tuple[bytes, str]:
 
 
 def decode_with_repairs(
-    path: Path, data: Buffer, builder: ColumnBuilder, warnings: list[str], error: str,
+    path: TracePath, data: Buffer, builder: ColumnBuilder, warnings: list[str], error: str,
     decode_top: DecodeTop,
 ) -> dict[str, Any]:
     """The whole document failed to decode: repair what can be repaired, or explain."""

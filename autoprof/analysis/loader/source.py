@@ -11,6 +11,9 @@ the loader's fallback (a document whose chunks do not decode) and for ``AUTOPROF
 which maps a plain file instead: a mapped file that another process cuts short while it is
 decoded ends the whole process with SIGBUS, while a read gives the bytes as they were or a
 clean error. FIFOs, sockets and devices are refused before ``open()``.
+
+A ``RemoteFile`` (an fsspec URL, ``loader/remote.py``) is read the same way through
+``fsspec``'s file object: streamed block by block, never mapped, never copied to disk.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from autoprof import env
+from autoprof.analysis.loader import remote
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.remote import RemoteFile, TracePath
 
 DEFAULT_MAX_TRACE_BYTES = env.DEFAULT_MAX_TRACE_BYTES
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -50,7 +55,7 @@ def _next_member(rest: bytes, handle: BinaryIO, at_end: bool) -> tuple[bytes | N
     return (rest if rest.startswith(_GZIP_MAGIC) else None), at_end
 
 
-def _gunzip_blocks(path: Path, handle: BinaryIO, limit: int) -> Iterator[bytes]:
+def _gunzip_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[bytes]:
     """Inflate every gzip member read from ``handle``, refusing to grow past ``limit``
     bytes; trailing bytes that start no member (zero padding) end the stream."""
     inflater = zlib.decompressobj(wbits=31)
@@ -82,7 +87,7 @@ def _gunzip_blocks(path: Path, handle: BinaryIO, limit: int) -> Iterator[bytes]:
         raise TraceError(path, f"corrupt gzip data ({exc})") from None
 
 
-def _plain_blocks(path: Path, handle: BinaryIO, limit: int) -> Iterator[bytes]:
+def _plain_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[bytes]:
     """The file's bytes block by block; a file that grows past ``limit`` while read fails."""
     produced = 0
     while block := handle.read(READ_BYTES):
@@ -107,8 +112,21 @@ def refuse_special(path: Path, mode: int) -> None:
 class _Opened:
     """An open trace file checked for size and kind: ``gzip`` is whether it holds gzip data."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: TracePath) -> None:
         self.path, self.limit = path, max_trace_bytes()
+        self.remote = isinstance(path, RemoteFile)
+        if isinstance(path, RemoteFile):
+            self._open_remote(path)
+        else:
+            self._open_local(path)
+        try:
+            self.gzip = self._check()
+        except BaseException:
+            self.handle.close()
+            raise
+        self.handle.seek(0)
+
+    def _open_local(self, path: Path) -> None:
         try:
             info = path.stat()
             refuse_special(path, info.st_mode)
@@ -118,12 +136,13 @@ class _Opened:
             raise TraceError(path, "is a folder, not a trace file") from None
         except OSError as exc:
             raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
-        try:
-            self.gzip = self._check()
-        except BaseException:
-            self.handle.close()
-            raise
-        self.handle.seek(0)
+
+    def _open_remote(self, path: RemoteFile) -> None:
+        found = remote.info(path)
+        if found.get("type") == "directory":
+            raise TraceError(path, "is a folder, not a trace file")
+        self.size = int(found.get("size") or 0)
+        self.handle = remote.open_file(path)
 
     def _check(self) -> bool:
         if self.size == 0:
@@ -158,7 +177,7 @@ class ByteStream:
     progress; ``gzip`` tells how the file is stored; ``n_bytes`` counts the decoded bytes.
     Closes the file when exhausted (or on ``close()``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: TracePath) -> None:
         self._opened = _Opened(path)
         self.gzip = self._opened.gzip
         self.n_bytes = 0  # decoded bytes handed out so far
@@ -176,13 +195,13 @@ class ByteStream:
         self._opened.handle.close()
 
 
-def stream_bytes(path: Path) -> ByteStream:
+def stream_bytes(path: TracePath) -> ByteStream:
     """The decoded bytes of a trace file in blocks (module doc); raises TraceError."""
     return ByteStream(path)
 
 
 def read_bytes(
-    path: Path, progress: Callable[[float, str], None] | None = None
+    path: TracePath, progress: Callable[[float, str], None] | None = None
 ) -> bytes | bytearray | mmap.mmap:
     """The whole decoded file: read (or mapped with ``AUTOPROF_MMAP=1``) when plain,
     inflated when gzip."""
@@ -195,7 +214,7 @@ def read_bytes(
                 if progress is not None:
                     progress(0.1 * opened.fraction_read(), f"decompressing {path.name}")
             return out
-        if not env.mmap_enabled():  # the default: a mapped file cut short is SIGBUS
+        if not env.mmap_enabled() or opened.remote:  # a mapped file cut short is SIGBUS
             return handle.read()
         try:
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)

@@ -20,7 +20,7 @@ other threads included.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,17 +54,48 @@ _NEEDS = ["name", "cat", "lane", "rank", "pid", "tid", "ts_us", "end_us", "paren
 IntArray = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True)
 class Memory:
-    """What the memory events say (every table's columns are the constants above)."""
+    """What the memory events say (every table's columns are the constants above).
 
-    timeline: pd.DataFrame  # one row per event, sorted by (rank, device, ts_us)
-    devices: pd.DataFrame  # one row per (rank, device)
-    steps: pd.DataFrame  # one row per (rank, device, step) with memory events
-    by_region: pd.DataFrame  # largest allocated_bytes_per_step first
-    by_op: pd.DataFrame
-    live_at_peak: pd.DataFrame  # rank, device, region, op, bytes: what was live at the peak
-    marks: pd.DataFrame  # rank, kind ("step"/"region"), name, start_us, end_us (for charts)
+    ``devices`` (the peaks), ``steps``, ``by_region`` and ``live_by_region`` are computed
+    with it: the summary prints them and the memory checks read them. ``timeline`` (one row
+    per event with its op), ``by_op``, ``live_at_peak`` (by region and op) and ``marks`` are
+    computed on first use (the viewer's Memory page) and kept: finding each event's op is
+    as much work again as finding its region."""
+
+    def __init__(self, events: pd.DataFrame, rows: pd.DataFrame, spans: pd.DataFrame,
+                 capacity: dict[str, int]) -> None:
+        self._events, self._rows, self._spans = events, rows, spans  # rows: with step, region
+        self._regions = _region_spans(events)
+        freed_at = _free_index(rows)
+        peaks = _peak_rows(rows)
+        self._live = _live_rows(rows, freed_at, peaks)
+        self._n_steps = {int(r): max(1, int((spans["rank"] == r).sum()))
+                         for r in rows["rank"].unique()}
+        self.devices: pd.DataFrame = _devices(rows, peaks, capacity)  # one row per (rank, device)
+        self.steps: pd.DataFrame = _steps(rows)  # one row per (rank, device, step) with events
+        self.live_by_region: pd.DataFrame = _live_table(rows, self._live, ["region"])
+        self.by_region: pd.DataFrame = _sites_table(  # largest allocated_bytes_per_step first
+            rows, "region", NO_REGION, self._n_steps, self.live_by_region, self._regions)
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        """One row per event, sorted by (rank, device, ts_us), with its step, region and op."""
+        return self._rows.assign(op=_ops(self._events, self._rows))[TIMELINE_COLUMNS]
+
+    @cached_property
+    def live_at_peak(self) -> pd.DataFrame:
+        """rank, device, region, op, bytes: what was live at each device's peak."""
+        return _live_table(self.timeline, self._live, ["region", "op"])
+
+    @cached_property
+    def by_op(self) -> pd.DataFrame:
+        return _sites_table(self.timeline, "op", NO_OP, self._n_steps, self.live_at_peak, None)
+
+    @cached_property
+    def marks(self) -> pd.DataFrame:
+        """rank, kind ("step"/"region"), name, start_us, end_us (for charts)."""
+        return _marks(self._spans, self._regions, self._rows)
 
 
 def timeline_of(memory: Memory | None) -> pd.DataFrame:
@@ -86,23 +117,8 @@ def memory_analysis(events: pd.DataFrame, memory: pd.DataFrame,
     mem = memory.assign(device=memory["device"].astype(str)).sort_values(
         ["rank", "device", "ts_us"], kind="stable").reset_index(drop=True)
     spans = step_rows(events)
-    step = _step_of(mem, spans)
-    region, op = _sites(events, mem)
-    timeline = mem.assign(step=step, region=region, op=op)[TIMELINE_COLUMNS]
-    freed_at = _free_index(timeline)
-    peaks = _peak_rows(timeline)
-    n_steps = {int(r): max(1, int((spans["rank"] == r).sum())) for r in timeline["rank"].unique()}
-    live = _live_at_peak(timeline, freed_at, peaks)
-    regions = _region_spans(events)
-    return Memory(
-        timeline=timeline,
-        devices=_devices(timeline, peaks, capacity or {}),
-        steps=_steps(timeline),
-        by_region=_sites_table(timeline, "region", NO_REGION, n_steps, live, regions),
-        by_op=_sites_table(timeline, "op", NO_OP, n_steps, live, None),
-        live_at_peak=live,
-        marks=_marks(spans, regions, timeline),
-    )
+    rows = mem.assign(step=_step_of(mem, spans), region=_regions(events, mem))
+    return Memory(events, rows, spans, capacity or {})
 
 
 # --- attribution --------------------------------------------------------------------------
@@ -146,24 +162,29 @@ def _last_started(rows: IntArray, ts: npt.NDArray[np.float64], q: npt.NDArray[np
     return np.where(idx >= 0, rows[np.maximum(idx, 0)], -1)
 
 
-def _sites(events: pd.DataFrame, mem: pd.DataFrame
-           ) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]]:
-    """The innermost region and op of each memory event (see the module doc)."""
-    cpu = cpu_mask(events)
+def _thread_candidates(events: pd.DataFrame, mem: pd.DataFrame
+                       ) -> list[tuple[IntArray, IntArray]]:
+    """Per thread of the memory events: (their rows, the last CPU row of that thread started
+    at or before each)."""
+    ts = events["ts_us"].to_numpy(float)
+    q = mem["ts_us"].to_numpy(float)
+    thread = ["rank", "pid", "tid"]
+    threads = _rows_by(events, cpu_mask(events), thread)
+    return [(m, _last_started(threads.get(key, _NONE), ts, q[m]))
+            for key, m in mem.groupby(thread, sort=False).indices.items()]
+
+
+def _regions(events: pd.DataFrame, mem: pd.DataFrame) -> npt.NDArray[np.object_]:
+    """The innermost region of each memory event: on its thread, else on another thread of
+    its process (see the module doc)."""
     is_region = _is_region(events)
-    is_op = cpu & isin_mask(events["cat"], ("cpu_op",))
     parent = events["parent"].to_numpy(np.int64)
     end = events["end_us"].to_numpy(float)
     ts = events["ts_us"].to_numpy(float)
     q = mem["ts_us"].to_numpy(float)
     region = np.full(len(mem), -1, dtype=np.int64)
-    op = np.full(len(mem), -1, dtype=np.int64)
-    thread = ["rank", "pid", "tid"]
-    threads = _rows_by(events, cpu, thread)
-    for key, m in mem.groupby(thread, sort=False).indices.items():
-        cand = _last_started(threads.get(key, _NONE), ts, q[m])
+    for m, cand in _thread_candidates(events, mem):
         region[m] = _containing(cand, q[m], parent, end, is_region)
-        op[m] = _containing(cand, q[m], parent, end, is_op)
     process = ["rank", "pid"]  # other threads' open regions
     regions = _rows_by(events, is_region, process)
     for key, m in mem.groupby(process, sort=False).indices.items():
@@ -172,7 +193,19 @@ def _sites(events: pd.DataFrame, mem: pd.DataFrame
         if len(m) and len(rows):
             cand = _last_started(rows, ts, q[m])
             region[m] = _containing(cand, q[m], parent, end, is_region)
-    return (_labels(events["name"], region, NO_REGION), _labels(events["name"], op, NO_OP))
+    return _labels(events["name"], region, NO_REGION)
+
+
+def _ops(events: pd.DataFrame, mem: pd.DataFrame) -> npt.NDArray[np.object_]:
+    """The innermost CPU op (``cpu_op``) open on each memory event's thread."""
+    is_op = cpu_mask(events) & isin_mask(events["cat"], ("cpu_op",))
+    parent = events["parent"].to_numpy(np.int64)
+    end = events["end_us"].to_numpy(float)
+    q = mem["ts_us"].to_numpy(float)
+    op = np.full(len(mem), -1, dtype=np.int64)
+    for m, cand in _thread_candidates(events, mem):
+        op[m] = _containing(cand, q[m], parent, end, is_op)
+    return _labels(events["name"], op, NO_OP)
 
 
 _NONE = np.empty(0, dtype=np.int64)
@@ -281,25 +314,35 @@ def _steps(tl: pd.DataFrame) -> pd.DataFrame:
     return out[STEP_COLUMNS].astype({c: np.int64 for c in STEP_COLUMNS[2:]})
 
 
-def _live_at_peak(tl: pd.DataFrame, freed_at: IntArray,
-                  peaks: dict[tuple[int, str], int]) -> pd.DataFrame:
-    """Per device, the allocations still live at its peak, by (region, op), largest first;
-    what the totals held before the first recorded event is one row of its own."""
-    parts = []
+def _live_rows(tl: pd.DataFrame, freed_at: IntArray, peaks: dict[tuple[int, str], int]
+               ) -> dict[tuple[int, str], tuple[IntArray, int]]:
+    """Per device: the allocation rows still live at its peak, and its peak row."""
+    out = {}
     size = tl["bytes"].to_numpy()
+    ranks, devices = tl["rank"].to_numpy(), tl["device"].to_numpy()
     for (rank, device), at in peaks.items():
-        rows = np.flatnonzero((tl["rank"].to_numpy() == rank)
-                              & (tl["device"].to_numpy() == device))
-        live = rows[(rows <= at) & (size[rows] > 0) & (freed_at[rows] > at)]
-        part = tl.iloc[live].groupby(["region", "op"], sort=False)["bytes"].sum().reset_index()
+        rows = np.flatnonzero((ranks == rank) & (devices == device))
+        out[(rank, device)] = (rows[(rows <= at) & (size[rows] > 0) & (freed_at[rows] > at)], at)
+    return out
+
+
+def _live_table(tl: pd.DataFrame, live: dict[tuple[int, str], tuple[IntArray, int]],
+                by: list[str]) -> pd.DataFrame:
+    """Per device, the bytes live at its peak grouped by the ``by`` columns (region, or
+    region and op), largest first; what the totals held before the first recorded event is
+    one row of its own."""
+    columns = ["rank", "device", *by, "bytes"]
+    parts = []
+    for (rank, device), (rows, at) in live.items():
+        part = tl.iloc[rows].groupby(by, sort=False)["bytes"].sum().reset_index()
         unknown = int(tl["allocated_bytes"].iat[at]) - int(part["bytes"].sum())
         if unknown > 0:
             part = pd.concat([part, pd.DataFrame(
-                {"region": [BEFORE_WINDOW], "op": [BEFORE_WINDOW], "bytes": [unknown]})])
+                {**{c: [BEFORE_WINDOW] for c in by}, "bytes": [unknown]})])
         parts.append(part.assign(rank=rank, device=device))
     if not parts:
-        return pd.DataFrame(columns=["rank", "device", "region", "op", "bytes"])
-    out = pd.concat(parts, ignore_index=True)[["rank", "device", "region", "op", "bytes"]]
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(parts, ignore_index=True)[columns]
     return out.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
 
 

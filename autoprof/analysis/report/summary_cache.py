@@ -14,6 +14,9 @@ Run whose events were filtered or replaced after loading is never answered from 
 The file also holds a SHA-256 of the summary itself: an entry edited or garbled after it was
 written is ignored.
 
+A run read by URL (``loader/remote.py``) gets no summary cache: its folder is not this
+machine's to write to (the per-rank results of ``scale/`` have a local cache for that).
+
 Same rules as the loader's cache: only runs whose traces total at least
 ``AUTOPROF_CACHE_MIN_BYTES`` get one, ``AUTOPROF_CACHE=0`` turns it off, writes are atomic
 (temporary file + ``os.replace``), and a cache that is stale, unreadable or malformed is
@@ -32,6 +35,7 @@ import numpy as np
 
 from autoprof import runfolder
 from autoprof.analysis.loader import cache as _cache
+from autoprof.analysis.loader.remote import RemoteFile
 from autoprof.analysis.metrics.lines.trace import lines_files_of
 
 if TYPE_CHECKING:  # the analysis modules load only when the summary must be computed
@@ -57,7 +61,7 @@ def summary_path(trace: Path) -> Path:
 
 
 def _traces(run: RunLike) -> list[Path]:
-    return [Path(p) for p in run.trace_paths]
+    return [Path(p) for p in run.trace_paths if not isinstance(p, RemoteFile)]
 
 
 def _events_fingerprint(run: RunLike) -> list[Any]:
@@ -70,10 +74,11 @@ def _events_fingerprint(run: RunLike) -> list[Any]:
 def summary_key(run: RunLike) -> dict[str, Any] | None:
     """What a cached summary must match, or None when the run cannot be cached."""
     traces = _traces(run)
-    if not traces:
+    if not traces or isinstance(run.path, RemoteFile) or len(traces) < len(run.trace_paths):
         return None
     keys = [_cache._key(t) for t in traces]
-    lines = sorted(lines_files_of(run.path).values())  # what the summary's source lines read
+    # what the summary's source lines read
+    lines = sorted(lines_files_of(Path(str(run.path))).values())
     lines_keys = [_cache._key(p) for p in lines]
     if any(k is None for k in keys + lines_keys):
         return None

@@ -17,6 +17,13 @@ to any other file keeps the cache), so a second open reads a few kilobytes per r
 that differs, or a file that does not read, means recompute; the write is atomic (temporary
 file + ``os.replace``); an unwritable folder just means no cache.
 
+A trace read by URL (``s3://``, ``gs://``, ``memory://``: ``loader/remote.py``) gets its
+result cached on this machine instead, under ``AUTOPROF_CACHE_DIR`` (default
+``~/.cache/autoprof``) in ``ranks/<SHA-256 of the URL>.autoprof.rank``, keyed by the URL,
+the size and whatever version tag the store reports (ETag, mtime, generation) in place of
+the inode and times: nothing is written beside a remote trace, and a new object at the same
+URL has a new tag.
+
 ``analyse_rank`` is a module-level function of one picklable argument, so any
 ``concurrent.futures.Executor`` runs it: a local process pool, Dask's, Ray's.
 """
@@ -31,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autoprof import env
+from autoprof.analysis.loader import remote
+from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.scale.code_key import code_entry, code_entry_valid
 from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
 from autoprof.runfolder import Manifest
@@ -49,20 +59,37 @@ class RankTask:
 
 
 def cache_path(trace: str | Path) -> Path:
+    """Beside a local trace; for a URL, in this machine's cache folder (module doc)."""
+    if remote.is_url(trace):
+        digest = hashlib.sha256(str(trace).encode()).hexdigest()
+        return env.cache_dir() / "ranks" / (digest + SUFFIX)
     trace = Path(trace)
     return trace.with_name(trace.name + SUFFIX)
 
 
+def _trace_key(trace: str) -> dict[str, Any] | None:
+    """The trace as it is now: stat for a local file, the store's version tag for a URL."""
+    if remote.is_url(trace):
+        try:
+            return remote.version_tag(remote.RemoteFile(trace))
+        except TraceError:
+            return None
+    try:
+        st = Path(trace).stat()
+    except OSError:
+        return None
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino}
+
+
 def cache_key(task: RankTask) -> dict[str, Any] | None:
     """What a cached result must match, or None when the trace cannot be read."""
-    try:
-        st = Path(task.trace).stat()
-    except OSError:
+    trace_key = _trace_key(task.trace)
+    if trace_key is None:
         return None
     view = task.record.to_dict() if task.record is not None else None
     manifest = json.dumps(view, sort_keys=True, default=str)
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-            "inode": st.st_ino, "format": FORMAT_VERSION, "world_size": task.world_size,
+    return {**trace_key, "format": FORMAT_VERSION, "world_size": task.world_size,
             "manifest": hashlib.sha256(manifest.encode()).hexdigest()}
 
 
@@ -90,6 +117,8 @@ def write_cached(task: RankTask, result: RankResult) -> bool:
     text = json.dumps({"key": key, "code": code_entry(),
                        "result": json.loads(result.to_json())})
     try:
+        if remote.is_url(task.trace):
+            target.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text)
         os.replace(tmp, target)
     except OSError:

@@ -9,6 +9,9 @@ pool of ``jobs`` workers (``jobs=1``: in this process, no pool). The parent proc
 the small per-rank results, so its memory does not grow with the ranks' events; each worker
 holds one rank's table at a time.
 
+The path may be an fsspec URL (``loader/remote.py``): each worker streams its rank's trace
+from the store, and the per-rank results are cached on this machine (``rank_map``).
+
 Per-rank caches follow the loader's rules: ``AUTOPROF_CACHE=0`` turns them off, and a run
 whose traces total less than ``AUTOPROF_CACHE_MIN_BYTES`` (4 MiB by default) gets none (small
 runs recompute in less time than reading a cache saves, and fixture folders stay clean).
@@ -22,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from autoprof import env
+from autoprof.analysis.loader import remote
+from autoprof.analysis.loader.remote import RemoteFile, TracePath
 from autoprof.analysis.scale.rank_map import RankTask, analyse_rank, read_cached
 from autoprof.analysis.scale.reduce import RunAnswer, reduce_ranks
 from autoprof.analysis.scale.result import RankResult
@@ -37,9 +42,15 @@ def rank_tasks(path: str | Path, use_cache: bool | None = None) -> list[RankTask
     record = source.record
     world_size = max(record.world_size if record is not None else 1, len(source.traces))
     if use_cache is None:
-        total = sum(t.stat().st_size for t in source.traces)
+        total = sum(_size_bytes(t) for t in source.traces)
         use_cache = env.cache_enabled() and total >= env.cache_min_bytes()
     return [RankTask(str(t), record, world_size, use_cache) for t in source.traces]
+
+
+def _size_bytes(trace: TracePath) -> int:
+    if isinstance(trace, RemoteFile):
+        return int(remote.info(trace).get("size") or 0)
+    return trace.stat().st_size
 
 
 @contextmanager

@@ -30,7 +30,7 @@ def _spread_line(label: str, spread: dict[str, float | None], unit: str) -> str:
             f"min {show(spread['min'])}, p90 {show(spread['p90'])}, max {show(spread['max'])}")
 
 
-def render(answer: RunAnswer, path: Path, how: str) -> str:
+def render(answer: RunAnswer, path: str | Path, how: str) -> str:
     """The text report of ``answer`` (module doc)."""
     bd = answer.breakdown
     lines = [f"autoprof summary: {path} (ranks analysed one by one: {how})",
@@ -61,7 +61,7 @@ def render(answer: RunAnswer, path: Path, how: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_at_scale(path: Path, jobs: int | None, dask: str | None, as_json: bool) -> int:
+def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_json: bool) -> int:
     """The CLI's many-rank summary; returns the exit status."""
     from autoprof.analysis import TraceError
     from autoprof.analysis.scale.ranks_run import dask_executor, summarize_ranks

@@ -10,11 +10,11 @@ file.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.formats.kineto_json import KinetoJson
+from autoprof.analysis.loader.remote import TracePath
 
 if TYPE_CHECKING:
     from autoprof.analysis.loader.decode import TraceFile
@@ -27,11 +27,11 @@ class Reader(Protocol):
 
     name: str
 
-    def can_read(self, path: Path) -> bool:
+    def can_read(self, path: TracePath) -> bool:
         """Whether the file's name says it is this format (cheap: reads no bytes)."""
         ...
 
-    def read(self, path: Path, progress: Progress | None = None) -> TraceFile:
+    def read(self, path: TracePath, progress: Progress | None = None) -> TraceFile:
         """The file's events as columns; bad input raises TraceError naming the file."""
         ...
 
@@ -41,17 +41,17 @@ READERS: tuple[Reader, ...] = (
 )
 
 
-def reader_for(path: Path) -> Reader | None:
+def reader_for(path: TracePath) -> Reader | None:
     """The first reader that can read ``path``, or None."""
     return next((r for r in READERS if r.can_read(path)), None)
 
 
-def can_read(path: Path) -> bool:
+def can_read(path: TracePath) -> bool:
     """Whether some reader takes a file of this name."""
     return reader_for(path) is not None
 
 
-def read(path: Path, progress: Progress | None = None) -> TraceFile:
+def read(path: TracePath, progress: Progress | None = None) -> TraceFile:
     """``path`` read by the first reader that takes it."""
     reader = reader_for(path)
     if reader is None:

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autoprof.analysis.loader.decode import TraceFile
+    from autoprof.analysis.loader.remote import TracePath
 
 SUFFIXES = (".json", ".json.gz")
 
@@ -18,10 +18,10 @@ class KinetoJson:
 
     name = "kineto-json"
 
-    def can_read(self, path: Path) -> bool:
+    def can_read(self, path: TracePath) -> bool:
         return path.name.lower().endswith(SUFFIXES)
 
-    def read(self, path: Path, progress: Callable[[float, str], None] | None = None
+    def read(self, path: TracePath, progress: Callable[[float, str], None] | None = None
              ) -> TraceFile:
         from autoprof.analysis.loader.decode import read_trace
 
