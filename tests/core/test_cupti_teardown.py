@@ -71,3 +71,22 @@ def test_the_variable_is_set_while_the_profiler_lives_and_gone_after_the_window(
     assert seen[3:WINDOW_CALLS] == ["1"] * (WINDOW_CALLS - 3)  # the profiler's steps
     assert seen[WINDOW_CALLS:] == [None, None]  # after the window: put back
     assert TEARDOWN_ENV not in os.environ
+
+
+def test_on_the_h200_the_calls_after_the_window_kept_their_pace_with_teardown():
+    """benchmarks/results-h200-cupti-teardown.json (benchmarks/gpu/cupti_teardown.py, 8
+    recordings per environment): the median iteration after the window over the fastest
+    untraced one was 1.21x with CUPTI kept, 1.01x as autoprof now runs, and every recording,
+    the one that replays a CUDA graph after the window included, ran to its end."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results-h200-cupti-teardown.json"
+    report = json.loads(path.read_text())
+    medians = report["medians_after_x"]
+    assert medians["kept"] == pytest.approx(1.2145, abs=1e-3)
+    assert medians["autoprof"] == pytest.approx(1.014, abs=1e-3)
+    assert medians["preset"] == pytest.approx(1.075, abs=1e-3)
+    rows = report["recordings"]
+    assert len(rows) == 24 and all(r["rc"] == 0 for r in rows)
+    assert {r["workload"] for r in rows} >= {"graph_program"}

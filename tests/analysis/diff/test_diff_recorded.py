@@ -69,3 +69,19 @@ def test_cpu_same_program_and_planted_changes() -> None:
         assert d.verdict == "slower" and d.why[0].name == first
     wide = _diff("cpu16", "wide_00")
     assert wide.why[0].note.startswith('input types ["float", "float"] -> ["double", "double"]')
+
+
+def test_h200_twenty_pairs_of_the_same_program_raise_no_false_alarm() -> None:
+    """benchmarks/results-h200-diff-same.json (`diff_validation.py --device cuda --pairs 20
+    --planted 0`, docs/diff.md): one run a side, 20 of 20 pairs `no significant change`;
+    three runs a side, 6 of 6."""
+    import json
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results-h200-diff-same.json"
+    results = json.loads(path.read_text())
+    assert results["recording"]["machine_at_start"]["gpu"] == "NVIDIA H200"
+    one, three = results["one_run_a_side"]["same"], results["3_runs_a_side"]["same"]
+    assert (one["n"], one["right"]) == (20, 20)
+    assert (three["n"], three["right"]) == (6, 6)
+    assert all(r["verdict"] == "no significant change" for r in one["rows"])
+    assert one["median_min_detectable_pct"] == pytest.approx(21.5, abs=0.05)

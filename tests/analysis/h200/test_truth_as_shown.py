@@ -34,6 +34,7 @@ class Pinned:
     not_the_best: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     evaluated: tuple[int, int, float, float] = (0, 0, 0.0, 0.0)
+    evaluated_not_the_best: set[str] = field(default_factory=set)
 
 
 SETS = [
@@ -72,6 +73,21 @@ SETS = [
         ("mlp_loader_w1", "workers4_pin_nonblocking"): (5.13, 5.79),
         ("mlp_loader_w1", "cuda_graph"): (1.23, 1.14),
     }, (10, 10, 12.9, 22.1), evaluated=(16, 14, 7.4, 27.9)),
+    Pinned("gpu_h200_truth_heldout5", {
+        ("seed_512", "cuda_graph"): (2.72, 1.84),
+        ("seed_512", "addmm"): (1.15, 1.28),
+        ("mlp_infer_b32", "cuda_graph"): (3.76, 4.01),
+        ("infer_b32", "cuda_graph"): (2.24, 1.59),
+        ("sync_mask_b2048", "graph_without_sync"): (4.47, 6.09),
+        ("sync_item_b4096", "graph_without_sync"): (4.83, 5.72),
+        ("sync_item_b4096", "adamw_fused"): (1.32, 1.54),
+        ("sync_nonzero_b4096", "graph_without_sync"): (5.56, 4.81),
+        ("sync_nonzero_b4096", "adamw_fused"): (1.40, 1.57),
+        ("cnn_loader_w2_pin", "cuda_graph"): (2.01, 1.03),
+    }, (10, 6, 15.6, 95.1), {"cnn_loader_w2_pin"},
+        # the mask step's fused AdamW hit a device-side assert on the GPU: shown, not measured
+        ["sync_mask_b2048: shown `fused-optimizer` 1.38x: not tried on the GPU"],
+        (19, 15, 2.8, 248.0), {"cnn_loader_w2_pin"}),
 ]
 
 
@@ -105,7 +121,8 @@ def test_the_model_with_the_profiler_free_baseline_known(pinned: Pinned) -> None
     folder = evaluate.evaluate_folder(DATA / pinned.folder)
     got = evaluate.report([folder])["all"]
     assert _summary(got) == pytest.approx(pinned.evaluated, abs=0.1)
-    assert all(w.top_is_best for w in folder.workloads)
+    assert {w.name for w in folder.workloads if not w.top_is_best} == (
+        pinned.evaluated_not_the_best)
 
 
 def test_a_shown_graph_pairs_with_the_sync_free_graph_only_where_no_plain_one_was_timed() -> None:

@@ -1,0 +1,47 @@
+"""The ground truth's own floor, pinned: the fifth held-out set's fixes timed again in fresh
+profiler-free processes on the same machine (benchmarks/gpu/truth/repeat.py,
+docs/gpu-validation.md, "How far the measurement repeats")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks" / "gpu" / "truth"))
+
+import repeat  # noqa: E402
+
+FOLDER = ROOT / "tests" / "data" / "gpu_h200_truth_heldout5"
+
+
+def test_two_profiler_free_processes_disagree_by_about_ten_percent() -> None:
+    rows = repeat.agreements(FOLDER / "ground_truth.json", FOLDER / "ground_truth_repeat.json")
+    # cnn_loader_w2_pin was not reached by the repeat: six workloads, 18 fixes
+    assert {r.workload for r in rows} == {"seed_512", "mlp_infer_b32", "infer_b32",
+                                          "sync_mask_b2048", "sync_item_b4096",
+                                          "sync_nonzero_b4096"}
+    got = repeat.floor(rows)
+    assert got["fixes"] == 18 and got["within_10_pct"] == 11
+    assert got["median_abs_difference_pct"] == pytest.approx(9.3, abs=0.05)
+    assert got["max_abs_difference_pct"] == pytest.approx(22.4, abs=0.05)
+    worst = max(rows, key=lambda r: abs(r.difference_pct))
+    assert (worst.workload, worst.fix) == ("mlp_infer_b32", "cuda_graph")
+    assert (round(worst.first, 2), round(worst.repeat, 2)) == (4.01, 5.16)
+
+
+def test_a_fix_timed_in_one_file_only_is_left_out(tmp_path: Path) -> None:
+    import json
+
+    def gt(stats: dict[str, float]) -> dict[str, object]:
+        return {"workloads": {"w": {"ground_truth": {"stats": {
+            k: {"iter_ms": {"median": v}} for k, v in stats.items()}}}}}
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(gt({"baseline": 2.0, "fix": 1.0, "other": 0.5})))
+    b.write_text(json.dumps(gt({"baseline": 2.2, "fix": 1.0})))
+    rows = repeat.agreements(a, b)
+    assert [(r.fix, r.first, r.repeat) for r in rows] == [("fix", 2.0, 2.2)]
+    assert rows[0].difference_pct == pytest.approx(-100 * 0.2 / 2.2)
