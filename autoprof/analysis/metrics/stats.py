@@ -6,6 +6,7 @@ Every function here is pure and works on numpy arrays or the events table
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import threading
@@ -214,13 +215,15 @@ class Coverage:
     def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
         self.s, self.e = merge_intervals(np.asarray(starts, float), np.asarray(ends, float))
         self.cum = np.concatenate([[0.0], np.cumsum(self.e - self.s)])
+        # plain lists for one-point questions: bisect on a list beats numpy on a scalar
+        self._s, self._e, self._cum = self.s.tolist(), self.e.tolist(), self.cum.tolist()
 
     def _upto(self, x: float) -> float:
         """Covered length in (-inf, x]."""
-        i = int(np.searchsorted(self.s, x, side="right"))  # intervals starting at or before x
+        i = bisect.bisect_right(self._s, x)  # intervals starting at or before x
         if i == 0:
             return 0.0
-        return float(self.cum[i - 1] + min(x, self.e[i - 1]) - self.s[i - 1])
+        return float(self._cum[i - 1] + min(x, self._e[i - 1]) - self._s[i - 1])
 
     def covered(self, lo: float, hi: float) -> float:
         return max(self._upto(hi) - self._upto(lo), 0.0) if hi > lo else 0.0

@@ -27,9 +27,11 @@ SETTLED_US = 0.05  # stop when no duration moves by more than this
 
 
 def compute_items(names: np.ndarray, cats: np.ndarray) -> np.ndarray:
-    """Which GPU items contend for the SMs: kernels other than copies and collectives."""
-    return np.asarray((cats == "kernel") & ~np.fromiter(
-        (bool(NOT_COMPUTE.search(n)) for n in names), bool, len(names)), dtype=bool)
+    """Which GPU items contend for the SMs: kernels other than copies and collectives (each
+    distinct name matched once)."""
+    unique, index = np.unique(np.asarray(names, dtype=str), return_inverse=True)
+    excluded = np.fromiter((bool(NOT_COMPUTE.search(n)) for n in unique), bool, len(unique))
+    return np.asarray((cats == "kernel") & ~excluded[index.reshape(-1)], dtype=bool)
 
 
 def lost_us(start_us: np.ndarray, end_us: np.ndarray) -> np.ndarray:

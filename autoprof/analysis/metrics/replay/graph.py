@@ -207,13 +207,13 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
     call_waits: list[list[int]] = [[] for _ in range(n_calls)]
     is_sync = np.zeros(n_calls, dtype=bool)
     item_deps: list[list[int]] = [[] for _ in range(len(rows))]
+    waits_of, sync_of, deps_of = (calls[k].tolist() for k in ("waits", "is_sync", "deps"))
     for i, s in enumerate(src):
         if s < n_mark:
             continue
-        rec = calls.iloc[s - n_mark]
-        call_waits[i] = [item_of_row[r] for r in rec["waits"] if r in item_of_row]
-        is_sync[i] = bool(rec["is_sync"])
-        for r, dep in rec["deps"]:
+        call_waits[i] = [item_of_row[r] for r in waits_of[s - n_mark] if r in item_of_row]
+        is_sync[i] = bool(sync_of[s - n_mark])
+        for r, dep in deps_of[s - n_mark]:
             if r in item_of_row and dep in item_of_row:
                 item_deps[item_of_row[r]].append(item_of_row[dep])
     call_step = np.clip(np.searchsorted(starts, table["ts"].to_numpy(float), "right") - 1,

@@ -176,7 +176,7 @@ def replay_error(events: pd.DataFrame, *, rank: int | None = None,
 
 
 def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int | None = None,
-                   calibration: Calibration = "median", iterations: int = 40,
+                   calibration: Calibration = "median", tolerance: float = 1e-4,
                    region: str | None = None, inside: bool = True,
                    before: Sequence[Change] = (), measure: Sequence[Change] = (),
                    highest: float = 1.0) -> float:
@@ -187,7 +187,9 @@ def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int |
     already fitted); `measure`: changes applied after the scale only to time what the
     reference timed (the caller's loop removed, to time the call alone). `highest` when even
     that scale is too fast (1.0 by default: the profiler never makes the host faster); the
-    smallest factor tried when even a free host is slower (the GPU side bounds the step)."""
+    smallest factor tried when even a free host is slower (the GPU side bounds the step).
+    The factor is found by halving its interval until that is under `tolerance` times
+    `highest` (14 replays at the default: each replays the whole trace)."""
     g = build_graph(events, rank)
     base = apply_changes(g, calibrate(g, calibration), before)
 
@@ -198,7 +200,7 @@ def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int |
     if median_step_us(highest) <= untraced_step_us:
         return highest
     lo, hi = 0.0, highest  # median_step_us(hi) > untraced_step_us throughout
-    for _ in range(iterations):
+    while hi - lo > tolerance * highest:
         mid = (lo + hi) / 2
         if median_step_us(mid) > untraced_step_us:
             hi = mid
