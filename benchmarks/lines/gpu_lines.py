@@ -7,6 +7,10 @@
 - ``compiled``: the torch.compile'd MLP's kernels take its lines (the forward's lines where
   inductor's provenance is on, ``INDUCTOR_PROVENANCE=1``, else the line that calls it);
 - ``cuda_graph``: the kernels of a CUDA-graph replay take the ``graph.replay()`` line;
+- ``reduce_overhead``: a ``mode="reduce-overhead"`` compiled MLP's replayed kernels take the
+  line that calls it;
+- ``backward``: a training step's backward kernels (launched from autograd's device thread
+  on a GPU) take the lines of the forward ops that recorded them;
 - every case: each op's and kernel's count in the run is ``ACTIVE`` times its count per
   step, with lines on and off (the lines step never shows in the measured steps), and the
   match rate (share of the steps' op self time with a line).
@@ -37,7 +41,8 @@ from autoprof.analysis.metrics.lines.trace import read_lines_file
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs.py"
 ACTIVE = 3  # programs.ACTIVE (not imported: that imports torch)
-CASES = ("sync", "loader", "slow_op", "cuda_graph", "compiled")  # compiled last: the slowest
+# compiled last: the slowest
+CASES = ("sync", "loader", "slow_op", "cuda_graph", "backward", "reduce_overhead", "compiled")
 CASE_TIMEOUT_S = 240
 
 
@@ -52,7 +57,7 @@ def record(case: str, out: Path, lines: bool, timeout_s: float) -> dict[str, Any
     """Run one program in its own process; its run folder (or why there is none)."""
     folder = out / "runs" / ("on" if lines else "off")
     env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
-    if case == "compiled":
+    if case in ("compiled", "reduce_overhead"):
         env.setdefault("INDUCTOR_PROVENANCE", "1")  # inductor keeps kernel -> FX node stacks
     started = time.monotonic()
     try:
@@ -167,8 +172,36 @@ def check_cuda_graph(run: Any, events: pd.DataFrame) -> dict[str, Any]:
             "named": sorted(set(replayed["source"]))[:10]}
 
 
+def check_reduce_overhead(run: Any, events: pd.DataFrame) -> dict[str, Any]:
+    """The kernels of the compiled graph's replays take the line that calls the module."""
+    want = marker("ro_call")
+    gpu = _gpu(events)
+    return {"ok": bool(len(gpu)) and _line_share(gpu, want) >= 95.0, "expected_line": want,
+            "kernels": int(len(gpu)), "call_line_pct": _line_share(gpu, want),
+            "named": sorted(set(gpu["source"]))[:10]}
+
+
+def check_backward(run: Any, events: pd.DataFrame) -> dict[str, Any]:
+    """Backward's kernels (launched off the main thread on a GPU) take the lines of the
+    forward ops that recorded them; every kernel of the step has a line of the program."""
+    forward = {marker("compiled_gelu"), marker("compiled_out"), marker("bw_loss")}
+    gpu = _gpu(events)
+    threads = events["tid"].reindex(gpu["launch_row"].clip(lower=0)).to_numpy()
+    main = events.loc[events["name"].astype(str).str.startswith("ProfilerStep#"),
+                      "tid"].iloc[0]
+    off_main = gpu[(threads != main) & (gpu["launch_row"] >= 0).to_numpy()]
+    on_forward = sum(_line_share(off_main, n) for n in forward) if len(off_main) else 0.0
+    in_program = round(100.0 * float(gpu["dur_us"][[_in_programs(s) for s in gpu["source"]]]
+                                     .sum()) / max(float(gpu["dur_us"].sum()), 1e-9), 2)
+    return {"ok": bool(len(off_main)) and on_forward >= 90.0 and in_program >= 95.0,
+            "expected_lines": sorted(forward), "backward_kernels": int(len(off_main)),
+            "backward_forward_lines_pct": round(on_forward, 2), "program_lines_pct": in_program,
+            "named": sorted(set(off_main["source"]))[:10]}
+
+
 CHECKS = {"sync": check_sync, "loader": check_loader, "slow_op": check_slow_op,
-          "compiled": check_compiled, "cuda_graph": check_cuda_graph}
+          "compiled": check_compiled, "cuda_graph": check_cuda_graph,
+          "reduce_overhead": check_reduce_overhead, "backward": check_backward}
 
 
 def counts(events: pd.DataFrame) -> dict[str, int]:

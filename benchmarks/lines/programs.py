@@ -128,9 +128,40 @@ def cuda_graph(out: str, lines: bool) -> None:
     _record("cuda_graph", out, lines, step)
 
 
+def reduce_overhead(out: str, lines: bool) -> None:
+    """``torch.compile(mode="reduce-overhead")``: the compiled graph replayed as a CUDA graph
+    from inside compiled code (CUDA; on CPU the default mode's code)."""
+    mode = "reduce-overhead" if DEV == "cuda" else "default"
+    model = torch.compile(_MLP().to(DEV), mode=mode)
+    x = torch.randn(256, 512, device=DEV)
+
+    def step() -> Any:
+        with torch.no_grad():
+            return model(x)  # LINE: ro_call
+
+    _record("reduce_overhead", out, lines, step)
+
+
+def backward(out: str, lines: bool) -> None:
+    """A training step: on a GPU autograd's backward runs on its device thread, where no
+    user line encloses it; its ops take the lines of the forward ops that recorded them."""
+    model = _MLP().to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 512, device=DEV)
+
+    def step() -> Any:
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).square().mean()  # LINE: bw_loss
+        loss.backward()  # LINE: bw_backward
+        opt.step()  # LINE: bw_step
+        return loss.detach()
+
+    _record("backward", out, lines, step)
+
+
 CASES: dict[str, Callable[[str, bool], None]] = {
     "sync": sync, "loader": loader, "slow_op": slow_op, "compiled": compiled,
-    "cuda_graph": cuda_graph}
+    "cuda_graph": cuda_graph, "reduce_overhead": reduce_overhead, "backward": backward}
 
 
 def main() -> None:
