@@ -69,9 +69,17 @@ def _metric_lines(d: Diff) -> list[str]:
             for m in d.metrics if m.a != m.b]
 
 
+def _judged_note(d: Diff) -> str:
+    """Where the verdict is on the GPU time per step, says so and why."""
+    if d.judged_on != "gpu_time":
+        return ""
+    return (" (on the GPU time per step: the step time's change is within its noise, and the "
+            "GPU's work bounds the step)")
+
+
 def render_text(d: Diff) -> str:
     lines = [f"autoprof diff: {d.a} -> {d.b}", *_comparability_lines(d), "",
-             f"VERDICT: {d.verdict}"]
+             f"VERDICT: {d.verdict}{_judged_note(d)}"]
     if d.step is not None:
         lines += ["  " + _change_line("step time", d.step)]
         noise = _noise_line(d.step)
@@ -110,7 +118,7 @@ def _md_rows(rows: list[Cause]) -> list[str]:
 
 
 def render_markdown(d: Diff) -> str:
-    lines = [f"### autoprof diff: **{d.verdict}**", "",
+    lines = [f"### autoprof diff: **{d.verdict}**{_judged_note(d)}", "",
              f"`{_md_escape(d.a)}` → `{_md_escape(d.b)}`", "",
              f"- comparability: **{d.comparability.status}**"]
     lines += [f"  - {_md_escape(r)}" for r in d.comparability.blocking + d.comparability.caveats]

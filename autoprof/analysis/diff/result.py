@@ -4,8 +4,13 @@ The result has the same fields as ``autoprof diff A B --json``. Each side is one
 several recordings of one program (repeats: a folder of run folders), whose spread between
 runs the interval then measures (significance.py). The exit status for CI
 (:func:`exit_status`): 2 when the runs cannot be compared, 1 when B is significantly slower
-than A by more than the gate (the lower end of the step time's confidence interval is above
-``gate_pct``: a regression that is both real and larger than the gate), else 0.
+than A by more than the gate (the lower end of the judged measure's confidence interval is
+above ``gate_pct``: a regression that is both real and larger than the gate), else 0.
+
+The verdict is on the step time. Where the step time's change is within its noise but the
+GPU's work per step changed beyond its own, much narrower noise, and that work is at least
+GPU_BOUND_SHARE of the step (the GPU bounds it, so its change is the step's, seen with less
+noise), the verdict is on the GPU time per step (``judged_on``: ``gpu_time``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
 from autoprof.analysis.diff.significance import (
     CPU_NOISE_FLOOR_PCT,
+    CUDA_GPU_NOISE_FLOOR_PCT,
     CUDA_NOISE_FLOOR_PCT,
     NOISE_FLOOR_PCT,
     Change,
@@ -39,6 +45,7 @@ from autoprof.analysis.report.schema import DIFF_SCHEMA_VERSION
 from autoprof.analysis.run import Run, find_runs, load
 
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
+GPU_BOUND_SHARE = 0.5  # the GPU's work per step over the step in A: the GPU bounds the step
 
 
 @dataclass(frozen=True)
@@ -79,15 +86,36 @@ class Diff:
     ranks: list[RankChange] = field(default_factory=list)  # per rank; [] without ranks
 
     @property
+    def judged_on(self) -> str | None:
+        """The measure the verdict is on: ``step_time``, or ``gpu_time`` where only the GPU's
+        work per step changed beyond its noise and the GPU bounds the step (the module doc);
+        None when not comparable."""
+        if self.step is None:
+            return None
+        gpu, step = self.gpu, self.step
+        if (step.verdict == "no significant change" and gpu is not None
+                and gpu.verdict in ("slower", "faster") and gpu.median_a and step.median_a
+                and gpu.median_a >= GPU_BOUND_SHARE * step.median_a):
+            return "gpu_time"
+        return "step_time"
+
+    @property
+    def judged(self) -> Change | None:
+        """The change the verdict is on (``judged_on``)."""
+        return self.gpu if self.judged_on == "gpu_time" else self.step
+
+    @property
     def verdict(self) -> str:
-        return "not comparable" if self.step is None else self.step.verdict
+        judged = self.judged
+        return "not comparable" if judged is None else judged.verdict
 
     @property
     def why(self) -> list[Cause]:
         """The ops that explain the change, largest first, in the direction of the change."""
-        if self.step is None or not self.step.change_pct:
+        judged = self.judged
+        if judged is None or not judged.change_pct:
             return []
-        sign = 1.0 if self.step.change_pct > 0 else -1.0
+        sign = 1.0 if judged.change_pct > 0 else -1.0
         return [c for c in self.ops if c.delta_us * sign > 0][:5]
 
     def to_json(self) -> dict[str, object]:
@@ -97,6 +125,7 @@ class Diff:
             "b": self.b,
             "comparability": self.comparability.to_json(),
             "verdict": self.verdict,
+            "judged_on": self.judged_on,
             "step_time": None if self.step is None else self.step.to_json(),
             "gpu_time": None if self.gpu is None else self.gpu.to_json(),
             "why": [c.to_json() for c in self.why],
@@ -114,9 +143,11 @@ METHOD = ("per-step samples of each run; the change of the median step with a 95
           "from a bootstrap of each run's steps (4000 resamples, fixed seed) plus the spread "
           "between runs (measured from repeats; with one run a side the spread of each run's "
           f"thirds, never under a floor of {CPU_NOISE_FLOOR_PCT:g}% on CPU, "
-          f"{CUDA_NOISE_FLOOR_PCT:g}% on CUDA); faster or slower only when the interval "
-          "excludes zero; min_detectable_pct is the smallest change these runs can tell from "
-          "noise")
+          f"{CUDA_NOISE_FLOOR_PCT:g}% on CUDA, {CUDA_GPU_NOISE_FLOOR_PCT:g}% for the GPU's "
+          "work per step); faster or slower only when the interval excludes zero, judged on "
+          "the GPU time per step where only it changed and the GPU's work is at least "
+          f"{GPU_BOUND_SHARE:.0%} of the step; min_detectable_pct is the smallest change these "
+          "runs can tell from noise")
 
 
 def _metrics(a: RunFacts, b: RunFacts) -> list[Metric]:
@@ -160,12 +191,13 @@ def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts
     if comparable.status == "not comparable":
         return Diff(one_a.label, one_b.label, comparable, None, None,
                     metrics=_metrics(one_a, one_b))
+    gpu_floor_pct = CUDA_GPU_NOISE_FLOOR_PCT if noise_floor_pct is None else noise_floor_pct
     if noise_floor_pct is None:
         noise_floor_pct = default_noise_floor_pct(one_a, one_b)
     step = repeated_change([r.step_us for r in runs_a], [r.step_us for r in runs_b],
                            noise_floor_pct=noise_floor_pct)
     gpu = (repeated_change([r.gpu_us for r in runs_a], [r.gpu_us for r in runs_b],
-                           noise_floor_pct=noise_floor_pct)
+                           noise_floor_pct=gpu_floor_pct)
            if one_a.is_cuda and one_b.is_cuda else None)
     step_delta_us = (step.median_b - step.median_a
                      if step.median_a is not None and step.median_b is not None else 0.0)
@@ -216,9 +248,10 @@ def diff(a: Side, b: Side, *, noise_floor_pct: float | None = None) -> Diff:
 
 def exit_status(result: Diff, gate_pct: float | None) -> int:
     """The CI exit status of a diff (see the module docstring)."""
-    if result.step is None:
+    judged = result.judged
+    if judged is None:
         return EXIT_NOT_COMPARABLE
-    low = result.step.ci_low_pct
-    if result.step.verdict == "slower" and low is not None and low > (gate_pct or 0.0):
+    low = judged.ci_low_pct
+    if judged.verdict == "slower" and low is not None and low > (gate_pct or 0.0):
         return EXIT_REGRESSION
     return EXIT_OK

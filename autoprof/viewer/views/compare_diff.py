@@ -26,13 +26,14 @@ def _causes(rows: list[Any]) -> pd.DataFrame:
 
 
 def _verdict(result: Diff) -> None:
-    step = result.step
+    step = result.judged
     if step is None:
         st.warning("Not comparable: " + md_escape("; ".join(result.comparability.blocking)))
         return
+    on_gpu = result.judged_on == "gpu_time"
     left, right = st.columns(2)
-    left.metric("Step time (B against A)", md_escape(step.verdict), _pct(step.change_pct),
-                delta_color="inverse")
+    left.metric("GPU time per step (B against A)" if on_gpu else "Step time (B against A)",
+                md_escape(step.verdict), _pct(step.change_pct), delta_color="inverse")
     right.metric("95% interval of the change", f"{_pct(step.ci_low_pct)} .. "
                  f"{_pct(step.ci_high_pct)}")
     detectable = ("" if step.min_detectable_pct is None else
@@ -42,6 +43,11 @@ def _verdict(result: Diff) -> None:
     st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps; {step.reason}.{detectable} "
                          "Method: the median step's change; a bootstrap of each run's steps "
                          "plus the spread between runs (docs/diff.md)."))
+    if on_gpu and result.step is not None:
+        st.caption(md_escape(
+            f"Judged on the GPU time per step: the step time's change "
+            f"({_pct(result.step.change_pct)}) is within its noise, and the GPU's work, which "
+            "the host's pace does not move, is most of the step."))
     for caveat in result.comparability.caveats:
         st.caption("Caveat: " + md_escape(caveat))
 
