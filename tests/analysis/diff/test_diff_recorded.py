@@ -94,3 +94,28 @@ def test_h200_twenty_pairs_of_the_same_program_raise_no_false_alarm() -> None:
     assert (three["n"], three["right"]) == (6, 6)
     assert all(r["verdict"] == "no significant change" for r in one["rows"])
     assert one["median_min_detectable_pct"] == pytest.approx(21.5, abs=0.05)
+
+
+def test_the_gpu_floor_is_the_spread_between_h200_recordings_of_one_program() -> None:
+    """CUDA_GPU_NOISE_FLOOR_PCT: nine programs recorded on two starts of the H200 a day
+    apart (tests/data/gpu_h200 and gpu_h200_rerun). A run's median GPU time per step moved
+    by 1.3% (sd of one run: the pairs' RMS difference over sqrt 2) while the step time moved
+    by up to 50%; none of the nine is a false alarm at the floor."""
+    import math
+
+    from autoprof.analysis.diff.significance import CUDA_GPU_NOISE_FLOOR_PCT
+
+    root = Path(__file__).resolve().parents[2] / "data"
+    names = ["accuracy_4096", *(f"sweep_n{n}" for n in (64, 128, 256, 512, 1024, 2048,
+                                                        4096, 8192))]
+    gpu_pct, step_pct = [], []
+    for name in names:
+        d = diff(next((root / "gpu_h200" / name).iterdir()),
+                 next((root / "gpu_h200_rerun" / name).iterdir()))
+        assert d.gpu is not None and d.step is not None and d.verdict == "no significant change"
+        gpu_pct.append(d.gpu.change_pct or 0.0)
+        step_pct.append(abs(d.step.change_pct or 0.0))
+    one_run_sd = math.sqrt(sum(g * g for g in gpu_pct) / len(gpu_pct)) / math.sqrt(2)
+    assert one_run_sd == pytest.approx(1.29, abs=0.01)
+    assert CUDA_GPU_NOISE_FLOOR_PCT >= one_run_sd
+    assert max(step_pct) == pytest.approx(50.3, abs=0.1)
