@@ -25,3 +25,23 @@ def test_a_comparable_pair_gets_a_verdict_and_its_interval(roots, monkeypatch):
     assert "Not comparable" in shown or {"Step time (B against A)",
                                          "95% interval of the change"} <= set(labels)
     assert not at.exception
+
+
+def test_a_verdict_judged_on_the_gpu_time_says_so(tmp_path, monkeypatch):
+    """Two H200 recordings of one program, the second with an added `.item()`: the step's
+    change is within its noise, the GPU's work per step grew beyond its own (docs/diff.md)."""
+    import shutil
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "analysis" / "diff" / "data" / "h200"
+    copies = []
+    for name in ("same_a00", "item_00"):
+        run = next((data / name).iterdir())
+        copies.append(str(shutil.copytree(run, tmp_path / name / run.name)))
+    at = visit(open_app(tmp_path, monkeypatch), "compare")
+    at.multiselect(key="compare").set_value(copies[::-1]).run()  # B (the .item()) first
+    labels = {m.label: m.value for m in at.metric}
+    assert labels.get("GPU time per step (B against A)") == "slower"
+    captions = " ".join(c.value for c in at.caption)
+    assert "Judged on the GPU time per step" in captions
+    assert not at.exception
