@@ -119,3 +119,18 @@ def test_the_gpu_floor_is_the_spread_between_h200_recordings_of_one_program() ->
     assert one_run_sd == pytest.approx(1.29, abs=0.01)
     assert CUDA_GPU_NOISE_FLOOR_PCT >= one_run_sd
     assert max(step_pct) == pytest.approx(50.3, abs=0.1)
+
+
+def test_h200_planted_changes_with_the_gpu_time_judged() -> None:
+    """benchmarks/results-h200-diff-planted.json (docs/diff.md): two recordings a case, one
+    run a side; every planted change slower, the planted op first in 10 of 12."""
+    import json
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "results-h200-diff-planted.json"
+    one = json.loads(path.read_text())["one_run_a_side"]
+    assert (one["same"]["n"], one["same"]["right"]) == (2, 2)
+    planted = ("tanh5", "tanh10", "tanh50", "clone", "wide", "item")
+    assert all(one[c]["verdicts"] == {"slower": 2} for c in planted)
+    assert sum(one[c]["right"] for c in planted) == 10
+    assert (one["tanh5"]["right"], one["clone"]["right"]) == (1, 1)
+    assert one["batch"]["verdicts"] == {"not comparable": 2}
