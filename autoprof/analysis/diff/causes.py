@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from autoprof.analysis.diff.facts import KernelFacts, OpFacts, RunFacts
 from autoprof.analysis.diff.user_ops import HOST_SYNCS, UserOpFacts
 from autoprof.units import fmt_us
@@ -29,10 +31,17 @@ class Cause:
     b_us: float
     share_pct: float | None  # of the step's change (signed: same sign as the change = explains it)
     note: str = ""
+    paced_delta_us: float | None = None  # an op's change beyond B's host pace (op_causes)
 
     @property
     def delta_us(self) -> float:
         return self.b_us - self.a_us
+
+    @property
+    def ranked_us(self) -> float:
+        """What ranks the row: its change beyond the host's pace where known, else its
+        change."""
+        return self.delta_us if self.paced_delta_us is None else self.paced_delta_us
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "name": self.name, "a_us_per_step": self.a_us,
@@ -113,8 +122,33 @@ def _sync_note(a: UserOpFacts | None, b: UserOpFacts | None) -> str:
             "when the tensor is on a GPU)")
 
 
+def _same_call(oa: UserOpFacts, ob: UserOpFacts) -> bool:
+    """Both runs called the op alike: as often, on the same input types and shapes."""
+    return (abs(oa.calls_per_step - ob.calls_per_step) < 0.5
+            and oa.input_types == ob.input_types and oa.input_shapes == ob.input_shapes)
+
+
+def host_pace(a: RunFacts, b: RunFacts) -> float:
+    """How much slower B's host ran than A's as a whole, on CUDA runs: the median, over the
+    ops both called alike, of B's host time over A's (1.0 without such ops, and on CPU runs,
+    whose ops' host time is their work). On a GPU an op's host time is its dispatch and
+    launch, which a process's pace moves alike for every op (the run's level,
+    significance.py); a cause moves its own."""
+    if not (a.is_cuda and b.is_cuda):
+        return 1.0
+    ratios = [ob.host_us_per_step / oa.host_us_per_step
+              for name, oa in a.user_ops.items()
+              if (ob := b.user_ops.get(name)) is not None and oa.host_us_per_step > 0
+              and ob.host_us_per_step > 0 and _same_call(oa, ob)]
+    return float(np.median(ratios)) if ratios else 1.0
+
+
 def op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
-    """The outermost ops the user called, each with all it ran rolled up (user_ops.py)."""
+    """The outermost ops the user called, each with all it ran rolled up (user_ops.py),
+    ranked by their change beyond B's host pace (``host_pace``): an op whose host time only
+    followed the whole process's pace explains nothing of its own. The rows keep their
+    measured times; ``paced_delta_us`` is what the ranking reads."""
+    pace = host_pace(a, b)
     rows = []
     for name in dict.fromkeys([*a.user_ops, *b.user_ops]):
         oa, ob = a.user_ops.get(name), b.user_ops.get(name)
@@ -122,9 +156,10 @@ def op_causes(a: RunFacts, b: RunFacts, step_delta_us: float) -> list[Cause]:
         b_us = ob.us_per_step if ob else 0.0
         if a_us or b_us:
             notes = [_op_note(oa, ob), _sync_note(oa, ob), _inside_note(name, oa, ob)]
+            paced = b_us - a_us - (pace - 1.0) * (oa.host_us_per_step if oa else 0.0)
             rows.append(Cause("op", name, a_us, b_us, _share(b_us - a_us, step_delta_us),
-                              "; ".join(n for n in notes if n)))
-    return _ranked(rows)[:TOP_ROWS]
+                              "; ".join(n for n in notes if n), paced))
+    return sorted(rows, key=lambda c: (-abs(c.ranked_us), c.name))[:TOP_ROWS]
 
 
 def _renames(a: RunFacts, b: RunFacts) -> dict[str, str]:

@@ -116,7 +116,7 @@ class Diff:
         if judged is None or not judged.change_pct:
             return []
         sign = 1.0 if judged.change_pct > 0 else -1.0
-        return [c for c in self.ops if c.delta_us * sign > 0][:5]
+        return [c for c in self.ops if c.ranked_us * sign > 0][:5]
 
     def to_json(self) -> dict[str, object]:
         return {

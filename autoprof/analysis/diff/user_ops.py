@@ -33,6 +33,7 @@ class UserOpFacts:
     input_types: str
     children_us_per_step: Mapping[str, float] = field(default_factory=dict)  # self + GPU work
     syncs: frozenset[str] = frozenset()  # sync calls and scalar reads it ran (itself included)
+    host_us_per_step: float = 0.0  # its host wall time alone (the GPU work apart)
 
 
 def outermost_ops(events: pd.DataFrame) -> np.ndarray:
@@ -108,5 +109,5 @@ def user_op_facts(events: pd.DataFrame, steps: int) -> dict[str, UserOpFacts]:
             (float(rows["dur_us"].sum()) + float(gpu_us.get(key, 0.0))) / steps,
             len(rows) / steps, most_common(rows["input_dims"]),
             most_common(rows["input_types"]), children.get(key, {}),
-            frozenset(syncs.get(key, set())))
+            frozenset(syncs.get(key, set())), float(rows["dur_us"].sum()) / steps)
     return facts
