@@ -11,6 +11,7 @@ names the newest run. Every trace must resolve inside the folder it was found in
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -92,7 +93,9 @@ def _run_source(run_dir: Path) -> Source:
     manifest_path = run_dir / MANIFEST_NAME
     record = read_record(manifest_path)
     source = Source(run_dir, "run", [], record=record)
-    for trace, rank in _listed_by_rank(run_dir, record, manifest_path, source).items():
+    entries = [(child, not child.is_file()) for child in sorted(run_dir.iterdir())]
+    for trace, rank in listed_by_rank(run_dir, record, manifest_path, entries, read_record,
+                                      source).items():
         if not trace.exists():
             source.warnings.append(f"{trace.name}: listed in the manifest but missing")
             continue
@@ -105,24 +108,27 @@ def _run_source(run_dir: Path) -> Source:
     return source
 
 
-def _listed_by_rank(run_dir: Path, record: Manifest, manifest_path: Path,
-                    source: Source) -> dict[Path, int | None]:
+def listed_by_rank(run_dir: _Where, record: Manifest, manifest_path: TracePath,
+                   entries: Sequence[tuple[_Where, bool]],
+                   read: Callable[[_Where], Manifest], source: Source
+                   ) -> dict[_Where, int | None]:
     """Each trace the run's manifests list, with the rank whose manifest lists it (None: not
-    known); the rank manifests go into ``source.rank_manifests``."""
-    listed: dict[Path, int | None] = {}
+    known); the rank manifests (read by ``read``) go into ``source.rank_manifests``.
+    ``entries``: the run folder's children, each with "is a folder", in name order."""
+    listed: dict[_Where, int | None] = {}
     for trace in listed_traces(run_dir, record, manifest_path):
         listed[trace] = record.rank
-    for child in sorted(run_dir.iterdir()):
+    for child, is_dir in entries:
         rank_number = rank_of_manifest(child.name)
-        if rank_number is None:
+        if rank_number is None or is_dir:
             continue
-        rank_manifest = read_record(child)
+        rank_manifest = read(child)
         source.rank_manifests[rank_number] = rank_manifest
         for trace in listed_traces(run_dir, rank_manifest, child):
             listed[trace] = rank_number
     if record.files is None:  # old manifests: find the traces by name
-        for child in sorted(run_dir.iterdir()):
-            if child.is_file() and may_be_trace_name(child.name):
+        for child, is_dir in entries:
+            if not is_dir and may_be_trace_name(child.name):
                 listed.setdefault(child, None)
     return listed
 

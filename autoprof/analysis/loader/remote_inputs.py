@@ -12,13 +12,13 @@ from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.inputs import (
     MAX_TRACES,
     Source,
-    listed_traces,
+    listed_by_rank,
     may_be_trace_name,
     no_trace_detail,
 )
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, record_from_bytes
 from autoprof.analysis.loader.remote import RemoteFile, TracePath
-from autoprof.runfolder import Manifest, rank_of_manifest
+from autoprof.runfolder import Manifest
 
 Entries = list[tuple[RemoteFile, bool]]  # a folder's children, each with "is a folder"
 
@@ -37,31 +37,12 @@ def _exists(target: RemoteFile, entries: Entries) -> bool:
         return False
 
 
-def _listed(run_dir: RemoteFile, record: Manifest, entries: Entries,
-            source: Source) -> dict[TracePath, int | None]:
-    """Each trace the run's manifests list, with the rank of the manifest that lists it."""
-    listed: dict[TracePath, int | None] = {}
-    for trace in listed_traces(run_dir, record, run_dir / MANIFEST_NAME):
-        listed[trace] = record.rank
-    for child, is_dir in entries:
-        rank_number = rank_of_manifest(child.name)
-        if rank_number is None or is_dir:
-            continue
-        rank_manifest = read_remote_record(child)
-        source.rank_manifests[rank_number] = rank_manifest
-        for trace in listed_traces(run_dir, rank_manifest, child):
-            listed[trace] = rank_number
-    if record.files is None:  # old manifests: find the traces by name
-        for child, is_dir in entries:
-            if not is_dir and may_be_trace_name(child.name):
-                listed.setdefault(child, None)
-    return listed
-
-
 def _run_source(run_dir: RemoteFile, entries: Entries) -> Source:
     record = read_remote_record(run_dir / MANIFEST_NAME)
     source = Source(run_dir, "run", [], record=record)
-    for trace, rank in _listed(run_dir, record, entries, source).items():
+    listed = listed_by_rank(run_dir, record, run_dir / MANIFEST_NAME, entries,
+                            read_remote_record, source)
+    for trace, rank in listed.items():
         if not (isinstance(trace, RemoteFile) and _exists(trace, entries)):
             source.warnings.append(f"{trace.name}: listed in the manifest but missing")
             continue
