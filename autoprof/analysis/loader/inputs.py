@@ -90,16 +90,28 @@ def listed_traces(run_dir: _Where, record: Manifest, manifest_path: TracePath
 
 
 def _run_source(run_dir: Path) -> Source:
-    manifest_path = run_dir / MANIFEST_NAME
-    record = read_record(manifest_path)
-    source = Source(run_dir, "run", [], record=record)
-    entries = [(child, not child.is_file()) for child in sorted(run_dir.iterdir())]
-    for trace, rank in listed_by_rank(run_dir, record, manifest_path, entries, read_record,
-                                      source).items():
+    def present(trace: Path) -> bool:
         if not trace.exists():
+            return False
+        _check_inside(trace, run_dir, "the run folder")
+        return True
+
+    entries = [(child, not child.is_file()) for child in sorted(run_dir.iterdir())]
+    return run_source(run_dir, run_dir / MANIFEST_NAME, entries, read_record, present)
+
+
+def run_source(run_dir: _Where, manifest_path: _Where, entries: Sequence[tuple[_Where, bool]],
+               read: Callable[[_Where], Manifest], present: Callable[[_Where], bool]
+               ) -> Source:
+    """A run folder's traces, local or by URL: those its manifests list that are
+    ``present`` (each missing one a warning), with their ranks (``listed_by_rank``)."""
+    record = read(manifest_path)
+    source = Source(run_dir, "run", [], record=record)
+    for trace, rank in listed_by_rank(run_dir, record, manifest_path, entries, read,
+                                      source).items():
+        if not present(trace):
             source.warnings.append(f"{trace.name}: listed in the manifest but missing")
             continue
-        _check_inside(trace, run_dir, "the run folder")
         source.traces.append(trace)
         if rank is not None:
             source.manifest_rank[trace] = rank

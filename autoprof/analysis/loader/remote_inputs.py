@@ -12,9 +12,8 @@ from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.inputs import (
     MAX_TRACES,
     Source,
-    listed_by_rank,
     may_be_trace_name,
-    no_trace_detail,
+    run_source,
 )
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, record_from_bytes
 from autoprof.analysis.loader.remote import RemoteFile, TracePath
@@ -38,20 +37,8 @@ def _exists(target: RemoteFile, entries: Entries) -> bool:
 
 
 def _run_source(run_dir: RemoteFile, entries: Entries) -> Source:
-    record = read_remote_record(run_dir / MANIFEST_NAME)
-    source = Source(run_dir, "run", [], record=record)
-    listed = listed_by_rank(run_dir, record, run_dir / MANIFEST_NAME, entries,
-                            read_remote_record, source)
-    for trace, rank in listed.items():
-        if not (isinstance(trace, RemoteFile) and _exists(trace, entries)):
-            source.warnings.append(f"{trace.name}: listed in the manifest but missing")
-            continue
-        source.traces.append(trace)
-        if rank is not None:
-            source.manifest_rank[trace] = rank
-    if not source.traces:
-        raise TraceError(run_dir, f"run folder has no trace ({no_trace_detail(record)})")
-    return source
+    return run_source(run_dir, run_dir / MANIFEST_NAME, entries, read_remote_record,
+                      lambda trace: _exists(trace, entries))
 
 
 def _folder_source(folder: RemoteFile, entries: Entries) -> Source:
