@@ -187,8 +187,6 @@ class Driver:
         self.start_ms = 0.0
         built_ns = time.perf_counter_ns()
         kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
-        self._cupti = CuptiTeardown()  # CUPTI let go as the window ends (cupti.py)
-        self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
         self._prof: Any = profile(
             activities=[kinds[a] for a in activities],
             schedule=self.schedule_fn,
@@ -199,6 +197,8 @@ class Driver:
             with_flops=options.with_flops,
             with_modules=options.with_modules,
         )
+        self._cupti = CuptiTeardown()  # CUPTI let go as the window ends (cupti.py)
+        self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
         self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
 
     def phase(self, step: int) -> Phase:
