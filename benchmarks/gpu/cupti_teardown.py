@@ -17,13 +17,15 @@ one of three environments, interleaved workload by workload:
 
 Per recording: ``after_x``, the median iteration after the window over the fastest untraced
 warm-up iteration (after the first). ``OUT/cupti_teardown.json`` holds every recording and
-the median ``after_x`` of each environment. ``graph_program`` replays a CUDA graph after the
-window: it must run to the end under every environment.
+the median ``after_x`` of each environment, and each recording's ``kernels_recorded`` (the
+kernels its trace holds: CUPTI torn down too early leaves none). ``graph_program`` replays
+a CUDA graph after the window: it must run to the end under every environment.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -39,6 +41,17 @@ ENVIRONMENTS: dict[str, dict[str, str]] = {
 WORKLOADS = "seed_512,mlp_infer_b32,sync_nonzero_b4096,graph_program"
 
 
+def _kernels(run_dir: Path) -> int:
+    """GPU kernels in the run's traces: a teardown at the wrong moment leaves none."""
+    count = 0
+    for trace in run_dir.glob("*.pt.trace.json*"):
+        opener = gzip.open if trace.suffix == ".gz" else open
+        with opener(trace, "rt", encoding="utf-8") as f:
+            events = json.load(f).get("traceEvents", [])
+        count += sum(1 for e in events if e.get("cat") == "kernel")
+    return count
+
+
 def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TEARDOWN_CUPTI"}
     env.update(ENVIRONMENTS[env_name])
@@ -52,7 +65,10 @@ def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, 
     if done.returncode != 0 or not record.exists():
         row["error"] = done.stderr[-600:]
         return row
-    phases = json.loads(record.read_text())["iteration_ms_by_phase"]
+    recorded = json.loads(record.read_text())
+    phases = recorded["iteration_ms_by_phase"]
+    if recorded.get("run"):
+        row["kernels_recorded"] = _kernels(out / recorded["run"])
     warm = min(phases["warmup"][1:])
     after = statistics.median(phases["after"])
     row.update(warm_ms=round(warm, 4), after_ms=round(after, 4), after_x=round(after / warm, 3),

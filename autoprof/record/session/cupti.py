@@ -13,6 +13,10 @@ profiler stops:
 - only on CUDA 12.6 or newer, where Kineto itself makes teardown the default: older CUDA
   versions crash re-initialising CUPTI after a teardown in programs that use CUDA graphs
   (torch's ``prepare_trace`` turns teardown off for inductor's CUDA graphs itself).
+- only in a run without a source-lines step (``autoprof.record.lines``): with that step's
+  own profiler started and stopped before torch's, the variable set (before that stop, or
+  only after it) left torch's trace without a single kernel on the H200 (torch 2.11, CUDA
+  13), while the variable left alone recorded them (docs/gpu-validation.md).
 """
 
 from __future__ import annotations

@@ -197,8 +197,12 @@ class Driver:
             with_flops=options.with_flops,
             with_modules=options.with_modules,
         )
-        self._cupti = CuptiTeardown()  # CUPTI let go as the window ends (cupti.py)
-        self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
+        # CUPTI let go as the window ends (cupti.py), only in a run without a lines step:
+        # after the lines step's own profiler, TEARDOWN_CUPTI=1 (set before its stop or only
+        # after it) left torch's trace without any GPU activity on the H200 (CUDA 13)
+        self._cupti = CuptiTeardown()
+        if self.lines.step is None:
+            self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
         self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
 
     def phase(self, step: int) -> Phase:

@@ -136,6 +136,30 @@ def test_h200_planted_changes_with_the_gpu_time_judged() -> None:
     assert one["batch"]["verdicts"] == {"not comparable": 2}
 
 
+def test_h200_planted_changes_ten_recordings_a_case() -> None:
+    """benchmarks/results-h200-diff-planted-ten.json (docs/diff.md): ten recordings of each
+    case on the H200, one run a side, with `why` ranked beyond B's host pace: every planted
+    change called slower with the planted op first in at least 9 of 10, the same program
+    unchanged in 9 of 10 (that miss and the copy's: the second recording's step 21% and 19%
+    faster, most of it aten::mm's host, -70 and -72 us a step)."""
+    import json
+
+    path = (Path(__file__).resolve().parents[3] / "benchmarks"
+            / "results-h200-diff-planted-ten.json")
+    one = json.loads(path.read_text())["one_run_a_side"]
+    assert (one["same"]["n"], one["same"]["right"]) == (10, 9)
+    for case in ("tanh5", "tanh10", "tanh50", "clone", "wide", "item", "batch"):
+        assert one[case]["n"] == 10 and one[case]["right"] >= 9, case
+        firsts = [r["planted_rank"] == 0 for r in one[case]["rows"]
+                  if r["verdict"] == "slower"]
+        if case != "batch":
+            assert sum(firsts) >= 9, case
+    assert one["clone"]["right"] == 9
+    missed = [r for r in one["clone"]["rows"] + one["same"]["rows"]
+              if r["verdict"] == "faster"]
+    assert len(missed) == 2 and all(r["first"] == "aten::matmul" for r in missed)
+
+
 def test_h200_planted_recordings_rank_the_planted_op_beyond_the_hosts_pace() -> None:
     """The 18 recordings of benchmarks/results-h200-diff-planted.json, judged again by
     diff_validation's own evaluation: with `why` ranked beyond B's host pace (causes.py
