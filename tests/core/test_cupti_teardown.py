@@ -82,7 +82,7 @@ def test_without_a_lines_step_the_variable_is_set_while_the_profiler_lives(monke
 def test_a_run_with_a_lines_step_leaves_the_variable_alone(monkeypatch, traces_root):
     """The lines step's own profiler stops inside the window: with the variable set before that
     stop, or only after it, the measured steps on the H200 held no kernel at all
-    (docs/gpu-validation.md, "Source lines on the H200")."""
+    (docs/gpu-validation.md, "After the window")."""
     seen = _seen_by_the_calls(monkeypatch)
     assert seen == [None] * (WINDOW_CALLS + 2)
 
