@@ -20,10 +20,16 @@ Python line (autograd's backward on its own thread) keep the stack's innermost u
 While it records, global forward hooks label each module call with its attribute path
 (``record_function("autoprof::module GPT2Model.h.3.attn")``): torch's own module events
 name classes (``nn.Module: Linear_1``), not the path a user reads in ``named_modules()``.
+
+A torch.compile'd module or function runs in the step as in the measured steps: each of
+its calls takes the mode and the hooks away (dynamo guards on both: with them it would
+compile again and break its graph at each label) and is labelled as a whole with the line
+that called it, so its ops are the measured steps' ops and take that line.
 """
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
@@ -31,6 +37,7 @@ import shutil
 import socket
 import sys
 import sysconfig
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -145,11 +152,23 @@ class _ModulePaths:
         self._torch = torch
         self._stack: list[tuple[Any, str, Any]] = []
         self._names: dict[tuple[int, int], str] = {}
-        mod = torch.nn.modules.module
-        self._handles = [
-            mod.register_module_forward_pre_hook(self._pre),
-            mod.register_module_forward_hook(self._post, always_call=True),
-        ]
+        self._removed = False
+        self._handles = self._register()
+
+    def _register(self) -> list[Any]:
+        mod = self._torch.nn.modules.module
+        return [mod.register_module_forward_pre_hook(self._pre),
+                mod.register_module_forward_hook(self._post, always_call=True)]
+
+    def suspend(self) -> None:
+        """Out of torch's global hook dicts (the labels open now stay open)."""
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            _quietly(handle.remove)
+
+    def resume(self) -> None:
+        if not self._handles and not self._removed:
+            self._handles = self._register()
 
     def _path(self, module: Any) -> str:
         """The caller module's path and the name under it (a child, or deeper: a block of a
@@ -183,10 +202,117 @@ class _ModulePaths:
                 return
 
     def remove(self) -> None:
-        for handle in self._handles:
-            _quietly(handle.remove)
+        self._removed = True
+        self.suspend()
         while self._stack:
             _quietly(self._stack.pop()[2].__exit__, None, None, None)
+
+
+def _optimize_contexts() -> list[Any]:
+    """Every dynamo context of a torch.compile'd module or function alive in the process
+    (none when dynamo was never imported)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    cls = getattr(eval_frame, "OptimizeContext", None)
+    if not isinstance(cls, type):
+        return []
+    return [obj for obj in gc.get_objects() if issubclass(type(obj), cls)]
+
+
+class _CompiledRegions:
+    """Each call of a torch.compile'd module or function runs in the lines step as in the
+    measured steps: dynamo guards on the torch-function mode stack and on the global module
+    hooks, so with the label mode and the hooks on it would compile the code again, break
+    its graph at each label and run other ops than the measured steps. An enter hook of
+    every compiled function's dynamo context (``enter_exit_hooks``: run by dynamo around
+    each call) takes the mode off the stack and the hooks out of torch's dicts for the
+    outermost compiled call of a thread, and labels the call with the line that made it;
+    the ops inside take that line (inductor's provenance may name finer lines of kernels).
+    """
+
+    def __init__(self, torch: Any, where: Callable[[], str | None],
+                 label: Callable[[str | None], Any], hooks: _ModulePaths,
+                 contexts: list[Any]) -> None:
+        self._torch = torch
+        self._where = where
+        self._label = label
+        self.mode: Any = None  # the label mode, once built (nothing here refers to the step)
+        self._hooks = hooks
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._threads_inside = 0  # the hooks are global: out while any thread is inside
+        self._lists: list[list[Any]] = []
+        for context in contexts:
+            enters = getattr(context, "enter_exit_hooks", None)
+            if isinstance(enters, list):
+                enters.append(self.enter)
+                self._lists.append(enters)
+
+    def inside(self) -> bool:
+        """Is this thread inside a compiled call?"""
+        return bool(getattr(self._local, "depth", 0))
+
+    def outside(self, where: Callable[[], str | None]) -> Callable[[], str | None]:
+        """``where`` outside compiled calls, None inside them (their call's label holds)."""
+
+        def where_outside() -> str | None:
+            return None if self.inside() else where()
+
+        return where_outside
+
+    def enter(self) -> Callable[[], None]:
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth:
+            return self._leave_nested
+        popped = self._pop_mode()
+        self._hooks_out()
+        try:
+            rf = self._label(self._where())
+        except Exception:
+            rf = None
+
+        def leave() -> None:
+            self._local.depth = 0
+            if rf is not None:
+                _quietly(rf.__exit__, None, None, None)
+            self._hooks_in()
+            if popped is not None:
+                _quietly(self._torch.overrides._push_mode, popped)
+
+        return leave
+
+    def _hooks_out(self) -> None:
+        with self._lock:
+            self._threads_inside += 1
+            if self._threads_inside == 1:
+                self._hooks.suspend()
+
+    def _hooks_in(self) -> None:
+        with self._lock:
+            self._threads_inside -= 1
+            if self._threads_inside == 0:
+                self._hooks.resume()
+
+    def _leave_nested(self) -> None:
+        self._local.depth = max(getattr(self._local, "depth", 1) - 1, 0)
+
+    def _pop_mode(self) -> Any:
+        """The label mode, taken off this thread's mode stack when it is on top (else None:
+        under another mode the call runs as before, recompiled)."""
+        mode = self.mode
+        try:
+            overrides = self._torch.overrides
+            if mode is None or overrides._get_current_function_mode() is not mode:
+                return None
+            return overrides._pop_mode()
+        except Exception:
+            return None
+
+    def remove(self) -> None:
+        for enters in self._lists:
+            enters[:] = [enter for enter in enters if enter != self.enter]
+        self._lists = []
+        self.mode = None
 
 
 class LinesStep:
@@ -202,6 +328,7 @@ class LinesStep:
         self._hooks: _ModulePaths | None = None
         self._mode: Any = None
         self._replays: ReplayLabels | None = None
+        self._regions: _CompiledRegions | None = None
         self._prefixes = not_user_prefixes(torch)
 
     def profiler_module(self) -> Any:
@@ -213,15 +340,18 @@ class LinesStep:
         # ours are only on during this step
         warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there "
                                 "are global hooks")
+        contexts = _optimize_contexts()  # before the profiler: its scan is no step's work
         self._prof.start()
         try:
             self._hooks = _ModulePaths(self._torch)
             where = _line_finder(self._prefixes)
             label = _labeller(self._torch.autograd.profiler.record_function)
-            self._replays = ReplayLabels(self._torch, where, label)
-            mode = _LineLabels.build(self._torch, where, label)
+            regions = _CompiledRegions(self._torch, where, label, self._hooks, contexts)
+            self._regions = regions
+            self._replays = ReplayLabels(self._torch, regions.outside(where), label)
+            mode = _LineLabels.build(self._torch, regions.outside(where), label)
             mode.__enter__()
-            self._mode = mode
+            self._mode = regions.mode = mode
         except Exception:
             _quietly(self.stop, None, None)  # what did start is off again: no lines, no leak
             raise
@@ -231,10 +361,13 @@ class LinesStep:
         mode, self._mode = self._mode, None
         hooks, self._hooks = self._hooks, None
         replays, self._replays = self._replays, None
+        regions, self._regions = self._regions, None
         try:
             if mode is not None:
                 mode.__exit__(None, None, None)
         finally:
+            if regions is not None:
+                _quietly(regions.remove)
             if hooks is not None:
                 hooks.remove()
             if replays is not None:

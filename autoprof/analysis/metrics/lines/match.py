@@ -6,6 +6,10 @@ aligned with the lines step's ops of the same thread id (the same process, so th
 thread) by their names: equal sequences pair one to one, others through difflib's longest
 matching blocks (an op only one of them has stays unattributed). Each matched row takes the
 lines op's ``source`` and ``module``; GPU work takes those of the op that launched it.
+
+An op left without a pair inside a compiled region (a ``Torch-Compiled Region`` op, the
+frame dynamo runs compiled code in) whose region op has a line takes the line of its
+innermost such region: the line that called the compiled module or function.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from autoprof.analysis.metrics.stats import require_columns
 from autoprof.analysis.metrics.sync import autoprof_mask
 
 _NEEDS = ("name", "cat", "tid", "step", "ts_us", "self_us", "rank", "op_row")
+COMPILED_REGION = "Torch-Compiled Region"
+_MAX_DEPTH = 512  # parents walked up from an op (a malformed chain ends there)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,37 @@ def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp]) -> dict[int, tuple[
     return found
 
 
+def _enclosing(label: int, parent_of: dict[int, int], wanted: set[int]) -> int:
+    """The innermost ancestor of ``label`` in ``wanted`` (by ``parent``), or -1."""
+    at = parent_of.get(label, -1)
+    for _ in range(_MAX_DEPTH):
+        if at is None or not at >= 0 or at in wanted:
+            break
+        at = parent_of.get(at, -1)
+    return int(at) if at is not None and at in wanted else -1
+
+
+def _in_regions(events: pd.DataFrame, ops: pd.DataFrame,
+                found: dict[int, tuple[str, str]]) -> dict[int, tuple[str, str]]:
+    """The user ops without a line whose innermost enclosing compiled region with a line
+    (by ``parent``: the same thread, inside its time) gives them that line."""
+    if "parent" not in events.columns or not found:
+        return {}
+    labels = pd.Index(list(found))
+    names = events["name"].reindex(labels).astype(str)
+    regions = set(labels[names.str.startswith(COMPILED_REGION).to_numpy(dtype=bool)].tolist())
+    left = ops.index[~ops.index.isin(labels)].tolist()
+    if not regions or not left:
+        return {}
+    parent_of = dict(zip(events.index.tolist(), events["parent"].tolist(), strict=True))
+    inherited: dict[int, tuple[str, str]] = {}
+    for label in left:
+        region = _enclosing(int(label), parent_of, regions)
+        if region >= 0:
+            inherited[int(label)] = found[region]
+    return inherited
+
+
 def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
               kernels: dict[str, dict[str, list[str]]] | None = None) -> Attribution:
     """Each user op row of ``events`` (and the GPU work it launched) with its line; CUDA-graph
@@ -90,6 +127,7 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
         plain = [op for op in lines if op.name not in GRAPH_LAUNCHES]
         found.update(_attribute_rank(ops[ops["rank"] == rank], plain))
         launches.update(graph_launches(events, lines, rank))
+    found.update(_in_regions(events, ops, found))
     compiled = kernel_lines(events, kernels or {})
     if not found and not launches and not compiled:
         return Attribution(EMPTY, 0.0, bool(lines_by_rank))
