@@ -167,8 +167,13 @@ def test_sigkill_after_one_of_two_cycles_keeps_the_whole_cycle(tmp_path, traces_
     assert _hidden(run) == []
 
 
+def _default_ctrl_c() -> None:
+    """A job started by a shell's `&` inherits SIGINT ignored; a terminal's job does not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_of_the_job_does_not_reach_the_finisher(tmp_path, traces_root):
-    proc = _start(tmp_path, traces_root, start_new_session=True)
+    proc = _start(tmp_path, traces_root, start_new_session=True, preexec_fn=_default_ctrl_c)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl+C: the whole foreground process group
     time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)  # a second one, while exit waits for the finisher
