@@ -4,15 +4,17 @@ Run on a CUDA machine from the repository root (msgspec on ``PYTHONPATH``)::
 
     PYTHONPATH=. python benchmarks/gpu/cupti_teardown.py --out OUT [--reps 2]
         [--workloads seed_512,mlp_infer_b32,sync_nonzero_b4096,graph_program] [--device cpu]
+        [--profiler-warmup 2]
 
 Each recording is the truth suite's ``record.py`` (a fresh process: 5 untraced warm-up calls,
-autoprof's default schedule, 5 calls after it, every iteration timed with CUDA events) under
+its schedule, 5 calls after it; ``--profiler-warmup 2`` adds the source-lines step of
+autoprof's default schedule, every iteration timed with CUDA events) under
 one of three environments, interleaved workload by workload:
 
 - ``kept``: ``TEARDOWN_CUPTI=0`` (CUPTI left attached after the trace: autoprof before it
   set the variable, and a user who turns teardown off);
-- ``autoprof``: the variable unset (autoprof sets ``TEARDOWN_CUPTI=1`` while its profiler
-  lives, on CUDA 12.6 or newer: ``autoprof/record/session/cupti.py``);
+- ``autoprof``: the variable unset (autoprof sets ``TEARDOWN_CUPTI=1`` just before its last
+  trace stops, on CUDA 12.6 or newer: ``autoprof/record/session/cupti.py``);
 - ``preset``: ``TEARDOWN_CUPTI=1`` from the process's start.
 
 Per recording: ``after_x``, the median iteration after the window over the fastest untraced
@@ -52,12 +54,13 @@ def _kernels(run_dir: Path) -> int:
     return count
 
 
-def _record(workload: str, env_name: str, work: Path, device: str) -> dict[str, Any]:
+def _record(workload: str, env_name: str, work: Path, device: str,
+            profiler_warmup: int) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TEARDOWN_CUPTI"}
     env.update(ENVIRONMENTS[env_name])
     out = work / f"{workload}-{env_name}"
     argv = [sys.executable, str(HERE / "truth" / "record.py"), "--workload", workload,
-            "--out", str(out), "--device", device]
+            "--out", str(out), "--device", device, "--profiler-warmup", str(profiler_warmup)]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     row: dict[str, Any] = {"workload": workload, "environment": env_name,
                            "rc": done.returncode}
@@ -82,6 +85,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--workloads", default=WORKLOADS)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--profiler-warmup", type=int, default=1,
+                        help="2: each recording has autoprof's source-lines step")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -89,12 +94,14 @@ def main() -> int:
         for _ in range(args.reps):
             for workload in args.workloads.split(","):
                 for env_name in ENVIRONMENTS:
-                    rows.append(_record(workload, env_name, Path(tmp), args.device))
+                    rows.append(_record(workload, env_name, Path(tmp), args.device,
+                                        args.profiler_warmup))
                     print(json.dumps(rows[-1]), flush=True)
     medians = {name: statistics.median([r["after_x"] for r in rows
                                         if r["environment"] == name and "after_x" in r] or [0])
                for name in ENVIRONMENTS}
-    report = {"medians_after_x": medians, "recordings": rows}
+    report = {"profiler_warmup": args.profiler_warmup, "medians_after_x": medians,
+              "recordings": rows}
     (args.out / "cupti_teardown.json").write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(medians))
     return 0

@@ -13,8 +13,6 @@ from autoprof.record.options import Schedule
 from autoprof.record.session import cupti
 from autoprof.record.session.cupti import TEARDOWN_ENV, CuptiTeardown, teardown_wanted
 
-WINDOW_CALLS = 3 + Schedule().total_steps  # the default warm-up calls, then its schedule
-
 
 @pytest.mark.parametrize(("activities", "cuda", "environ", "wanted"), [
     (("cpu", "cuda"), "13.0", {}, True),
@@ -52,39 +50,86 @@ def test_a_users_setting_is_never_touched():
     assert environ == {TEARDOWN_ENV: "0"}
 
 
-def _seen_by_the_calls(monkeypatch, **options: object) -> list[str | None]:
-    """TEARDOWN_CUPTI as each call of a decorated function saw it (CUDA itself simulated:
-    the conditions are tested above)."""
+def _seen_by_kineto(monkeypatch, **options: object) -> tuple[list[tuple[str, str | None]],
+                                                            list[str | None]]:
+    """TEARDOWN_CUPTI as Kineto saw it at each trace's prepare, start and stop (every
+    profiler of the window, the source-lines step's too), and as each call of a decorated
+    function saw it (CUDA itself simulated: the conditions are tested above)."""
+    from torch.profiler.profiler import _KinetoProfile
+
     monkeypatch.delenv(TEARDOWN_ENV, raising=False)
     monkeypatch.setattr(cupti, "teardown_wanted", lambda *args: True)
-    seen: list[str | None] = []
+    at_kineto: list[tuple[str, str | None]] = []
+    for method in ("prepare_trace", "start_trace", "stop_trace"):
+        def seen(self: _KinetoProfile, *args: object, _method: str = method,
+                 _real: object = getattr(_KinetoProfile, method)) -> object:
+            at_kineto.append((_method, os.environ.get(TEARDOWN_ENV)))
+            return _real(self, *args)  # type: ignore[operator]
+        monkeypatch.setattr(_KinetoProfile, method, seen)
+    by_calls: list[str | None] = []
 
     def step(x: torch.Tensor) -> torch.Tensor:
-        seen.append(os.environ.get(TEARDOWN_ENV))
+        by_calls.append(os.environ.get(TEARDOWN_ENV))
         return x + 1
 
     fn = autoprof(name="cupti_teardown", **options)(step)
-    for _ in range(WINDOW_CALLS + 2):
+    calls = 3 + Schedule(**options.get("schedule", {})).total_steps  # type: ignore[arg-type]
+    for _ in range(calls + 2):
         assert torch.equal(fn(torch.ones(2)), torch.ones(2) + 1)
     fn.autoprof_session.flush()
     assert TEARDOWN_ENV not in os.environ
-    return seen
+    return at_kineto, by_calls
 
 
-def test_without_a_lines_step_the_variable_is_set_while_the_profiler_lives(monkeypatch,
-                                                                           traces_root):
-    seen = _seen_by_the_calls(monkeypatch, source_lines=False)
-    assert seen[:3] == [None, None, None]  # untraced warm-up calls: no profiler yet
-    assert seen[3:WINDOW_CALLS] == ["1"] * (WINDOW_CALLS - 3)  # the profiler's steps
-    assert seen[WINDOW_CALLS:] == [None, None]  # after the window: put back
+def _only_the_last_stop_tears_down(at_kineto: list[tuple[str, str | None]]) -> None:
+    assert at_kineto[-1] == ("stop_trace", "1")
+    assert all(value is None for _, value in at_kineto[:-1]), at_kineto
 
 
-def test_a_run_with_a_lines_step_leaves_the_variable_alone(monkeypatch, traces_root):
-    """The lines step's own profiler stops inside the window: with the variable set before that
-    stop, or only after it, the measured steps on the H200 held no kernel at all
+def test_with_a_lines_step_only_the_last_stop_sees_the_variable(monkeypatch, traces_root):
+    """Set before the lines step's own profiler stopped, or before torch's trace was
+    prepared, the teardown landed inside the measured steps: no kernel on the H200
     (docs/gpu-validation.md, "After the window")."""
-    seen = _seen_by_the_calls(monkeypatch)
-    assert seen == [None] * (WINDOW_CALLS + 2)
+    at_kineto, by_calls = _seen_by_kineto(monkeypatch)
+    stops = [name for name, _ in at_kineto if name == "stop_trace"]
+    assert len(stops) == 2  # the lines step's profiler, then torch's trace
+    _only_the_last_stop_tears_down(at_kineto)
+    assert by_calls == [None] * len(by_calls)  # no call of the user's ever sees it
+
+
+def test_without_a_lines_step_too(monkeypatch, traces_root):
+    at_kineto, by_calls = _seen_by_kineto(monkeypatch, source_lines=False)
+    assert [name for name, _ in at_kineto].count("stop_trace") == 1
+    _only_the_last_stop_tears_down(at_kineto)
+    assert by_calls == [None] * len(by_calls)
+
+
+def test_two_cycles_tear_down_after_the_second_only(monkeypatch, traces_root):
+    schedule = {"wait": 1, "warmup": 1, "active": 1, "repeat": 2}
+    at_kineto, _ = _seen_by_kineto(monkeypatch, source_lines=False, schedule=schedule)
+    assert [name for name, _ in at_kineto].count("stop_trace") == 2
+    _only_the_last_stop_tears_down(at_kineto)
+
+
+def test_a_flush_inside_the_window_tears_down_at_its_stop(monkeypatch, traces_root):
+    from torch.profiler.profiler import _KinetoProfile
+
+    monkeypatch.delenv(TEARDOWN_ENV, raising=False)
+    monkeypatch.setattr(cupti, "teardown_wanted", lambda *args: True)
+    at_stop: list[str | None] = []
+    real_stop = _KinetoProfile.stop_trace
+
+    def stop_trace(self: _KinetoProfile) -> None:
+        at_stop.append(os.environ.get(TEARDOWN_ENV))
+        real_stop(self)
+
+    monkeypatch.setattr(_KinetoProfile, "stop_trace", stop_trace)
+    fn = autoprof(name="cupti_flush", warmup=0, source_lines=False,
+                  schedule={"wait": 0, "warmup": 1, "active": 5})(lambda x: x + 1)
+    for _ in range(3):  # warm-up and two of five active steps
+        fn(torch.ones(2))
+    fn.autoprof_session.flush()
+    assert at_stop == ["1"] and TEARDOWN_ENV not in os.environ
 
 
 def test_on_the_h200_the_calls_after_the_window_kept_their_pace_with_teardown():

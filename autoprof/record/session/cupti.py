@@ -6,17 +6,18 @@ told to tear CUPTI down (``TEARDOWN_CUPTI=1``) leaves them on every later kernel
 runtime call of the process after the trace stops. On an H200 with torch 2.11 (CUDA 13),
 a program's first calls after autoprof's window ran 1.2-1.7x slower than its own untraced
 calls before it (docs/gpu-validation.md, "After the window"). autoprof therefore sets
-``TEARDOWN_CUPTI=1`` while its profiler lives, and puts the variable back as it was once the
-profiler stops:
+``TEARDOWN_CUPTI=1`` just before the window's last trace stops, and puts the variable back as
+it was once the profiler stops:
 
 - only when the run records CUDA and the user did not set ``TEARDOWN_CUPTI`` (theirs wins);
 - only on CUDA 12.6 or newer, where Kineto itself makes teardown the default: older CUDA
   versions crash re-initialising CUPTI after a teardown in programs that use CUDA graphs
-  (torch's ``prepare_trace`` turns teardown off for inductor's CUDA graphs itself).
-- only in a run without a source-lines step (``autoprof.record.lines``): with that step's
-  own profiler started and stopped before torch's, the variable set (before that stop, or
-  only after it) left torch's trace without a single kernel on the H200 (torch 2.11, CUDA
-  13), while the variable left alone recorded them (docs/gpu-validation.md).
+  (torch's ``prepare_trace`` turns teardown off for inductor's CUDA graphs itself);
+- only for the last stop: Kineto reads the variable whenever a trace is reset, as one stops
+  and as the next one is prepared, and finishes a teardown in a later CUDA call. Set any
+  earlier (before the source-lines step's own profiler stops, or before torch's trace is
+  prepared, or between two cycles), the teardown lands inside the next trace, which then
+  holds no kernel: seen on the H200 (torch 2.11, CUDA 13) with a source-lines step.
 """
 
 from __future__ import annotations

@@ -197,12 +197,9 @@ class Driver:
             with_flops=options.with_flops,
             with_modules=options.with_modules,
         )
-        # CUPTI let go as the window ends (cupti.py), only in a run without a lines step:
-        # after the lines step's own profiler, TEARDOWN_CUPTI=1 (set before its stop or only
-        # after it) left torch's trace without any GPU activity on the H200 (CUDA 13)
+        # CUPTI let go by the trace's last stop only (cupti.py)
         self._cupti = CuptiTeardown()
-        if self.lines.step is None:
-            self._cupti.set(activities, getattr(torch_module().version, "cuda", None))
+        self._activities = activities
         self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
 
     def phase(self, step: int) -> Phase:
@@ -225,6 +222,8 @@ class Driver:
         """End a step; up to the first recorded one, its time counts in ``start_ms``."""
         self._steps_taken += 1
         if self._steps_taken > self._first_record:
+            if self._steps_taken >= self.total_steps:  # this step stops the last cycle's trace
+                self._let_cupti_go()
             self._prof.step()
             return
         started_ns = time.perf_counter_ns()
@@ -245,10 +244,15 @@ class Driver:
         try:
             with _no_lazy_inductor():
                 self.lines.stopping()
+                self._let_cupti_go()
                 self._prof.stop()
         finally:
             self._cupti.restore()
         release(self._prof)
+
+    def _let_cupti_go(self) -> None:
+        """Ask Kineto to tear CUPTI down as the trace now stopping ends (cupti.py)."""
+        self._cupti.set(self._activities, getattr(torch_module().version, "cuda", None))
 
 
 def release(prof: Any) -> None:

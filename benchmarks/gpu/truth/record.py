@@ -1,14 +1,16 @@
 """Record one workload as its user would: the baseline's function under ``@autoprof``.
 
     PYTHONPATH=. python benchmarks/gpu/truth/record.py --workload NAME --out DIR \\
-        [--device cpu --tiny]
+        [--device cpu --tiny] [--profiler-warmup 2]
 
 The user's loop (``for batch in batches: step(batch)``) runs ``WARMUP_CALLS`` untraced calls,
-then autoprof's default schedule (wait 1, warm-up 1, active 3), then ``AFTER_CALLS`` more
-untraced calls. The run folder lands in ``DIR/runs/NAME/<run_id>/``; ``DIR/record.json`` holds
-every iteration's time in this process (host clock and, on CUDA, events at iteration starts),
-labelled with its schedule phase, the manifest's warm-up and wait-step call times, and the
-profiled steps' durations read from the trace: the profiler's distortion, in one place.
+then the schedule wait 1, warm-up 1, active 3 (``--profiler-warmup 2``: two warm-up steps,
+the first of them autoprof's source-lines step, as in autoprof's default schedule), then
+``AFTER_CALLS`` more untraced calls. The run folder lands in ``DIR/runs/NAME/<run_id>/``;
+``DIR/record.json`` holds every iteration's time in this process (host clock and, on CUDA,
+events at iteration starts), labelled with its schedule phase, the manifest's warm-up and
+wait-step call times, and the profiled steps' durations read from the trace: the profiler's
+distortion, in one place.
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ import autoprof  # noqa: E402
 WARMUP_CALLS = 5
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 3}
 AFTER_CALLS = 5
-PHASES = (["warmup"] * WARMUP_CALLS + ["wait", "profiler_warmup"] + ["active"] * 3
-          + ["after"] * AFTER_CALLS)
+
+
+def phases(profiler_warmup: int) -> list[str]:
+    """Each iteration's phase, in order."""
+    return (["warmup"] * WARMUP_CALLS + ["wait"] + ["profiler_warmup"] * profiler_warmup
+            + ["active"] * SCHEDULE["active"] + ["after"] * AFTER_CALLS)
 
 
 def _profiler_steps_ms(run_dir: Path) -> list[float]:
@@ -50,22 +56,25 @@ def _profiler_steps_ms(run_dir: Path) -> list[float]:
     return [dur for _, dur in sorted(steps)]
 
 
-def _by_phase(values: list[float]) -> dict[str, list[float]]:
+def _by_phase(values: list[float], names: list[str]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for phase, value in zip(PHASES, values, strict=False):
+    for phase, value in zip(names, values, strict=False):
         out.setdefault(phase, []).append(value)
     return out
 
 
-def record(name: str, out: Path, ctx: Ctx) -> dict[str, Any]:
+def record(name: str, out: Path, ctx: Ctx, profiler_warmup: int = SCHEDULE["warmup"]
+           ) -> dict[str, Any]:
     variant = WORKLOADS[name].build(ctx)["baseline"]()
-    step = autoprof.autoprof(name=name, warmup=WARMUP_CALLS, schedule=SCHEDULE,
+    schedule = {**SCHEDULE, "warmup": profiler_warmup}
+    names = phases(profiler_warmup)
+    step = autoprof.autoprof(name=name, warmup=WARMUP_CALLS, schedule=schedule,
                              out_dir=str(out / "runs"))(variant.call)
     starts: list[float] = []
     events = ([torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-               for _ in range(len(PHASES) + 1)] if ctx.cuda else [])
+               for _ in range(len(names) + 1)] if ctx.cuda else [])
     sync(ctx)
-    for i in range(len(PHASES)):  # for batch in loader: step(batch)
+    for i in range(len(names)):  # for batch in loader: step(batch)
         starts.append(time.perf_counter())
         if events:
             events[i].record()
@@ -88,11 +97,11 @@ def record(name: str, out: Path, ctx: Ctx) -> dict[str, Any]:
         "autoprof_file": autoprof.__file__,
         "run": str(run_dir.relative_to(out)) if run_dir else None,
         "status": manifest.get("status"),
-        "schedule": SCHEDULE, "warmup_calls": WARMUP_CALLS, "after_calls": AFTER_CALLS,
-        "phases": PHASES,
+        "schedule": schedule, "warmup_calls": WARMUP_CALLS, "after_calls": AFTER_CALLS,
+        "phases": names,
         "iteration_host_ms": host_ms,
         "iteration_event_ms": event_ms or None,
-        "iteration_ms_by_phase": _by_phase(event_ms or host_ms),
+        "iteration_ms_by_phase": _by_phase(event_ms or host_ms, names),
         "manifest_warmup_call_ms": warm,
         "manifest_wait_call_ms": manifest.get("wait_call_ms") or [],
         "profiled_step_ms": profiled,
@@ -111,9 +120,12 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
+    parser.add_argument("--profiler-warmup", type=int, default=SCHEDULE["warmup"],
+                        help="warm-up steps (2: the first is autoprof's source-lines step)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    result = record(args.workload, args.out, Ctx(args.device, args.tiny or args.device == "cpu"))
+    result = record(args.workload, args.out, Ctx(args.device, args.tiny or args.device == "cpu"),
+                    args.profiler_warmup)
     (args.out / "record.json").write_text(json.dumps(result, indent=1))
     print(f"{args.workload}: {result['status']} run {result['run']}; untraced call "
           f"{result['untraced_call_ms_median']} ms, "
