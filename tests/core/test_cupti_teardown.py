@@ -155,3 +155,30 @@ def test_on_the_h200_the_calls_after_the_window_kept_their_pace_with_teardown():
         assert len(counts) == 1 and counts.pop() > 0, workload
     graph = [r["kernels_recorded"] for r in rows if r["workload"] == "graph_program"]
     assert min(graph) >= 186  # its replays' kernels: 186-194 a recording
+
+
+def test_on_the_h200_with_a_lines_step_the_trace_keeps_its_kernels_and_cupti_goes():
+    """benchmarks/results-h200-cupti-teardown-lines.json (`--profiler-warmup 2`: each
+    recording has the source-lines step, autoprof's teardown asked for at the last stop):
+    the trace holds the same kernels as with CUPTI kept, and the calls after the window keep
+    their pace; the variable set from the process's start leaves the trace without kernels."""
+    import json
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[2] / "benchmarks"
+            / "results-h200-cupti-teardown-lines.json")
+    report = json.loads(path.read_text())
+    assert report["profiler_warmup"] == 2
+    medians = report["medians_after_x"]
+    assert medians["kept"] == pytest.approx(1.137, abs=1e-3)
+    assert medians["autoprof"] == pytest.approx(1.017, abs=1e-3)
+    rows = report["recordings"]
+    assert len(rows) == 18 and all(r["rc"] == 0 for r in rows)
+    for workload in ("seed_512", "mlp_infer_b32", "graph_program"):
+        def kernels(env: str, workload: str = workload) -> list[int]:
+            return [r["kernels_recorded"] for r in rows
+                    if r["workload"] == workload and r["environment"] == env]
+        assert min(kernels("autoprof")) > 0 and min(kernels("kept")) > 0, workload
+        assert kernels("preset") == [0, 0], workload  # teardown at the lines step's stop
+    assert sorted(r["kernels_recorded"] for r in rows
+                  if r["workload"] == "mlp_infer_b32" and r["environment"] != "preset") == [78] * 4
