@@ -88,6 +88,19 @@ SETS = [
         # the mask step's fused AdamW hit a device-side assert on the GPU: shown, not measured
         ["sync_mask_b2048: shown `fused-optimizer` 1.38x: not tried on the GPU"],
         (19, 15, 2.8, 248.0), {"cnn_loader_w2_pin"}),
+    Pinned("gpu_h200_truth_heldout6", {
+        ("seed_2048", "cuda_graph"): (1.96, 0.85),
+        ("seed_2048", "addmm"): (1.15, 1.47),
+        ("mlp_infer_b16", "cuda_graph"): (7.57, 4.70),
+        ("infer_b16", "cuda_graph"): (4.92, 4.83),
+        ("sync_item_b2048", "graph_without_sync"): (5.53, 6.13),
+        ("sync_item_b2048", "adamw_fused"): (1.44, 1.63),
+        ("sync_cpu_b4096", "graph_without_sync"): (3.92, 5.61),
+        ("sync_cpu_b4096", "adamw_fused"): (1.34, 1.62),
+        ("sync_print_b1024", "graph_without_sync"): (7.05, 8.69),
+        ("sync_print_b1024", "adamw_fused"): (1.29, 1.61),
+        ("mlp_loader_w2_pin", "cuda_graph"): (4.08, 6.48),
+    }, (11, 7, 19.7, 130.1), {"seed_2048"}, evaluated=(20, 17, 8.6, 66.5)),
 ]
 
 
