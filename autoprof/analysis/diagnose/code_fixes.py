@@ -18,25 +18,34 @@ MIN_SPEEDUP: a smaller one is within what two runs of the same program differ by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
-from autoprof.analysis.metrics.replay.graph import build_graph
-from autoprof.analysis.metrics.replay.selection import bias_add_rows
+from autoprof.analysis.metrics.stats import cpu_mask, name_matches
 
 MIN_SPEEDUP = 1.03
 OPTIMIZER_PREFIX = "Optimizer.step#"
 FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
+HOST_COLUMNS = ("name", "step", "dur_us", "parent")  # what the checks below read
 
 
 def _steps(events: pd.DataFrame) -> pd.DataFrame:
-    """The host rows of the profiled steps."""
-    return events[(events["lane"].astype(str) == "cpu") & (events["step"] >= 0)]
+    """The host rows of the profiled steps (only the columns the checks read: a copy of
+    every column of half a 1M-row table costs more than the checks)."""
+    rows = cpu_mask(events) & (events["step"] >= 0).to_numpy()
+    return events.loc[rows, [c for c in HOST_COLUMNS if c in events.columns]]
+
+
+def _starts_with(names: pd.Series, prefix: str) -> np.ndarray:
+    """Mask of `names` starting with `prefix` (tested once per distinct name)."""
+    return name_matches(names, re.compile("^" + re.escape(prefix)))
 
 
 def _per_step_us(rows: pd.DataFrame, n_steps: int) -> float:
@@ -52,9 +61,8 @@ def _opportunity(cause: str, fix_us: float, step_us: float, where: list[dict[str
 
 
 def _optimizer(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
-    names = host["name"].astype(str)
-    regions = host[names.str.startswith(OPTIMIZER_PREFIX)]
-    if not len(regions) or names.str.startswith(FUSED_OP).any():
+    regions = host[_starts_with(host["name"], OPTIMIZER_PREFIX)]
+    if not len(regions) or _starts_with(host["name"], FUSED_OP).any():
         return None
     region = str(regions["name"].mode().iloc[0])  # Optimizer.step#AdamW.step
     optimizer = region[len(OPTIMIZER_PREFIX):].split(".")[0] or "the optimizer"
@@ -79,13 +87,6 @@ def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
                         [{"name": "aten::add after aten::matmul", "us_per_step": us}], hint)
 
 
-def _bias_labels(events: pd.DataFrame) -> np.ndarray:
-    """The trace rows (index labels of `events`) of the bias adds a GEMM could fold."""
-    g = build_graph(events)
-    labels: np.ndarray = g.events["label"].to_numpy()[bias_add_rows(g)]
-    return labels
-
-
 def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
                step_us: float) -> list[dict[str, Any]]:
     """The opportunities of the module doc that a run shows, each with its prediction
@@ -96,7 +97,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         return []
     found: list[tuple[dict[str, Any] | None, FixName]] = [
         (_optimizer(host, n_steps, step_us), "fused-optimizer"),
-        (_bias_add(host, _bias_labels(events), n_steps, step_us), "addmm")]
+        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm")]
     out = []
     for opp, fix in found:
         if opp is None:

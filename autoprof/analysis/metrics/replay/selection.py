@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 
+from autoprof.analysis.metrics.replay.bias import bias_add_positions, op_positions
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import END, START
 
@@ -106,31 +107,8 @@ def _fed(rows: _Rows, top: int, lo: float, hi: float, main: int) -> set[int]:
     return {rows.outermost_op(r) for r in hits} - {-1}
 
 
-MATMULS = frozenset({"aten::matmul", "aten::mm"})
-_DIMS = re.compile(r"\[([\d, ]*)\]")
-
-
-def _shapes(dims: str) -> list[tuple[int, ...]]:
-    """The input shapes of an op's `input_dims` text, in order ([] for a scalar)."""
-    return [tuple(int(v) for v in m.split(",") if v.strip()) for m in _DIMS.findall(dims)]
-
-
 def bias_add_rows(g: Graph) -> np.ndarray:
-    """Positions of the `aten::add` ops that add a bias to the product right before them
-    (the next op on the thread, under the same parent, after a matmul of [M, K] x [K, N],
-    adding [N] or [1, N] to [M, N]): what `torch.addmm` folds into the GEMM."""
-    rows = _Rows(g)
-    ops = np.flatnonzero(rows.op)
-    out = []
-    prev: dict[tuple[int, int], int] = {}  # (thread, parent) -> the previous op there
-    for r in ops[np.argsort(rows.ts[ops], kind="stable")].tolist():
-        key = (int(rows.thread[r]), int(rows.parent[r]))
-        before = prev.get(key, -1)
-        prev[key] = r
-        if rows.names[r] != "aten::add" or before < 0 or rows.names[before] not in MATMULS:
-            continue
-        a, b = (_shapes(rows.dims[before]) + [(), ()])[:2]
-        x, y = (_shapes(rows.dims[r]) + [(), ()])[:2]
-        if len(a) == 2 and len(b) == 2 and x == (a[0], b[1]) and y in ((b[1],), (1, b[1])):
-            out.append(r)
-    return np.array(out, dtype=np.int64)
+    """Positions (in the graph's events) of the `aten::add` ops that add a bias to the
+    product right before them: the rule of `bias.py`, on the graph's thread and parent codes."""
+    ops = op_positions(g.events)
+    return bias_add_positions(g.events, ops, g.row_thread[ops], g.row_parent[ops])

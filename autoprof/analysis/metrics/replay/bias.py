@@ -1,0 +1,117 @@
+"""The bias add a GEMM could fold: an `aten::add` of a bias right after its matrix product.
+
+`x @ w + b` records an `aten::matmul` (or `aten::mm`) of [M, K] x [K, N], then, as the next
+op on the same thread under the same parent, an `aten::add` of [M, N] and [N] (or [1, N]).
+`torch.addmm(b, x, w)` folds that add into the GEMM.
+
+The rule reads the events table in one pass of array operations: the ops of one rank
+ordered by (thread, parent, start, position), each op's predecessor the row before it in
+that order when thread and parent match. Only the few adds right after a product have their
+shapes parsed. The replay (`selection.bias_add_rows`) and the summary's code-fix check
+(`bias_adds`) both ask this module, the replay with the thread and parent codes its graph
+holds already.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.metrics._tree import parent_positions
+from autoprof.analysis.metrics.replay.graph import NEEDS
+from autoprof.analysis.metrics.stats import for_rank, isin_mask, ranks_of, require_columns
+
+MATMULS = frozenset({"aten::matmul", "aten::mm"})
+ADD = "aten::add"
+OP_CAT = "cpu_op"
+_DIMS = re.compile(r"\[([\d, ]*)\]")
+
+
+def shapes_of(dims: str) -> list[tuple[int, ...]]:
+    """The input shapes of an op's `input_dims` text, in order ([] for a scalar)."""
+    return [tuple(int(v) for v in m.split(",") if v.strip()) for m in _DIMS.findall(dims)]
+
+
+def op_positions(events: pd.DataFrame) -> np.ndarray:
+    """Positions of the op rows (`cat` cpu_op) of `events`."""
+    return np.flatnonzero(isin_mask(events["cat"], (OP_CAT,)))
+
+
+def previous_op(ops: np.ndarray, ts_us: np.ndarray, thread: np.ndarray,
+                parent: np.ndarray) -> np.ndarray:
+    """For each op of `ops` (positions, ascending), the position of the op before it on its
+    thread under its parent, by start then position (-1: none)."""
+    order = np.lexsort((ops, ts_us, parent, thread))
+    same = (thread[order][1:] == thread[order][:-1]) & (parent[order][1:] == parent[order][:-1])
+    before = np.r_[-1, np.where(same, ops[order][:-1], -1)].astype(np.int64)
+    out = np.empty(len(ops), dtype=np.int64)
+    out[order] = before
+    return out
+
+
+def is_bias_add(product_dims: str, add_dims: str) -> bool:
+    """[M, K] x [K, N] then [M, N] + [N] (or [1, N])."""
+    a, b = (shapes_of(product_dims) + [(), ()])[:2]
+    x, y = (shapes_of(add_dims) + [(), ()])[:2]
+    return len(a) == 2 and len(b) == 2 and x == (a[0], b[1]) and y in ((b[1],), (1, b[1]))
+
+
+def _dims_text(events: pd.DataFrame, row: int) -> str:
+    if "input_dims" not in events.columns:
+        return ""
+    return str(events["input_dims"].iloc[row])
+
+
+def bias_add_positions(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
+                       op_parent: np.ndarray) -> np.ndarray:
+    """Positions in `events` (one rank's rows) of the bias adds of the module doc, by start;
+    `ops`: the op rows' positions, ascending; `op_thread`, `op_parent`: their thread and
+    parent codes."""
+    if not len(ops):
+        return np.zeros(0, dtype=np.int64)
+    ts_us = events["ts_us"].to_numpy(float)[ops]
+    before = previous_op(ops, ts_us, op_thread, op_parent)
+    is_add = isin_mask(events["name"], (ADD,))
+    is_product = isin_mask(events["name"], MATMULS)
+    hit = np.flatnonzero(is_add[ops] & (before >= 0) & is_product[np.clip(before, 0, None)])
+    keep = np.fromiter((is_bias_add(_dims_text(events, int(before[i])),
+                                    _dims_text(events, int(ops[i]))) for i in hit.tolist()),
+                       bool, len(hit))
+    hit = hit[keep]
+    return np.asarray(ops[hit[np.argsort(ts_us[hit], kind="stable")]], dtype=np.int64)
+
+
+def thread_codes(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """One integer code per distinct (pid, tid) of the rows at positions `rows` (each column
+    factorized on its own, then combined: a pair of columns factorized as one is ~20x
+    slower at 1M rows)."""
+    pid, _ = pd.factorize(events["pid"].to_numpy()[rows], use_na_sentinel=False)
+    tid, tids = pd.factorize(events["tid"].to_numpy()[rows], use_na_sentinel=False)
+    return np.asarray(pid, dtype=np.int64) * max(len(tids), 1) + np.asarray(tid, np.int64)
+
+
+def rank_events(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
+    """The rows of `rank` (None: the first rank), as the replay's graph takes them; raises
+    ValueError where it raises (a column missing, no rows, no CPU rows)."""
+    require_columns(events, NEEDS, "replay")
+    ranks = ranks_of(events)
+    if not ranks:
+        raise ValueError("replay: the events table is empty")
+    wanted = ranks[0] if rank is None else rank
+    rows = events if ranks == [wanted] else for_rank(events, wanted)
+    if not isin_mask(rows["lane"], ("cpu",)).any():
+        raise ValueError("replay: the events table has no CPU rows to replay")
+    return rows
+
+
+def bias_adds(events: pd.DataFrame, rank: int | None = None) -> np.ndarray:
+    """The index labels of `events` that are bias adds of the module doc, on `rank` (None:
+    the first rank, the one the replay reads)."""
+    rows = rank_events(events, rank)
+    ops = op_positions(rows)
+    parent = parent_positions(rows)[ops]
+    found = bias_add_positions(rows, ops, thread_codes(rows, ops), parent)
+    labels: np.ndarray = rows.index.to_numpy()[found]
+    return labels
