@@ -14,10 +14,10 @@ it was once the profiler stops:
   versions crash re-initialising CUPTI after a teardown in programs that use CUDA graphs
   (torch's ``prepare_trace`` turns teardown off for inductor's CUDA graphs itself);
 - only for the last stop: Kineto reads the variable whenever a trace is reset, as one stops
-  and as the next one is prepared, and finishes a teardown in a later CUDA call. Set any
-  earlier (before the source-lines step's own profiler stops, or before torch's trace is
-  prepared, or between two cycles), the teardown lands inside the next trace, which then
-  holds no kernel: seen on the H200 (torch 2.11, CUDA 13) with a source-lines step.
+  and as the next one is prepared, and finishes a teardown in a later CUDA call. Set before
+  the source-lines step's own profiler stopped, or only before torch's trace was prepared,
+  the teardown landed inside torch's trace, which then held no kernel (the H200, torch 2.11,
+  CUDA 13); Kineto's code says the same of a cycle's stop before the next cycle.
 """
 
 from __future__ import annotations
