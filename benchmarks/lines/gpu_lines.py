@@ -136,8 +136,13 @@ def check_slow_op(run: Any, events: pd.DataFrame) -> dict[str, Any]:
             "by": column, "us_per_step": round(float(top[column]), 1)}
 
 
+def _compiled_forward_lines() -> set[int]:
+    """The lines of the compiled MLP's forward, which inductor's provenance names."""
+    return {marker("compiled_gelu"), marker("compiled_out")}
+
+
 def check_compiled(run: Any, events: pd.DataFrame) -> dict[str, Any]:
-    call, forward = marker("compiled_call"), {marker("compiled_gelu"), marker("compiled_out")}
+    call, forward = marker("compiled_call"), _compiled_forward_lines()
     gpu = _gpu(events)
     kernels = gpu[gpu["name"].astype(str).str.startswith(("triton_", "cpp_"))]
     column = "dur_us"  # GPU kernels: their time on the device
@@ -178,7 +183,7 @@ def check_reduce_overhead(run: Any, events: pd.DataFrame) -> dict[str, Any]:
     where inductor's provenance names one, the line of the compiled forward they came from
     (on CPU, with no CUDA graph and no kernel: the ops' self time)."""
     want = marker("ro_call")
-    forward = {marker("compiled_gelu"), marker("compiled_out")}
+    forward = _compiled_forward_lines()
     rows, column = _gpu(events), "dur_us"
     if rows.empty:
         rows = events[(events["cat"] == "cpu_op") & (events["step"] >= 0)]

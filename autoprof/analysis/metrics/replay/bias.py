@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics._tree import parent_positions
-from autoprof.analysis.metrics.replay.graph import NEEDS
-from autoprof.analysis.metrics.stats import for_rank, isin_mask, ranks_of, require_columns
+from autoprof.analysis.metrics.replay.graph import rank_rows
+from autoprof.analysis.metrics.stats import isin_mask
 
 MATMULS = frozenset({"aten::matmul", "aten::mm"})
 ADD = "aten::add"
@@ -95,12 +95,7 @@ def thread_codes(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 def rank_events(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
     """The rows of `rank` (None: the first rank), as the replay's graph takes them; raises
     ValueError where it raises (a column missing, no rows, no CPU rows)."""
-    require_columns(events, NEEDS, "replay")
-    ranks = ranks_of(events)
-    if not ranks:
-        raise ValueError("replay: the events table is empty")
-    wanted = ranks[0] if rank is None else rank
-    rows = events if ranks == [wanted] else for_rank(events, wanted)
+    rows = rank_rows(events, rank)
     if not isin_mask(rows["lane"], ("cpu",)).any():
         raise ValueError("replay: the events table has no CPU rows to replay")
     return rows

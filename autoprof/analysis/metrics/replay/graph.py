@@ -140,14 +140,23 @@ def _step_spans(ev: pd.DataFrame, cpu: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.array([-1]), np.array([lo]), np.array([hi]), first
 
 
-def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
-    """The dependency graph of one rank's profiled steps (`rank` None: the only or first)."""
+def rank_rows(events: pd.DataFrame, rank: int | None = None,
+              columns: list[str] | None = None) -> pd.DataFrame:
+    """The rows of `rank` (None: the only or first) the replay reads, of `columns` (None:
+    all); raises ValueError for a column it needs missing or an empty table."""
     require_columns(events, NEEDS, "replay")
     ranks = ranks_of(events)
     if not ranks:
         raise ValueError("replay: the events table is empty")
+    wanted = ranks[0] if rank is None else rank
+    table = events if columns is None else events[columns]
+    return table if ranks == [wanted] else for_rank(table, wanted)
+
+
+def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
+    """The dependency graph of one rank's profiled steps (`rank` None: the only or first)."""
     shapes = [c for c in OPTIONAL if c in events.columns]  # for selection.py
-    ev = for_rank(events[NEEDS + shapes], ranks[0] if rank is None else rank).reset_index()
+    ev = rank_rows(events, rank, NEEDS + shapes).reset_index()
     ev = ev.rename(columns={"index": "label"})
     cpu = cpu_mask(ev)
     numbers, starts, ends, first_step = _step_spans(ev, cpu)
