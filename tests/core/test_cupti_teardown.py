@@ -50,22 +50,31 @@ def test_a_users_setting_is_never_touched():
     assert environ == {TEARDOWN_ENV: "0"}
 
 
-def _seen_by_kineto(monkeypatch, **options: object) -> tuple[list[tuple[str, str | None]],
-                                                            list[str | None]]:
-    """TEARDOWN_CUPTI as Kineto saw it at each trace's prepare, start and stop (every
-    profiler of the window, the source-lines step's too), and as each call of a decorated
-    function saw it (CUDA itself simulated: the conditions are tested above)."""
+def _watch_kineto(monkeypatch, methods: tuple[str, ...] = ("prepare_trace", "start_trace",
+                                                         "stop_trace"),
+                  ) -> list[tuple[str, str | None]]:
+    """TEARDOWN_CUPTI as Kineto sees it at each call of `methods` of every torch profiler
+    (the source-lines step's too), in order (CUDA itself simulated: the conditions are
+    tested above)."""
     from torch.profiler.profiler import _KinetoProfile
 
     monkeypatch.delenv(TEARDOWN_ENV, raising=False)
     monkeypatch.setattr(cupti, "teardown_wanted", lambda *args: True)
     at_kineto: list[tuple[str, str | None]] = []
-    for method in ("prepare_trace", "start_trace", "stop_trace"):
+    for method in methods:
         def seen(self: _KinetoProfile, *args: object, _method: str = method,
                  _real: object = getattr(_KinetoProfile, method)) -> object:
             at_kineto.append((_method, os.environ.get(TEARDOWN_ENV)))
             return _real(self, *args)  # type: ignore[operator]
         monkeypatch.setattr(_KinetoProfile, method, seen)
+    return at_kineto
+
+
+def _seen_by_kineto(monkeypatch, **options: object) -> tuple[list[tuple[str, str | None]],
+                                                            list[str | None]]:
+    """The variable at each trace's prepare, start and stop, and as each call of a decorated
+    function saw it."""
+    at_kineto = _watch_kineto(monkeypatch)
     by_calls: list[str | None] = []
 
     def step(x: torch.Tensor) -> torch.Tensor:
@@ -112,24 +121,13 @@ def test_two_cycles_tear_down_after_the_second_only(monkeypatch, traces_root):
 
 
 def test_a_flush_inside_the_window_tears_down_at_its_stop(monkeypatch, traces_root):
-    from torch.profiler.profiler import _KinetoProfile
-
-    monkeypatch.delenv(TEARDOWN_ENV, raising=False)
-    monkeypatch.setattr(cupti, "teardown_wanted", lambda *args: True)
-    at_stop: list[str | None] = []
-    real_stop = _KinetoProfile.stop_trace
-
-    def stop_trace(self: _KinetoProfile) -> None:
-        at_stop.append(os.environ.get(TEARDOWN_ENV))
-        real_stop(self)
-
-    monkeypatch.setattr(_KinetoProfile, "stop_trace", stop_trace)
+    at_stop = _watch_kineto(monkeypatch, ("stop_trace",))
     fn = autoprof(name="cupti_flush", warmup=0, source_lines=False,
                   schedule={"wait": 0, "warmup": 1, "active": 5})(lambda x: x + 1)
     for _ in range(3):  # warm-up and two of five active steps
         fn(torch.ones(2))
     fn.autoprof_session.flush()
-    assert at_stop == ["1"] and TEARDOWN_ENV not in os.environ
+    assert at_stop == [("stop_trace", "1")] and TEARDOWN_ENV not in os.environ
 
 
 def test_on_the_h200_the_calls_after_the_window_kept_their_pace_with_teardown():
