@@ -61,7 +61,7 @@ def _through(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if session._stepping_thread == _native_id():
             return session._recorded_step(fn, args, kwargs)
-        token = session.begin()
+        token = session.begin(args, kwargs)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:

@@ -91,6 +91,12 @@ class Readings:
         return _int(self.extra.get("cpus"))
 
     @property
+    def call_input_bytes(self) -> int | None:
+        """The bytes of the decorated call's CUDA tensor arguments (what a CUDA graph of the
+        call copies into its static inputs each replay), when the recorder wrote them."""
+        return _count(self.extra.get("call_input_bytes"))
+
+    @property
     def profiler_start_ms(self) -> float | None:
         """How much longer the call where the profiler started took (torch's trace setup,
         outside the measured steps), when the recorder wrote it as a finite number."""

@@ -54,6 +54,7 @@ class Actions:
     warmup_call_ms: list[float]
     warmup_between_ms: list[float]
     idle_sync_ms: list[float]
+    call_input_bytes: int | None
     _who: Identity
     _lock: threading.RLock
     _local: threading.local
@@ -110,7 +111,8 @@ class Actions:
 
     def _manifest(self, status: artifacts.Status) -> artifacts.Manifest:
         assert self._run is not None
-        untraced = writer.Untraced(self.warmup_call_ms, self.warmup_between_ms, self.idle_sync_ms)
+        untraced = writer.Untraced(self.warmup_call_ms, self.warmup_between_ms, self.idle_sync_ms,
+                                   self.call_input_bytes)
         return writer.manifest(self._who, self.options, self._run, untraced, status)
 
     # -- the actions of the table (see table.py) ----------------------------------------

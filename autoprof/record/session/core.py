@@ -37,6 +37,7 @@ from autoprof.record.session.driver import (
     torch_module,
     total_steps,
 )
+from autoprof.record.session.inputs import cuda_input_bytes
 from autoprof.record.session.owner import Owner, registry
 from autoprof.record.session.table import TRANSITIONS, Event, State, step
 from autoprof.record.session.writer import Identity, RunState
@@ -69,6 +70,8 @@ class Session(Actions):
         # sync) to the start of the next (before its opening one): the caller's loop, untraced
         self.warmup_between_ms: list[float] = []
         self.idle_sync_ms: list[float] = []  # a closing sync's own cost, nothing to wait for
+        # the bytes of the call's CUDA tensor arguments, read on its first warm-up call
+        self.call_input_bytes: int | None = None
         self._warmup_begun = 0
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -138,7 +141,7 @@ class Session(Actions):
             rf = self._record_function(self.label)
             rf.__enter__()
         except Exception:  # pragma: no cover - defensive: the full path warns and goes on
-            return self._finish_call(fn, args, kwargs, self.begin())
+            return self._finish_call(fn, args, kwargs, self.begin(args, kwargs))
         self._in_step = True
         try:
             result = fn(*args, **kwargs)
@@ -164,18 +167,20 @@ class Session(Actions):
         self.end(token, None)
         return result
 
-    def begin(self) -> Token:
-        """Never raises: on an internal problem the call runs unprofiled (one warning)."""
+    def begin(self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Token:
+        """Never raises: on an internal problem the call runs unprofiled (one warning).
+        ``args``, ``kwargs``: a decorated call's arguments (a region has none)."""
         local = self._local
         depth = getattr(local, "depth", 0)
         local.depth = depth + 1
         try:
-            return self._begin(depth)
+            return self._begin(depth, args, kwargs)
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
             return PASS_TOKEN
 
-    def _begin(self, depth: int) -> Token:
+    def _begin(self, depth: int, args: tuple[Any, ...], kwargs: dict[str, Any] | None
+               ) -> Token:
         if self.state is State.AFTER and depth == 0 and not profiler_enabled():
             return self._begin_after()
         if self._in_step and self._owner_native_id() == threading.get_native_id():
@@ -188,12 +193,14 @@ class Session(Actions):
                         self._fire(Event.NESTED)  # nested in another session's step
                     return self._label()
             with self._lock:
-                return self._begin_locked()
+                return self._begin_locked(args, kwargs)
         return self._label()
 
-    def _begin_locked(self) -> Token:
+    def _begin_locked(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Token:
         if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
             self._warmup_begun += 1
+            if self.call_input_bytes is None and kwargs is not None:  # before it is timed
+                self.call_input_bytes = cuda_input_bytes(args, kwargs)
             self._note_between(time.perf_counter_ns())
             sync_if_cuda_in_use()
             return (WARMUP, time.perf_counter_ns())

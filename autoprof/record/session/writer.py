@@ -36,11 +36,13 @@ class Identity:
 @dataclass(frozen=True)
 class Untraced:
     """What the warm-up calls timed without the profiler (the manifest's untraced fields):
-    each call, the time between two of them, and the closing sync's own cost."""
+    each call, the time between two of them, and the closing sync's own cost; and what the
+    first one's arguments held on the GPU (None: a region, or not read)."""
 
     call_ms: list[float]
     between_ms: list[float]
     idle_sync_ms: list[float]
+    call_input_bytes: int | None = None
 
 
 @dataclass
@@ -132,6 +134,8 @@ def manifest(who: Identity, options: Options, run: RunState, untraced: Untraced,
     extra: dict[str, object] = dict(driver.threads_info())
     if run.profiler_start_ms is not None:
         extra["profiler_start_ms"] = round(run.profiler_start_ms, 3)
+    if untraced.call_input_bytes is not None:
+        extra["call_input_bytes"] = untraced.call_input_bytes
     return built.replace(requested_status=run.requested, extra=extra)
 
 

@@ -1,0 +1,37 @@
+"""What a decorated call's arguments hold on the GPU: the bytes a CUDA graph of the call would
+copy into its static inputs on every replay.
+
+Read once, on the first warm-up call, before it is timed: a tensor argument, or a tensor in a
+tuple, list or dict argument (a batch), one level deep. Tensors on the CPU are not counted (a
+graph cannot read them: the call's own copy to the device is in the trace).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from autoprof.record.session.driver import torch_module
+
+
+def _tensors(values: Iterable[Any]) -> Iterable[Any]:
+    tensor = torch_module().Tensor
+    for value in values:
+        if isinstance(value, tensor):
+            yield value
+        elif isinstance(value, tuple | list):
+            yield from (v for v in value if isinstance(v, tensor))
+        elif isinstance(value, Mapping):
+            yield from (v for v in value.values() if isinstance(v, tensor))
+
+
+def _is_cuda(tensor: Any) -> bool:
+    return bool(tensor.is_cuda)
+
+
+def cuda_input_bytes(args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                     counted: Callable[[Any], bool] = _is_cuda) -> int:
+    """The bytes of the CUDA tensors (``counted``) among ``args`` and ``kwargs``, one level
+    deep."""
+    return sum(int(t.numel()) * int(t.element_size())
+               for t in _tensors((*args, *kwargs.values())) if counted(t))
