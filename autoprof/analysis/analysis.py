@@ -168,7 +168,23 @@ class Analysis:
         bd = self.breakdown
         opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
         return with_predictions(opps, self.events, self.call_region, self.reference,
-                                float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0)
+                                float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0,
+                                self.graph_input_copy_us)
+
+    @cached_property
+    def graph_input_copy_us(self) -> float:
+        """The GPU time a CUDA graph of the call spends copying the call's CUDA inputs into
+        its static ones (metrics/replay/changes.py); 0 when the recorder did not read them
+        or the device's bandwidth is not known."""
+        from autoprof.analysis.metrics.device import device_name
+        from autoprof.analysis.metrics.peaks import peak_for
+        from autoprof.analysis.metrics.replay.changes import input_copy_us
+
+        nbytes = self.record.call_input_bytes if self.record is not None else None
+        if not nbytes:
+            return 0.0
+        device = device_name(self.record, list(self.data.trace_metadata))
+        return input_copy_us(nbytes, peak_for(device, peak_gbps=self.options.peak_gbps).gbps)
 
     @cached_property
     def reference(self) -> Reference:

@@ -91,13 +91,13 @@ def _loader_between(loop: Loop) -> bool:
 
 
 def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
-               baseline: list[Change]) -> dict[str, Any]:
+               baseline: list[Change], input_copy_us: float) -> dict[str, Any]:
     fix = FIX_OF_CAUSE.get(str(opp.get("cause")))
     if fix == "loader-workers" and opp.get("hint") != FIX_HINTS[fix]:
         fix = None  # no DataLoader between the calls: no fix the replay knows
     if fix is None or (fix in ("cuda-graph", "loader-workers") and call is None):
         return opp
-    got = predict_fix(events, fix, call or "", baseline)
+    got = predict_fix(events, fix, call or "", baseline, input_copy_us=input_copy_us)
     spread = got["predicted_spread"]
     if not np.isfinite(spread["median"]):
         return opp
@@ -113,11 +113,13 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
-                     ref: Reference | None, step_us: float = 0.0) -> list[dict[str, Any]]:
+                     ref: Reference | None, step_us: float = 0.0,
+                     input_copy_us: float = 0.0) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
-    profiled step)."""
+    profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
+    inputs in, metrics/replay/changes.py)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
@@ -126,7 +128,7 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
         if loop is not None and loader_loop(loop):
             out.append(_between(loop))
         baseline = host_baseline(events, call, loop, ref or Reference())
-        out = [_predicted(o, events, call, baseline) for o in out]
+        out = [_predicted(o, events, call, baseline, input_copy_us) for o in out]
         out += code_fixes(events, call, baseline, step_us)
     except ValueError:
         return opps

@@ -139,7 +139,8 @@ def baseline_changes(run: autoprof.Run, gt: dict[str, Any]) -> list[Change]:
 def _pair(folder: str, name: str, fix: str, named: FixName, run: autoprof.Run,
           baseline: list[Change], measured: dict[str, Any]) -> Pair:
     """One fix replayed (`measured`: its iteration speedup, lo and hi)."""
-    got = predict_speedups(run.events, fix_changes(named, run.name, workers_of(fix)),
+    got = predict_speedups(run.events, fix_changes(named, run.name, workers_of(fix),
+                                                   run.analysis.graph_input_copy_us),
                            baseline=baseline)
     return Pair(folder, name, fix, named, got.median, got.low, got.high,
                 float(measured["speedup"]), float(measured["lo"]), float(measured["hi"]))

@@ -101,6 +101,25 @@ SETS = [
         ("sync_print_b1024", "adamw_fused"): (1.29, 1.61),
         ("mlp_loader_w2_pin", "cuda_graph"): (4.08, 6.48),
     }, (11, 7, 19.7, 130.1), {"seed_2048"}, evaluated=(20, 17, 8.6, 66.5)),
+    # recorded with the call's input bytes: seed_3072's graph (measured 0.91x) is replayed
+    # below 1.01x once its 18 MiB input copy is counted, so it is not offered
+    Pinned("gpu_h200_truth_heldout7", {
+        ("seed_3072", "addmm"): (1.33, 1.36),
+        ("seed_1536", "cuda_graph"): (1.92, 1.20),
+        ("seed_1536", "addmm"): (1.15, 1.39),
+        ("mlp_infer_b4096", "cuda_graph"): (1.01, 1.01),
+        ("mlp_infer_b1024", "cuda_graph"): (1.06, 1.35),
+        ("infer_b128", "cuda_graph"): (1.02, 1.04),
+        ("infer_b4", "cuda_graph"): (3.95, 3.42),
+        ("sync_item_b512", "graph_without_sync"): (7.22, 6.42),
+        ("sync_item_b512", "adamw_fused"): (1.41, 1.50),
+        ("sync_nonzero_b2048", "graph_without_sync"): (4.88, 4.86),
+        ("cnn_loader_w1", "cuda_graph"): (2.01, 0.99),
+        ("cnn_loader_w1", "workers4_pin_nonblocking"): (1.59, 3.19),
+        ("cnn_loader_w1", "pin_nonblocking"): (1.01, 1.18),
+    }, (13, 10, 14.3, 102.9), {"seed_1536", "cnn_loader_w1"},
+        ["sync_nonzero_b2048: shown `fused-optimizer` 1.42x: not tried on the GPU"],
+        (20, 18, 6.8, 35.5), {"seed_1536"}),
 ]
 
 

@@ -43,6 +43,18 @@ def test_the_sixth_set_repeats_closer_but_a_graph_can_swing_several_fold() -> No
     assert by_fix[("infer_b16", "cuda_graph")] == (4.83, 2.41)
 
 
+def test_the_seventh_set_repeats_closest_and_its_loader_swings_most() -> None:
+    folder = FOLDER.parent / "gpu_h200_truth_heldout7"
+    rows = repeat.agreements(folder / "ground_truth.json", folder / "ground_truth_repeat.json")
+    got = repeat.floor(rows)
+    assert got["fixes"] == 24 and got["within_10_pct"] == 18
+    assert got["median_abs_difference_pct"] == pytest.approx(2.8, abs=0.05)
+    assert got["max_abs_difference_pct"] == pytest.approx(32.9, abs=0.05)
+    by_fix = {(r.workload, r.fix): (round(r.first, 2), round(r.repeat, 2)) for r in rows}
+    assert by_fix[("sync_item_b512", "graph_without_sync")] == (6.42, 4.96)
+    assert by_fix[("cnn_loader_w1", "workers4_pin_nonblocking")] == (3.19, 2.40)
+
+
 def test_a_fix_timed_in_one_file_only_is_left_out(tmp_path: Path) -> None:
     import json
 

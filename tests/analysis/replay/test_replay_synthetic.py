@@ -20,6 +20,7 @@ from autoprof.analysis.metrics.replay import (
     replay_step,
     replay_steps,
 )
+from autoprof.analysis.metrics.replay.changes import COPY_BANDWIDTH_SHARE, input_copy_us
 
 
 def host_bound() -> Trace:
@@ -135,6 +136,32 @@ def test_a_cuda_graph_over_a_launch_bound_region() -> None:
     whole = replay_step(ev, 1, [CudaGraph(None, 2.5, 0.01, 0.29)])
     assert whole.step_us == pytest.approx(26.12)
     assert whole.host_busy_us == pytest.approx(26.12)  # the step window, host not waiting
+
+
+def test_a_cuda_graph_copies_its_inputs_in_first() -> None:
+    """The batch copied into the static inputs before the replay: a copy call on the host
+    (the trace's median launch, 8 us here, at the host's pace) and its GPU time before the
+    captured kernels."""
+    ev = launch_bound().frame()
+    change = CudaGraph("fwd", 2.5, 0.01, 0.29, input_copy_us=30.0)
+    # host: the graph launch and the copy call (2.5 + 0.01 + 8); GPU: the copy and the first
+    # kernel from 1 us after (30 + 2), then nine kernels 0.29 us apart
+    assert replay_step(ev, 1, [change]).step_us == pytest.approx(10.51 + 1 + 32 + 9 * 2.29)
+    # the host at half its pace: the copy call too (4 us), the GPU unchanged
+    assert replay_step(ev, 1, [ScaleHost(0.5), change]).step_us == pytest.approx(
+        6.51 + 1 + 32 + 9 * 2.29)
+    # no inputs to copy: the graph as before
+    assert replay_step(ev, 1, [CudaGraph("fwd", 2.5, 0.01, 0.29, input_copy_us=0.0)]
+                       ).step_us == pytest.approx(26.12)
+
+
+def test_an_input_copy_moves_its_bytes_twice_at_the_copy_bandwidth() -> None:
+    # 8 MiB read and written at 0.74 of 4,800 GB/s: 4.72 us
+    assert input_copy_us(8 * 2**20, 4800.0) == pytest.approx(
+        2 * 8 * 2**20 / (COPY_BANDWIDTH_SHARE * 4800e3))
+    assert input_copy_us(8 * 2**20, 4800.0) == pytest.approx(4.72, abs=0.01)
+    assert input_copy_us(None, 4800.0) == input_copy_us(0, 4800.0) == 0.0
+    assert input_copy_us(8 * 2**20, None) == 0.0
 
 
 def test_the_time_between_calls_overlapped() -> None:

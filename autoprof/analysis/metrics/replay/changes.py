@@ -15,6 +15,12 @@ The CUDA-graph constants:
 - `GRAPH_KERNEL_GAP_US` (0.29 us): the median gap between consecutive kernels of one
   replayed graph on an H200, measured in `traces/examples/graph_replay` (10th-90th
   percentile 0.22-0.32 us).
+- `COPY_BANDWIDTH_SHARE` (0.74): the share of the device's datasheet bandwidth a
+  device-to-device copy of a graphed call's inputs reaches, counting the bytes read and
+  written: measured without a profiler on an H200 (`benchmarks/gpu/input_copy_cost.py`,
+  benchmarks/results-h200-input-copy-cost.json), the median over copies of 16, 32 and 64 MiB
+  (0.71, 0.74, 0.80; 0.84-0.87 at 128-256 MiB; under 8 MiB the copies were shorter than the
+  host's launch and the loop timed the host).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Literal
 GRAPH_LAUNCH_US = 2.5
 GRAPH_KERNEL_HOST_US = 0.01
 GRAPH_KERNEL_GAP_US = 0.29
+COPY_BANDWIDTH_SHARE = 0.74
 
 CopyDirection = Literal["HtoD", "DtoH"]
 
@@ -39,12 +46,23 @@ class CudaGraph:
     launch costs `launch_us` plus `per_kernel_us` per kernel captured, and the captured
     kernels start `kernel_gap_us` after the one before them on their stream (or the launch
     latency after the graph launch). A sync inside the span is kept with its wait (a region
-    that syncs cannot be captured whole)."""
+    that syncs cannot be captured whole). `input_copy_us` (0: none): each span first copies
+    the batch into the graph's static inputs, a copy call costing the host one launch and
+    the GPU `input_copy_us` before the captured kernels (`input_copy_us()`)."""
 
     region: str | None = None
     launch_us: float = GRAPH_LAUNCH_US
     per_kernel_us: float = GRAPH_KERNEL_HOST_US
     kernel_gap_us: float = GRAPH_KERNEL_GAP_US
+    input_copy_us: float = 0.0
+
+
+def input_copy_us(input_bytes: int | None, peak_gbps: float | None) -> float:
+    """The GPU time of copying `input_bytes` into a graph's static inputs (read and written
+    at `COPY_BANDWIDTH_SHARE` of `peak_gbps`); 0 when either is unknown."""
+    if not input_bytes or not peak_gbps or peak_gbps <= 0:
+        return 0.0
+    return 2.0 * input_bytes / (COPY_BANDWIDTH_SHARE * peak_gbps * 1e3)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ region's) host row name: a CUDA graph captures the call, and loader workers over
 between two calls.
 
 - `cuda-graph`: the call captured whole, each batch copied into static inputs, then replay:
-  `CudaGraph(call)`;
+  `CudaGraph(call)`, the copy's GPU time `input_copy_us` (`changes.input_copy_us`);
 - `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
 - `remove-line`: the line that syncs deleted: the sync, and for a data-dependent selection
   (a mask index, `.nonzero()`) the ops computing on it, forward and backward
@@ -59,14 +59,17 @@ WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint na
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
 
 
-def fix_changes(fix: FixName, call: str, workers: int = WORKERS) -> list[Change]:
+def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
+                input_copy_us: float = 0.0) -> list[Change]:
     """The replay changes of the named fix on a run whose call row is named `call`
-    (`workers`: the DataLoader workers `loader-workers` starts)."""
+    (`workers`: the DataLoader workers `loader-workers` starts; `input_copy_us`: the GPU time
+    a CUDA graph of the call spends copying each batch into its static inputs)."""
+    graph = CudaGraph(call, input_copy_us=input_copy_us)
     table: dict[FixName, list[Change]] = {
-        "cuda-graph": [CudaGraph(call)],
+        "cuda-graph": [graph],
         "remove-sync": [RemoveSync()],
         "remove-line": [RemoveSync(), RemoveSelection()],
-        "sync-free-cuda-graph": [RemoveSync(), CudaGraph(call)],
+        "sync-free-cuda-graph": [RemoveSync(), graph],
         "loader-workers": [HideLoader(workers=workers),
                            OverlapBetweenCalls(call, keep_fetches=True), NonBlockingCopies()],
         "pin-memory": [NonBlockingCopies()],
@@ -79,12 +82,13 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS) -> list[Change]
 
 def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
                 baseline: Sequence[Change] = (), rank: int | None = None,
-                workers: int = WORKERS) -> dict[str, Any]:
+                workers: int = WORKERS, input_copy_us: float = 0.0) -> dict[str, Any]:
     """The named fix's replayed speedup as the summary shows it: `fix`, `predicted_speedup`
     (the median over the profiled steps, the number the what-if reads) and
     `predicted_spread` (median, quartiles, min and max over the steps); `baseline`: changes
-    applied to both sides first (a `ScaleHost` to the untraced call)."""
-    got = predict_speedups(events, fix_changes(fix, call, workers), rank=rank,
+    applied to both sides first (a `ScaleHost` to the untraced call); `input_copy_us` as
+    `fix_changes`."""
+    got = predict_speedups(events, fix_changes(fix, call, workers, input_copy_us), rank=rank,
                            baseline=baseline)
     return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
         "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}

@@ -1,8 +1,9 @@
 """Changes applied to a replay plan: each `Change` edits costs, durations or waits.
 
 - `CudaGraph`: the host time and the launch costs inside the region's spans go (except a
-  DataLoader's fetch: its CPU work stays); one graph launch per span; the captured kernels
-  run `kernel_gap_us` apart.
+  DataLoader's fetch: its CPU work stays); one graph launch per span, after the copy of the
+  batch into the static inputs (a launch on the host, `input_copy_us` on the GPU); the
+  captured kernels run `kernel_gap_us` apart.
 - `RemoveSync`: the matching syncs lose their waits.
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
@@ -363,6 +364,7 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     spans = _spans(g, change.region)
     kept = _not_capturable(g)
     seen: set[int] = set()
+    copied: set[int] = set()
     region = _pace_spans(g, plan)
 
     def measured(lo: float, hi: float) -> float:
@@ -378,7 +380,12 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
         items = g.call_items[c]
         first = span not in seen
         seen.add(span)
+        copy = change.input_copy_us > 0 and len(items) > 0 and span not in copied
+        pace = float(plan.pace_in[c] if region is not None else plan.pace_out[c])
         plan.call_cost_us[c] = (change.launch_us if first else 0.0) + \
-            change.per_kernel_us * len(items)
+            change.per_kernel_us * len(items) + (plan.launch_us * pace if copy else 0.0)
+        if copy:  # the batch copied into the static inputs, before the captured kernels
+            copied.add(span)
+            plan.item_dur_us[items[0]] += change.input_copy_us
         plan.item_latency_us[items] = plan.latency_us
         plan.item_gap_us[items] = change.kernel_gap_us
