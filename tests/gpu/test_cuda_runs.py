@@ -65,3 +65,14 @@ def test_warmup_calls_are_timed_with_sync(tmp_path):
     # synchronised timing: a 4096 bf16 GEMM cannot finish in under 50 us on any current GPU
     assert min(warm_ms) > 0.05, warm_ms
     assert run.manifest["device"]["name"]
+
+
+def test_the_manifest_keeps_the_calls_cuda_input_bytes(tmp_path):
+    """x, w (64 x 64 bf16: 8 KiB each) and b (64 bf16: 128 bytes) on the GPU, a CPU scale
+    left out: what a CUDA graph of the call copies in on every replay."""
+    x, w, b = _operands(64)
+    fn = profile_fn(name="inputs", out_dir=str(tmp_path), schedule=SCHEDULE)(
+        lambda x, w, b, scale: _matmul_add(x, w, b) * scale.item())
+    run = autoprof.check(fn, x, w, b, torch.ones(4))
+    assert run.record.call_input_bytes == 2 * 8192 + 128
+    assert run.analysis.graph_input_copy_us > 0

@@ -170,17 +170,18 @@ class Session(Actions):
     def begin(self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Token:
         """Never raises: on an internal problem the call runs unprofiled (one warning).
         ``args``, ``kwargs``: a decorated call's arguments (a region has none)."""
+        now_ns = time.perf_counter_ns()  # the first thing: before it, the caller's loop
         local = self._local
         depth = getattr(local, "depth", 0)
         local.depth = depth + 1
         try:
-            return self._begin(depth, args, kwargs)
+            return self._begin(depth, now_ns, args, kwargs)
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
             return PASS_TOKEN
 
-    def _begin(self, depth: int, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-               ) -> Token:
+    def _begin(self, depth: int, now_ns: int, args: tuple[Any, ...],
+               kwargs: dict[str, Any] | None) -> Token:
         if self.state is State.AFTER and depth == 0 and not profiler_enabled():
             return self._begin_after()
         if self._in_step and self._owner_native_id() == threading.get_native_id():
@@ -193,15 +194,16 @@ class Session(Actions):
                         self._fire(Event.NESTED)  # nested in another session's step
                     return self._label()
             with self._lock:
-                return self._begin_locked(args, kwargs)
+                return self._begin_locked(now_ns, args, kwargs)
         return self._label()
 
-    def _begin_locked(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Token:
+    def _begin_locked(self, now_ns: int, args: tuple[Any, ...], kwargs: dict[str, Any] | None
+                      ) -> Token:
         if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
             self._warmup_begun += 1
             if self.call_input_bytes is None and kwargs is not None:  # before it is timed
                 self.call_input_bytes = cuda_input_bytes(args, kwargs)
-            self._note_between(time.perf_counter_ns())
+            self._note_between(now_ns)
             sync_if_cuda_in_use()
             return (WARMUP, time.perf_counter_ns())
         if self.state is State.WARMUP and len(self.warmup_call_ms) >= self._warmup_begun:
@@ -244,6 +246,8 @@ class Session(Actions):
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
         finally:
             self._local.depth -= 1
+        if kind == WARMUP:  # the last thing before returning: what follows is the caller's
+            self._local.warmup_ended_ns = time.perf_counter_ns()
 
     def _label(self) -> Token:
         if not profiler_enabled():
@@ -264,7 +268,6 @@ class Session(Actions):
                 if self._open_run() is not None:
                     self._fire(Event.WARMUP_FAILED, "failed",
                                artifacts.error_record(exc, "warmup"))
-        self._local.warmup_ended_ns = time.perf_counter_ns()
 
     def _note_between(self, now_ns: int) -> None:
         """A warm-up call begins (with the lock): the time since this thread's last one ended,

@@ -102,10 +102,15 @@ class Graph:
         return out
 
 
-def _keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One integer code per distinct (a, b) pair."""
-    pairs = pd.MultiIndex.from_arrays([a, b])
-    return np.asarray(pd.factorize(pairs)[0], dtype=np.int64)
+def pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One integer code per distinct (a, b) pair, numbered in order of first appearance.
+    Each column is factorized on its own, then the combined codes once more: a pair of
+    columns factorized as one (a MultiIndex) is ~20x slower at 1M rows."""
+    ca, _ = pd.factorize(a, use_na_sentinel=False)
+    cb, levels = pd.factorize(b, use_na_sentinel=False)
+    combined = np.asarray(ca, np.int64) * max(len(levels), 1) + np.asarray(cb, np.int64)
+    codes, _ = pd.factorize(combined)
+    return np.asarray(codes, dtype=np.int64)
 
 
 def _outermost_runtime(parent: np.ndarray, runtime: np.ndarray) -> np.ndarray:
@@ -160,7 +165,7 @@ def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
     ev = ev.rename(columns={"index": "label"})
     cpu = cpu_mask(ev)
     numbers, starts, ends, first_step = _step_spans(ev, cpu)
-    thread = _keys(ev["pid"].to_numpy(), ev["tid"].to_numpy())
+    thread = pair_codes(ev["pid"].to_numpy(), ev["tid"].to_numpy())
     parent = parent_positions(ev.set_index("label"))
     runtime = cpu & isin_mask(ev["cat"], RUNTIME_CATS)
     outer = _outermost_runtime(parent, runtime)
@@ -171,7 +176,7 @@ def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:
     lo, hi = float(starts[0]), float(ends[-1])
     in_window = (caller >= 0) & (ts[np.clip(caller, 0, None)] >= lo) & \
         (ts[np.clip(caller, 0, None)] < hi)
-    stream = _keys(ev["device"].to_numpy()[work], ev["stream"].to_numpy()[work])
+    stream = pair_codes(ev["device"].to_numpy()[work], ev["stream"].to_numpy()[work])
     stream_of = dict(zip(work.tolist(), stream.tolist(), strict=True))
     calls = link_waits(ev, thread, runtime & ~has_ancestor_in(parent, runtime),
                        caller[in_window], work[in_window], stream_of, lo, hi)
