@@ -72,7 +72,7 @@ def test_the_manifest_keeps_the_calls_cuda_input_bytes(tmp_path):
     left out: what a CUDA graph of the call copies in on every replay."""
     x, w, b = _operands(64)
     fn = profile_fn(name="inputs", out_dir=str(tmp_path), schedule=SCHEDULE)(
-        lambda x, w, b, scale: _matmul_add(x, w, b) * scale.item())
+        lambda x, w, b, scale: _matmul_add(x, w, b) * scale.sum().item())
     run = autoprof.check(fn, x, w, b, torch.ones(4))
     assert run.record.call_input_bytes == 2 * 8192 + 128
     assert run.analysis.graph_input_copy_us > 0

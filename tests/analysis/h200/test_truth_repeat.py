@@ -55,6 +55,17 @@ def test_the_seventh_set_repeats_closest_and_its_loader_swings_most() -> None:
     assert by_fix[("cnn_loader_w1", "workers4_pin_nonblocking")] == (3.19, 2.40)
 
 
+def test_the_eighth_sets_graphs_swing_most() -> None:
+    folder = FOLDER.parent / "gpu_h200_truth_heldout8"
+    rows = repeat.agreements(folder / "ground_truth.json", folder / "ground_truth_repeat.json")
+    got = repeat.floor(rows)
+    assert got["fixes"] == 20 and got["within_10_pct"] == 14
+    assert got["median_abs_difference_pct"] == pytest.approx(6.6, abs=0.05)
+    assert got["max_abs_difference_pct"] == pytest.approx(42.4, abs=0.05)
+    by_fix = {(r.workload, r.fix): (round(r.first, 2), round(r.repeat, 2)) for r in rows}
+    assert by_fix[("infer_b2", "cuda_graph")] == (6.49, 4.56)
+
+
 def test_a_fix_timed_in_one_file_only_is_left_out(tmp_path: Path) -> None:
     import json
 
