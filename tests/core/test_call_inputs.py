@@ -53,3 +53,12 @@ def test_a_region_writes_no_input_bytes(traces_root):
     assert "call_input_bytes" not in manifest(run)
     record = Manifest.from_json((run / "manifest.json").read_bytes(), run / "manifest.json")
     assert record.call_input_bytes is None
+
+
+def test_a_tensor_that_cannot_say_its_size_counts_nothing():
+    class Odd(torch.Tensor):
+        def numel(self):  # type: ignore[override]
+            raise RuntimeError("no size")
+
+    odd = torch.ones(4).as_subclass(Odd)
+    assert cuda_input_bytes((odd, torch.ones(2)), {}, counted=_every) == 8

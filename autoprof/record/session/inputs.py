@@ -26,12 +26,21 @@ def _tensors(values: Iterable[Any]) -> Iterable[Any]:
 
 
 def _is_cuda(tensor: Any) -> bool:
-    return bool(tensor.is_cuda)
+    try:
+        return bool(tensor.is_cuda)
+    except Exception:
+        return False
 
 
 def cuda_input_bytes(args: tuple[Any, ...], kwargs: Mapping[str, Any],
                      counted: Callable[[Any], bool] = _is_cuda) -> int:
     """The bytes of the CUDA tensors (``counted``) among ``args`` and ``kwargs``, one level
-    deep."""
-    return sum(int(t.numel()) * int(t.element_size())
-               for t in _tensors((*args, *kwargs.values())) if counted(t))
+    deep; a tensor that cannot say its size (a subclass whose accessors raise) counts 0."""
+    return sum(_nbytes(t) for t in _tensors((*args, *kwargs.values())) if counted(t))
+
+
+def _nbytes(tensor: Any) -> int:
+    try:
+        return int(tensor.numel()) * int(tensor.element_size())
+    except Exception:  # a user's tensor subclass: its size is not worth the call's failure
+        return 0
