@@ -11,6 +11,12 @@ the first of them autoprof's source-lines step, as in autoprof's default schedul
 events at iteration starts), labelled with its schedule phase, the manifest's warm-up and
 wait-step call times, and the profiled steps' durations read from the trace: the profiler's
 distortion, in one place.
+
+With ``--same-process-truth`` the baseline and every fix are then timed in this same process,
+after autoprof's window (the profiler stopped, CUPTI let go), as ``ground_truth.py`` times
+them in a fresh one (``record.json``'s ``same_process_truth``, its form): a judge whose host
+runs at the recording's own pace, for predictions that pace the host to this process's
+untraced calls (``same_process.py``).
 """
 
 from __future__ import annotations
@@ -122,10 +128,19 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
     parser.add_argument("--profiler-warmup", type=int, default=SCHEDULE["warmup"],
                         help="warm-up steps (2: the first is autoprof's source-lines step)")
+    parser.add_argument("--same-process-truth", action="store_true",
+                        help="then time the baseline and every fix in this process")
+    parser.add_argument("--rounds", type=int, default=4, help="with --same-process-truth")
+    parser.add_argument("--block-s", type=float, default=0.25, help="with --same-process-truth")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    result = record(args.workload, args.out, Ctx(args.device, args.tiny or args.device == "cpu"),
-                    args.profiler_warmup)
+    ctx = Ctx(args.device, args.tiny or args.device == "cpu")
+    result = record(args.workload, args.out, ctx, args.profiler_warmup)
+    if args.same_process_truth:
+        from ground_truth import measure
+
+        result["same_process_truth"] = measure(args.workload, ctx, args.rounds, args.block_s,
+                                               isolate=WORKLOADS[args.workload].isolate)
     (args.out / "record.json").write_text(json.dumps(result, indent=1))
     print(f"{args.workload}: {result['status']} run {result['run']}; untraced call "
           f"{result['untraced_call_ms_median']} ms, "
