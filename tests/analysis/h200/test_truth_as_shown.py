@@ -139,6 +139,30 @@ SETS = [
         # its ground truth process aborted on the GPU: recorded, never measured
         ["sync_cpu_b2048: no measured fix or no run folder"],
         (15, 12, 8.0, 46.3), {"sync_cpu_b2048"}),
+    # sets seven and eight recorded again, each fix timed in the recording's own process
+    Pinned("gpu_h200_truth_same_process", {
+        ("cnn_loader_w1", "cuda_graph"): (2.04, 1.13),
+        ("cnn_loader_w1", "workers4_pin_nonblocking"): (1.71, 3.04),
+        ("infer_b128", "cuda_graph"): (1.02, 1.04),
+        ("infer_b2", "cuda_graph"): (8.91, 9.29),
+        ("infer_b4", "cuda_graph"): (4.79, 8.99),
+        ("infer_b64", "cuda_graph"): (1.04, 1.08),
+        ("mlp_infer_b1024", "cuda_graph"): (2.70, 2.59),
+        ("mlp_infer_b2048", "cuda_graph"): (1.34, 1.48),
+        ("mlp_infer_b256", "cuda_graph"): (2.44, 2.29),
+        ("mlp_infer_b4096", "cuda_graph"): (1.07, 1.02),
+        ("mlp_loader_w1_pin", "workers4_pin_nonblocking"): (4.45, 6.04),
+        ("mlp_loader_w1_pin", "cuda_graph"): (1.30, 1.41),
+        ("seed_1536", "cuda_graph"): (2.84, 1.64),
+        ("seed_1536", "addmm"): (1.19, 1.33),
+        ("seed_2560", "addmm"): (1.18, 1.32),
+        ("seed_2560", "cuda_graph"): (1.16, 0.88),
+        ("seed_3072", "addmm"): (1.34, 1.33),
+        ("seed_768", "cuda_graph"): (2.25, 1.63),
+        ("seed_768", "addmm"): (1.16, 1.30),
+        ("sync_nonzero_b2048", "graph_without_sync"): (6.48, 6.78),
+        ("sync_nonzero_b2048", "adamw_fused"): (1.26, 1.66),
+    }, (21, 14, 10.2, 79.6), {"cnn_loader_w1"}, evaluated=(27, 23, 8.8, 41.6)),
 ]
 
 
