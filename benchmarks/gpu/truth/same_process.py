@@ -4,7 +4,7 @@
 the same process after autoprof's window. This script gathers such recordings (each
 ``--out DIR`` holding ``record.json`` and ``runs/``) into one folder of the form
 ``as_shown.py`` reads (``ground_truth.json`` and ``runs/``), with the same-process timings as
-the ground truth, and prints the same table:
+the ground truth, and prints ``as_shown.py``'s report of it:
 
     PYTHONPATH=. python benchmarks/gpu/truth/same_process.py OUT DIR [DIR ...]
 
@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import as_shown  # noqa: E402
-import evaluate  # noqa: E402
 
 
 def gather(out: Path, dirs: list[Path]) -> Path:
@@ -47,22 +46,7 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("dirs", type=Path, nargs="+")
     args = parser.parse_args()
-    folder = gather(args.out, args.dirs)
-    data = json.loads((folder / "ground_truth.json").read_text())
-    notes: list[str] = []
-    workloads = [as_shown.shown_workload(folder, name, w, notes)
-                 for name, w in data["workloads"].items()]
-    for w in workloads:
-        for p in w.pairs:
-            print(f"| {p.workload} | `{p.fix}` (`{p.named}`) | {p.predicted:.2f}x | "
-                  f"{p.measured:.2f}x | {100 * p.error:+.0f}% |")
-    got = evaluate.summarize(workloads)
-    print({k: got[k] for k in ("pairs", "within_25_pct", "median_abs_error_pct",
-                               "max_abs_error_pct")},
-          "top pick not the best:", [w.name for w in workloads if not w.top_is_best])
-    for note in notes:
-        print("-", note)
-    return 0
+    return as_shown.main([str(gather(args.out, args.dirs))])
 
 
 if __name__ == "__main__":
