@@ -28,7 +28,7 @@ import numpy as np
 
 import autoprof
 from autoprof.analysis.diff import RunFacts, run_facts
-from autoprof.analysis.diff.causes import _same_call
+from autoprof.analysis.diff.causes import same_call
 
 CASES = ("same", "tanh5", "tanh10", "tanh50", "clone", "wide")
 
@@ -40,7 +40,7 @@ def _run_dir(work: Path, name: str) -> Path:
 def _ratios(a: RunFacts, b: RunFacts) -> list[float]:
     return [ob.us_per_step / oa.us_per_step for name, oa in a.user_ops.items()
             if (ob := b.user_ops.get(name)) is not None and oa.us_per_step > 0
-            and ob.us_per_step > 0 and _same_call(oa, ob)]
+            and ob.us_per_step > 0 and same_call(oa, ob)]
 
 
 def _pair(a: RunFacts, b: RunFacts) -> dict[str, float]:

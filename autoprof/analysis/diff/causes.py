@@ -122,7 +122,7 @@ def _sync_note(a: UserOpFacts | None, b: UserOpFacts | None) -> str:
             "when the tensor is on a GPU)")
 
 
-def _same_call(oa: UserOpFacts, ob: UserOpFacts) -> bool:
+def same_call(oa: UserOpFacts, ob: UserOpFacts) -> bool:
     """Both runs called the op alike: as often, on the same input types and shapes."""
     return (abs(oa.calls_per_step - ob.calls_per_step) < 0.5
             and oa.input_types == ob.input_types and oa.input_shapes == ob.input_shapes)
@@ -139,7 +139,7 @@ def host_pace(a: RunFacts, b: RunFacts) -> float:
     ratios = [ob.host_us_per_step / oa.host_us_per_step
               for name, oa in a.user_ops.items()
               if (ob := b.user_ops.get(name)) is not None and oa.host_us_per_step > 0
-              and ob.host_us_per_step > 0 and _same_call(oa, ob)]
+              and ob.host_us_per_step > 0 and same_call(oa, ob)]
     return float(np.median(ratios)) if ratios else 1.0
 
 
