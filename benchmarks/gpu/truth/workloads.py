@@ -215,4 +215,18 @@ WORKLOADS: dict[str, Workload] = {
     "mlp_loader_w1_pin": Workload(
         "the loader MLP in the caller's loop with num_workers=1, pin_memory on, non_blocking "
         "copies", caller_loop("mlp", 1, True), isolate=True, held_out=8),
+    # the ninth held-out set: written after a loop that waits for DataLoader worker processes
+    # was made to bound every fix but more workers; evaluated only
+    "mlp_loader_w3": Workload(
+        "the loader MLP in the caller's loop with num_workers=3, pin_memory off",
+        caller_loop("mlp", 3, False), isolate=True, held_out=9),
+    "mlp_loader_w3_pin": Workload(
+        "the loader MLP in the caller's loop with num_workers=3, pin_memory on, non_blocking "
+        "copies", caller_loop("mlp", 3, True), isolate=True, held_out=9),
+    "cnn_loader_w2": Workload(
+        "the loader CNN in the caller's loop with num_workers=2, pin_memory off, blocking "
+        "copies", caller_loop("cnn", 2, False), isolate=True, held_out=9),
+    "cnn_loader_w3_pin": Workload(
+        "the loader CNN in the caller's loop with num_workers=3, pin_memory on, non_blocking "
+        "copies", caller_loop("cnn", 3, True), isolate=True, held_out=9),
 }
