@@ -49,6 +49,8 @@ _HOST_COPY = re.compile(r"\b(HtoD|DtoH|HtoH)\b|Pageable|Pinned", re.IGNORECASE)
 _PEER_COPY = re.compile(r"\bPtoP\b", re.IGNORECASE)
 HOST_LINK = "host link"  # ``bound`` of a copy between host and device memory
 PEER_LINK = "peer link"  # ``bound`` of a copy between two devices
+_COST_COLUMNS = ["name", "input_dims", "input_types", "input_values", "flops"]  # op_costs reads
+_WORK_COLUMNS = ["name", "cat", "dur_us", "ts_us", "end_us", "step", "rank", "op_row", "bytes"]
 _NEEDS = ["name", "cat", "is_gpu_work", "dur_us", "ts_us", "end_us", "op_row", "parent",
           "step", "rank", "flops", "input_dims"]
 
@@ -152,16 +154,36 @@ def _text_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     return np.asarray(text[codes[rows]])
 
 
+def _objects(values: np.ndarray) -> pd.Series:
+    """An object column (not pandas' Arrow-backed ``str``, which copies every value)."""
+    return pd.Series(values, dtype=object)
+
+
 def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
-    work = events[events["is_gpu_work"].to_numpy(dtype=bool)]
+    work = events.loc[events["is_gpu_work"].to_numpy(dtype=bool),
+                      [c for c in _WORK_COLUMNS if c in events]]
     cost_row = _cost_rows(events, work["op_row"].to_numpy())
     has_op = cost_row >= 0
     op_rows = np.unique(cost_row[has_op])
-    ops = events.iloc[op_rows]
+    ops = events[[c for c in _COST_COLUMNS if c in events]].iloc[op_rows]
     costs = _distinct_costs(ops) if len(ops) else op_costs(events.iloc[:0])
+    n = len(work)
+    # text as object columns: pandas would otherwise copy every value into Arrow strings
+    text = {c: np.full(n, "", dtype=object) for c in ("op", "dtype", "flops_source",
+                                                       "input_dims")}
+    op_flops, op_bytes = np.full(n, np.nan), np.full(n, np.nan)
+    if has_op.any():
+        rows = cost_row[has_op]
+        picked = costs.iloc[np.searchsorted(op_rows, rows)]
+        text["op"][has_op] = _text_at(events["name"], rows)
+        op_flops[has_op] = picked["flops"].to_numpy(dtype=float)
+        op_bytes[has_op] = picked["bytes"].to_numpy(dtype=float)
+        text["dtype"][has_op] = picked["dtype"].to_numpy(dtype=object)
+        text["flops_source"][has_op] = picked["flops_source"].to_numpy(dtype=object)
+        text["input_dims"][has_op] = _text_at(events["input_dims"], rows)
     table = pd.DataFrame({
-        "name": _text_at(work["name"], np.arange(len(work))),
+        "name": _objects(_text_at(work["name"], np.arange(n))),
         "is_kernel": _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE)),
         "dur_us": work["dur_us"].to_numpy(dtype=float),
         "ts_us": work["ts_us"].to_numpy(dtype=float),
@@ -169,22 +191,13 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
         "step": work["step"].to_numpy(),
         "rank": work["rank"].to_numpy(),
         "cost_row": cost_row,
+        "op": _objects(text["op"]),
+        "op_flops": op_flops,
+        "op_bytes": op_bytes,
+        "dtype": _objects(text["dtype"]),
+        "flops_source": _objects(text["flops_source"]),
+        "input_dims": _objects(text["input_dims"]),
     })
-    table["op"] = ""
-    table["op_flops"] = np.nan
-    table["op_bytes"] = np.nan
-    table["dtype"] = ""
-    table["flops_source"] = ""
-    table["input_dims"] = ""
-    if has_op.any():
-        rows = cost_row[has_op]
-        picked = costs.iloc[np.searchsorted(op_rows, rows)]
-        table.loc[has_op, "op"] = _text_at(events["name"], rows)
-        table.loc[has_op, "op_flops"] = picked["flops"].to_numpy()
-        table.loc[has_op, "op_bytes"] = picked["bytes"].to_numpy()
-        table.loc[has_op, "dtype"] = picked["dtype"].to_numpy()
-        table.loc[has_op, "flops_source"] = picked["flops_source"].to_numpy()
-        table.loc[has_op, "input_dims"] = _text_at(events["input_dims"], rows)
     tf32 = (table["dtype"] == "fp32").to_numpy() & _name_flags(work["name"], _TF32_KERNEL)
     table.loc[tf32, "dtype"] = "tf32"
     # an op's kernels share its cost by duration; its memsets / memcpys get a share only
@@ -193,9 +206,10 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
            else np.full(len(work), np.nan))
     counted = ~table["is_kernel"].to_numpy() & np.isfinite(own) & (own >= 0)
-    table["link"] = np.where(counted & _name_flags(work["name"], _HOST_COPY), HOST_LINK,
-                             np.where(counted & _name_flags(work["name"], _PEER_COPY),
-                                      PEER_LINK, ""))
+    table["link"] = _objects(np.where(counted & _name_flags(work["name"], _HOST_COPY),
+                                      HOST_LINK,
+                                      np.where(counted & _name_flags(work["name"], _PEER_COPY),
+                                               PEER_LINK, "")).astype(object))
     memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
     takes = (table["is_kernel"].to_numpy() | memory_op) & ~counted
     table.loc[~takes, ["op_flops", "op_bytes", "flops_source", "dtype"]] = [np.nan, np.nan, "",
