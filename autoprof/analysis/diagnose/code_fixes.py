@@ -35,6 +35,10 @@ OPTIMIZER_PREFIX = "Optimizer.step#"
 FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
 HOST_COLUMNS = ("name", "step", "dur_us", "parent")  # what the checks below read
 
+# why a fix of the call is not predicted in a loop that waits for DataLoader worker processes
+WORKERS_UNSEEN = ("not predicted: the loop waits for the DataLoader's worker processes, whose "
+                  "pace the trace does not show; a faster step gains only as far as they keep "
+                  "up")
 
 def _steps(events: pd.DataFrame) -> pd.DataFrame:
     """The host rows of the profiled steps (only the columns the checks read: a copy of
@@ -87,10 +91,18 @@ def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
                         [{"name": "aten::add after aten::matmul", "us_per_step": us}], hint)
 
 
+def unpredicted(opp: dict[str, Any]) -> dict[str, Any]:
+    """`opp` offered with its bound only, in a loop that waits for DataLoader worker
+    processes (`baseline.worker_loop`), and the reason."""
+    return {**opp, "hint": f"{opp['hint']} ({WORKERS_UNSEEN})"}
+
+
 def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
-               step_us: float) -> list[dict[str, Any]]:
+               step_us: float, worker_loop: bool = False) -> list[dict[str, Any]]:
     """The opportunities of the module doc that a run shows, each with its prediction
-    (`step_us`: the mean profiled step). Raises ValueError where the replay cannot run."""
+    (`step_us`: the mean profiled step; `worker_loop`: the loop waits for DataLoader worker
+    processes, so a fix the replay predicts a gain for is offered with its bound only,
+    `unpredicted`). Raises ValueError where the replay cannot run."""
     host = _steps(events)
     n_steps = int(host["step"].nunique())
     if not n_steps or not step_us > 0:
@@ -104,5 +116,5 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
             continue
         got = predict_fix(events, fix, call or "", baseline)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
-            out.append({**opp, **got})
+            out.append(unpredicted(opp) if worker_loop else {**opp, **got})
     return out

@@ -21,7 +21,11 @@ GEMM are offered beside them when the trace shows the unfused form (code_fixes.p
 replay's host costs are first scaled to the untraced calls (metrics/replay/baseline.py): the
 whole host when the step is the call, the call's own host time when the step holds the
 caller's loop too (the warm-up calls time the call alone). `loader-workers` is predicted for
-WORKERS workers (`fixes.py`), no faster than they can fetch. A cause whose gain exists only
+WORKERS workers (`fixes.py`), no faster than they can fetch. In a loop that waits for
+DataLoader worker processes (`baseline.worker_loop`: a multi-process DataLoader's fetch is
+the largest part of the time between calls) only `loader-workers` is predicted: the workers
+make the batches in processes the trace does not show, so how far a faster step would gain
+is not known, and every other fix keeps its bound and says why. A cause whose gain exists only
 under the profiler (the replay, scaled to the untraced calls, predicts under NOISE_SPEEDUP),
 or that the replay predicts under it with no untraced calls to scale to, keeps its bound and
 says so, instead of a fix.
@@ -40,12 +44,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.diagnose.code_fixes import code_fixes
+from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
     fetch_first,
     host_baseline,
     loader_loop,
+    worker_loop,
 )
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import WORKERS, FixName, predict_fix
@@ -91,12 +96,14 @@ def _loader_between(loop: Loop) -> bool:
 
 
 def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
-               baseline: list[Change], input_copy_us: float) -> dict[str, Any]:
+               baseline: list[Change], input_copy_us: float, workers: bool) -> dict[str, Any]:
     fix = FIX_OF_CAUSE.get(str(opp.get("cause")))
     if fix == "loader-workers" and opp.get("hint") != FIX_HINTS[fix]:
         fix = None  # no DataLoader between the calls: no fix the replay knows
     if fix is None or (fix in ("cuda-graph", "loader-workers") and call is None):
         return opp
+    if workers and fix != "loader-workers":
+        return unpredicted(opp)
     got = predict_fix(events, fix, call or "", baseline, input_copy_us=input_copy_us)
     spread = got["predicted_spread"]
     if not np.isfinite(spread["median"]):
@@ -128,8 +135,9 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
         if loop is not None and loader_loop(loop):
             out.append(_between(loop))
         baseline = host_baseline(events, call, loop, ref or Reference())
-        out = [_predicted(o, events, call, baseline, input_copy_us) for o in out]
-        out += code_fixes(events, call, baseline, step_us)
+        workers = worker_loop(events, loop)
+        out = [_predicted(o, events, call, baseline, input_copy_us, workers) for o in out]
+        out += code_fixes(events, call, baseline, step_us, workers)
     except ValueError:
         return opps
     return ranked(out)

@@ -43,6 +43,10 @@ LATER_SETS = {
                                  ("cnn_loader_w1", "workers4_pin_nonblocking"): (3.19, 2.40)}),
     "gpu_h200_truth_heldout8": (20, 14, 6.6, 42.4,
                                 {("infer_b2", "cuda_graph"): (6.49, 4.56)}),
+    # loaders with worker processes: the loop's pace is the workers', and it moves
+    "gpu_h200_truth_heldout9": (14, 4, 12.5, 66.1,
+                                {("mlp_loader_w3", "cuda_graph"): (2.11, 6.22),
+                                 ("cnn_loader_w2", "cuda_graph"): (1.17, 1.35)}),
 }
 
 

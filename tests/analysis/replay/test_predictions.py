@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 
 import autoprof
+from autoprof.analysis.diagnose.code_fixes import WORKERS_UNSEEN
 from autoprof.analysis.diagnose.opportunities import opportunities
 from autoprof.analysis.diagnose.predictions import FIX_HINTS, ranked, with_predictions
+from autoprof.analysis.metrics.replay.baseline import worker_loop
+from autoprof.analysis.metrics.replay.loop import loop_split
 from autoprof.analysis.report.text import render_summary
 
 TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
@@ -148,3 +151,36 @@ def test_a_fix_replayed_to_gain_nothing_is_no_fix_with_or_without_a_reference() 
     unpaced = next(o for o in got if o["cause"] == "host_launch")
     assert unpaced["fix"] is None and unpaced["predicted_speedup"] < 1.01
     assert unpaced["hint"].endswith("(replayed, this fix gains nothing)")
+
+
+def _held_out(folder: str, workload: str) -> autoprof.Run:
+    root = TRUTH.parent / folder
+    truth = json.loads((root / "ground_truth.json").read_text())["workloads"][workload]
+    return autoprof.load(root / truth["record"]["run"])
+
+
+@pytest.mark.parametrize(("folder", "workload", "expected"), [
+    ("gpu_h200_truth_heldout7", "cnn_loader_w1", True),  # 1 worker, 36% between calls
+    ("gpu_h200_truth_heldout9", "cnn_loader_w2", True),  # 2 workers, 26%
+    ("gpu_h200_truth", "mlp_loader_w0", False),  # the loading runs in the main process
+    ("gpu_h200_truth_heldout9", "mlp_loader_w3_pin", False),  # 7% between calls
+    ("gpu_h200_truth", "seed_64", False),  # no DataLoader
+])
+def test_a_loop_that_waits_for_dataloader_worker_processes(folder: str, workload: str,
+                                                          expected: bool) -> None:
+    run = _held_out(folder, workload)
+    loop = loop_split(run.events, run.name)
+    assert worker_loop(run.events, loop) is expected
+
+
+def test_in_a_worker_loop_only_more_workers_is_predicted() -> None:
+    """Measured by hand (held-out set 9): the whole-step graph gave 1.17x on cnn_loader_w2
+    and 2.11x on mlp_loader_w3, loops alike in the trace: how far a faster step gains
+    depends on the workers' pace, which the trace does not show. So the graph keeps its
+    bound and says why; more workers is still predicted (1.58x, measured 1.48x)."""
+    opps = _held_out("gpu_h200_truth_heldout9", "cnn_loader_w2").analysis.opportunities
+    predicted = {o["fix"]: o["predicted_speedup"] for o in opps if o.get("fix")}
+    assert predicted == {"loader-workers": pytest.approx(1.58, abs=0.01)}
+    launch = next(o for o in opps if o["cause"] == "host_launch")
+    assert "predicted_speedup" not in launch and launch["max_speedup"] > 1.0
+    assert launch["hint"].endswith(f"({WORKERS_UNSEEN})")

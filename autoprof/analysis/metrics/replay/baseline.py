@@ -30,6 +30,7 @@ included, pipelined; the truth suite's profiler-free baseline). `host_baseline` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,10 +44,12 @@ from autoprof.analysis.metrics.replay.changes import (
 )
 from autoprof.analysis.metrics.replay.loop import Loop
 from autoprof.analysis.metrics.replay.replay import fit_host_scale
+from autoprof.analysis.metrics.stats import name_matches
 
 MIN_BETWEEN_PCT = 10.0  # of each step between calls: the step holds the caller's loop
 LOADER_NAME = "DataLoader.__next__"  # how loop.py names a DataLoader's fetch
 LOOP_HIGHEST = 4.0  # the loop may run slower untraced (other processes share the host)
+WORKER_FETCH = re.compile(r"_MultiProcessingDataLoaderIter")  # a fetch from worker processes
 
 
 def holds_loop(loop: Loop | None) -> bool:
@@ -64,6 +67,15 @@ def loader_loop(loop: Loop | None) -> bool:
     """Whether the step holds the caller's loop and a DataLoader's fetch is its largest part
     (the loop a loader fix changes)."""
     return holds_loop(loop) and loop is not None and fetch_first(loop.where["name"].tolist())
+
+
+def worker_loop(events: pd.DataFrame, loop: Loop | None) -> bool:
+    """Whether the loop waits for DataLoader worker processes: a loader loop whose fetches
+    are a multi-process DataLoader's (torch's `_MultiProcessingDataLoaderIter`). The
+    workers make the batches in processes of their own, which the trace does not show; the
+    main process's fetch is its wait for them, so only more workers shorten the loop
+    (`WorkerPace`)."""
+    return loader_loop(loop) and bool(name_matches(events["name"], WORKER_FETCH).any())
 
 
 @dataclass(frozen=True)
