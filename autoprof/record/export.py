@@ -129,15 +129,20 @@ class Finisher:
             self.close()  # the finisher is gone: died() says why
         return self.died()
 
-    def close(self, after_window_call_ms: Sequence[float] = ()) -> None:
+    def close(self, after_window_call_ms: Sequence[float] = (),
+              after_window_iter_ms: float | None = None) -> None:
         """Send the times of the calls after the window (one JSON line, when there are
-        any) and let the finisher go (EOF)."""
+        any: each call's, and the block's time per iteration) and let the finisher go
+        (EOF)."""
         stdin, self._stdin = self._stdin, None
         if stdin is None or os.getpid() != self._pid:
             return
         try:
             if after_window_call_ms:
-                times = {"after_window_call_ms": [round(t, 6) for t in after_window_call_ms]}
+                times: dict[str, Any] = {
+                    "after_window_call_ms": [round(t, 6) for t in after_window_call_ms]}
+                if after_window_iter_ms is not None:
+                    times["after_window_iter_ms"] = round(after_window_iter_ms, 6)
                 stdin.write(json.dumps(times).encode() + b"\n")
         except OSError:
             pass  # the finisher is gone

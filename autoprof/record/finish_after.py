@@ -4,11 +4,13 @@ window.
 The recording process writes its run's manifest as one JSON line on the finisher's stdin as
 the window ends; the finisher starts on it at once. The program then goes on, and its first
 calls after the window are timed (``autoprof.record.session``); their times follow as a
-second line, ``{"after_window_call_ms": [...]}``, then EOF (or EOF alone: the program ended
-first, or the run ended some other way). The finisher waits for that line only after its own
-work, at most ``AFTER_WINDOW_WAIT_S``, and then writes the times into the manifests it
-finished, under the folder lock: the recording process never touches a folder its finisher
-may hold, and the status and every other key stay as the finisher wrote them.
+second line, ``{"after_window_call_ms": [...], "after_window_iter_ms": ...}`` (the second key
+where the process uses CUDA and the block of calls after them was timed), then EOF (or EOF
+alone: the program ended first, or the run ended some other way). The finisher waits for
+that line only after its own work, at most ``AFTER_WINDOW_WAIT_S``, and then writes the
+times into the manifests it finished, under the folder lock: the recording process never
+touches a folder its finisher may hold, and the status and every other key stay as the
+finisher wrote them.
 
 Never imports torch.
 """
@@ -29,6 +31,7 @@ from autoprof.runfolder import Manifest
 
 AFTER_WINDOW_WAIT_S = 600.0  # after its own work, how long the finisher waits for the times
 _KEY = "after_window_call_ms"
+_ITER_KEY = "after_window_iter_ms"  # the block of calls timed back to back, per iteration
 
 
 class Pipe:
@@ -82,15 +85,16 @@ def read_handoff(pipe: Pipe) -> Manifest | None:
     return None
 
 
-def after_window_times(line: bytes | None) -> tuple[float, ...]:
-    """The times in the recording process's last line (none when it sent none)."""
+def after_window_times(line: bytes | None) -> tuple[tuple[float, ...], float | None]:
+    """The times in the recording process's last line: each timed call's, and the block's
+    time per iteration (none when it sent none)."""
     if line is None:
-        return ()
+        return (), None
     with contextlib.suppress(ValueError):
         data = json.loads(line)
         if isinstance(data, dict):
-            return rf.finite_numbers(data.get(_KEY))
-    return ()
+            return rf.finite_numbers(data.get(_KEY)), rf.positive_number(data.get(_ITER_KEY))
+    return (), None
 
 
 def record_after_window(run_dir: Path, handoff: Manifest, pipe: Pipe,
@@ -100,7 +104,7 @@ def record_after_window(run_dir: Path, handoff: Manifest, pipe: Pipe,
     written (none when none came, or when they could not be written: the run is finished
     without them, and the reason goes to the finisher's log). Never raises: the run's status
     was decided before."""
-    times = after_window_times(pipe.line(wait_s))
+    times, iter_ms = after_window_times(pipe.line(wait_s))
     if not times:
         return ()
     rank = handoff.rank if handoff.world_size > 1 else None
@@ -108,7 +112,7 @@ def record_after_window(run_dir: Path, handoff: Manifest, pipe: Pipe,
     try:
         with rf.folder_lock(run_dir, rf.lock_wait_s()):
             for name in names:
-                _add_times(run_dir / name, handoff.run_id, times)
+                _add_times(run_dir / name, handoff.run_id, times, iter_ms)
     except OSError as exc:  # a lock held too long, a full disk
         print(f"autoprof.finish: the calls after the window were not recorded: {exc}",
               file=sys.stderr)
@@ -116,11 +120,13 @@ def record_after_window(run_dir: Path, handoff: Manifest, pipe: Pipe,
     return times
 
 
-def _add_times(path: Path, run_id: str | None, times: tuple[float, ...]) -> None:
+def _add_times(path: Path, run_id: str | None, times: tuple[float, ...],
+               iter_ms: float | None) -> None:
     """The manifest at ``path``, with the times, when it is this run's finished record."""
     try:
         manifest = rf.read_manifest(path, rf.MAX_MANIFEST_BYTES)
     except rf.ManifestError:
         return
     if manifest.is_final and manifest.run_id == run_id:
-        rf.write_manifest(path, manifest.replace(after_window_call_ms=times))
+        rf.write_manifest(path, manifest.replace(after_window_call_ms=times,
+                                                 after_window_iter_ms=iter_ms))

@@ -114,6 +114,12 @@ def _status(value: object) -> Status | None:
     return None
 
 
+def positive_number(value: object) -> float | None:
+    """A finite, positive, non-bool JSON number; None for anything else."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok and value > 0 else None  # type: ignore[arg-type, operator]
+
+
 def finite_numbers(value: object) -> tuple[float, ...]:
     """The finite, non-bool numbers of a JSON list, in order (ints stay ints, so a value
     reads back as it was written); a value that is not a list gives ``()``."""
@@ -136,13 +142,14 @@ _RULES: dict[str, Callable[[object], Any]] = {
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
     "warmup_between_ms": finite_numbers, "idle_sync_ms": finite_numbers,
-    "after_window_call_ms": finite_numbers, "steps_recorded": _int, "error": _dict,
+    "after_window_call_ms": finite_numbers, "after_window_iter_ms": positive_number,
+    "steps_recorded": _int, "error": _dict,
     "tables_error": _str, "requested_status": _status, "ended_by": _str, "ranks": _ranks,
     "missing_ranks": _ranks, "missing_reason": _str, "retry": _dict,
 }
 # Written only when set (``ranks``: torch.distributed; ``requested_status``: handed over).
 _OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks",
-                             "missing_reason", "retry"})
+                             "missing_reason", "retry", "after_window_iter_ms"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +179,8 @@ class Manifest(Readings):
     idle_sync_ms: tuple[float, ...] = ()
     wait_call_ms: tuple[float, ...] = ()
     after_window_call_ms: tuple[float, ...] = ()  # the first calls after the window
+    # then calls timed back to back, one device sync after them: the untraced iteration
+    after_window_iter_ms: float | None = None
     steps_recorded: int | None = None
     files: tuple[str, ...] | None = None
     error: dict[str, Any] | None = None

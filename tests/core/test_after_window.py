@@ -14,7 +14,7 @@ from autoprof import autoprof
 from autoprof.record.finish_after import Pipe, record_after_window
 from autoprof.record.options import Schedule
 from autoprof.record.session import State
-from autoprof.record.session.actions import AFTER_WINDOW_CALLS
+from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_CALLS
 from autoprof.runfolder import Manifest, write_manifest
 from tests.core.conftest import manifest, only_run
 
@@ -235,3 +235,90 @@ def test_a_session_dropped_after_its_window_lets_its_finisher_go(traces_root):
     assert proc.wait(60) == 0
     m = manifest(only_run(traces_root, "dropped"))
     assert m["status"] == "complete" and m["after_window_call_ms"] == []
+
+
+# --- the block of calls timed back to back (where the process uses CUDA) -------------------
+
+CALL_S, BETWEEN_S = 0.004, 0.002
+
+
+def _as_if_cuda(monkeypatch):
+    """The session's view of CUDA: in use, each sync counted (CI has no device)."""
+    from autoprof.record.session import actions
+
+    syncs = []
+    monkeypatch.setattr(actions, "cuda_in_use", lambda: True)
+    monkeypatch.setattr(actions, "sync_if_cuda_in_use", lambda: syncs.append(1))
+    return syncs
+
+
+def _sleepy(x):
+    time.sleep(CALL_S)
+    return x + 1
+
+
+def test_with_cuda_a_block_of_calls_times_the_untraced_iteration(traces_root, monkeypatch):
+    syncs = _as_if_cuda(monkeypatch)
+    fn = autoprof(name="pace")(_sleepy)
+    x = torch.ones(2)
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
+        fn(x)
+    session = fn.autoprof_session
+    assert session.state is State.AFTER  # the synchronized calls are timed: the block next
+    synced = len(syncs)
+    for _ in range(PACE_CALLS):
+        assert torch.equal(fn(x), x + 1)
+        time.sleep(BETWEEN_S)  # the caller's loop
+    assert len(syncs) == synced  # no sync inside the block
+    assert torch.equal(fn(x), x + 1)  # the call after it reads the clock
+    assert len(syncs) == synced + 1 and session.state is State.DONE
+    session.flush()
+    m = manifest(only_run(traces_root, "pace"))
+    assert len(m["after_window_call_ms"]) == AFTER_WINDOW_CALLS
+    # each iteration: the call and the caller's loop after it (sleeps overshoot, never under)
+    iteration_ms = m["after_window_iter_ms"]
+    assert (CALL_S + BETWEEN_S) * 1e3 <= iteration_ms < (CALL_S + BETWEEN_S) * 1e3 * 3
+
+
+def test_without_cuda_there_is_no_block(traces_root):
+    fn = autoprof(name="no_pace")(lambda x: x + 1)
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
+        fn(1)
+    assert fn.autoprof_session.state is State.DONE
+    fn.autoprof_session.flush()
+    assert "after_window_iter_ms" not in manifest(only_run(traces_root, "no_pace"))
+
+
+def test_a_block_cut_short_sends_the_calls_without_an_iteration(traces_root, monkeypatch):
+    _as_if_cuda(monkeypatch)
+    fn = autoprof(name="pace_cut")(_sleepy)
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS + PACE_CALLS - 1):
+        fn(1)
+    fn.autoprof_session.flush()  # the program ends inside the block
+    m = manifest(only_run(traces_root, "pace_cut"))
+    assert len(m["after_window_call_ms"]) == AFTER_WINDOW_CALLS
+    assert "after_window_iter_ms" not in m
+
+
+def test_the_finisher_writes_the_iteration_and_reads_it_tolerantly(tmp_path):
+    record = _finished(tmp_path)
+    read, write = os.pipe()
+    line = {"after_window_call_ms": [1.5], "after_window_iter_ms": 0.25}
+    os.write(write, json.dumps(line).encode() + b"\n")
+    os.close(write)
+    with os.fdopen(read, "rb") as stream:
+        record_after_window(tmp_path, record, Pipe(stream), wait_s=5.0)
+    after = json.loads((tmp_path / "manifest.json").read_text())
+    assert after == {**record.to_dict(), **line}
+    for bad in (True, "0.25", -1.0, 0, float("inf")):
+        m = Manifest.from_json({"schema_version": 1, "name": "n", "after_window_iter_ms": bad},
+                               "m")
+        assert m.after_window_iter_ms is None, bad
+
+
+def test_the_iteration_is_the_replays_untraced_step(tmp_path):
+    """The reference the summary paces its replay to (metrics/replay/baseline.py)."""
+    from autoprof.analysis.metrics.profiler_overhead import reference
+
+    assert reference(Manifest(name="n", after_window_iter_ms=0.25)).step_us == 250.0
+    assert reference(Manifest(name="n")).step_us is None

@@ -66,14 +66,18 @@ def steady_call_us(record: Manifest | None) -> float | None:
 
 def reference(record: Manifest | None) -> Reference:
     """The untraced times the replay is paced to (metrics/replay/baseline.py): the steady
-    call, the least time between two warm-up calls (the caller's loop) and the least cost of
-    the closing sync with nothing to wait for; each None where the manifest has none."""
+    call, the least time between two warm-up calls (the caller's loop), the least cost of
+    the closing sync with nothing to wait for, and the untraced iteration the recorder timed
+    after the window (a block of calls back to back); each None where the manifest has
+    none."""
     if record is None:
         return Reference()
     between = [float(v) * 1000.0 for v in record.warmup_between_ms if v > 0]
     sync = [float(v) * 1000.0 for v in record.idle_sync_ms if v >= 0]
+    iteration = record.after_window_iter_ms
     return Reference(call_us=steady_call_us(record), between_us=min(between, default=None),
-                     sync_us=min(sync, default=None))
+                     sync_us=min(sync, default=None),
+                     step_us=1000.0 * iteration if iteration is not None else None)
 
 
 def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool

@@ -19,6 +19,7 @@ from autoprof.record.options import Options
 from autoprof.record.session import writer
 from autoprof.record.session.driver import (
     Driver,
+    cuda_in_use,
     profiler_enabled,
     record_function,
     sync_if_cuda_in_use,
@@ -31,6 +32,9 @@ from autoprof.record.warn import warn, warn_once
 
 AFTER = 5  # the token kind of a call after the window (core.py numbers the others)
 AFTER_WINDOW_CALLS = 5  # calls timed after the window ends, then handed to the finisher
+# then, where the process uses CUDA, this many calls timed as one block: the untraced
+# iteration (the caller's loop included, the GPU left to run behind the host)
+PACE_CALLS = 10
 
 
 def failure(exc: BaseException | None) -> BaseException | None:
@@ -192,14 +196,46 @@ class Actions:
         elif self._finisher is not None:
             weakref.finalize(self, self._finisher.close)
 
-    def _begin_after(self) -> tuple[int, int]:
-        """A call after the window (no profiler records: ``Session._begin`` asked), timed as
-        a warm-up call is: host clock, the device synchronized at both ends where this
-        process uses CUDA; there is no trace left to disturb."""
+    def _begin_after(self) -> tuple[int, int | None]:
+        """A call after the window (no profiler records: ``Session._begin`` asked). The
+        first AFTER_WINDOW_CALLS are timed as a warm-up call is: host clock, the device
+        synchronized at both ends where this process uses CUDA; there is no trace left to
+        disturb. Where it uses CUDA, the next PACE_CALLS are then timed as one block
+        (``_begin_pace``); the payload is None for those."""
+        run = self._run
+        if run is not None and run.pace is not None:
+            return self._begin_pace(run, run.pace)
         sync_if_cuda_in_use()
         return (AFTER, time.perf_counter_ns())
 
-    def _end_after(self, started_ns: int) -> None:
+    def _begin_pace(self, run: RunState, block: writer.PaceBlock) -> tuple[int, None]:
+        """A call of the block: the first starts its clock; the one after the last
+        synchronizes the device, reads the clock and ends the timing (that call itself is
+        the program's own, untimed)."""
+        now_ns = time.perf_counter_ns()
+        with self._lock:
+            if self.state is not State.AFTER:
+                return (AFTER, None)
+            if block.ended < PACE_CALLS:
+                block.started_ns = now_ns if block.started_ns is None else block.started_ns
+                block.overlapped |= block.running > 0
+                block.running += 1
+                return (AFTER, None)
+            sync_if_cuda_in_use()
+            elapsed_ns = time.perf_counter_ns() - (block.started_ns or now_ns)
+            if not block.overlapped and block.running == 0:
+                run.after_window_iter_ms = elapsed_ns / 1e6 / PACE_CALLS
+            self._fire(Event.AFTER_TIMED)
+        return (AFTER, None)
+
+    def _end_after(self, started_ns: int | None) -> None:
+        if started_ns is None:  # a call of the block: counted, not timed
+            with self._lock:
+                run = self._run
+                if self.state is State.AFTER and run is not None and run.pace is not None:
+                    run.pace.running -= 1
+                    run.pace.ended += 1
+            return
         if not profiler_enabled():  # one started inside the call: its trace is not ours
             sync_if_cuda_in_use()
         elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
@@ -208,16 +244,24 @@ class Actions:
             if self.state is not State.AFTER or run is None:
                 return  # flushed meanwhile
             run.after_window_call_ms.append(elapsed_ms)
-            if len(run.after_window_call_ms) >= AFTER_WINDOW_CALLS:
+            if len(run.after_window_call_ms) < AFTER_WINDOW_CALLS:
+                return
+            if cuda_in_use():
+                run.pace = writer.PaceBlock()  # the next calls: the block
+            else:
                 self._fire(Event.AFTER_TIMED)
 
     def _send_after_window(self) -> None:
         """The calls timed after the window go to the finisher, which adds them to the
-        finished manifest (``after_window_call_ms``); the pipe closes, and the finisher
-        ends once its work is done."""
+        finished manifest (``after_window_call_ms``, and the block's ``after_window_iter_ms``
+        where it was timed); the pipe closes, and the finisher ends once its work is
+        done."""
         finisher, run = self._finisher, self._run
         if finisher is not None:
-            finisher.close(run.after_window_call_ms if run is not None else ())
+            if run is None:
+                finisher.close()
+            else:
+                finisher.close(run.after_window_call_ms, run.after_window_iter_ms)
 
     def _note_end(self) -> None:
         if self._run is not None:

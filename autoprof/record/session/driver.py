@@ -48,11 +48,16 @@ def profiler_enabled() -> bool:
     return bool(torch_module().autograd._profiler_enabled())
 
 
+def cuda_in_use() -> bool:
+    """Has this process started CUDA (without importing torch or starting CUDA to ask)?"""
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.cuda.is_initialized())
+
+
 def sync_if_cuda_in_use() -> None:
     """Wait for the device, where this process already uses CUDA (a timed call's end)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
+    if cuda_in_use():
+        sys.modules["torch"].cuda.synchronize()
 
 
 def idle_sync_ms(tries: int = 3) -> float | None:

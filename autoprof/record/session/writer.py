@@ -69,6 +69,21 @@ class RunState:
     profiler_start_ms: float | None = None
     # the first calls after the window, timed like warm-up calls (sent to the finisher)
     after_window_call_ms: list[float] = field(default_factory=list)
+    # then, where the process uses CUDA, calls timed back to back as one block
+    pace: PaceBlock | None = None
+    after_window_iter_ms: float | None = None  # the block's time per iteration
+
+
+@dataclass
+class PaceBlock:
+    """Calls after the window timed back to back (no sync between them): from the first
+    one's start to the start of the call after the last, with the device synchronized there,
+    over the calls; `overlapped` when two of them ran at once (other threads)."""
+
+    started_ns: int | None = None
+    ended: int = 0
+    running: int = 0
+    overlapped: bool = False
 
 
 def activities_of(options: Options, cuda_available: bool) -> tuple[str, ...]:

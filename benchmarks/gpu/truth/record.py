@@ -37,10 +37,13 @@ from common import Ctx, sync  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 import autoprof  # noqa: E402
+from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_CALLS  # noqa: E402
 
 WARMUP_CALLS = 5
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 3}
-AFTER_CALLS = 5
+# untraced calls after the window: autoprof times the first AFTER_WINDOW_CALLS alone, then
+# PACE_CALLS back to back, read at the start of the one after them
+AFTER_CALLS = AFTER_WINDOW_CALLS + PACE_CALLS + 1
 
 
 def phases(profiler_warmup: int) -> list[str]:

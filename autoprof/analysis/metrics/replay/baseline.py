@@ -73,8 +73,8 @@ def worker_loop(events: pd.DataFrame, loop: Loop | None) -> bool:
     """Whether the loop waits for DataLoader worker processes: a loader loop whose fetches
     are a multi-process DataLoader's (torch's `_MultiProcessingDataLoaderIter`). The
     workers make the batches in processes of their own, which the trace does not show; the
-    main process's fetch is its wait for them, so only more workers shorten the loop
-    (`WorkerPace`)."""
+    main process's fetch is its wait for them, and how far a faster call shortens the loop
+    depends on their pace, which it cannot show."""
     return loader_loop(loop) and bool(name_matches(events["name"], WORKER_FETCH).any())
 
 
