@@ -14,7 +14,7 @@ from autoprof import autoprof
 from autoprof.record.finish_after import Pipe, record_after_window
 from autoprof.record.options import Schedule
 from autoprof.record.session import State
-from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_CALLS
+from autoprof.record.session.actions import AFTER_WINDOW_CALLS
 from autoprof.runfolder import Manifest, write_manifest
 from tests.core.conftest import manifest, only_run
 
@@ -242,13 +242,17 @@ def test_a_session_dropped_after_its_window_lets_its_finisher_go(traces_root):
 CALL_S, BETWEEN_S = 0.004, 0.002
 
 
-def _as_if_cuda(monkeypatch):
-    """The session's view of CUDA: in use, each sync counted (CI has no device)."""
+def _as_if_cuda(monkeypatch, calls=10, seconds=0.0, most=5000):
+    """The session's view of CUDA: in use, each sync counted (CI has no device); the block
+    at least ``calls`` calls and ``seconds``, at most ``most`` calls."""
     from autoprof.record.session import actions
 
     syncs = []
     monkeypatch.setattr(actions, "cuda_in_use", lambda: True)
     monkeypatch.setattr(actions, "sync_if_cuda_in_use", lambda: syncs.append(1))
+    monkeypatch.setattr(actions, "PACE_CALLS", calls)
+    monkeypatch.setattr(actions, "PACE_S", seconds)
+    monkeypatch.setattr(actions, "PACE_MAX_CALLS", most)
     return syncs
 
 
@@ -257,8 +261,19 @@ def _sleepy(x):
     return x + 1
 
 
+def _block_calls(fn, x, limit=1000):
+    """Calls (each followed by the caller's loop) until the block is read: how many."""
+    session = fn.autoprof_session
+    n = 0
+    while session.state is State.AFTER and n < limit:
+        assert torch.equal(fn(x), x + 1)  # the function's own result
+        time.sleep(BETWEEN_S)
+        n += 1
+    return n
+
+
 def test_with_cuda_a_block_of_calls_times_the_untraced_iteration(traces_root, monkeypatch):
-    syncs = _as_if_cuda(monkeypatch)
+    syncs = _as_if_cuda(monkeypatch, calls=10)
     fn = autoprof(name="pace")(_sleepy)
     x = torch.ones(2)
     for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
@@ -266,18 +281,30 @@ def test_with_cuda_a_block_of_calls_times_the_untraced_iteration(traces_root, mo
     session = fn.autoprof_session
     assert session.state is State.AFTER  # the synchronized calls are timed: the block next
     synced = len(syncs)
-    for _ in range(PACE_CALLS):
-        assert torch.equal(fn(x), x + 1)
-        time.sleep(BETWEEN_S)  # the caller's loop
-    assert len(syncs) == synced  # no sync inside the block
-    assert torch.equal(fn(x), x + 1)  # the call after it reads the clock
-    assert len(syncs) == synced + 1 and session.state is State.DONE
+    assert _block_calls(fn, x) == 10 + 1  # the call after the block reads the clock
+    assert len(syncs) == synced + 1 and session.state is State.DONE  # one sync in all
     session.flush()
     m = manifest(only_run(traces_root, "pace"))
     assert len(m["after_window_call_ms"]) == AFTER_WINDOW_CALLS
     # each iteration: the call and the caller's loop after it (sleeps overshoot, never under)
     iteration_ms = m["after_window_iter_ms"]
     assert (CALL_S + BETWEEN_S) * 1e3 <= iteration_ms < (CALL_S + BETWEEN_S) * 1e3 * 3
+
+
+def test_the_block_lasts_its_time_and_no_more_than_its_calls(traces_root, monkeypatch):
+    _as_if_cuda(monkeypatch, calls=2, seconds=0.05)
+    fn = autoprof(name="pace_time")(_sleepy)
+    x = torch.ones(2)
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
+        fn(x)
+    # 50 ms of calls taking at least 6 ms with the loop: at most 9 of them, and the closing one
+    assert 3 <= _block_calls(fn, x) <= 10
+    monkeypatch.setattr("autoprof.record.session.actions.PACE_S", 60.0)
+    monkeypatch.setattr("autoprof.record.session.actions.PACE_MAX_CALLS", 4)
+    fn = autoprof(name="pace_most")(_sleepy)
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
+        fn(x)
+    assert _block_calls(fn, x) == 4 + 1
 
 
 def test_without_cuda_there_is_no_block(traces_root):
@@ -292,7 +319,7 @@ def test_without_cuda_there_is_no_block(traces_root):
 def test_a_block_cut_short_sends_the_calls_without_an_iteration(traces_root, monkeypatch):
     _as_if_cuda(monkeypatch)
     fn = autoprof(name="pace_cut")(_sleepy)
-    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS + PACE_CALLS - 1):
+    for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS + 9):
         fn(1)
     fn.autoprof_session.flush()  # the program ends inside the block
     m = manifest(only_run(traces_root, "pace_cut"))

@@ -32,9 +32,19 @@ from autoprof.record.warn import warn, warn_once
 
 AFTER = 5  # the token kind of a call after the window (core.py numbers the others)
 AFTER_WINDOW_CALLS = 5  # calls timed after the window ends, then handed to the finisher
-# then, where the process uses CUDA, this many calls timed as one block: the untraced
-# iteration (the caller's loop included, the GPU left to run behind the host)
-PACE_CALLS = 10
+# then, where the process uses CUDA, calls timed as one block: the untraced iteration (the
+# caller's loop included, the GPU left to run behind the host), over at least PACE_CALLS
+# calls and PACE_S seconds (the first calls after a sync run slower: the block outlasts
+# them), at most PACE_MAX_CALLS
+PACE_CALLS, PACE_S, PACE_MAX_CALLS = 20, 0.1, 5000
+
+
+def _block_done(block: writer.PaceBlock, now_ns: int) -> bool:
+    """Is the block of calls after the window long enough to be read (module constants)?"""
+    if block.ended >= PACE_MAX_CALLS:
+        return True
+    started = block.started_ns if block.started_ns is not None else now_ns
+    return block.ended >= PACE_CALLS and (now_ns - started) / 1e9 >= PACE_S
 
 
 def failure(exc: BaseException | None) -> BaseException | None:
@@ -200,7 +210,7 @@ class Actions:
         """A call after the window (no profiler records: ``Session._begin`` asked). The
         first AFTER_WINDOW_CALLS are timed as a warm-up call is: host clock, the device
         synchronized at both ends where this process uses CUDA; there is no trace left to
-        disturb. Where it uses CUDA, the next PACE_CALLS are then timed as one block
+        disturb. Where it uses CUDA, the next calls are then timed as one block
         (``_begin_pace``); the payload is None for those."""
         run = self._run
         if run is not None and run.pace is not None:
@@ -209,22 +219,24 @@ class Actions:
         return (AFTER, time.perf_counter_ns())
 
     def _begin_pace(self, run: RunState, block: writer.PaceBlock) -> tuple[int, None]:
-        """A call of the block: the first starts its clock; the one after the last
-        synchronizes the device, reads the clock and ends the timing (that call itself is
-        the program's own, untimed)."""
+        """A call of the block: the first starts its clock; the first to start once the
+        block is long enough (``_block_done``) synchronizes the device, reads the clock and
+        ends the timing (that call itself is the program's own, untimed): the time per
+        call, from the first one's start to the device done with the last one's work."""
         now_ns = time.perf_counter_ns()
         with self._lock:
             if self.state is not State.AFTER:
                 return (AFTER, None)
-            if block.ended < PACE_CALLS:
-                block.started_ns = now_ns if block.started_ns is None else block.started_ns
+            if block.started_ns is None:
+                block.started_ns = now_ns
+            if not _block_done(block, now_ns):
                 block.overlapped |= block.running > 0
                 block.running += 1
                 return (AFTER, None)
             sync_if_cuda_in_use()
-            elapsed_ns = time.perf_counter_ns() - (block.started_ns or now_ns)
-            if not block.overlapped and block.running == 0:
-                run.after_window_iter_ms = elapsed_ns / 1e6 / PACE_CALLS
+            elapsed_ns = time.perf_counter_ns() - block.started_ns
+            if not block.overlapped and block.running == 0 and block.ended:
+                run.after_window_iter_ms = elapsed_ns / 1e6 / block.ended
             self._fire(Event.AFTER_TIMED)
         return (AFTER, None)
 

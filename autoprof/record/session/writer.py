@@ -78,7 +78,8 @@ class RunState:
 class PaceBlock:
     """Calls after the window timed back to back (no sync between them): from the first
     one's start to the start of the call after the last, with the device synchronized there,
-    over the calls; `overlapped` when two of them ran at once (other threads)."""
+    over the calls (`ended` of them); `overlapped` when two of them ran at once (other
+    threads)."""
 
     started_ns: int | None = None
     ended: int = 0

@@ -6,7 +6,9 @@
 The user's loop (``for batch in batches: step(batch)``) runs ``WARMUP_CALLS`` untraced calls,
 then the schedule wait 1, warm-up 1, active 3 (``--profiler-warmup 2``: two warm-up steps,
 the first of them autoprof's source-lines step, as in autoprof's default schedule), then
-``AFTER_CALLS`` more untraced calls. The run folder lands in ``DIR/runs/NAME/<run_id>/``;
+``AFTER_CALLS`` more untraced calls, then as many as autoprof's block of calls timed back
+to back takes (where the process uses CUDA). The run folder lands in
+``DIR/runs/NAME/<run_id>/``;
 ``DIR/record.json`` holds every iteration's time in this process (host clock and, on CUDA,
 events at iteration starts), labelled with its schedule phase, the manifest's warm-up and
 wait-step call times, and the profiled steps' durations read from the trace: the profiler's
@@ -37,13 +39,12 @@ from common import Ctx, sync  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 import autoprof  # noqa: E402
-from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_CALLS  # noqa: E402
+from autoprof.record.session import State  # noqa: E402
+from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_MAX_CALLS  # noqa: E402
 
 WARMUP_CALLS = 5
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 3}
-# untraced calls after the window: autoprof times the first AFTER_WINDOW_CALLS alone, then
-# PACE_CALLS back to back, read at the start of the one after them
-AFTER_CALLS = AFTER_WINDOW_CALLS + PACE_CALLS + 1
+AFTER_CALLS = AFTER_WINDOW_CALLS  # untraced calls after the window, each timed by autoprof
 
 
 def phases(profiler_warmup: int) -> list[str]:
@@ -92,6 +93,14 @@ def record(name: str, out: Path, ctx: Ctx, profiler_warmup: int = SCHEDULE["warm
     starts.append(time.perf_counter())
     if events:
         events[-1].record()
+    sync(ctx)
+    # then the loop goes on while autoprof times its block of calls back to back (the
+    # untraced iteration, where the process uses CUDA), untimed here
+    session = step.autoprof_session  # type: ignore[attr-defined]
+    for _ in range(PACE_MAX_CALLS + 1):
+        if session.state is not State.AFTER:
+            break
+        step(next(variant.batches))
     sync(ctx)
     autoprof.flush()
     host_ms = [(b - a) * 1e3 for a, b in zip(starts, starts[1:], strict=False)]
