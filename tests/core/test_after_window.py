@@ -347,5 +347,5 @@ def test_the_iteration_is_the_replays_untraced_step(tmp_path):
     """The reference the summary paces its replay to (metrics/replay/baseline.py)."""
     from autoprof.analysis.metrics.profiler_overhead import reference
 
-    assert reference(Manifest(name="n", after_window_iter_ms=0.25)).step_us == 250.0
-    assert reference(Manifest(name="n")).step_us is None
+    assert reference(Manifest(name="n", after_window_iter_ms=0.25)).after_window_us == 250.0
+    assert reference(Manifest(name="n")).after_window_us is None

@@ -77,7 +77,7 @@ def reference(record: Manifest | None) -> Reference:
     iteration = record.after_window_iter_ms
     return Reference(call_us=steady_call_us(record), between_us=min(between, default=None),
                      sync_us=min(sync, default=None),
-                     step_us=1000.0 * iteration if iteration is not None else None)
+                     after_window_us=1000.0 * iteration if iteration is not None else None)
 
 
 def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool

@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3, 4, 5, 6, 7, 8, 9),
+    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3, 4, 5, 6, 7, 8, 9, 10),
                         help="one held-out set only (2: the second, 3: the third, ...)")
     parser.add_argument("--all", action="store_true", help="every set, held out or not")
     parser.add_argument("--record-only", action="store_true",

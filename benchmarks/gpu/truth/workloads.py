@@ -229,4 +229,26 @@ WORKLOADS: dict[str, Workload] = {
     "cnn_loader_w3_pin": Workload(
         "the loader CNN in the caller's loop with num_workers=3, pin_memory on, non_blocking "
         "copies", caller_loop("cnn", 3, True), isolate=True, held_out=9),
+    # the tenth held-out set: written after the recorder's block of calls after the window
+    # became the pace of a step without a DataLoader's loop; evaluated only
+    "seed_1280": Workload(
+        "the seed: `x @ w + b`, bf16, 1280x1280", seed(1280, ("addmm", "cuda_graph")),
+        held_out=10),
+    "seed_3584": Workload(
+        "the seed: `x @ w + b`, bf16, 3584x3584", seed(3584, ("addmm", "cuda_graph")),
+        held_out=10),
+    "mlp_infer_b128": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 128", mlp_inference(128), held_out=10),
+    "mlp_infer_b3072": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 3072", mlp_inference(3072), held_out=10),
+    "infer_b12": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 12, 64x64",
+        inference(12, 64, ("inference_mode", "cuda_graph")), held_out=10),
+    "infer_b48": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 48, 64x64",
+        inference(48, 64, ("inference_mode", "cuda_graph")), held_out=10),
+    "sync_item_b256": Workload(
+        "the `.item()` step at batch 256", sync_step("item", 256), held_out=10),
+    "sync_print_b512": Workload(
+        "the printing step at batch 512", sync_step("print", 512), held_out=10),
 }

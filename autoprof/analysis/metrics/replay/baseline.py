@@ -87,6 +87,19 @@ class Reference:
     between_us: float | None = None  # the least time between two untraced calls
     sync_us: float | None = None  # the closing sync's own cost, nothing to wait for
     step_us: float | None = None  # the untraced iteration, pipelined (where one was timed)
+    # the recorder's block of calls after the window, per call: the untraced iteration of a
+    # step without a DataLoader's loop (a loader's prefetch queue drains or fills meanwhile)
+    after_window_us: float | None = None
+
+    def iteration_us(self, loop: Loop | None) -> float | None:
+        """The untraced iteration to pace to: the one timed apart (`step_us`), else the
+        recorder's block after the window unless the step holds a DataLoader's loop."""
+        if self.step_us is not None and self.step_us > 0:
+            return self.step_us
+        if self.after_window_us is not None and self.after_window_us > 0 and \
+                not loader_loop(loop):
+            return self.after_window_us
+        return None
 
     def call_measure(self, call: str | None) -> list[Change]:
         """What the untraced call timed, as measure changes: the call alone (the caller's
@@ -109,8 +122,9 @@ def host_baseline(events: pd.DataFrame, call: str | None, loop: Loop | None,
     """The changes that bring the replayed step to the untraced references (module doc)."""
     if call is not None and loader_loop(loop) and loop is not None:
         return _call_then_loop(events, call, loop, ref, rank)
-    if ref.step_us is not None and ref.step_us > 0:
-        return [ScaleHost(fit_host_scale(events, ref.step_us, rank=rank))]
+    iteration_us = ref.iteration_us(loop)
+    if iteration_us is not None:
+        return [ScaleHost(fit_host_scale(events, iteration_us, rank=rank))]
     if call is not None and holds_loop(loop) and loop is not None:
         return _call_then_loop(events, call, loop, ref, rank)
     target = ref.call_target_us
