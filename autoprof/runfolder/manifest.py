@@ -115,9 +115,14 @@ def _status(value: object) -> Status | None:
 
 
 def positive_number(value: object) -> float | None:
-    """A finite, positive, non-bool JSON number; None for anything else."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok and value > 0 else None  # type: ignore[arg-type, operator]
+    """A finite, positive, non-bool JSON number as a float; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) and number > 0 else None
 
 
 def finite_numbers(value: object) -> tuple[float, ...]:

@@ -40,6 +40,7 @@ WORKERS_UNSEEN = ("not predicted: the loop waits for the DataLoader's worker pro
                   "pace the trace does not show; a faster step gains only as far as they keep "
                   "up")
 
+
 def _steps(events: pd.DataFrame) -> pd.DataFrame:
     """The host rows of the profiled steps (only the columns the checks read: a copy of
     every column of half a 1M-row table costs more than the checks)."""
