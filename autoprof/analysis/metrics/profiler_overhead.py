@@ -121,6 +121,8 @@ def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool
         "profiled_step_us": profiled,
         "untraced_call_us": untraced,
         "untraced_calls": len(calls),
+        # the loop's iteration without the profiler, timed after the window (CUDA only)
+        "untraced_iteration_us": reference(record).after_window_us,
         "overhead_us": overhead,
         "overhead_pct": max(100.0 * overhead / profiled, 0.0) if profiled > 0 else None,
         "estimated_host_us": est_host,

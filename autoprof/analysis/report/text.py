@@ -312,9 +312,12 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         lines += _wrap(f"hint: {o['hint']}", "      ")
     po = s.get("profiler_overhead") or {}
     if po.get("available"):
+        iteration = po.get("untraced_iteration_us")
+        loop = (f"; an iteration of the loop without it, timed after the window, "
+                f"{fmt_us(iteration)}" if iteration else "")
         lines += _wrap(f"profiler overhead: a profiled call takes {fmt_us(po['profiled_step_us'])}"
                        f", an untraced call {fmt_us(po['untraced_call_us'])} "
-                       f"({_pct(po['overhead_pct'])} of the call is the profiler's)", "  ")
+                       f"({_pct(po['overhead_pct'])} of the call is the profiler's){loop}", "  ")
     return lines
 
 
