@@ -47,6 +47,9 @@ LATER_SETS = {
     "gpu_h200_truth_heldout9": (14, 4, 12.5, 66.1,
                                 {("mlp_loader_w3", "cuda_graph"): (2.11, 6.22),
                                  ("cnn_loader_w2", "cuda_graph"): (1.17, 1.35)}),
+    "gpu_h200_truth_heldout10": (17, 12, 3.0, 41.5,
+                                 {("mlp_infer_b128", "cuda_graph"): (2.55, 1.80),
+                                  ("infer_b12", "cuda_graph"): (4.91, 4.17)}),
 }
 
 
