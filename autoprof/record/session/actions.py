@@ -39,12 +39,9 @@ AFTER_WINDOW_CALLS = 5  # calls timed after the window ends, then handed to the 
 PACE_CALLS, PACE_S, PACE_MAX_CALLS = 20, 0.1, 5000
 
 
-def _block_done(block: writer.PaceBlock, now_ns: int) -> bool:
+def _block_done(calls: int, elapsed_ns: int) -> bool:
     """Is the block of calls after the window long enough to be read (module constants)?"""
-    if block.ended >= PACE_MAX_CALLS:
-        return True
-    started = block.started_ns if block.started_ns is not None else now_ns
-    return block.ended >= PACE_CALLS and (now_ns - started) / 1e9 >= PACE_S
+    return calls >= PACE_MAX_CALLS or (calls >= PACE_CALLS and elapsed_ns / 1e9 >= PACE_S)
 
 
 def failure(exc: BaseException | None) -> BaseException | None:
@@ -206,30 +203,31 @@ class Actions:
         elif self._finisher is not None:
             weakref.finalize(self, self._finisher.close)
 
-    def _begin_after(self) -> tuple[int, int | None]:
+    def _begin_after(self, now_ns: int) -> tuple[int, int | None]:
         """A call after the window (no profiler records: ``Session._begin`` asked). The
         first AFTER_WINDOW_CALLS are timed as a warm-up call is: host clock, the device
         synchronized at both ends where this process uses CUDA; there is no trace left to
         disturb. Where it uses CUDA, the next calls are then timed as one block
-        (``_begin_pace``); the payload is None for those."""
+        (``_begin_pace``); the payload is None for those. ``now_ns``: the clock as the
+        decorator got control."""
         run = self._run
         if run is not None and run.pace is not None:
-            return self._begin_pace(run, run.pace)
+            return self._begin_pace(run, run.pace, now_ns)
         sync_if_cuda_in_use()
         return (AFTER, time.perf_counter_ns())
 
-    def _begin_pace(self, run: RunState, block: writer.PaceBlock) -> tuple[int, None]:
+    def _begin_pace(self, run: RunState, block: writer.PaceBlock, now_ns: int
+                    ) -> tuple[int, None]:
         """A call of the block: the first starts its clock; the first to start once the
         block is long enough (``_block_done``) synchronizes the device, reads the clock and
         ends the timing (that call itself is the program's own, untimed): the time per
         call, from the first one's start to the device done with the last one's work."""
-        now_ns = time.perf_counter_ns()
         with self._lock:
             if self.state is not State.AFTER:
                 return (AFTER, None)
             if block.started_ns is None:
                 block.started_ns = now_ns
-            if not _block_done(block, now_ns):
+            if not _block_done(block.ended, now_ns - block.started_ns):
                 block.overlapped |= block.running > 0
                 block.running += 1
                 return (AFTER, None)

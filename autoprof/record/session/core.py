@@ -183,7 +183,7 @@ class Session(Actions):
     def _begin(self, depth: int, now_ns: int, args: tuple[Any, ...],
                kwargs: dict[str, Any] | None) -> Token:
         if self.state is State.AFTER and depth == 0 and not profiler_enabled():
-            return self._begin_after()
+            return self._begin_after(now_ns)
         if self._in_step and self._owner_native_id() == threading.get_native_id():
             return self._label()  # nested in our own step (the fast path keeps no depth)
         if depth == 0 and not self.done:
