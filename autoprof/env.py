@@ -95,6 +95,12 @@ def mmap_enabled() -> bool:
     return flag("AUTOPROF_MMAP", default=False)
 
 
+def decode_helper_enabled() -> bool:
+    """``AUTOPROF_DECODE_HELPER``: off decodes every trace in the process that loads it (on:
+    a large trace's chunks are shared with a second process, loader/helper.py)."""
+    return flag("AUTOPROF_DECODE_HELPER", default=True)
+
+
 def cache_min_bytes() -> int:
     """``AUTOPROF_CACHE_MIN_BYTES``: traces smaller than this get no cache (0: all do)."""
     return non_negative_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)

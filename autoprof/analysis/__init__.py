@@ -14,25 +14,60 @@ annotations sit under ``TYPE_CHECKING``):
 - ``loader/``: a path -> the events table (``loader/formats/`` reads each trace format).
 
 Never imports torch, streamlit or altair. docs/architecture.md draws the layout.
+
+The names below resolve on first use (PEP 562), so importing one module of the layer (a
+loader module in the decode helper's process, ``loader/helper.py``) does not import them all.
 """
 
 from __future__ import annotations
 
-from autoprof.analysis.analysis import Analysis, AnalysisOptions, diagnose, verdict
-from autoprof.analysis.diagnose.records import Diagnostic
-from autoprof.analysis.loader.decode import TraceFile, read_trace
-from autoprof.analysis.loader.errors import TraceError
-from autoprof.analysis.loader.events import build_events
-from autoprof.analysis.loader.load import RunData, load_data
-from autoprof.analysis.metrics.ops import self_vs_total
-from autoprof.analysis.metrics.overhead import Overhead, overhead
-from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
-from autoprof.analysis.metrics.steps import per_step
-from autoprof.analysis.metrics.verdict import Verdict
-from autoprof.analysis.report.side_by_side import compare
-from autoprof.analysis.report.summary import summarize
-from autoprof.analysis.report.tables import format_table, write_tables
-from autoprof.analysis.run import Run, find_runs, load
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis, AnalysisOptions, verdict
+    from autoprof.analysis.diagnose.records import Diagnostic
+    from autoprof.analysis.loader.decode import TraceFile, read_trace
+    from autoprof.analysis.loader.errors import TraceError
+    from autoprof.analysis.loader.events import build_events
+    from autoprof.analysis.loader.load import RunData, load_data
+    from autoprof.analysis.metrics.ops import self_vs_total
+    from autoprof.analysis.metrics.overhead import Overhead, overhead
+    from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
+    from autoprof.analysis.metrics.steps import per_step
+    from autoprof.analysis.metrics.verdict import Verdict
+    from autoprof.analysis.report.side_by_side import compare
+    from autoprof.analysis.report.summary import summarize
+    from autoprof.analysis.report.tables import format_table, write_tables
+    from autoprof.analysis.run import Run, find_runs, load
+
+# name -> module that defines it (``diagnose()`` is ``autoprof.analysis.analysis.diagnose``:
+# here the name is the ``diagnose/`` package)
+_LAZY: dict[str, str] = {
+    "Analysis": "autoprof.analysis.analysis",
+    "AnalysisOptions": "autoprof.analysis.analysis",
+    "verdict": "autoprof.analysis.analysis",
+    "Diagnostic": "autoprof.analysis.diagnose.records",
+    "TraceFile": "autoprof.analysis.loader.decode",
+    "read_trace": "autoprof.analysis.loader.decode",
+    "TraceError": "autoprof.analysis.loader.errors",
+    "build_events": "autoprof.analysis.loader.events",
+    "RunData": "autoprof.analysis.loader.load",
+    "load_data": "autoprof.analysis.loader.load",
+    "self_vs_total": "autoprof.analysis.metrics.ops",
+    "Overhead": "autoprof.analysis.metrics.overhead",
+    "overhead": "autoprof.analysis.metrics.overhead",
+    "rank_table": "autoprof.analysis.metrics.ranks",
+    "straggler_rank": "autoprof.analysis.metrics.ranks",
+    "per_step": "autoprof.analysis.metrics.steps",
+    "Verdict": "autoprof.analysis.metrics.verdict",
+    "compare": "autoprof.analysis.report.side_by_side",
+    "summarize": "autoprof.analysis.report.summary",
+    "format_table": "autoprof.analysis.report.tables",
+    "write_tables": "autoprof.analysis.report.tables",
+    "Run": "autoprof.analysis.run",
+    "find_runs": "autoprof.analysis.run",
+    "load": "autoprof.analysis.run",
+}
 
 __all__ = [
     "Analysis",
@@ -46,7 +81,6 @@ __all__ = [
     "Verdict",
     "build_events",
     "compare",
-    "diagnose",
     "find_runs",
     "format_table",
     "load",
@@ -61,3 +95,18 @@ __all__ = [
     "verdict",
     "write_tables",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'autoprof.analysis' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -99,8 +99,7 @@ def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[Piec
     start = _find_key(buf) if _OBJECT_START.match(buf.data) else -1
     cuts: list[int] = []
     if start != -1:
-        while (cut := _next_cut(buf, (cuts[-1] if cuts else start) + chunk_bytes,
-                                chunk_bytes)) is not None:
+        for cut in _cuts(buf, start, chunk_bytes):
             if cuts:
                 yield "middle", buf.take(cuts[-1], cut)
                 buf.drop_to(cut)
@@ -111,3 +110,77 @@ def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[Piec
         yield "whole", buf.rest()  # nothing was dropped: the buffer holds it all
         return
     yield "tail", buf.rest()
+
+
+def cut_events(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, bytes]]:
+    """The pieces of a stream that starts at a cut (a boundary between two events, found
+    by ``EVENT_START``): ``("middle", bytes)`` for each stretch up to the next cut, then
+    ``("tail", bytes)``, the rest (the last events and whatever ends the document)."""
+    buf = _Buffer(blocks)
+    last = 0
+    for cut in _cuts(buf, 0, chunk_bytes):
+        yield "middle", buf.take(last, cut)
+        buf.drop_to(cut)
+        last = cut
+    yield "tail", buf.rest()
+
+
+def _cuts(buf: _Buffer, start: int, chunk_bytes: int) -> Iterator[int]:
+    """The stream offsets of the cuts after ``start``, about every ``chunk_bytes``."""
+    at = start
+    while (cut := _next_cut(buf, at + chunk_bytes, chunk_bytes)) is not None:
+        yield cut
+        at = cut
+
+
+def until_cut(blocks: Iterable[bytes], offset: int, found: list[int]) -> Iterator[bytes]:
+    """The stream's bytes up to its first cut at or after ``offset`` (appended to
+    ``found``), or all of them when the window there holds none (``found`` stays empty).
+    ``from_cut`` gives the rest: both look for the cut in the same window."""
+    at = 0
+    rest = iter(blocks)
+    window = bytearray()
+    for block in rest:
+        if at + len(block) <= offset:
+            at += len(block)
+            yield block
+            continue
+        if offset > at:
+            yield block[:offset - at]
+        window += block[max(0, offset - at):]
+        break
+    else:
+        return  # the stream ended before the offset
+    _fill(window, rest)
+    cut = _window_cut(window, offset)
+    if cut is None:
+        yield bytes(window)
+        yield from rest
+        return
+    found.append(cut)
+    yield bytes(window[:cut - offset])
+
+
+def from_cut(blocks: Iterable[bytes], offset: int, found: list[int]) -> Iterator[bytes]:
+    """The bytes from the stream's first cut at or after ``offset`` on (appended to
+    ``found``): ``blocks`` start at ``offset``. None when the window there holds no cut."""
+    rest = iter(blocks)
+    window = bytearray()
+    _fill(window, rest)
+    cut = _window_cut(window, offset)
+    if cut is None:
+        return
+    found.append(cut)
+    yield bytes(window[cut - offset:])
+    yield from rest
+
+
+def _fill(window: bytearray, rest: Iterator[bytes]) -> None:
+    while len(window) < SEARCH_WINDOW_BYTES and (block := next(rest, None)) is not None:
+        window += block
+
+
+def _window_cut(window: bytearray, offset: int) -> int | None:
+    """The first cut in the ``SEARCH_WINDOW_BYTES`` from ``offset``, as a stream offset."""
+    found = EVENT_START.search(window, 0, SEARCH_WINDOW_BYTES)
+    return None if found is None else offset + found.start(1)

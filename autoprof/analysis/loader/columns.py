@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from autoprof.analysis.loader.memory_events import MEMORY_EVENT, MemoryBuilder, MemoryColumns
+from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryBuilder, MemoryColumns
 from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
@@ -135,9 +135,27 @@ class Metadata:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
+# each interned column -> the ColumnBuilder's interner of its values
+INTERNED = {"ph": "phs", "cat": "cats", "name": "names", "input_dims": "dims",
+            "input_types": "types", "input_values": "values"}
+
+
+@dataclass
+class Chunk:
+    """One chunk of events as columns, its interned columns in the codes of the builder that
+    encoded it; ``metadata``: its ``M`` events as (name, pid, tid, args.name, args.labels);
+    ``warnings``: what decoding it coerced or dropped."""
+
+    columns: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray] | None = None
+    metadata: list[tuple[Any, ...]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
 @dataclass
 class ColumnBuilder:
-    """Accumulates chunks of decoded events into columns."""
+    """Accumulates chunks of decoded events into columns (in file order: the order they are
+    appended in)."""
 
     names: Interner = field(default_factory=Interner)
     cats: Interner = field(default_factory=Interner)
@@ -145,9 +163,10 @@ class ColumnBuilder:
     types: Interner = field(default_factory=lambda: Interner(b""))
     values: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
-    chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
     metadata: Metadata = field(default_factory=Metadata)
     memory: MemoryBuilder = field(default_factory=MemoryBuilder)
+    warnings: list[str] = field(default_factory=list)  # the chunks', in file order: finish()
 
     def _cat_flags(self, wanted: frozenset[str]) -> npt.NDArray[np.bool_]:
         return np.array([str(c).lower() in wanted for c in self.cats.codes], dtype=bool)
@@ -159,8 +178,16 @@ class ColumnBuilder:
             dtype=np.int8,
         )
 
-    def add(self, events: list[Event]) -> None:
-        """Append one chunk of decoded events as columns.
+    def append(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+
+    def interned(self, name: str) -> Interner:
+        """The interner of an ``INTERNED`` column's values."""
+        found: Interner = getattr(self, INTERNED[name])
+        return found
+
+    def encode(self, events: list[Event], warnings: list[str]) -> Chunk:
+        """One chunk of decoded events as columns.
 
         Fields every event needs are read for all; the rest only for the events that can
         carry them (flow ids for flows, input dims and flops for CPU ops, device, stream and
@@ -169,7 +196,7 @@ class ColumnBuilder:
         """
         n = len(events)
         if not n:
-            return
+            return Chunk({}, warnings=warnings)
         ph_codes = self.phs.encode_attr(events, "ph")
         cat_codes = self.cats.encode_attr(events, "cat")
         kind = self._kinds()[ph_codes]
@@ -207,35 +234,48 @@ class ColumnBuilder:
         chunk["stream"] = _subset(args, device_rows, "stream", n)
         corr_rows = np.flatnonzero(is_x & ~self._cat_flags(_NO_CORRELATION_CATS)[cat_codes])
         chunk["correlation"] = _subset(args, corr_rows, "correlation", n)
-        self.chunks.append(chunk)
+        out = Chunk(chunk, warnings=warnings)
         mem_code = self.names.codes.get(MEMORY_EVENT)
         if mem_code is not None:
             mem = np.flatnonzero(chunk["name"] == mem_code)
-            self.memory.add(_pick(events, mem), chunk["pid"][mem], chunk["tid"][mem])
+            out.memory = MemoryBuilder.part(_pick(events, mem), chunk["pid"][mem],
+                                            chunk["tid"][mem])
         meta_code = self.phs.codes.get("M")
         if meta_code is not None:
-            for i in np.flatnonzero(ph_codes == meta_code).tolist():
-                self._add_metadata(events[i])
+            out.metadata = [_metadata(events[i])
+                            for i in np.flatnonzero(ph_codes == meta_code).tolist()]
+        return out
 
-    def _add_metadata(self, event: Event) -> None:
-        args: Args = event.args
-        pid = _id_or_none(event.pid)
-        tid = _id_or_none(event.tid)
+    def _add_metadata(self, name: Any, pid: Any, tid: Any, arg_name: Any, labels: Any) -> None:
+        pid = _id_or_none(pid)
+        tid = _id_or_none(tid)
         if pid is None:
             return
-        if event.name == "process_labels" and isinstance(args.labels, str):
-            self.metadata.process_labels[pid] = args.labels
-        elif event.name == "process_name" and isinstance(args.name, str):
-            self.metadata.process_names[pid] = args.name
-        elif event.name == "thread_name" and isinstance(args.name, str) and tid is not None:
-            self.metadata.thread_names[(pid, tid)] = args.name
+        if name == "process_labels" and isinstance(labels, str):
+            self.metadata.process_labels[pid] = labels
+        elif name == "process_name" and isinstance(arg_name, str):
+            self.metadata.process_names[pid] = arg_name
+        elif name == "thread_name" and isinstance(arg_name, str) and tid is not None:
+            self.metadata.thread_names[(pid, tid)] = arg_name
+
+    def _gather(self) -> list[Chunk]:
+        """The chunks with events, their memory events, metadata and warnings taken."""
+        chunks = self.chunks
+        for chunk in chunks:
+            if chunk.memory is not None:
+                self.memory.parts.append(chunk.memory)
+            for entry in chunk.metadata:
+                self._add_metadata(*entry)
+            self.warnings.extend(chunk.warnings)
+        return [c for c in chunks if c.columns]
 
     def finish(self) -> RawColumns:
         keys = ("ph", "name", "cat", "input_dims", "input_types", "input_values", *INT_COLUMNS,
                 *FLOAT_COLUMNS)
+        chunks = self._gather()
         merged: dict[str, np.ndarray] = {}
         for key in keys:  # pop as we go: never the chunks and the whole column twice over
-            parts = [c.pop(key) for c in self.chunks]
+            parts = [c.columns.pop(key) for c in chunks]
             merged[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
             del parts
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
@@ -244,6 +284,7 @@ class ColumnBuilder:
         types_text = [_dims_text(bytes(t)) for t in self.types.values()]
         values_text = [_dims_text(bytes(v)) for v in self.values.values()]
         self.chunks.clear()
+        del chunks
         return RawColumns(
             kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),
             name=merged["name"].astype(np.int32, copy=False),
@@ -269,6 +310,10 @@ class ColumnBuilder:
             values=values_text,
             memory=self.memory.finish(),
         )
+
+
+def _metadata(event: Event) -> tuple[Any, ...]:
+    return (event.name, event.pid, event.tid, event.args.name, event.args.labels)
 
 
 @dataclass

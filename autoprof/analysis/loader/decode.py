@@ -25,9 +25,16 @@ from typing import Any
 import msgspec
 
 from autoprof.analysis.loader import schema
+from autoprof.analysis.loader.chunk_decode import (
+    CHUNK_BYTES,
+    as_list,
+    decode_chunk,
+    encode_event_by_event,
+)
 from autoprof.analysis.loader.chunks import cut_stream
-from autoprof.analysis.loader.columns import ColumnBuilder, Metadata, RawColumns, coerce_loose
+from autoprof.analysis.loader.columns import ColumnBuilder, Metadata, RawColumns
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.helper import Helper, NoHelper, helper_for
 from autoprof.analysis.loader.remote import RemoteFile, TracePath
 from autoprof.analysis.loader.repair import decode_with_repairs, first_byte
 from autoprof.analysis.loader.source import ByteStream, read_bytes, stream_bytes
@@ -35,7 +42,6 @@ from autoprof.analysis.loader.source import ByteStream, read_bytes, stream_bytes
 Progress = Callable[[float, str], None]
 Buffer = bytes | bytearray | mmap.mmap
 
-CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the CPU caches
 
 
 @dataclass
@@ -63,62 +69,19 @@ class _ChunkFailed(Exception):
     """A chunk did not decode: fall back to decoding the whole document."""
 
 
-def _as_list(data: bytes, start: int, end: int) -> bytes:
-    """``[`` + the events in data[start:end] without their trailing comma + ``]``."""
-    end = data.rfind(b",", start, end)  # the cut follows a comma and whitespace only
-    with memoryview(data) as view:
-        return b"".join((b"[", view[start:end], b"]"))
-
-
-def _decode_events_list(
-    doc: bytes | bytearray, builder: ColumnBuilder, warnings: list[str]
-) -> None:
-    try:
-        builder.add(schema.EVENTS_DECODER.decode(doc))
-        return
-    except msgspec.ValidationError:
-        pass
-    _add_event_by_event(schema.EVENTS_RAW_DECODER.decode(doc), builder, warnings)
-
-
-def _add_event_by_event(
-    raws: list[msgspec.Raw], builder: ColumnBuilder, warnings: list[str]
-) -> None:
-    """Slow path: decode events one at a time; odd field types are coerced, and entries
-    that are not JSON objects are dropped (and counted)."""
-    kept: list[schema.Event] = []
-    coerced = dropped = 0
-    for raw in raws:
-        try:
-            kept.append(schema.EVENT_DECODER.decode(raw))
-            continue
-        except msgspec.ValidationError:
-            pass
-        try:
-            kept.append(coerce_loose(schema.LOOSE_EVENT_DECODER.decode(raw)))
-            coerced += 1
-        except msgspec.ValidationError:
-            dropped += 1
-    builder.add(kept)
-    if coerced:
-        warnings.append(f"coerced {coerced} events with null or oddly typed fields")
-    if dropped:
-        warnings.append(f"dropped {dropped} entries of traceEvents that are not JSON objects")
-
-
 def _decode_top(doc: Buffer, builder: ColumnBuilder, warnings: list[str]) -> dict[str, Any]:
     """Decode a whole JSON object (or array) trace document; returns the metadata."""
     first = first_byte(doc)
     if first == b"[":
-        _decode_events_list(bytes(doc), builder, warnings)
+        builder.append(decode_chunk(bytes(doc), builder))
         return {}
     top: schema.Top | schema.TopRaw
     try:
         top = schema.TOP_DECODER.decode(doc)
-        builder.add(top.traceEvents)
+        builder.append(builder.encode(top.traceEvents, []))
     except msgspec.ValidationError:
         top = _decode_top_raw(doc)
-        _add_event_by_event(top.traceEvents, builder, warnings)
+        builder.append(encode_event_by_event(top.traceEvents, builder))
     top.traceEvents = []
     return {k: getattr(top, k) for k in schema.METADATA_FIELDS if getattr(top, k) is not None}
 
@@ -146,28 +109,32 @@ def _describe_shape(doc: Buffer, detail: str) -> str:
 
 
 def _decode_chunked(
-    stream: ByteStream, builder: ColumnBuilder, warnings: list[str], progress: Progress | None
+    stream: ByteStream, builder: ColumnBuilder, warnings: list[str], progress: Progress | None,
+    helper: Helper | NoHelper,
 ) -> dict[str, Any] | bytes:
     """Decode the streamed pieces (module doc): the metadata, or the whole document's bytes
-    when it is not cut (a small file, not an object); ``_ChunkFailed`` when a piece fails."""
+    when it is not cut (a small file, not an object); ``_ChunkFailed`` when a piece fails.
+    With a helper, ``stream`` ends at the split and the helper decodes the rest."""
     head = b""
     n_pieces = 0
     try:
-        for kind, piece in cut_stream(stream, CHUNK_BYTES):
+        for kind, piece in cut_stream(helper.first_part(stream), CHUNK_BYTES):
             if kind == "whole":
-                return piece
-            if kind == "head":
-                _check_head(piece)
-                head = piece
+                return helper.whole(piece)
+            if kind == "head":  # its events first: the columns keep the file's order
+                opened = _list_start(piece)
+                builder.append(decode_chunk(as_list(piece, opened), builder))
+                head = piece[:opened]
             elif kind == "middle":
-                _decode_events_list(_as_list(piece, 0, len(piece)), builder, warnings)
+                builder.append(decode_chunk(as_list(piece), builder))
                 n_pieces += 1
                 if progress is not None:
                     progress(0.7 * stream.fraction_read(), f"decoded {n_pieces} chunks")
-            elif piece.find(b'"traceEvents"') != -1:  # the tail holds a second key
-                raise _ChunkFailed("traceEvents is not one list around the cuts")
             else:
-                return _decode_top(head + piece, builder, warnings)
+                tail = helper.complete(piece, builder)
+                if tail.find(b'"traceEvents"') != -1:  # the tail holds a second key
+                    raise _ChunkFailed("traceEvents is not one list around the cuts")
+                return _decode_top(head + tail, builder, warnings)
     except (msgspec.DecodeError, msgspec.ValidationError, _ShapeError) as exc:
         raise _ChunkFailed(str(exc)) from None
     raise _ChunkFailed("the stream ended without a tail")
@@ -176,16 +143,17 @@ def _decode_chunked(
 _LIST_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
-def _check_head(head: bytes) -> None:
-    """Raise unless the head up to the first cut opens the list of the first
-    ``traceEvents`` key, as in a whole decode (with the tail holding no other key, checked
-    by the caller): a second ``traceEvents`` key (the last one wins) or event-like objects
-    under another key would otherwise be read as events. Each middle chunk decodes as a
-    list, so the chunks lie in one list."""
+def _list_start(head: bytes) -> int:
+    """Where the first event lies in the head (the bytes up to the first cut): just after
+    the ``[`` that opens the first ``traceEvents`` key's list, as in a whole decode (with
+    the tail holding no other key, checked by the caller); ``_ChunkFailed`` otherwise: a
+    second ``traceEvents`` key (the last one wins) or event-like objects under another key
+    would otherwise be read as events. Each middle chunk decodes as a list, so the chunks
+    lie in one list."""
     opened = _LIST_OPEN.match(head, head.find(b'"traceEvents"'))
     if opened is None:
         raise _ChunkFailed("traceEvents is not one list around the cuts")
-    schema.EVENTS_RAW_DECODER.decode(_as_list(head, opened.end(), len(head)))
+    return opened.end()
 
 
 def read_trace(path: str | TracePath, progress: Progress | None = None) -> TraceFile:
@@ -197,19 +165,25 @@ def read_trace(path: str | TracePath, progress: Progress | None = None) -> Trace
     stream = stream_bytes(path)
     if progress is not None and stream.gzip:
         progress(0.0, f"decompressing {path.name}")
+    helper = helper_for(path, stream)  # this process reads up to a cut, a helper the rest
     builder, warnings = ColumnBuilder(), list[str]()
+    found: dict[str, Any] | bytes | None = None
     try:
-        found = _decode_chunked(stream, builder, warnings, progress)
+        found = _decode_chunked(stream, builder, warnings, progress, helper)
     except _ChunkFailed:
-        return _read_whole(path, read_bytes(path), progress)
+        pass
     except RecursionError:
         raise TraceError(path, "JSON nested too deeply to be a trace") from None
     finally:
         stream.close()
+        helper.close()
+    if found is None:
+        return _read_whole(path, read_bytes(path), progress)
     if isinstance(found, bytes):
         return _read_whole(path, found, progress)
     columns = builder.finish()
-    return TraceFile(path, columns, found, builder.metadata, stream.n_bytes, warnings)
+    return TraceFile(path, columns, found, builder.metadata,
+                     helper.decoded_bytes(stream.n_bytes), builder.warnings + warnings)
 
 
 def _read_whole(path: TracePath, data: Buffer, progress: Progress | None) -> TraceFile:
@@ -239,7 +213,8 @@ def _read_whole(path: TracePath, data: Buffer, progress: Progress | None) -> Tra
     if progress is not None:
         progress(0.7, f"decoded {path.name}")
     columns = builder.finish()
-    return TraceFile(path, columns, metadata, builder.metadata, n_bytes, warnings)
+    return TraceFile(path, columns, metadata, builder.metadata, n_bytes,
+                     builder.warnings + warnings)
 
 
 def _decode_all(path: TracePath, data: Buffer) -> tuple[ColumnBuilder, list[str], dict[str, Any]]:

@@ -21,16 +21,13 @@ finite ``ts`` or ``Bytes`` are dropped (with a count in the warnings).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-MEMORY_EVENT = "[memory]"
+from autoprof.analysis.loader.memory_columns import MemoryColumns
+
 MEMORY_COLUMNS: tuple[str, ...] = (
     "ts_us", "pid", "tid", "device", "bytes", "allocated_bytes", "reserved_bytes", "addr",
     "rank",
@@ -38,7 +35,6 @@ MEMORY_COLUMNS: tuple[str, ...] = (
 # c10::DeviceType codes as torch.profiler writes them in "Device Type"
 _DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia",
                  20: "privateuseone"}
-_FIELDS = ("ts", "bytes_delta", "total_allocated", "total_reserved", "addr")
 
 
 def device_label(device_type: int, device_id: int) -> str:
@@ -47,63 +43,8 @@ def device_label(device_type: int, device_id: int) -> str:
     return kind if kind == "cpu" or device_id < 0 else f"{kind}:{device_id}"
 
 
-@dataclass
-class MemoryColumns:
-    """The memory events of one trace as numpy columns (file order, not yet sorted)."""
-
-    ts: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
-    pid: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
-    tid: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
-    bytes_delta: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
-    total_allocated: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
-    total_reserved: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
-    addr: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
-    device_type: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
-    device_id: npt.NDArray[np.int64] = field(default_factory=lambda: np.empty(0, np.int64))
-
-    def __len__(self) -> int:
-        return len(self.ts)
-
-
-class MemoryBuilder:
-    """Collects the memory events of each decoded chunk (the column builder hands them over)."""
-
-    def __init__(self) -> None:
-        self.parts: list[dict[str, np.ndarray]] = []
-
-    def add(self, events: list[Any], pid: np.ndarray, tid: np.ndarray) -> None:
-        """``events``: the chunk's ``[memory]`` events; ``pid``/``tid``: their id columns."""
-        n = len(events)
-        if not n:
-            return
-        args = list(map(attrgetter("args"), events))
-        part = {"pid": pid, "tid": tid,
-                "ts": np.fromiter(map(attrgetter("ts"), events), np.float64, count=n)}
-        for name in _FIELDS[1:]:
-            part[name] = np.fromiter(map(attrgetter(name), args), np.float64, count=n)
-        for name in ("device_type", "device_id"):
-            part[name] = _ints(map(attrgetter(name), args), n)
-        self.parts.append(part)
-
-    def finish(self) -> MemoryColumns:
-        if not self.parts:
-            return MemoryColumns()
-        merged = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
-        self.parts.clear()
-        return MemoryColumns(**merged)
-
-
 MAX_MEMORY_BYTES = 2**62  # a byte count beyond this is garbled (and near int64's limit)
 HUGE_BYTES_NOTE = "byte counts beyond 4 EiB"  # in the load warning the CLI shows
-
-
-def _ints(values: Any, n: int) -> npt.NDArray[np.int64]:
-    items = list(values)
-    try:
-        return np.fromiter(items, np.int64, count=n)
-    except (TypeError, ValueError, OverflowError):
-        return np.array([v if isinstance(v, int) and abs(v) < 2**62 else -1 for v in items],
-                        dtype=np.int64)
 
 
 def empty_memory() -> pd.DataFrame:

@@ -80,15 +80,17 @@ def _gunzip_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[by
                     "(gzip bomb? raise AUTOPROF_MAX_TRACE_BYTES if the trace is real)",
                 )
             yield piece
-            if inflater.eof:
-                pending, at_end = _next_member(inflater.unused_data + pending, handle, at_end)
+            if inflater.eof:  # what follows the member is unused_data (unconsumed_tail, when
+                # the output limit was hit in this call, holds the same bytes again)
+                pending, at_end = _next_member(inflater.unused_data, handle, at_end)
                 inflater = zlib.decompressobj(wbits=31)
     except zlib.error as exc:
         raise TraceError(path, f"corrupt gzip data ({exc})") from None
 
 
 def _plain_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[bytes]:
-    """The file's bytes block by block; a file that grows past ``limit`` while read fails."""
+    """The file's bytes block by block, from where ``handle`` is; a file that grows past
+    ``limit`` while read fails."""
     produced = 0
     while block := handle.read(READ_BYTES):
         produced += len(block)
@@ -164,6 +166,20 @@ class _Opened:
         reader = _gunzip_blocks if self.gzip else _plain_blocks
         return reader(self.path, self.handle, self.limit)
 
+    def decoded_size(self) -> int | None:
+        """The decoded size: a plain file's; a gzip file's from its trailer (ISIZE, the
+        last member's size modulo 4 GiB: None where it cannot be the whole file's)."""
+        if not self.gzip:
+            return self.size
+        try:
+            at = self.handle.tell()
+            self.handle.seek(self.size - 4)
+            size = int.from_bytes(self.handle.read(4), "little")
+            self.handle.seek(at)
+        except (OSError, ValueError):
+            return None
+        return size if size > self.size else None
+
     def fraction_read(self) -> float:
         """How much of the file (compressed bytes for gzip) has been read, 0 to 1."""
         try:
@@ -174,17 +190,32 @@ class _Opened:
 
 class ByteStream:
     """``stream_bytes``' answer: iterate for the decoded blocks; ``fraction_read()`` for
-    progress; ``gzip`` tells how the file is stored; ``n_bytes`` counts the decoded bytes.
-    Closes the file when exhausted (or on ``close()``)."""
+    progress; ``gzip`` tells how the file is stored; ``decoded_size`` is its decoded size
+    when known before reading (None for some gzip files); ``n_bytes`` counts the decoded
+    bytes handed out. With ``start``, the decoded bytes before that offset are skipped (a
+    plain file seeks, a gzip file inflates them and drops them). Closes the file when
+    exhausted (or on ``close()``)."""
 
-    def __init__(self, path: TracePath) -> None:
+    def __init__(self, path: TracePath, start: int = 0) -> None:
         self._opened = _Opened(path)
         self.gzip = self._opened.gzip
+        self.decoded_size = self._opened.decoded_size()
         self.n_bytes = 0  # decoded bytes handed out so far
+        self._skip = start
+        if start and not self.gzip:
+            self._opened.handle.seek(start)
+            self._skip = 0
 
     def __iter__(self) -> Iterator[bytes]:
         with self._opened.handle:
+            skip = self._skip
             for block in self._opened.blocks():
+                if skip:  # a gzip file's bytes before ``start``
+                    dropped = min(skip, len(block))
+                    skip -= dropped
+                    block = block[dropped:]
+                    if not block:
+                        continue
                 self.n_bytes += len(block)
                 yield block
 
@@ -195,9 +226,10 @@ class ByteStream:
         self._opened.handle.close()
 
 
-def stream_bytes(path: TracePath) -> ByteStream:
-    """The decoded bytes of a trace file in blocks (module doc); raises TraceError."""
-    return ByteStream(path)
+def stream_bytes(path: TracePath, start: int = 0) -> ByteStream:
+    """The decoded bytes of a trace file in blocks (module doc), from the decoded offset
+    ``start`` on; raises TraceError."""
+    return ByteStream(path, start)
 
 
 def read_bytes(

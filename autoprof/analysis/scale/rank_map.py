@@ -140,9 +140,11 @@ def analyse_rank(task: RankTask) -> RankResult:
 def compute_rank(task: RankTask) -> RankResult:
     """Load the one trace and analyse it on its own (see the module doc)."""
     from autoprof.analysis import Analysis, load_data
+    from autoprof.analysis.loader.helper import no_helper
     from autoprof.analysis.report.summary import jsonable, memory_summary, top_ops
 
-    data = load_data(task.trace)
+    with no_helper():  # the map runs its ranks in parallel already
+        data = load_data(task.trace)
     data = dataclasses.replace(data, record=task.record,
                                world_size=max(task.world_size, data.world_size))
     analysis = Analysis(data)

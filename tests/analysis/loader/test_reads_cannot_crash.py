@@ -31,9 +31,10 @@ decode.CHUNK_BYTES = 64 * 1024
 real = decode.stream_bytes
 
 class CutAfterFirstBlock:
-    def __init__(self, path):
-        self.inner = real(path)
+    def __init__(self, path, start=0):
+        self.inner = real(path, start)
         self.gzip, self.path = self.inner.gzip, path
+        self.decoded_size = self.inner.decoded_size
     def __iter__(self):
         for i, block in enumerate(self.inner):
             if i == 1:

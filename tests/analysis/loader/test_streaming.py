@@ -69,14 +69,28 @@ def test_a_load_never_reads_the_file_whole_and_equals_one_piece(
     real = decode.read_bytes
     monkeypatch.setattr(decode, "read_bytes", whole)
     pieces: list[int] = []
-    real_list = decode._decode_events_list
-    monkeypatch.setattr(decode, "_decode_events_list",
-                        lambda doc, *a: pieces.append(len(doc)) or real_list(doc, *a))
+    real_chunk = decode.decode_chunk
+    monkeypatch.setattr(decode, "decode_chunk",
+                        lambda doc, *a: pieces.append(len(doc)) or real_chunk(doc, *a))
     streamed = load(path).events
     assert len(pieces) > 20
     monkeypatch.setattr(decode, "read_bytes", real)
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1024**3)  # one piece
     pd.testing.assert_frame_equal(streamed, load(path).events)
+
+
+def test_a_gzip_member_ending_where_the_inflate_limit_was_hit_is_not_repeated(
+    tmp_path: Path,
+) -> None:
+    """zlib leaves the bytes after a member in both ``unused_data`` and ``unconsumed_tail``
+    when the call that ended it stopped at its output limit (a member of over 4 MiB): the
+    next member must be read once."""
+    data = write_synthetic_trace(tmp_path / "t.json", 20_000, seed=11).read_bytes()
+    assert len(data) > 5 * 1024**2
+    path = tmp_path / "members.json.gz"
+    path.write_bytes(gzip.compress(data[:-100]) + gzip.compress(data[-100:]))
+    assert b"".join(source.stream_bytes(path)) == data
+    assert len(load(path).events) == len(load(tmp_path / "t.json").events)
 
 
 def test_gzip_members_and_zero_padding_stream_as_one(tmp_path: Path) -> None:

@@ -75,8 +75,8 @@ def test_compact_one_line_json_is_chunked_too(tmp_path, monkeypatch):
     assert b"\n" not in compact.read_bytes()
     monkeypatch.setattr(decode, "CHUNK_BYTES", 256 * 1024)
     pieces = []
-    real = decode._decode_events_list
-    monkeypatch.setattr(decode, "_decode_events_list",
+    real = decode.decode_chunk
+    monkeypatch.setattr(decode, "decode_chunk",
                         lambda doc, *a: pieces.append(len(doc)) or real(doc, *a))
     events = load(compact).events
     assert len(pieces) > 10  # chunks, not the whole-document fallback

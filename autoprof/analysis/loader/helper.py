@@ -1,0 +1,273 @@
+"""The decode helper: a second process decodes the second part of a large plain trace while
+this one decodes the first, so a first open uses two cores (docs/loader.md).
+
+The split: the first cut (``chunks.EVENT_START``, a boundary between two events) after
+``SPLIT_FRACTION`` of the file. This process streams the file up to the split; the helper,
+``python -c ... serve()`` with numpy and msgspec only (no pandas: it starts in about 0.15 s),
+streams it from there (``decode_region``: its own chunks, then the rest of the document) and
+answers once, on its stdout: each chunk as a pickle, then the values its interners hold, the
+document's tail and the bytes it read. This process maps the helper's codes to its own,
+appends those chunks after its own and decodes the head with the tail, so the columns, codes
+and warnings are exactly those of one process reading the file alone.
+
+What can go wrong, and what happens:
+
+- a chunk the helper cannot decode: ``msgspec.DecodeError`` here, as for a chunk of this
+  process (decode.py then reads the whole document in one piece);
+- the helper cannot start, dies, or answers nothing within ``ANSWER_GRACE_S`` plus
+  ``ANSWER_FACTOR`` times what this process took for its part: it is stopped and this
+  process decodes the second part itself (``decode_region``, the same code).
+
+Used only for a local plain file of at least ``MIN_BYTES`` on a machine with two cores or
+more, and not under ``AUTOPROF_DECODE_HELPER=0`` or ``no_helper()`` (the many-rank map's
+workers, parallel already). A gzip trace is read by one process: its second half cannot be
+reached without inflating the first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+import numpy as np
+
+from autoprof import env
+from autoprof.analysis.loader.chunk_decode import CHUNK_BYTES, as_list, decode_chunk
+from autoprof.analysis.loader.chunks import cut_events, from_cut, until_cut
+from autoprof.analysis.loader.columns import INTERNED, Chunk, ColumnBuilder
+from autoprof.analysis.loader.remote import TracePath
+from autoprof.analysis.loader.source import ByteStream, stream_bytes
+
+SPLIT_FRACTION = 0.55  # of a plain trace's bytes, decoded here
+GZIP_SPLIT_FRACTION = 0.62  # of a gzip trace's: the helper inflates the part before too
+MIN_BYTES = 48 * 1024**2  # decoded, ~170k events: below, a process costs more than it saves
+ANSWER_GRACE_S = 30.0
+ANSWER_FACTOR = 10.0
+_LENGTH = struct.Struct("<q")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding autoprof/
+_ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("autoprof_decode_helper",
+                                                                default=True)
+
+
+@contextlib.contextmanager
+def no_helper() -> Iterator[None]:
+    """Every trace loaded inside decodes in its own process alone."""
+    token = _ALLOWED.set(False)
+    try:
+        yield
+    finally:
+        _ALLOWED.reset(token)
+
+
+@dataclass
+class Region:
+    """The events from a cut to the end of the document: their chunks, the tail (the last
+    events and what closes the document), the cut and the bytes from it."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    tail: bytes = b""
+    cut: int | None = None
+    n_bytes: int = 0
+
+
+def decode_region(path: Path, offset: int, builder: ColumnBuilder) -> Region:
+    """The events of ``path`` from its first cut at or after the decoded ``offset`` on
+    (none when there is no cut there); raises msgspec.DecodeError when a chunk does not
+    decode and TraceError when the file cannot be read."""
+    region = Region()
+    stream = stream_bytes(path, start=offset)
+    found: list[int] = []
+    try:
+        for kind, piece in cut_events(from_cut(stream, offset, found), CHUNK_BYTES):
+            if kind == "middle":
+                region.chunks.append(decode_chunk(as_list(piece), builder))
+            else:
+                region.tail = piece
+    finally:
+        stream.close()
+    if found:
+        region.cut = found[0]
+        region.n_bytes = stream.n_bytes - (found[0] - offset)
+    return region
+
+
+def split_offset(path: TracePath, stream: ByteStream) -> int | None:
+    """Where the helper takes over in this trace (module doc): a decoded offset, the cut
+    is the first one at or after it; None when no helper is used."""
+    size = stream.decoded_size
+    if (not isinstance(path, Path) or size is None or size < MIN_BYTES or not _ALLOWED.get()
+            or not env.decode_helper_enabled() or (os.cpu_count() or 1) < 2
+            or not sys.executable):
+        return None
+    return int(size * (GZIP_SPLIT_FRACTION if stream.gzip else SPLIT_FRACTION))
+
+
+def helper_for(path: TracePath, stream: ByteStream) -> Helper | NoHelper:
+    """The helper for a trace being read from ``stream`` (None started when not used)."""
+    offset = split_offset(path, stream)
+    return NoHelper() if offset is None or not isinstance(path, Path) else Helper(path, offset)
+
+
+class NoHelper:
+    """This process decodes the whole trace."""
+
+    def first_part(self, stream: ByteStream) -> Iterable[bytes]:
+        return stream
+
+    def whole(self, document: bytes) -> bytes:
+        return document
+
+    def complete(self, last: bytes, builder: ColumnBuilder) -> bytes:
+        return last
+
+    def decoded_bytes(self, first_part: int) -> int:
+        return first_part
+
+    def close(self) -> None:
+        pass
+
+
+class Helper:
+    """This process's side of the helper for one trace (module doc)."""
+
+    def __init__(self, path: Path, offset: int) -> None:
+        self._path, self._offset = path, offset
+        self._began = time.perf_counter()
+        self._cut: list[int] = []  # where this process's part ends, once found
+        self._answer: list[Any] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._second_part = 0
+        code = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
+                "from autoprof.analysis.loader.helper import serve; serve()")
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(path), str(offset)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except (OSError, ValueError):
+            return
+        assert self._proc.stdout is not None
+        self._reader = threading.Thread(target=_read_answer, name="autoprof-decode-helper",
+                                        args=(self._proc.stdout, self._answer), daemon=True)
+        self._reader.start()
+
+    def first_part(self, stream: ByteStream) -> Iterable[bytes]:
+        """This process's bytes: up to the cut (all of them when there is none)."""
+        return until_cut(stream, self._offset, self._cut)
+
+    def whole(self, document: bytes) -> bytes:
+        """A first part with fewer than two cuts is no document: it is read in one piece."""
+        if not self._cut:
+            return document
+        raise msgspec.DecodeError("the first part of a split trace holds fewer than two cuts")
+
+    def complete(self, last: bytes, builder: ColumnBuilder) -> bytes:
+        """Decode ``last`` (this process's last piece, up to the cut), add the helper's
+        chunks (or decode them here) and return the document's tail. Without a cut,
+        ``last`` is the tail."""
+        if not self._cut:
+            self.close()
+            return last
+        builder.append(decode_chunk(as_list(last), builder))
+        region = self._region(builder)
+        if region is None:
+            self.close()
+            region = decode_region(self._path, self._offset, builder)
+        if region.cut != self._cut[0]:  # the file changed under us
+            raise msgspec.DecodeError("the two parts of a split trace do not meet")
+        for chunk in region.chunks:
+            builder.append(chunk)
+        self._second_part = region.n_bytes
+        return region.tail
+
+    def decoded_bytes(self, first_part: int) -> int:
+        """The trace's decoded bytes, from the bytes ``first_part`` streamed here."""
+        return self._cut[0] + self._second_part if self._cut else first_part
+
+    def _region(self, builder: ColumnBuilder) -> Region | None:
+        """The helper's region in this process's codes, None when it gave none."""
+        if self._reader is None:
+            return None
+        took_s = time.perf_counter() - self._began
+        self._reader.join(ANSWER_GRACE_S + ANSWER_FACTOR * took_s)
+        if self._reader.is_alive() or not self._answer:
+            return None
+        *chunks, (status, gained, tail, cut, n_bytes) = self._answer
+        self._answer.clear()
+        if status != "ok":
+            raise msgspec.DecodeError(str(status))
+        for key, values in gained.items():
+            interner = builder.interned(key)
+            to_ours = np.fromiter(map(interner.codes.__getitem__, values), np.int32,
+                                  len(values))
+            for chunk in chunks:
+                if key in chunk.columns:
+                    chunk.columns[key] = to_ours[chunk.columns[key]]
+        return Region(chunks, tail, cut, n_bytes)
+
+    def close(self) -> None:
+        """Stop the helper if it still runs, and reap it."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        if self._reader is not None:
+            self._reader.join()
+        self._proc = None
+
+
+def _read_answer(pipe: IO[bytes], answer: list[Any]) -> None:
+    """Read the helper's pickles until it closes its stdout: every chunk, then the status
+    line; a cut-short answer leaves ``answer`` empty."""
+    found: list[Any] = []
+    try:
+        while (head := pipe.read(_LENGTH.size)) and len(head) == _LENGTH.size:
+            (n,) = _LENGTH.unpack(head)
+            body = pipe.read(n)
+            if len(body) != n:
+                return
+            found.append(pickle.loads(body))
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError):
+        return
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            pipe.close()
+    if found and isinstance(found[-1], tuple):
+        answer.extend(found)
+
+
+def serve() -> None:
+    """The helper process: decode ``argv[1]`` from offset ``argv[2]``, answer on stdout."""
+    path, offset = Path(sys.argv[1]), int(sys.argv[2])
+    out = sys.stdout.buffer
+    builder = ColumnBuilder()
+    try:
+        region = decode_region(path, offset, builder)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        _send(out, (str(exc) or type(exc).__name__, {}, b"", None, 0))
+        return
+    for chunk in region.chunks:  # one pickle each: never all of them twice in memory
+        _send(out, chunk)
+    region.chunks.clear()
+    gained = {key: builder.interned(key).values() for key in INTERNED}
+    _send(out, ("ok", gained, region.tail, region.cut, region.n_bytes))
+
+
+def _send(out: IO[bytes], value: Any) -> None:
+    body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LENGTH.pack(len(body)))
+    out.write(body)
+    out.flush()
