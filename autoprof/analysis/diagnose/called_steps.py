@@ -26,10 +26,15 @@ if TYPE_CHECKING:
     from autoprof.analysis.analysis import Analysis
 
 
+_STEPS_PER_RANK = 1 << 32  # (rank, step) as one int64 key
+
+
 def _steps_with(events: pd.DataFrame, mask: np.ndarray) -> set[tuple[int, int]]:
     rows = mask & (events["step"].to_numpy() >= 0)
     ranks, steps = events["rank"].to_numpy()[rows], events["step"].to_numpy()[rows]
-    return set(zip(ranks.tolist(), steps.tolist(), strict=True))
+    pairs = np.unique(ranks.astype(np.int64) * _STEPS_PER_RANK + steps)  # both are >= 0
+    return set(zip((pairs // _STEPS_PER_RANK).tolist(), (pairs % _STEPS_PER_RANK).tolist(),
+                   strict=True))
 
 
 def called_steps(ctx: Analysis) -> pd.DataFrame:

@@ -135,8 +135,10 @@ def _distinct_costs(ops: pd.DataFrame) -> pd.DataFrame:
     keys = [factorized(ops[c])[0] for c in ("name", "input_dims", "input_types",
                                             "input_values") if c in ops]
     keys.append(pd.factorize(ops["flops"].to_numpy(dtype=float), use_na_sentinel=False)[0])
-    _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True,
-                                  return_inverse=True)
+    combined = np.zeros(len(ops), dtype=np.int64)
+    for key in keys:  # one code per distinct tuple of keys, kept under len(ops)
+        combined = pd.factorize(combined * (int(key.max()) + 1) + key)[0]
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
     costs = op_costs(ops.iloc[first]).iloc[inverse.reshape(-1)]
     return costs.set_axis(ops.index)
 
@@ -161,8 +163,9 @@ def _objects(values: np.ndarray) -> pd.Series:
 
 def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
-    work = events.loc[events["is_gpu_work"].to_numpy(dtype=bool),
-                      [c for c in _WORK_COLUMNS if c in events]]
+    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
+    work = events.loc[is_work, [c for c in _WORK_COLUMNS if c in events]]
+    name_codes = factorized(events["name"])[0]  # the kernel and op tables group these
     cost_row = _cost_rows(events, work["op_row"].to_numpy())
     has_op = cost_row >= 0
     op_rows = np.unique(cost_row[has_op])
@@ -173,8 +176,10 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
     text = {c: np.full(n, "", dtype=object) for c in ("op", "dtype", "flops_source",
                                                        "input_dims")}
     op_flops, op_bytes = np.full(n, np.nan), np.full(n, np.nan)
+    op_code = np.full(n, -1, dtype=np.intp)  # -1: no op
     if has_op.any():
         rows = cost_row[has_op]
+        op_code[has_op] = name_codes[rows]
         picked = costs.iloc[np.searchsorted(op_rows, rows)]
         text["op"][has_op] = _text_at(events["name"], rows)
         op_flops[has_op] = picked["flops"].to_numpy(dtype=float)
@@ -184,6 +189,7 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
         text["input_dims"][has_op] = _text_at(events["input_dims"], rows)
     table = pd.DataFrame({
         "name": _objects(_text_at(work["name"], np.arange(n))),
+        "name_code": name_codes[is_work],
         "is_kernel": _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE)),
         "dur_us": work["dur_us"].to_numpy(dtype=float),
         "ts_us": work["ts_us"].to_numpy(dtype=float),
@@ -192,6 +198,7 @@ def _work_table(events: pd.DataFrame) -> pd.DataFrame:
         "rank": work["rank"].to_numpy(),
         "cost_row": cost_row,
         "op": _objects(text["op"]),
+        "op_code": op_code,
         "op_flops": op_flops,
         "op_bytes": op_bytes,
         "dtype": _objects(text["dtype"]),
@@ -246,31 +253,43 @@ def _op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _first_set(work: pd.DataFrame, key: str, column: str, names: list[Any]) -> np.ndarray:
-    """Per group of ``key`` (in the order of ``names``), the first non-empty ``column``."""
-    filled = work[work[column] != ""]
-    first = filled.groupby(key, sort=False, observed=True)[column].first()
-    return np.asarray(first.reindex(names).fillna("").to_numpy(dtype=object))
+def _first_set(work: pd.DataFrame, codes: np.ndarray, column: str, order: np.ndarray
+               ) -> np.ndarray:
+    """Per group (``codes``; in the order of ``order``), the first non-empty ``column``."""
+    values = work[column].to_numpy(dtype=object)
+    filled = np.flatnonzero(pd.notna(values) & (values != ""))
+    found, first = np.unique(codes[filled], return_index=True)
+    out = np.full(len(order), "", dtype=object)
+    if len(found):
+        at = np.minimum(np.searchsorted(found, order), len(found) - 1)
+        hit = found[at] == order
+        out[hit] = values[filled[first[at[hit]]]]
+    return out
 
 
 def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
-    """The kernel (or op) table: one row per distinct ``key``, by gpu_us, largest first."""
+    """The kernel (or op) table: one row per distinct ``key`` (grouped by its codes,
+    ``<key>_code``), by gpu_us, largest first."""
     if work.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in KERNEL_COLUMNS})
-    g = work.groupby(key, sort=False, observed=True)
+    codes = work[f"{key}_code"].to_numpy()  # one code per distinct text: no text hashed
+    g = work.groupby(codes, sort=False)
     sums = g[["dur_us", "flops_us", "bytes_us", "layout_us"]].sum()
-    names = list(sums.index)
+    order = sums.index.to_numpy()
+    distinct, first = np.unique(codes, return_index=True)
+    text = work[key].to_numpy(dtype=object)[first]
     out = pd.DataFrame({
-        "name": names,
-        "calls": g.size().reindex(names).to_numpy(),
+        "name": list(text[np.searchsorted(distinct, order)]),
+        "calls": g.size().reindex(order).to_numpy(),
         "gpu_us": sums["dur_us"].to_numpy(),
-        "flops": g["flops"].sum(min_count=1).reindex(names).to_numpy(),
-        "bytes": g["bytes"].sum(min_count=1).reindex(names).to_numpy(),
-        **{c: _first_set(work, key, c, names) for c in ("dtype", "flops_source", "input_dims")},
-        "shared": g["shared"].any().reindex(names).to_numpy(),
-        "counted": g["counted"].all().reindex(names).to_numpy(dtype=bool),
+        "flops": g["flops"].sum(min_count=1).reindex(order).to_numpy(),
+        "bytes": g["bytes"].sum(min_count=1).reindex(order).to_numpy(),
+        **{c: _first_set(work, codes, c, order) for c in ("dtype", "flops_source",
+                                                          "input_dims")},
+        "shared": g["shared"].any().reindex(order).to_numpy(),
+        "counted": g["counted"].all().reindex(order).to_numpy(dtype=bool),
         "link": g["link"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "")
-        .reindex(names).to_numpy(dtype=object),
+        .reindex(order).to_numpy(dtype=object),
         "flops_us": sums["flops_us"].to_numpy(),
         "bytes_us": sums["bytes_us"].to_numpy(),
         "layout_us": sums["layout_us"].to_numpy(),
