@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,49 @@ def proc_status_mb(pid: int | str, field: str) -> float:
     except (OSError, ValueError, IndexError):
         pass
     return float("nan")
+
+
+class TreeRss:
+    """The largest RSS of this process and all its descendants together, sampled every
+    ``every_s`` while the ``with`` block runs (Linux; nan elsewhere): the memory a load that
+    starts helper processes takes at once, where ``child_peak_rss_mb`` gives the largest
+    single process."""
+
+    def __init__(self, every_s: float = 0.02) -> None:
+        self.every_s = every_s
+        self.peak_mb = float("nan")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            total = sum(proc_status_mb(pid, "VmRSS") for pid in _tree(str(os.getpid())))
+            if not math.isnan(total):
+                self.peak_mb = total if math.isnan(self.peak_mb) else max(self.peak_mb, total)
+            if self._stop.wait(self.every_s):
+                return
+
+
+def _tree(pid: str) -> list[str]:
+    """``pid`` and its descendants (``/proc/<pid>/task/*/children``)."""
+    found, todo = [], [pid]
+    while todo:
+        at = todo.pop()
+        found.append(at)
+        for task in Path(f"/proc/{at}/task").glob("*/children"):
+            try:
+                todo += task.read_text().split()
+            except OSError:
+                pass
+    return found
 
 
 def run_child(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import emit, proc_status_mb  # noqa: E402
+from _measure import TreeRss, emit, proc_status_mb  # noqa: E402
 
 _REPO = Path(__file__).resolve().parent.parent
 Task = Callable[..., dict[str, Any]]
@@ -344,16 +344,17 @@ def load_autoprof(path: str) -> dict[str, Any]:
         raise Unavailable(f"autoprof.load is not available: {exc}") from exc
     import_s += time.perf_counter() - t0
     base_rss_mb = proc_status_mb("self", "VmRSS")
-    t1 = time.perf_counter()
-    run = load(path)
-    t2 = time.perf_counter()
-    if not hasattr(run, "summary"):
-        raise Unavailable("Run.summary is not available")
-    try:
-        summary = run.summary()
-    except NotImplementedError as exc:
-        raise Unavailable(f"Run.summary: {exc}") from exc
-    t3 = time.perf_counter()
+    with TreeRss() as tree:
+        t1 = time.perf_counter()
+        run = load(path)
+        t2 = time.perf_counter()
+        if not hasattr(run, "summary"):
+            raise Unavailable("Run.summary is not available")
+        try:
+            summary = run.summary()
+        except NotImplementedError as exc:
+            raise Unavailable(f"Run.summary: {exc}") from exc
+        t3 = time.perf_counter()
     json.dumps(summary, default=str)  # the overview must be JSON-able
     # the breakdown's share of that first open: computed once more, outside work_s
     from autoprof.analysis.metrics.breakdown import breakdown
@@ -363,7 +364,8 @@ def load_autoprof(path: str) -> dict[str, Any]:
     breakdown_s = time.perf_counter() - t4
     return {"work_s": t3 - t1, "load_s": t2 - t1, "summary_s": t3 - t2, "import_s": import_s,
             "rows": int(len(run.events)), "base_rss_mb": base_rss_mb,
-            "breakdown_s": breakdown_s, "open_without_breakdown_s": t3 - t1 - breakdown_s}
+            "breakdown_s": breakdown_s, "open_without_breakdown_s": t3 - t1 - breakdown_s,
+            "tree_peak_rss_mb": tree.peak_mb}
 
 
 @task
@@ -378,11 +380,13 @@ def load_hta(trace_dir: str) -> dict[str, Any]:
     logging.getLogger("hta").setLevel(logging.ERROR)
     import_s += time.perf_counter() - t0
     base_rss_mb = proc_status_mb("self", "VmRSS")
-    t1 = time.perf_counter()
-    analysis = TraceAnalysis(trace_dir=trace_dir)
-    t2 = time.perf_counter()
+    with TreeRss() as tree:
+        t1 = time.perf_counter()
+        analysis = TraceAnalysis(trace_dir=trace_dir)
+        t2 = time.perf_counter()
     rows = sum(len(analysis.t.get_trace(r)) for r in analysis.t.get_ranks())
-    return {"work_s": t2 - t1, "import_s": import_s, "rows": rows, "base_rss_mb": base_rss_mb}
+    return {"work_s": t2 - t1, "import_s": import_s, "rows": rows, "base_rss_mb": base_rss_mb,
+            "tree_peak_rss_mb": tree.peak_mb}
 
 
 # ---------------------------------------------------------------- 5. off the program's path --

@@ -1,0 +1,113 @@
+"""The first open (load + summary, no cache) at 1M events, side by side in fresh processes:
+this checkout with its decode helper, the same checkout with ``AUTOPROF_DECODE_HELPER=0``,
+and the package at ``--before`` (``git archive``), on the plain and the gzipped synthetic
+1M-event, 5-step trace of ``benchmarks/traces.py`` (the first-open target's).
+
+Each process reports the wall time of ``load()`` and of ``summary()``, its own peak RSS
+(``VmHWM``) and the peak of its RSS plus its children's sampled every 20 ms (``TreeRss``: the
+helper counts). The three configurations alternate, ``--rounds`` times per file; cells are
+medians [min-max], ratios are medians over ``before``'s.
+
+    .venv/bin/python benchmarks/first_open.py --before e5ad67e [--rounds 5] [--out F.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from traces import ensure_trace  # noqa: E402
+
+N_EVENTS, STEPS = 1_000_000, 5
+CONFIGS = ("before", "helper", "alone")
+
+_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[3])
+from _measure import TreeRss, proc_status_mb
+import autoprof
+assert autoprof.__file__.startswith(sys.argv[1]), autoprof.__file__
+from autoprof.analysis.run import load
+import autoprof.analysis.report.summary
+with TreeRss() as tree:
+    t0 = time.perf_counter()
+    run = load(sys.argv[2])
+    t1 = time.perf_counter()
+    run.summary()
+    t2 = time.perf_counter()
+print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
+                  "peak_mb": proc_status_mb("self", "VmHWM"), "tree_peak_mb": tree.peak_mb,
+                  "rows": len(run.events)}))
+"""
+
+
+def _run(tree: Path, trace: Path, helper: bool) -> dict[str, Any]:
+    env = {**os.environ, "AUTOPROF_CACHE": "0", "AUTOPROF_DECODE_HELPER": "1" if helper else "0"}
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(trace), str(HERE)],
+                          env=env, capture_output=True, text=True, check=True, timeout=600)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", required=True, help="the revision to compare with")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work", type=Path, default=HERE / "out")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    plain = ensure_trace(args.work / "traces", N_EVENTS, STEPS)
+    zipped = plain.with_name("trace.json.gz")
+    if not zipped.exists():
+        zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        before = Path(tmp) / "before"
+        before.mkdir()
+        archive = subprocess.run(["git", "archive", args.before], cwd=REPO, check=True,
+                                 capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(before, filter="data")
+        for trace in (plain, zipped):
+            runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+            for i in range(args.rounds):
+                order = CONFIGS if i % 2 == 0 else tuple(reversed(CONFIGS))
+                for config in order:
+                    tree = before if config == "before" else REPO
+                    runs[config].append(_run(tree, trace, helper=config == "helper"))
+            results[trace.name] = runs
+    print(f"| file | measure | {' | '.join(CONFIGS)} | helper / before | helper / alone |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, runs in results.items():
+        for key in ("open_s", "load_s", "summary_s", "peak_mb", "tree_peak_mb"):
+            cols = [[r[key] for r in runs[c]] for c in CONFIGS]
+            med = [statistics.median(c) for c in cols]
+            print(f"| {name} | {key} | {' | '.join(_cell(c) for c in cols)} | "
+                  f"{med[1] / med[0]:.3f} | {med[1] / med[2]:.3f} |")
+    if args.out:
+        report = {"before": args.before, "rounds": args.rounds, "results": results,
+                  "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
