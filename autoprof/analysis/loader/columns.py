@@ -258,33 +258,21 @@ class ColumnBuilder:
         elif name == "thread_name" and isinstance(arg_name, str) and tid is not None:
             self.metadata.thread_names[(pid, tid)] = arg_name
 
-    def _gather(self) -> list[Chunk]:
-        """The chunks with events, their memory events, metadata and warnings taken."""
-        chunks = self.chunks
-        for chunk in chunks:
-            if chunk.memory is not None:
-                self.memory.parts.append(chunk.memory)
-            for entry in chunk.metadata:
-                self._add_metadata(*entry)
-            self.warnings.extend(chunk.warnings)
-        return [c for c in chunks if c.columns]
-
     def finish(self) -> RawColumns:
-        keys = ("ph", "name", "cat", "input_dims", "input_types", "input_values", *INT_COLUMNS,
-                *FLOAT_COLUMNS)
-        chunks = self._gather()
-        merged: dict[str, np.ndarray] = {}
-        for key in keys:  # pop as we go: never the chunks and the whole column twice over
-            parts = [c.columns.pop(key) for c in chunks]
-            merged[key] = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-            del parts
+        whole = merge_chunks(self.chunks)
+        self.chunks.clear()
+        for entry in whole.metadata:
+            self._add_metadata(*entry)
+        self.warnings.extend(whole.warnings)
+        if whole.memory is not None:
+            self.memory.parts.append(whole.memory)
+        empty = np.empty(0, dtype=np.int64)
+        merged = {key: whole.columns.get(key, empty) for key in CHUNK_KEYS}
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
         kind_of_code = self._kinds()
         dims_text = [_dims_text(bytes(d)) for d in self.dims.values()]
         types_text = [_dims_text(bytes(t)) for t in self.types.values()]
         values_text = [_dims_text(bytes(v)) for v in self.values.values()]
-        self.chunks.clear()
-        del chunks
         return RawColumns(
             kind=kind_of_code[merged["ph"]] if len(merged["ph"]) else np.empty(0, np.int8),
             name=merged["name"].astype(np.int32, copy=False),
@@ -310,6 +298,29 @@ class ColumnBuilder:
             values=values_text,
             memory=self.memory.finish(),
         )
+
+
+CHUNK_KEYS = ("ph", "name", "cat", "input_dims", "input_types", "input_values", *INT_COLUMNS,
+              *FLOAT_COLUMNS)
+
+
+def merge_chunks(chunks: list[Chunk]) -> Chunk:
+    """One chunk holding ``chunks`` in order. Their columns are taken (popped) as they are
+    concatenated, so the chunks and the whole columns are never in memory twice over."""
+    full = [c for c in chunks if c.columns]
+    columns: dict[str, np.ndarray] = {}
+    for key in CHUNK_KEYS if full else ():
+        parts = [c.columns.pop(key) for c in full]
+        columns[key] = np.concatenate(parts)
+        del parts
+    memory = [c.memory for c in chunks if c.memory is not None]
+    return Chunk(
+        columns,
+        memory={k: np.concatenate([p[k] for p in memory]) for k in memory[0]} if memory
+        else None,
+        metadata=[entry for c in chunks for entry in c.metadata],
+        warnings=[w for c in chunks for w in c.warnings],
+    )
 
 
 def _metadata(event: Event) -> tuple[Any, ...]:

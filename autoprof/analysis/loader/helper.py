@@ -1,27 +1,32 @@
-"""The decode helper: a second process decodes the second part of a large plain trace while
-this one decodes the first, so a first open uses two cores (docs/loader.md).
+"""The decode helper: a second process decodes the second part of a large trace while this
+one decodes the first, so a first open uses two cores (docs/loader.md).
 
-The split: the first cut (``chunks.EVENT_START``, a boundary between two events) after
-``SPLIT_FRACTION`` of the file. This process streams the file up to the split; the helper,
-``python -c ... serve()`` with numpy and msgspec only (no pandas: it starts in about 0.15 s),
-streams it from there (``decode_region``: its own chunks, then the rest of the document) and
-answers once, on its stdout: each chunk as a pickle, then the values its interners hold, the
-document's tail and the bytes it read. This process maps the helper's codes to its own,
-appends those chunks after its own and decodes the head with the tail, so the columns, codes
-and warnings are exactly those of one process reading the file alone.
+The split: the first cut (``chunks.EVENT_START``, a boundary between two events) at or after
+``SPLIT_FRACTION`` of the decoded bytes (``GZIP_SPLIT_FRACTION`` for gzip: the helper
+inflates the part before its own and drops it). This process streams the trace up to the cut
+(``chunks.until_cut``); the helper, ``python -c ... serve()`` with numpy and msgspec only (no
+pandas: it starts in about 0.15 s), streams it from the same cut, found in the same window
+(``chunks.from_cut``; ``decode_region``: its chunks, then the rest of the document) and
+answers once, on its stdout: its chunks as one (their columns concatenated, sent as raw
+buffers beside a pickle), the values its interners hold, the document's tail, the cut and
+the bytes from it. This process maps the helper's codes to its
+own, appends those chunks after its own and decodes the head with the tail, so the columns,
+codes and warnings are exactly those of one process reading the trace alone.
 
 What can go wrong, and what happens:
 
-- a chunk the helper cannot decode: ``msgspec.DecodeError`` here, as for a chunk of this
-  process (decode.py then reads the whole document in one piece);
+- no cut in the window at the offset: this process reads everything and stops the helper;
+- a chunk the helper cannot decode, or a cut the two sides do not agree on (the file
+  changed): ``msgspec.DecodeError`` here, as for a chunk of this process (decode.py then
+  reads the whole document in one piece);
 - the helper cannot start, dies, or answers nothing within ``ANSWER_GRACE_S`` plus
   ``ANSWER_FACTOR`` times what this process took for its part: it is stopped and this
   process decodes the second part itself (``decode_region``, the same code).
 
-Used only for a local plain file of at least ``MIN_BYTES`` on a machine with two cores or
-more, and not under ``AUTOPROF_DECODE_HELPER=0`` or ``no_helper()`` (the many-rank map's
-workers, parallel already). A gzip trace is read by one process: its second half cannot be
-reached without inflating the first.
+Used only for a local trace of at least ``MIN_BYTES`` decoded (a gzip file's size read from
+its trailer, when that can be the whole file's) on a machine with two cores or more, and not
+under ``AUTOPROF_DECODE_HELPER=0`` or ``no_helper()`` (the many-rank map's workers, parallel
+already).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ import numpy as np
 from autoprof import env
 from autoprof.analysis.loader.chunk_decode import CHUNK_BYTES, as_list, decode_chunk
 from autoprof.analysis.loader.chunks import cut_events, from_cut, until_cut
-from autoprof.analysis.loader.columns import INTERNED, Chunk, ColumnBuilder
+from autoprof.analysis.loader.columns import INTERNED, Chunk, ColumnBuilder, merge_chunks
 from autoprof.analysis.loader.remote import TracePath
 from autoprof.analysis.loader.source import ByteStream, stream_bytes
 
@@ -115,7 +120,7 @@ def split_offset(path: TracePath, stream: ByteStream) -> int | None:
 
 
 def helper_for(path: TracePath, stream: ByteStream) -> Helper | NoHelper:
-    """The helper for a trace being read from ``stream`` (None started when not used)."""
+    """The helper for a trace read from ``stream``, or ``NoHelper`` when none is used."""
     offset = split_offset(path, stream)
     return NoHelper() if offset is None or not isinstance(path, Path) else Helper(path, offset)
 
@@ -204,18 +209,21 @@ class Helper:
         self._reader.join(ANSWER_GRACE_S + ANSWER_FACTOR * took_s)
         if self._reader.is_alive() or not self._answer:
             return None
-        *chunks, (status, gained, tail, cut, n_bytes) = self._answer
+        body, buffers = self._answer
         self._answer.clear()
+        try:
+            status, chunk, gained, tail, cut, n_bytes = pickle.loads(body, buffers=buffers)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
+            return None
         if status != "ok":
             raise msgspec.DecodeError(str(status))
         for key, values in gained.items():
             interner = builder.interned(key)
             to_ours = np.fromiter(map(interner.codes.__getitem__, values), np.int32,
                                   len(values))
-            for chunk in chunks:
-                if key in chunk.columns:
-                    chunk.columns[key] = to_ours[chunk.columns[key]]
-        return Region(chunks, tail, cut, n_bytes)
+            if key in chunk.columns:
+                chunk.columns[key] = to_ours[chunk.columns[key]]
+        return Region([chunk], tail, cut, n_bytes)
 
     def close(self) -> None:
         """Stop the helper if it still runs, and reap it."""
@@ -230,44 +238,66 @@ class Helper:
 
 
 def _read_answer(pipe: IO[bytes], answer: list[Any]) -> None:
-    """Read the helper's pickles until it closes its stdout: every chunk, then the status
-    line; a cut-short answer leaves ``answer`` empty."""
-    found: list[Any] = []
+    """Read the helper's answer until it closes its stdout: a pickle and the buffers it
+    refers to (``_send``); a cut-short answer leaves ``answer`` empty. (It is unpickled in
+    the loading thread: arrays made here would stay in this thread's malloc arena.)"""
     try:
-        while (head := pipe.read(_LENGTH.size)) and len(head) == _LENGTH.size:
-            (n,) = _LENGTH.unpack(head)
-            body = pipe.read(n)
-            if len(body) != n:
+        body = _read_sized(pipe)
+        count = _read_sized(pipe, _LENGTH.size)
+        if body is None or count is None:
+            return
+        buffers = []
+        for _ in range(_LENGTH.unpack(count)[0]):
+            buffer = _read_sized(pipe)
+            if buffer is None:
                 return
-            found.append(pickle.loads(body))
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError):
+            buffers.append(buffer)
+    except (OSError, ValueError):
         return
     finally:
         with contextlib.suppress(OSError, ValueError):
             pipe.close()
-    if found and isinstance(found[-1], tuple):
-        answer.extend(found)
+    answer.extend((body, buffers))
+
+
+def _read_sized(pipe: IO[bytes], n: int | None = None) -> bytes | None:
+    """``n`` bytes, or (``n`` None) a length and that many bytes; None when cut short."""
+    if n is None:
+        head = _read_sized(pipe, _LENGTH.size)
+        if head is None:
+            return None
+        (n,) = _LENGTH.unpack(head)
+    data = pipe.read(n)
+    return data if len(data) == n else None
 
 
 def serve() -> None:
-    """The helper process: decode ``argv[1]`` from offset ``argv[2]``, answer on stdout."""
+    """The helper process: decode ``argv[1]`` from the offset ``argv[2]`` on and answer on
+    stdout with (status, its chunks as one, its interners' values, tail, cut, bytes)."""
     path, offset = Path(sys.argv[1]), int(sys.argv[2])
     out = sys.stdout.buffer
     builder = ColumnBuilder()
     try:
         region = decode_region(path, offset, builder)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        _send(out, (str(exc) or type(exc).__name__, {}, b"", None, 0))
+        _send(out, (str(exc) or type(exc).__name__, None, {}, b"", None, 0))
         return
-    for chunk in region.chunks:  # one pickle each: never all of them twice in memory
-        _send(out, chunk)
+    whole = merge_chunks(region.chunks)  # a few large arrays: the loader frees them whole
     region.chunks.clear()
     gained = {key: builder.interned(key).values() for key in INTERNED}
-    _send(out, ("ok", gained, region.tail, region.cut, region.n_bytes))
+    _send(out, ("ok", whole, gained, region.tail, region.cut, region.n_bytes))
 
 
 def _send(out: IO[bytes], value: Any) -> None:
-    body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    """``value`` pickled with its arrays' data out of band: the pickle, the number of
+    buffers, each buffer (every part after its length)."""
+    buffers: list[pickle.PickleBuffer] = []
+    body = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     out.write(_LENGTH.pack(len(body)))
     out.write(body)
+    out.write(_LENGTH.pack(len(buffers)))
+    for buffer in buffers:
+        raw = buffer.raw()
+        out.write(_LENGTH.pack(raw.nbytes))
+        out.write(raw)
     out.flush()

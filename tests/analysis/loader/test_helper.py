@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import pickle
 import sys
 
 import msgspec
@@ -159,8 +160,13 @@ def test_a_helper_that_cannot_start_or_dies_leaves_the_work_here(trace, small_sp
     with monkeypatch.context() as m:
         _run_instead(m, "import sys; sys.stdout.buffer.write(b'\\x05'); sys.exit(3)")
         _assert_same(read_trace(trace), alone)  # it starts, writes half a length and dies
-    assert len(small_split) == 2
-    assert small_split[1]._proc is None  # reaped
+    with monkeypatch.context() as m:  # a whole message that is not an answer
+        _run_instead(m, "import pickle, struct, sys; b = pickle.dumps({'a': 1}); "
+                        "sys.stdout.buffer.write(struct.pack('<qqq', len(b), 0, 0)[:8] + b "
+                        "+ struct.pack('<q', 0))")
+        _assert_same(read_trace(trace), alone)
+    assert len(small_split) == 3
+    assert all(h._proc is None for h in small_split)  # reaped
 
 
 def _run_instead(m: pytest.MonkeyPatch, code: str) -> None:
@@ -214,7 +220,8 @@ def test_a_decode_error_in_the_helper_is_a_decode_error_here(tmp_path, monkeypat
     import io
 
     helper._read_answer(io.BytesIO(proc.stdout), answer)
-    assert len(answer) == 1 and answer[-1][0] != "ok"  # the error's text, no chunks
+    status, chunk = pickle.loads(answer[0], buffers=answer[1])[:2]
+    assert status != "ok" and "malformed" in status and chunk is None
     h = helper.Helper.__new__(helper.Helper)
     h._reader, h._answer, h._began = _Done(), answer, 0.0
     with pytest.raises(msgspec.DecodeError):
