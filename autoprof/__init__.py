@@ -7,7 +7,7 @@ fast and work where torch is absent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if __name__ != "autoprof":  # pragma: no cover - covered in a child process
     # e.g. `from autoprof import autoprof` run beside a clone named autoprof: Python takes
@@ -20,7 +20,8 @@ if __name__ != "autoprof":  # pragma: no cover - covered in a child process
         "e.g. a clone of the repository) hides the installed package; run from another folder"
     )
 
-from autoprof._version import __version__  # noqa: E402 - after the check above
+from autoprof._lazy import lazy_names  # noqa: E402 - after the check above
+from autoprof._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run, TraceError, load
@@ -59,17 +60,4 @@ _LAZY: dict[str, str] = {
     "diff": "autoprof.analysis.diff",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'autoprof' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

@@ -21,7 +21,9 @@ loader module in the decode helper's process, ``loader/helper.py``) does not imp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from autoprof._lazy import lazy_names
 
 if TYPE_CHECKING:
     from autoprof.analysis.analysis import Analysis, AnalysisOptions, verdict
@@ -96,17 +98,4 @@ __all__ = [
     "write_tables",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'autoprof.analysis' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # cache: later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)
