@@ -2,12 +2,14 @@
 
 Fast path, streamed: the file's decoded bytes arrive in blocks (``source.stream_bytes``:
 plain files read, gzip inflated, block by block) and are cut at event boundaries about every
-``CHUNK_BYTES`` (``chunks.cut_stream``); each middle chunk decodes as a JSON list through
-msgspec typed structs and becomes numpy columns before the next is read, and the head and
-tail (with all top-level metadata) decode as one document at the end. So the file is never
+``CHUNK_BYTES`` (``chunks.cut_stream``); each chunk decodes as a JSON list through msgspec
+typed structs and becomes numpy columns before the next is read (the head's events first, so
+the columns keep the file's order), and the head's top-level keys decode with the tail (the
+last events and the keys after the list) as one document at the end. So the file is never
 in memory whole, only one chunk of Python objects is alive at a time, and peak memory is
-about the columns plus a few chunks. If any piece fails to decode, the file is read again
-and decoded in one piece (same result, more memory), so a wrong cut can cost time but never
+about the columns plus a few chunks. A large trace's second part is decoded meanwhile by a
+helper process (``helper.py``). If any piece fails to decode, the file is read again and
+decoded in one piece (same result, more memory), so a wrong cut can cost time but never
 change the answer. (Inside a JSON string every quote is escaped, so a cut never falls there;
 one in a list of objects nested in an event's args can, and leaves a chunk that cannot
 decode.) A document that fails whole goes to ``repair.py``.
@@ -41,7 +43,6 @@ from autoprof.analysis.loader.source import ByteStream, read_bytes, stream_bytes
 
 Progress = Callable[[float, str], None]
 Buffer = bytes | bytearray | mmap.mmap
-
 
 
 @dataclass
@@ -114,7 +115,8 @@ def _decode_chunked(
 ) -> dict[str, Any] | bytes:
     """Decode the streamed pieces (module doc): the metadata, or the whole document's bytes
     when it is not cut (a small file, not an object); ``_ChunkFailed`` when a piece fails.
-    With a helper, ``stream`` ends at the split and the helper decodes the rest."""
+    With a helper, this process reads ``stream`` up to the split's cut and the helper
+    decodes the rest (``helper.py``)."""
     head = b""
     n_pieces = 0
     try:
