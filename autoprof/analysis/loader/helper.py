@@ -51,7 +51,13 @@ import numpy as np
 from autoprof import env
 from autoprof.analysis.loader.chunk_decode import CHUNK_BYTES, as_list, decode_chunk
 from autoprof.analysis.loader.chunks import cut_events, from_cut, until_cut
-from autoprof.analysis.loader.columns import INTERNED, Chunk, ColumnBuilder, merge_chunks
+from autoprof.analysis.loader.columns import (
+    CHUNK_KEYS,
+    INTERNED,
+    Chunk,
+    ColumnBuilder,
+    merge_chunks,
+)
 from autoprof.analysis.loader.remote import TracePath
 from autoprof.analysis.loader.source import ByteStream, stream_bytes
 
@@ -61,6 +67,7 @@ MIN_BYTES = 48 * 1024**2  # decoded, ~170k events: below, a process costs more t
 ANSWER_GRACE_S = 30.0
 ANSWER_FACTOR = 10.0
 _LENGTH = struct.Struct("<q")
+_MAX_PART_BYTES = 1 << 36  # larger than any part of an answer for a trace under the size cap
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding autoprof/
 _ALLOWED: contextvars.ContextVar[bool] = contextvars.ContextVar("autoprof_decode_helper",
                                                                 default=True)
@@ -213,8 +220,8 @@ class Helper:
         self._answer.clear()
         try:
             status, chunk, gained, tail, cut, n_bytes = pickle.loads(body, buffers=buffers)
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
-            return None
+        except Exception:  # noqa: BLE001 - not the helper's answer (say, a sitecustomize
+            return None  # that prints): the second part is decoded here
         if status != "ok":
             raise msgspec.DecodeError(str(status))
         for key, values in gained.items():
@@ -247,12 +254,15 @@ def _read_answer(pipe: IO[bytes], answer: list[Any]) -> None:
         if body is None or count is None:
             return
         buffers = []
-        for _ in range(_LENGTH.unpack(count)[0]):
+        n_buffers = _LENGTH.unpack(count)[0]
+        if not 0 <= n_buffers <= len(CHUNK_KEYS) + 16:
+            return
+        for _ in range(n_buffers):
             buffer = _read_sized(pipe)
             if buffer is None:
                 return
             buffers.append(buffer)
-    except (OSError, ValueError):
+    except (OSError, ValueError, MemoryError):
         return
     finally:
         with contextlib.suppress(OSError, ValueError):
@@ -267,6 +277,8 @@ def _read_sized(pipe: IO[bytes], n: int | None = None) -> bytes | None:
         if head is None:
             return None
         (n,) = _LENGTH.unpack(head)
+    if not 0 <= n <= _MAX_PART_BYTES:  # not a length the helper wrote
+        return None
     data = pipe.read(n)
     return data if len(data) == n else None
 

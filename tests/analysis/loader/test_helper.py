@@ -165,7 +165,10 @@ def test_a_helper_that_cannot_start_or_dies_leaves_the_work_here(trace, small_sp
                         "sys.stdout.buffer.write(struct.pack('<qqq', len(b), 0, 0)[:8] + b "
                         "+ struct.pack('<q', 0))")
         _assert_same(read_trace(trace), alone)
-    assert len(small_split) == 3
+    with monkeypatch.context() as m:  # text on stdout (a chatty sitecustomize): no answer
+        _run_instead(m, "print('hello from sitecustomize' * 10)")
+        _assert_same(read_trace(trace), alone)
+    assert len(small_split) == 4
     assert all(h._proc is None for h in small_split)  # reaped
 
 
