@@ -3,7 +3,7 @@ its own process, one after the other (never two at once: they would time each ot
 
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT [--only a,b] [--budget-s 480]
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --device cpu   # smoke, tiny
-    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --held-out     # the second set
+    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --held-out 2   # the second set
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --only a,b --ground-truth-only
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --all --record-only
 
@@ -117,7 +117,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--held-out", type=int, default=0, choices=(0, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+    sets = sorted({w.held_out for w in WORKLOADS.values()} | {0})
+    parser.add_argument("--held-out", type=int, default=0, choices=sets,
                         help="one held-out set only (2: the second, 3: the third, ...)")
     parser.add_argument("--all", action="store_true", help="every set, held out or not")
     parser.add_argument("--record-only", action="store_true",

@@ -22,7 +22,7 @@ class Workload:
     build: Callable[[Ctx], dict[str, VariantBuilder]]
     needs: str | None = None  # an extra package the workload imports
     isolate: bool = False  # a DataLoader: time one variant's loader at a time
-    held_out: int = 0  # the held-out set it belongs to (2 to 8), written after the model was tuned
+    held_out: int = 0  # its held-out set (2, 3, ...), written after the model was tuned
 
 
 WORKLOADS: dict[str, Workload] = {
