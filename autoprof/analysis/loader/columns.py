@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryBuilder, MemoryColumns
+from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryColumns, memory_part
 from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
@@ -165,7 +165,6 @@ class ColumnBuilder:
     phs: Interner = field(default_factory=Interner)
     chunks: list[Chunk] = field(default_factory=list)
     metadata: Metadata = field(default_factory=Metadata)
-    memory: MemoryBuilder = field(default_factory=MemoryBuilder)
     warnings: list[str] = field(default_factory=list)  # the chunks', in file order: finish()
 
     def _cat_flags(self, wanted: frozenset[str]) -> npt.NDArray[np.bool_]:
@@ -238,8 +237,7 @@ class ColumnBuilder:
         mem_code = self.names.codes.get(MEMORY_EVENT)
         if mem_code is not None:
             mem = np.flatnonzero(chunk["name"] == mem_code)
-            out.memory = MemoryBuilder.part(_pick(events, mem), chunk["pid"][mem],
-                                            chunk["tid"][mem])
+            out.memory = memory_part(_pick(events, mem), chunk["pid"][mem], chunk["tid"][mem])
         meta_code = self.phs.codes.get("M")
         if meta_code is not None:
             out.metadata = [_metadata(events[i])
@@ -264,8 +262,6 @@ class ColumnBuilder:
         for entry in whole.metadata:
             self._add_metadata(*entry)
         self.warnings.extend(whole.warnings)
-        if whole.memory is not None:
-            self.memory.parts.append(whole.memory)
         empty = np.empty(0, dtype=np.int64)
         merged = {key: whole.columns.get(key, empty) for key in CHUNK_KEYS}
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
@@ -296,7 +292,7 @@ class ColumnBuilder:
             dims=dims_text,
             types=types_text,
             values=values_text,
-            memory=self.memory.finish(),
+            memory=MemoryColumns() if whole.memory is None else MemoryColumns(**whole.memory),
         )
 
 

@@ -129,7 +129,10 @@ def split_offset(path: TracePath, stream: ByteStream) -> int | None:
 def helper_for(path: TracePath, stream: ByteStream) -> Helper | NoHelper:
     """The helper for a trace read from ``stream``, or ``NoHelper`` when none is used."""
     offset = split_offset(path, stream)
-    return NoHelper() if offset is None or not isinstance(path, Path) else Helper(path, offset)
+    if offset is None:
+        return NoHelper()
+    assert isinstance(path, Path)  # split_offset admits local paths only
+    return Helper(path, offset)
 
 
 class NoHelper:

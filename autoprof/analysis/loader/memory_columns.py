@@ -34,35 +34,21 @@ class MemoryColumns:
         return len(self.ts)
 
 
-class MemoryBuilder:
-    """Collects the memory events of each decoded chunk (the column builder hands them over)."""
-
-    def __init__(self) -> None:
-        self.parts: list[dict[str, np.ndarray]] = []
-
-    @staticmethod
-    def part(events: list[Any], pid: np.ndarray, tid: np.ndarray
-             ) -> dict[str, np.ndarray] | None:
-        """One chunk's ``[memory]`` events as columns (None when it has none); ``pid``/``tid``:
-        their id columns. ``finish`` takes the parts, in file order, from ``parts``."""
-        n = len(events)
-        if not n:
-            return None
-        args = list(map(attrgetter("args"), events))
-        part = {"pid": pid, "tid": tid,
-                "ts": np.fromiter(map(attrgetter("ts"), events), np.float64, count=n)}
-        for name in _FIELDS[1:]:
-            part[name] = np.fromiter(map(attrgetter(name), args), np.float64, count=n)
-        for name in ("device_type", "device_id"):
-            part[name] = _ints(map(attrgetter(name), args), n)
-        return part
-
-    def finish(self) -> MemoryColumns:
-        if not self.parts:
-            return MemoryColumns()
-        merged = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]}
-        self.parts.clear()
-        return MemoryColumns(**merged)
+def memory_part(events: list[Any], pid: np.ndarray, tid: np.ndarray
+                ) -> dict[str, np.ndarray] | None:
+    """One chunk's ``[memory]`` events as ``MemoryColumns`` fields (None when it has none);
+    ``pid``/``tid``: their id columns. ``columns.merge_chunks`` joins the chunks' parts."""
+    n = len(events)
+    if not n:
+        return None
+    args = list(map(attrgetter("args"), events))
+    part = {"pid": pid, "tid": tid,
+            "ts": np.fromiter(map(attrgetter("ts"), events), np.float64, count=n)}
+    for name in _FIELDS[1:]:
+        part[name] = np.fromiter(map(attrgetter(name), args), np.float64, count=n)
+    for name in ("device_type", "device_id"):
+        part[name] = _ints(map(attrgetter(name), args), n)
+    return part
 
 
 def _ints(values: Any, n: int) -> npt.NDArray[np.int64]:
