@@ -27,7 +27,7 @@ from common import (
 # --- GPT-2 (transformers, built from a config: nothing downloaded) --------------------------------
 
 
-Gpt2Size = Literal["tiny", "mid", "large"]
+Gpt2Size = Literal["tiny", "small", "mid", "large"]
 
 
 def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
@@ -42,6 +42,9 @@ def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
                           bos_token_id=0, eos_token_id=0, **common)
     if size == "large":  # GPT-2 small: 12 layers, 768 wide, 50257 tokens
         return GPT2Config(n_positions=1024, **common)
+    if size == "small":
+        return GPT2Config(n_layer=3, n_head=3, n_embd=192, vocab_size=4096, n_positions=128,
+                          bos_token_id=0, eos_token_id=0, **common)
     if size == "mid":
         return GPT2Config(n_layer=4, n_head=4, n_embd=256, vocab_size=8192, n_positions=256,
                           bos_token_id=0, eos_token_id=0, **common)
@@ -52,7 +55,7 @@ def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
 def _gpt2_shape(ctx: Ctx, size: Gpt2Size) -> tuple[int, int]:
     if ctx.tiny:
         return 1, 8
-    return {"tiny": (1, 32), "mid": (4, 256), "large": (8, 1024)}[size]
+    return {"tiny": (1, 32), "small": (2, 128), "mid": (4, 256), "large": (8, 1024)}[size]
 
 
 def _lm_loss(cache: bool) -> Callable[..., torch.Tensor]:

@@ -251,4 +251,36 @@ WORKLOADS: dict[str, Workload] = {
         "the `.item()` step at batch 256", sync_step("item", 256), held_out=10),
     "sync_print_b512": Workload(
         "the printing step at batch 512", sync_step("print", 512), held_out=10),
+    # the eleventh held-out set: written after the tenth was read, the model unchanged since;
+    # kinds of every earlier set at sizes none of them used; evaluated only
+    "seed_96": Workload(
+        "the seed: `x @ w + b`, bf16, 96x96", seed(96, ("addmm", "cuda_graph")), held_out=11),
+    "seed_1792": Workload(
+        "the seed: `x @ w + b`, bf16, 1792x1792", seed(1792, ("addmm", "cuda_graph")),
+        held_out=11),
+    "mlp_infer_b24": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 24", mlp_inference(24), held_out=11),
+    "mlp_infer_b1536": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 1536", mlp_inference(1536), held_out=11),
+    "infer_b3": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 3, 64x64",
+        inference(3, 64, ("inference_mode", "cuda_graph")), held_out=11),
+    "infer_b96": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 96, 64x64",
+        inference(96, 64, ("inference_mode", "cuda_graph")), held_out=11),
+    "sync_item_b768": Workload(
+        "the `.item()` step at batch 768", sync_step("item", 768), held_out=11),
+    "sync_mask_b4096": Workload(
+        "the mask-index step at batch 4096", sync_step("mask", 4096), held_out=11),
+    "sync_nonzero_b512": Workload(
+        "the `.nonzero()` step at batch 512", sync_step("nonzero", 512), held_out=11),
+    "mlp_loader_w0_pin": Workload(
+        "the loader MLP in the caller's loop with num_workers=0, pin_memory on, non_blocking "
+        "copies", caller_loop("mlp", 0, True), isolate=True, held_out=11),
+    "cnn_loader_w3": Workload(
+        "the loader CNN in the caller's loop with num_workers=3, pin_memory off, blocking "
+        "copies", caller_loop("cnn", 3, False), isolate=True, held_out=11),
+    "gpt2_small": Workload(
+        "transformers GPT-2 from a config (3 layers, 192 wide, 4096 tokens), batch 2 x 128, "
+        "AdamW, bf16 autocast", gpt2("small"), needs="transformers", held_out=11),
 }
