@@ -101,12 +101,6 @@ def decode_helper_enabled() -> bool:
     return flag("AUTOPROF_DECODE_HELPER", default=True)
 
 
-def summary_fork_enabled() -> bool:
-    """``AUTOPROF_SUMMARY_FORK``: off computes every analysis of a summary in the process that
-    asks for it (on: a large run's are shared with a forked child, analysis/report/aside.py)."""
-    return flag("AUTOPROF_SUMMARY_FORK", default=True)
-
-
 def cache_min_bytes() -> int:
     """``AUTOPROF_CACHE_MIN_BYTES``: traces smaller than this get no cache (0: all do)."""
     return non_negative_int("AUTOPROF_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES)

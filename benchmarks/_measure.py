@@ -59,12 +59,10 @@ def proc_status_mb(pid: int | str, field: str) -> float:
 
 
 class TreeRss:
-    """The largest memory of this process and all its descendants together, sampled every
+    """The largest RSS of this process and all its descendants together, sampled every
     ``every_s`` while the ``with`` block runs (Linux; nan elsewhere): the memory a load that
     starts helper processes takes at once, where ``child_peak_rss_mb`` gives the largest
-    single process. Each process counts its proportional set size (``Pss`` of
-    ``/proc/<pid>/smaps_rollup``, else ``VmRSS``): a page a forked child shares with its parent
-    counts once, not once per process as summed RSS would."""
+    single process."""
 
     def __init__(self, every_s: float = 0.02) -> None:
         self.every_s = every_s
@@ -82,22 +80,11 @@ class TreeRss:
 
     def _run(self) -> None:
         while True:
-            total = sum(_pss_mb(pid) for pid in _tree(str(os.getpid())))
+            total = sum(proc_status_mb(pid, "VmRSS") for pid in _tree(str(os.getpid())))
             if not math.isnan(total):
                 self.peak_mb = total if math.isnan(self.peak_mb) else max(self.peak_mb, total)
             if self._stop.wait(self.every_s):
                 return
-
-
-def _pss_mb(pid: str) -> float:
-    """A process's proportional set size in MiB (its RSS where the kernel gives no PSS)."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return proc_status_mb(pid, "VmRSS")
 
 
 def _tree(pid: str) -> list[str]:

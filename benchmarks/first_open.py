@@ -1,13 +1,12 @@
 """The first open (load + summary, no cache) at 1M events, side by side in fresh processes:
-this checkout (``now``: the decode helper and the summary's forked child), the same with
-``AUTOPROF_SUMMARY_FORK=0`` (``no_fork``), with both off (``alone``: one process), and the
-package at ``--before`` (``git archive``), on the plain and the gzipped synthetic 1M-event,
-5-step trace of ``benchmarks/traces.py`` (the first-open target's).
+this checkout with its decode helper, the same checkout with ``AUTOPROF_DECODE_HELPER=0``,
+and the package at ``--before`` (``git archive``), on the plain and the gzipped synthetic
+1M-event, 5-step trace of ``benchmarks/traces.py`` (the first-open target's).
 
 Each process reports the wall time of ``load()`` and of ``summary()``, its own peak RSS
-(``VmHWM``) and the peak of its PSS plus its children's sampled every 20 ms (``TreeRss``: the
-helper and the forked child count, a page they share counted once). The configurations
-alternate, ``--rounds`` times per file; cells are medians [min-max], ratios are medians.
+(``VmHWM``) and the peak of its RSS plus its children's sampled every 20 ms (``TreeRss``: the
+helper counts). The three configurations alternate, ``--rounds`` times per file; cells are
+medians [min-max], ratios are medians over ``before``'s.
 
     .venv/bin/python benchmarks/first_open.py --before e5ad67e [--rounds 5] [--out F.json]
 """
@@ -34,13 +33,7 @@ sys.path.insert(0, str(HERE))
 from traces import ensure_trace  # noqa: E402
 
 N_EVENTS, STEPS = 1_000_000, 5
-# configuration -> the environment it adds (``before`` runs the package at --before)
-CONFIGS: dict[str, dict[str, str]] = {
-    "before": {},
-    "now": {},
-    "no_fork": {"AUTOPROF_SUMMARY_FORK": "0"},
-    "alone": {"AUTOPROF_SUMMARY_FORK": "0", "AUTOPROF_DECODE_HELPER": "0"},
-}
+CONFIGS = ("before", "helper", "alone")
 
 _CHILD = r"""
 import json, sys, time
@@ -63,8 +56,8 @@ print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
 """
 
 
-def _run(tree: Path, trace: Path, config: str) -> dict[str, Any]:
-    env = {**os.environ, "AUTOPROF_CACHE": "0", **CONFIGS[config]}
+def _run(tree: Path, trace: Path, helper: bool) -> dict[str, Any]:
+    env = {**os.environ, "AUTOPROF_CACHE": "0", "AUTOPROF_DECODE_HELPER": "1" if helper else "0"}
     done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(trace), str(HERE)],
                           env=env, capture_output=True, text=True, check=True, timeout=600)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -96,19 +89,19 @@ def main() -> int:
         for trace in (plain, zipped):
             runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):
-                order = list(CONFIGS) if i % 2 == 0 else list(reversed(CONFIGS))
+                order = CONFIGS if i % 2 == 0 else tuple(reversed(CONFIGS))
                 for config in order:
                     tree = before if config == "before" else REPO
-                    runs[config].append(_run(tree, trace, config))
+                    runs[config].append(_run(tree, trace, helper=config == "helper"))
             results[trace.name] = runs
-    print(f"| file | measure | {' | '.join(CONFIGS)} | now / before | now / no_fork |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| file | measure | {' | '.join(CONFIGS)} | helper / before | helper / alone |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, runs in results.items():
         for key in ("open_s", "load_s", "summary_s", "peak_mb", "tree_peak_mb"):
-            cols = {c: [r[key] for r in runs[c]] for c in CONFIGS}
-            med = {c: statistics.median(v) for c, v in cols.items()}
-            print(f"| {name} | {key} | {' | '.join(_cell(v) for v in cols.values())} | "
-                  f"{med['now'] / med['before']:.3f} | {med['now'] / med['no_fork']:.3f} |")
+            cols = [[r[key] for r in runs[c]] for c in CONFIGS]
+            med = [statistics.median(c) for c in cols]
+            print(f"| {name} | {key} | {' | '.join(_cell(c) for c in cols)} | "
+                  f"{med[1] / med[0]:.3f} | {med[1] / med[2]:.3f} |")
     if args.out:
         report = {"before": args.before, "rounds": args.rounds, "results": results,
                   "load_average": os.getloadavg(), "cpus": os.cpu_count()}

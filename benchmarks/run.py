@@ -263,12 +263,11 @@ def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
                    f"{censored[0].timeout_s:.0f} s: its numbers are lower bounds (time limit; "
                    "peak RSS when killed), so this ratio is an upper bound")
             time_row.note = rss_row.note = why
-        tree_row = Row.compare(f"4 peak PSS, all processes at once, vs HTA, MB, {label}",
+        tree_row = Row.compare(f"4 peak RSS, all processes at once, vs HTA, MB, {label}",
                                _values(first, "tree_peak_rss_mb"),
                                _values(hta, "tree_peak_rss_mb"), limit=1 / 3, unit="MB")
         tree_row.note = ("sampled every 20 ms: the process and its children (the decode "
-                         "helper, the summary's forked child; HTA's parser) together, each "
-                         "page shared between them counted once (proportional set size)")
+                         "helper; HTA's parser) together")
         rows += [time_row, rss_row, tree_row, _rss_above_imports_row(first, hta, label)]
         rows.append(Row.compare(f"4 breakdown vs the rest of a first open, s, {label}",
                                 _values(first, "breakdown_s"),

@@ -188,12 +188,6 @@ def wait_for_writes(timeout_s: float | None = None) -> None:
         thread.join(timeout_s)
 
 
-def writing() -> bool:
-    """Whether a cache write started here still runs."""
-    with _pending_lock:
-        return any(t.is_alive() for t in _pending)
-
-
 def _write_table(target: Path, table: pa.Table) -> None:
     try:
         with runfolder.atomic_open(target, fsync=False) as sink, ipc.new_file(

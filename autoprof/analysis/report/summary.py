@@ -27,16 +27,10 @@ from autoprof.analysis.metrics.lines import (
     with_where_lines,
 )
 from autoprof.analysis.metrics.memory_use import Memory
-from autoprof.analysis.report.aside import computed_aside
 from autoprof.analysis.report.lines import lines_summary
 from autoprof.runfolder import Manifest
 
 TOP_OPS = 10
-# A large run's summary computes these in a forked child (report/aside.py) while this process
-# computes the breakdown and what is read from it (HERE_FIRST); neither set reads the other,
-# so the two run side by side on two cores
-ASIDE = ("ops", "efficiency")
-HERE_FIRST = ("breakdown", "overhead", "opportunities", "ranks", "profiler_overhead")
 _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_device_us",
               "device_total_us"]
 
@@ -92,11 +86,6 @@ def _ranks_with_attribution(ctx: Analysis) -> list[dict[str, Any]]:
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Analysis.of(run)
-    with computed_aside(ctx, ASIDE) as aside:
-        if aside is not None:
-            for name in HERE_FIRST:
-                getattr(ctx, name)
-            aside.collect()
     record = ctx.record
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path
