@@ -50,6 +50,10 @@ LATER_SETS = {
     "gpu_h200_truth_heldout10": (17, 12, 3.0, 41.5,
                                  {("mlp_infer_b128", "cuda_graph"): (2.55, 1.80),
                                   ("infer_b12", "cuda_graph"): (4.91, 4.17)}),
+    "gpu_h200_truth_heldout11": (28, 19, 8.3, 29.6,
+                                 {("infer_b3", "cuda_graph"): (9.40, 7.26),
+                                  ("seed_1792", "cuda_graph"): (0.92, 1.27),
+                                  ("gpt2_small", "adamw_fused"): (1.05, 1.24)}),
 }
 
 
