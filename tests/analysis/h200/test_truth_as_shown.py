@@ -56,14 +56,14 @@ SETS = [
         ["bert_train: shown `cuda-graph` 4.89x: not tried on the GPU"], (21, 20, 10.5, 76.3)),
     Pinned("gpu_h200_truth_heldout3", {
         ("seed_1024", "cuda_graph"): (2.38, 1.73),
-        ("seed_1024", "addmm"): (1.16, 1.43),
+        ("seed_1024", "addmm"): (1.25, 1.43),
         ("sync_nonzero_b1024", "graph_without_sync"): (9.77, 9.39),
         ("sync_nonzero_b1024", "adamw_fused"): (1.38, 1.54),
         ("mlp_infer_b64", "cuda_graph"): (3.20, 4.91),
-    }, (5, 3, 19.3, 37.7), evaluated=(7, 6, 10.2, 28.5)),
+    }, (5, 3, 12.6, 37.7), evaluated=(7, 6, 10.2, 28.5)),
     Pinned("gpu_h200_truth_heldout4", {
         ("seed_256", "cuda_graph"): (2.01, 1.69),
-        ("seed_256", "addmm"): (1.15, 1.33),
+        ("seed_256", "addmm"): (1.26, 1.33),
         ("mlp_infer_b512", "cuda_graph"): (3.51, 3.22),
         ("infer_b8", "cuda_graph"): (4.89, 6.28),
         ("sync_cpu_b1024", "graph_without_sync"): (8.76, 7.67),
@@ -71,10 +71,10 @@ SETS = [
         ("sync_print_b2048", "graph_without_sync"): (5.66, 6.45),
         ("sync_print_b2048", "adamw_fused"): (1.34, 1.67),
         ("mlp_loader_w1", "workers4_pin_nonblocking"): (5.13, 5.79),
-    }, (9, 9, 13.4, 22.1), evaluated=(16, 14, 7.4, 27.9)),
+    }, (9, 9, 12.4, 22.1), evaluated=(16, 14, 6.2, 27.9)),
     Pinned("gpu_h200_truth_heldout5", {
         ("seed_512", "cuda_graph"): (2.72, 1.84),
-        ("seed_512", "addmm"): (1.15, 1.28),
+        ("seed_512", "addmm"): (1.29, 1.28),
         ("mlp_infer_b32", "cuda_graph"): (3.76, 4.01),
         ("infer_b32", "cuda_graph"): (2.24, 1.59),
         ("sync_mask_b2048", "graph_without_sync"): (4.47, 6.09),
@@ -86,10 +86,10 @@ SETS = [
     }, (10, 6, 15.6, 95.1), {"cnn_loader_w2_pin"},
         # the mask step's fused AdamW hit a device-side assert on the GPU: shown, not measured
         ["sync_mask_b2048: shown `fused-optimizer` 1.38x: not tried on the GPU"],
-        (19, 15, 2.8, 248.0), {"cnn_loader_w2_pin"}),
+        (19, 15, 2.6, 248.0), {"cnn_loader_w2_pin"}),
     Pinned("gpu_h200_truth_heldout6", {
         ("seed_2048", "cuda_graph"): (1.96, 0.85),
-        ("seed_2048", "addmm"): (1.15, 1.47),
+        ("seed_2048", "addmm"): (1.25, 1.47),
         ("mlp_infer_b16", "cuda_graph"): (7.57, 4.70),
         ("infer_b16", "cuda_graph"): (4.92, 4.83),
         ("sync_item_b2048", "graph_without_sync"): (5.53, 6.13),
@@ -99,13 +99,13 @@ SETS = [
         ("sync_print_b1024", "graph_without_sync"): (7.05, 8.69),
         ("sync_print_b1024", "adamw_fused"): (1.29, 1.61),
         ("mlp_loader_w2_pin", "cuda_graph"): (4.08, 6.48),
-    }, (11, 7, 19.7, 130.1), {"seed_2048"}, evaluated=(20, 17, 8.6, 66.5)),
+    }, (11, 7, 18.9, 130.1), {"seed_2048"}, evaluated=(20, 17, 5.1, 66.5)),
     # recorded with the call's input bytes: seed_3072's graph (measured 0.91x) is replayed
     # below 1.01x once its 18 MiB input copy is counted, so it is not offered
     Pinned("gpu_h200_truth_heldout7", {
         ("seed_3072", "addmm"): (1.33, 1.36),
         ("seed_1536", "cuda_graph"): (1.92, 1.20),
-        ("seed_1536", "addmm"): (1.15, 1.39),
+        ("seed_1536", "addmm"): (1.28, 1.39),
         ("mlp_infer_b4096", "cuda_graph"): (1.01, 1.01),
         ("mlp_infer_b1024", "cuda_graph"): (1.06, 1.35),
         ("infer_b128", "cuda_graph"): (1.02, 1.04),
@@ -114,16 +114,16 @@ SETS = [
         ("sync_item_b512", "adamw_fused"): (1.41, 1.50),
         ("sync_nonzero_b2048", "graph_without_sync"): (4.88, 4.86),
         ("cnn_loader_w1", "workers4_pin_nonblocking"): (1.59, 3.19),
-    }, (11, 9, 12.6, 59.5), {"seed_1536"},
+    }, (11, 9, 7.8, 59.5), {"seed_1536"},
         ["sync_nonzero_b2048: shown `fused-optimizer` 1.42x: not tried on the GPU"],
-        (20, 18, 6.8, 35.5), {"seed_1536"}),
+        (20, 18, 6.2, 35.5), {"seed_1536"}),
     # the host ran slower in the recordings than in their ground truth: as shown misses,
     # with the baseline known the replay does not
     Pinned("gpu_h200_truth_heldout8", {
         ("seed_768", "cuda_graph"): (3.09, 1.75),
-        ("seed_768", "addmm"): (1.20, 1.41),
+        ("seed_768", "addmm"): (1.39, 1.41),
         ("seed_2560", "cuda_graph"): (1.36, 0.89),
-        ("seed_2560", "addmm"): (1.17, 1.33),
+        ("seed_2560", "addmm"): (1.29, 1.33),
         ("mlp_infer_b256", "cuda_graph"): (3.58, 3.18),
         ("mlp_infer_b2048", "cuda_graph"): (1.04, 1.66),
         ("infer_b2", "cuda_graph"): (11.45, 6.49),
@@ -134,7 +134,7 @@ SETS = [
     }, (11, 5, 32.2, 76.8), {"seed_2560", "sync_cpu_b2048"},
         # its ground truth process aborted on the GPU: recorded, never measured
         ["sync_cpu_b2048: no measured fix or no run folder"],
-        (15, 12, 8.0, 46.3), {"sync_cpu_b2048"}),
+        (15, 12, 7.6, 46.3), {"sync_cpu_b2048"}),
     # sets seven and eight recorded again, each fix timed in the recording's own process
     Pinned("gpu_h200_truth_same_process", {
         ("cnn_loader_w1", "workers4_pin_nonblocking"): (1.71, 3.04),
@@ -148,15 +148,15 @@ SETS = [
         ("mlp_infer_b4096", "cuda_graph"): (1.07, 1.02),
         ("mlp_loader_w1_pin", "workers4_pin_nonblocking"): (4.45, 6.04),
         ("seed_1536", "cuda_graph"): (2.84, 1.64),
-        ("seed_1536", "addmm"): (1.19, 1.33),
-        ("seed_2560", "addmm"): (1.18, 1.32),
+        ("seed_1536", "addmm"): (1.32, 1.33),
+        ("seed_2560", "addmm"): (1.33, 1.32),
         ("seed_2560", "cuda_graph"): (1.16, 0.88),
         ("seed_3072", "addmm"): (1.34, 1.33),
         ("seed_768", "cuda_graph"): (2.25, 1.63),
-        ("seed_768", "addmm"): (1.16, 1.30),
+        ("seed_768", "addmm"): (1.28, 1.30),
         ("sync_nonzero_b2048", "graph_without_sync"): (6.48, 6.78),
         ("sync_nonzero_b2048", "adamw_fused"): (1.26, 1.66),
-    }, (19, 13, 10.2, 73.3), set(), evaluated=(27, 23, 8.8, 41.6)),
+    }, (19, 13, 5.3, 73.3), set(), evaluated=(27, 23, 5.4, 41.6)),
     # loaders with worker processes, written after a loop that waits for them stopped
     # predicting the fixes of the call: mlp_loader_w3's graph (2.11x measured) and
     # cnn_loader_w2's (1.17x) are offered with their bounds only
@@ -171,23 +171,23 @@ SETS = [
     # recorded with the block of calls after the window: the pace of a step without a loader
     Pinned("gpu_h200_truth_heldout10", {
         ("seed_1280", "cuda_graph"): (1.71, 1.60),
-        ("seed_1280", "addmm"): (1.14, 1.34),
-        ("seed_3584", "addmm"): (1.14, 1.30),
+        ("seed_1280", "addmm"): (1.22, 1.34),
+        ("seed_3584", "addmm"): (1.27, 1.30),
         ("mlp_infer_b128", "cuda_graph"): (2.48, 2.55),
         ("mlp_infer_b3072", "cuda_graph"): (1.04, 1.01),
         ("infer_b12", "cuda_graph"): (2.84, 4.91),
         ("infer_b48", "cuda_graph"): (1.96, 1.93),
         ("sync_item_b256", "graph_without_sync"): (7.88, 7.73),
         ("sync_item_b256", "adamw_fused"): (1.38, 1.78),
-    }, (9, 8, 7.1, 42.2), {"sync_print_b512"},
+    }, (9, 8, 2.9, 42.2), {"sync_print_b512"},
         # its ground truth process aborted on the GPU: recorded, never measured
         ["sync_print_b512: no measured fix or no run folder"],
-        (13, 13, 5.4, 22.0), {"sync_print_b512"}),
+        (13, 13, 5.0, 22.0), {"sync_print_b512"}),
     # every kind of the earlier sets at new sizes, two loaders and a GPT-2, the model unchanged
     Pinned("gpu_h200_truth_heldout11", {
         ("seed_96", "cuda_graph"): (1.62, 1.73),
-        ("seed_96", "addmm"): (1.12, 1.36),
-        ("seed_1792", "addmm"): (1.15, 1.34),
+        ("seed_96", "addmm"): (1.22, 1.36),
+        ("seed_1792", "addmm"): (1.33, 1.34),
         ("mlp_infer_b24", "cuda_graph"): (3.89, 4.12),
         ("mlp_infer_b1536", "cuda_graph"): (1.58, 1.04),
         ("infer_b3", "cuda_graph"): (8.26, 9.40),
@@ -200,12 +200,12 @@ SETS = [
         ("cnn_loader_w3", "workers4_pin_nonblocking"): (1.44, 1.23),
         ("gpt2_small", "cuda_graph"): (16.95, 10.85),
         ("gpt2_small", "adamw_fused"): (1.08, 1.05),
-    }, (15, 12, 14.1, 56.2), {"cnn_loader_w3", "sync_item_b768"},
+    }, (15, 12, 10.1, 56.2), {"cnn_loader_w3", "sync_item_b768"},
         # sync_item_b768's ground-truth process aborted on a device-side assert, and
         # sync_nonzero_b512's fused optimizer variant failed with one
         ["sync_item_b768: no measured fix or no run folder",
          "sync_nonzero_b512: shown `fused-optimizer` 1.45x: not tried on the GPU"],
-        (24, 20, 9.7, 39.9), {"cnn_loader_w3", "sync_item_b768"}),
+        (24, 20, 8.2, 39.9), {"cnn_loader_w3", "sync_item_b768"}),
     # sets seven and eight's workloads recorded again with that block, judged in their process
     Pinned("gpu_h200_truth_same_process2", {
         ("cnn_loader_w1", "workers4_pin_nonblocking"): (2.27, 2.24),
@@ -218,15 +218,15 @@ SETS = [
         ("mlp_infer_b256", "cuda_graph"): (3.14, 2.07),
         ("mlp_infer_b4096", "cuda_graph"): (1.01, 1.01),
         ("mlp_loader_w1_pin", "workers4_pin_nonblocking"): (4.77, 4.59),
-        ("seed_1536", "addmm"): (1.17, 1.30),
+        ("seed_1536", "addmm"): (1.38, 1.30),
         ("seed_1536", "cuda_graph"): (1.16, 1.19),
         ("seed_2560", "addmm"): (1.33, 1.35),
-        ("seed_3072", "addmm"): (1.18, 1.37),
+        ("seed_3072", "addmm"): (1.34, 1.37),
         ("seed_768", "cuda_graph"): (1.77, 1.27),
-        ("seed_768", "addmm"): (1.12, 1.08),
+        ("seed_768", "addmm"): (1.23, 1.08),
         ("sync_nonzero_b2048", "graph_without_sync"): (6.20, 5.77),
         ("sync_nonzero_b2048", "adamw_fused"): (1.38, 1.79),
-    }, (18, 16, 8.2, 51.9), set(), evaluated=(27, 24, 7.3, 61.0),
+    }, (18, 16, 6.7, 51.9), set(), evaluated=(27, 24, 7.2, 61.0),
         evaluated_not_the_best={"seed_1536"}),
     # the tenth set's workloads, judged in their own process: the goal met
     Pinned("gpu_h200_truth_same_process3", {
@@ -235,11 +235,11 @@ SETS = [
         ("mlp_infer_b128", "cuda_graph"): (2.46, 2.42),
         ("mlp_infer_b3072", "cuda_graph"): (1.02, 1.01),
         ("seed_1280", "cuda_graph"): (1.46, 1.62),
-        ("seed_1280", "addmm"): (1.18, 1.31),
-        ("seed_3584", "addmm"): (1.17, 1.31),
+        ("seed_1280", "addmm"): (1.27, 1.31),
+        ("seed_3584", "addmm"): (1.28, 1.31),
         ("sync_item_b256", "graph_without_sync"): (8.09, 7.77),
         ("sync_item_b256", "adamw_fused"): (1.46, 1.36),
-    }, (9, 9, 7.1, 21.9), set(), evaluated=(13, 13, 3.1, 14.6)),
+    }, (9, 9, 4.1, 21.9), set(), evaluated=(13, 13, 3.1, 9.1)),
 ]
 
 
@@ -326,9 +326,9 @@ def test_the_time_between_calls_is_shown_beside_its_untraced_time() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "without"), [
-    ("gpu_h200_truth_heldout10", (9, 6, 13.5, 39.6)),
-    ("gpu_h200_truth_same_process2", (18, 14, 6.8, 70.6)),
-    ("gpu_h200_truth_same_process3", (9, 5, 11.8, 68.0)),
+    ("gpu_h200_truth_heldout10", (9, 6, 12.0, 39.6)),
+    ("gpu_h200_truth_same_process2", (18, 14, 3.5, 70.6)),
+    ("gpu_h200_truth_same_process3", (9, 5, 10.5, 68.0)),
 ])
 def test_the_same_runs_paced_as_before_the_block_after_the_window(
         tmp_path: Path, folder: str, without: tuple[float, ...]) -> None:

@@ -15,9 +15,8 @@ from support.attrbuild import Trace
 
 import autoprof
 from autoprof.analysis.metrics.replay import build_graph
-from autoprof.analysis.metrics.replay.bias import bias_adds
+from autoprof.analysis.metrics.replay.bias import bias_add_pairs, bias_adds, op_positions
 from autoprof.analysis.metrics.replay.graph import Graph
-from autoprof.analysis.metrics.replay.selection import bias_add_rows
 from autoprof.analysis.metrics.stats import ranks_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -62,7 +61,9 @@ def assert_same_rule(events: pd.DataFrame) -> int:
     for rank in ranks_of(events):
         g = build_graph(events, rank)
         want = op_by_op(g)
-        assert bias_add_rows(g).tolist() == want
+        ops = op_positions(g.events)
+        assert bias_add_pairs(g.events, ops, g.row_thread[ops], g.row_parent[ops])[0].tolist() \
+            == want
         labels = g.events["label"].to_numpy()[want]
         assert bias_adds(events, rank).tolist() == labels.tolist()
         if rank == ranks_of(events)[0]:

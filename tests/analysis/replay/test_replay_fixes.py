@@ -9,7 +9,7 @@ from support.attrbuild import Trace
 
 from autoprof.analysis.metrics.replay import build_graph, replay_step
 from autoprof.analysis.metrics.replay.fixes import fix_changes
-from autoprof.analysis.metrics.replay.selection import bias_add_rows
+from autoprof.analysis.metrics.replay.selection import bias_fold_spans
 
 
 def seed() -> Trace:
@@ -29,7 +29,10 @@ def test_a_bias_add_after_its_product_is_folded() -> None:
     ev = with_dims(seed(), {"aten::matmul": "[[64, 32], [32, 16]]",
                             "aten::add": "[[64, 16], [16], []]"})
     g = build_graph(ev)
-    assert g.events["name"].astype(str).to_numpy()[bias_add_rows(g)].tolist() == ["aten::add"]
+    # the add (34-54) and the interpreter's `+` before it (32-34); the product launches its
+    # GEMM itself (no op below it): it stays whole
+    starts, ends = bias_fold_spans(g)
+    assert starts.tolist() == pytest.approx([32.0]) and ends.tolist() == pytest.approx([54.0])
     base = replay_step(ev, 1).step_us
     folded = replay_step(ev, 1, fix_changes("addmm", "seed")).step_us
     assert folded < base - 15  # the add's 20 us of host, its launch and kernel
@@ -38,6 +41,27 @@ def test_a_bias_add_after_its_product_is_folded() -> None:
                                "aten::add": "[[64, 16], [64, 16], []]"})
     assert replay_step(other, 1, fix_changes("addmm", "seed")).step_us == \
         pytest.approx(replay_step(other, 1).step_us)
+
+
+def test_the_matmul_composite_around_its_gemm_goes_with_the_add() -> None:
+    """`aten::matmul` (2-32) calls `aten::mm` (8-28, which launches): `addmm` is dispatched
+    directly, so matmul's own 10 us around mm go too, beside the add and the `+` before it."""
+    t = (Trace().step(1, 0, 60).region("seed", 0, 60)
+         .cpu("aten::matmul", 2, 30).cpu("aten::mm", 8, 20).launch(20, 5, 26, 10)
+         .cpu("aten::add", 34, 20).launch(45, 5, 51, 5))
+    ev = with_dims(t, {"aten::matmul": "[[64, 32], [32, 16]]", "aten::mm": "[[64, 32], [32, 16]]",
+                       "aten::add": "[[64, 16], [16], []]"})
+    starts, ends = bias_fold_spans(build_graph(ev))
+    assert starts.tolist() == pytest.approx([2.0, 28.0, 32.0])
+    assert ends.tolist() == pytest.approx([8.0, 32.0, 54.0])
+    plain = with_dims(seed(), {"aten::matmul": "[[64, 32], [32, 16]]",
+                               "aten::add": "[[64, 16], [16], []]"})
+    saved_plain = replay_step(plain, 1).step_us - \
+        replay_step(plain, 1, fix_changes("addmm", "seed")).step_us
+    saved = replay_step(ev, 1).step_us - replay_step(ev, 1, fix_changes("addmm", "seed")).step_us
+    # 10 us less host before the GEMM's launch; the GEMM's kernel, launched 6 us sooner,
+    # then ends the step (30 us) 2 us after the host does
+    assert saved_plain + 5.0 < saved <= saved_plain + 10.0 + 1e-6
 
 
 def test_an_optimizers_ops_fused_into_one() -> None:

@@ -7,7 +7,7 @@ op on the same thread under the same parent, an `aten::add` of [M, N] and [N] (o
 The rule reads the events table in one pass of array operations: the ops of one rank
 ordered by (thread, parent, start, position), each op's predecessor the row before it in
 that order when thread and parent match. Only the few adds right after a product have their
-shapes parsed. The replay (`selection.bias_add_rows`) and the summary's code-fix check
+shapes parsed. The replay (`selection.bias_fold_spans`) and the summary's code-fix check
 (`bias_adds`) both ask this module, the replay with the thread and parent codes its graph
 holds already.
 """
@@ -23,7 +23,8 @@ from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.graph import pair_codes, rank_rows
 from autoprof.analysis.metrics.stats import isin_mask
 
-MATMULS = frozenset({"aten::matmul", "aten::mm"})
+MATMUL = "aten::matmul"
+MATMULS = frozenset({MATMUL, "aten::mm"})
 ADD = "aten::add"
 OP_CAT = "cpu_op"
 _DIMS = re.compile(r"\[([\d, ]*)\]")
@@ -64,13 +65,13 @@ def _dims_text(events: pd.DataFrame, row: int) -> str:
     return str(events["input_dims"].iloc[row])
 
 
-def bias_add_positions(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
-                       op_parent: np.ndarray) -> np.ndarray:
-    """Positions in `events` (one rank's rows) of the bias adds of the module doc, by start;
-    `ops`: the op rows' positions, ascending; `op_thread`, `op_parent`: their thread and
-    parent codes."""
+def bias_add_pairs(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
+                   op_parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in `events` (one rank's rows) of the bias adds of the module doc, by start,
+    and of the product each adds to; `ops`: the op rows' positions, ascending; `op_thread`,
+    `op_parent`: their thread and parent codes."""
     if not len(ops):
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     ts_us = events["ts_us"].to_numpy(float)[ops]
     before = previous_op(ops, ts_us, op_thread, op_parent)
     is_add = isin_mask(events["name"], (ADD,))
@@ -80,7 +81,14 @@ def bias_add_positions(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndar
                                     _dims_text(events, int(ops[i]))) for i in hit.tolist()),
                        bool, len(hit))
     hit = hit[keep]
-    return np.asarray(ops[hit[np.argsort(ts_us[hit], kind="stable")]], dtype=np.int64)
+    hit = hit[np.argsort(ts_us[hit], kind="stable")]
+    return (np.asarray(ops[hit], dtype=np.int64), np.asarray(before[hit], dtype=np.int64))
+
+
+def bias_add_positions(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
+                       op_parent: np.ndarray) -> np.ndarray:
+    """Positions in `events` of the bias adds of the module doc, by start (`bias_add_pairs`)."""
+    return bias_add_pairs(events, ops, op_thread, op_parent)[0]
 
 
 def rank_events(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:

@@ -84,8 +84,10 @@ class RemoveSelection:
 @dataclass(frozen=True)
 class FoldBiasAdd:
     """`x @ w + b` written `torch.addmm(b, x, w)`: each bias add right after a matrix
-    product (`selection.bias_add_rows`) goes, host, launch and kernel; the GEMM keeps its
-    duration (its epilogue adds the bias as it writes the product)."""
+    product goes, host, launch and kernel, with the interpreter's dispatch of `+` before it
+    and, where the product is `aten::matmul`, that composite's own time around the GEMM
+    (`selection.bias_fold_spans`); the GEMM keeps its duration (its epilogue adds the bias
+    as it writes the product)."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from autoprof.analysis.metrics.replay.bias import bias_add_positions, op_positions
+from autoprof.analysis.metrics.replay.bias import MATMUL, bias_add_pairs, op_positions
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import END, START
 
@@ -107,8 +107,23 @@ def _fed(rows: _Rows, top: int, lo: float, hi: float, main: int) -> set[int]:
     return {rows.outermost_op(r) for r in hits} - {-1}
 
 
-def bias_add_rows(g: Graph) -> np.ndarray:
-    """Positions (in the graph's events) of the `aten::add` ops that add a bias to the
-    product right before them: the rule of `bias.py`, on the graph's thread and parent codes."""
-    ops = op_positions(g.events)
-    return bias_add_positions(g.events, ops, g.row_thread[ops], g.row_parent[ops])
+def bias_fold_spans(g: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """The host spans (starts, ends) `torch.addmm(b, x, w)` takes out of `x @ w + b`, one
+    bias add of `bias.py` at a time (the rule on the graph's thread and parent codes): the
+    add, with the interpreter's dispatch of `+` between the product's end and the add's start;
+    and where the product is `aten::matmul`, its own time around its children (`addmm` is
+    dispatched directly, without `matmul`'s composite layer above the GEMM)."""
+    ev = g.events
+    ops = op_positions(ev)
+    adds, products = bias_add_pairs(ev, ops, g.row_thread[ops], g.row_parent[ops])
+    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+    starts, ends = list(end[products]), list(end[adds])
+    is_matmul = (ev["name"].astype(str).to_numpy()[products] == MATMUL)
+    for p in products[is_matmul].tolist():
+        kids = ops[g.row_parent[ops] == p]  # the GEMM op below the composite
+        if not len(kids):
+            continue
+        starts += [ts[p], float(end[kids].max())]
+        ends += [float(ts[kids].min()), end[p]]
+    order = np.argsort(starts, kind="stable")
+    return np.asarray(starts, float)[order], np.asarray(ends, float)[order]

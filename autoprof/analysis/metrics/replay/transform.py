@@ -42,7 +42,7 @@ from autoprof.analysis.metrics.replay.changes import (
     SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
-from autoprof.analysis.metrics.replay.selection import bias_add_rows, selection_rows
+from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
 from autoprof.analysis.metrics.stats import Coverage
@@ -88,7 +88,7 @@ def _apply_op_change(g: Graph, plan: Plan,
     elif isinstance(change, FuseOptimizer):
         _fuse_optimizer(g, plan, change)
     else:
-        _remove_rows(g, plan, bias_add_rows(g))
+        _remove_spans(g, plan, *bias_fold_spans(g))
 
 
 # --- which rows ---------------------------------------------------------------------------
@@ -268,10 +268,16 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
 def _remove_rows(g: Graph, plan: Plan, rows: np.ndarray) -> None:
     """The host rows at `rows` gone: their host time, and their calls' cost, GPU work and
     waits."""
-    if not len(rows):
+    _remove_spans(g, plan, g.events["ts_us"].to_numpy(float)[rows],
+                  g.events["end_us"].to_numpy(float)[rows])
+
+
+def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) -> None:
+    """The host time inside the spans gone, and the calls made there: their cost, GPU work
+    and waits."""
+    if not len(starts):
         return
-    spans = Coverage(g.events["ts_us"].to_numpy(float)[rows],
-                     g.events["end_us"].to_numpy(float)[rows])
+    spans = Coverage(starts, ends)
     region = _pace_spans(g, plan)
     for c in range(g.n_calls):
         _hide(g, plan, c, spans.covered, region)
