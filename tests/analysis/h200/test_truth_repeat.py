@@ -54,6 +54,9 @@ LATER_SETS = {
                                  {("infer_b3", "cuda_graph"): (9.40, 7.26),
                                   ("seed_1792", "cuda_graph"): (0.92, 1.27),
                                   ("gpt2_small", "adamw_fused"): (1.05, 1.24)}),
+    "gpu_h200_truth_heldout12": (22, 14, 7.0, 29.9,
+                                 {("cnn_loader_w1_pin", "workers4_pin_nonblocking"): (2.89, 2.23),
+                                  ("mlp_infer_b40", "cuda_graph"): (3.07, 3.94)}),
 }
 
 
