@@ -1,0 +1,77 @@
+"""How many kernels a whole-step CUDA graph of a truth workload runs beside the step as
+written, and both untraced iteration times (CUDA events): the graph a user captures runs the
+optimizer with ``capturable=True`` and, under autocast, casts without the cache, so its
+kernels are not the traced step's.
+
+    PYTHONPATH=.:/tmp/site python3 benchmarks/gpu/graph_kernels.py OUT gpt2_small sync_mask_b4096
+
+Writes ``OUT/graph_kernels.json``: per ``workload/variant`` the median of 5 blocks of 20
+iterations (ms an iteration, after 10 warm-up iterations) and the kernels an iteration
+launches, counted by torch.profiler over 10 iterations.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "truth"))
+
+from common import Ctx  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+VARIANTS = ("baseline", "where", "cuda_graph", "graph_without_sync")
+
+
+def _iteration_ms(step: object) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    blocks = []
+    for _ in range(5):
+        start.record()
+        for _ in range(20):
+            step()  # type: ignore[operator]
+        end.record()
+        torch.cuda.synchronize()
+        blocks.append(start.elapsed_time(end) / 20)
+    return statistics.median(blocks)
+
+
+def _kernels_per_iteration(step: object) -> float:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(10):
+            step()  # type: ignore[operator]
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return len(kernels) / 10
+
+
+def main() -> int:
+    out, names = Path(sys.argv[1]), sys.argv[2:]
+    ctx = Ctx("cuda", False)
+    results: dict[str, dict[str, float]] = {}
+    for workload in names:
+        variants = WORKLOADS[workload].build(ctx)
+        for name in (v for v in VARIANTS if v in variants):
+            variant = variants[name]()
+
+            def step(v: object = variant) -> object:
+                return v.call(next(v.batches))  # type: ignore[attr-defined]
+
+            for _ in range(10):
+                step()
+            torch.cuda.synchronize()
+            results[f"{workload}/{name}"] = {"iteration_ms": _iteration_ms(step),
+                                             "kernels_per_iteration": _kernels_per_iteration(step)}
+            print(workload, name, results[f"{workload}/{name}"], flush=True)
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "results": results}
+    (out / "graph_kernels.json").write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
