@@ -15,35 +15,41 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "truth"))
 
-from common import Ctx  # noqa: E402
+from common import Ctx, Variant  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 VARIANTS = ("baseline", "where", "cuda_graph", "graph_without_sync")
+Step = Callable[[], object]
 
 
-def _iteration_ms(step: object) -> float:
+def _one_iteration(variant: Variant) -> Step:
+    return lambda: variant.call(next(variant.batches))
+
+
+def _iteration_ms(step: Step) -> float:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     blocks = []
     for _ in range(5):
         start.record()
         for _ in range(20):
-            step()  # type: ignore[operator]
+            step()
         end.record()
         torch.cuda.synchronize()
         blocks.append(start.elapsed_time(end) / 20)
     return statistics.median(blocks)
 
 
-def _kernels_per_iteration(step: object) -> float:
+def _kernels_per_iteration(step: Step) -> float:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(10):
-            step()  # type: ignore[operator]
+            step()
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     return len(kernels) / 10
@@ -56,11 +62,7 @@ def main() -> int:
     for workload in names:
         variants = WORKLOADS[workload].build(ctx)
         for name in (v for v in VARIANTS if v in variants):
-            variant = variants[name]()
-
-            def step(v: object = variant) -> object:
-                return v.call(next(v.batches))  # type: ignore[attr-defined]
-
+            step = _one_iteration(variants[name]())
             for _ in range(10):
                 step()
             torch.cuda.synchronize()
