@@ -25,6 +25,7 @@ import numpy as np
 from autoprof.analysis.metrics.replay.bias import MATMUL, bias_add_pairs, op_positions
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import END, START
+from autoprof.analysis.metrics.stats import isin_mask
 
 DATA_DEPENDENT = frozenset({"aten::nonzero", "aten::masked_select", "aten::unique",
                             "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim"})
@@ -117,13 +118,16 @@ def bias_fold_spans(g: Graph) -> tuple[np.ndarray, np.ndarray]:
     ops = op_positions(ev)
     adds, products = bias_add_pairs(ev, ops, g.row_thread[ops], g.row_parent[ops])
     ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
-    starts, ends = list(end[products]), list(end[adds])
-    is_matmul = (ev["name"].astype(str).to_numpy()[products] == MATMUL)
-    for p in products[is_matmul].tolist():
-        kids = ops[g.row_parent[ops] == p]  # the GEMM op below the composite
-        if not len(kids):
-            continue
-        starts += [ts[p], float(end[kids].max())]
-        ends += [float(ts[kids].min()), end[p]]
+    matmuls = products[isin_mask(ev["name"], (MATMUL,))[products]]
+    kids = ops[np.isin(g.row_parent[ops], matmuls)]  # the GEMM ops below the composites
+    parent = g.row_parent[kids]
+    composites = np.unique(parent)  # each matmul with an op below it
+    first_kid_ts = np.full(len(composites), np.inf)
+    last_kid_end = np.full(len(composites), -np.inf)
+    at = np.searchsorted(composites, parent)
+    np.minimum.at(first_kid_ts, at, ts[kids])
+    np.maximum.at(last_kid_end, at, end[kids])
+    starts = np.concatenate([end[products], ts[composites], last_kid_end])
+    ends = np.concatenate([end[adds], first_kid_ts, end[composites]])
     order = np.argsort(starts, kind="stable")
-    return np.asarray(starts, float)[order], np.asarray(ends, float)[order]
+    return starts[order], ends[order]
