@@ -6,11 +6,16 @@ its own process, one after the other (never two at once: they would time each ot
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --held-out 2   # the second set
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --only a,b --ground-truth-only
     PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --all --record-only
+    PYTHONPATH=. python benchmarks/gpu/truth/drive.py --out OUT --only a,b --per-fix
 
 Writes ``OUT/ground_truth.json`` (every workload's ground truth and its recording's own
 timings), ``OUT/runs.tar.gz`` (the run folders, ``runs/<workload>/<run_id>/``) and
 ``OUT/logs.tar.gz`` (each process's output). A workload not started within ``--budget-s``
-seconds is listed as skipped.
+seconds is listed as skipped. A workload whose ground-truth process loses its CUDA context
+(an abort, or a CUDA error that takes the baseline down: some sync steps hit a device-side
+assert only with every variant alive in one process) is timed again one fix at a time, each
+beside the baseline in a process of its own (``--per-fix`` always does so), and merged
+(``merge_pairs``).
 """
 
 from __future__ import annotations
@@ -54,7 +59,8 @@ def _tail(log: Path, lines: int = 3) -> str:
 
 
 def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
-         record: bool = True, ground_truth: bool = True) -> dict[str, Any]:
+         record: bool = True, ground_truth: bool = True, per_fix: bool = False
+         ) -> dict[str, Any]:
     rec_dir, logs = work / "rec" / name, work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     base = [sys.executable]
@@ -68,35 +74,82 @@ def _one(name: str, work: Path, device: str, extra: list[str], rounds: int,
     entry["record"] = json.loads(rec_json.read_text()) if rec_json.exists() else None
     if not ground_truth:
         return entry
-    gt_file = work / "gt" / f"{name}.json"
-    gt_cmd = base + [str(HERE / "ground_truth.py"), "--workload", name, "--out", str(gt_file),
-                     "--device", device, "--rounds", str(rounds)] + extra
-    gt = _run(gt_cmd, logs / f"{name}.ground_truth.log", 150)
-    print(f"[{name}] ground truth {gt}: {_tail(logs / f'{name}.ground_truth.log', 1)}", flush=True)
-    culprit = _context_killer(gt_file)
-    killed: dict[str, str] = {}
-    if culprit is not None:  # a CUDA error ends the context: again, without that fix
-        killed = {culprit: json.loads(gt_file.read_text())["errors"][culprit]}
-        gt = _run(gt_cmd + ["--skip", culprit], logs / f"{name}.ground_truth.rerun.log", 150)
-        print(f"[{name}] rerun without {culprit} {gt}", flush=True)
-    entry["ground_truth_process"] = gt
-    entry["ground_truth"] = json.loads(gt_file.read_text()) if gt_file.exists() else None
-    if killed and entry["ground_truth"] is not None:
-        entry["ground_truth"]["errors"].update(killed)
+    gt: dict[str, Any] | None = None
+    if not per_fix:
+        gt_file = work / "gt" / f"{name}.json"
+        gt = _run(_gt_cmd(name, gt_file, device, rounds, extra),
+                  logs / f"{name}.ground_truth.log", 150)
+        print(f"[{name}] ground truth {gt}: {_tail(logs / f'{name}.ground_truth.log', 1)}",
+              flush=True)
+        entry["ground_truth_process"] = gt
+        entry["ground_truth"] = json.loads(gt_file.read_text()) if gt_file.exists() else None
+    if per_fix or _context_lost(entry["ground_truth"]):  # each fix beside the baseline, alone
+        pairs = _per_fix(name, work, device, rounds, extra)
+        entry["ground_truth_process"] = {"all_variants": gt, "per_fix": pairs["processes"]}
+        entry["ground_truth"] = pairs["merged"]
     return entry
 
 
-def _context_killer(gt_file: Path) -> str | None:
-    """The first variant whose error is a CUDA error, if it took the baseline down too."""
-    if not gt_file.exists():
+def _gt_cmd(name: str, out: Path, device: str, rounds: int, extra: list[str]) -> list[str]:
+    return [sys.executable, str(HERE / "ground_truth.py"), "--workload", name, "--out", str(out),
+            "--device", device, "--rounds", str(rounds)] + extra
+
+
+def _context_lost(result: dict[str, Any] | None) -> bool:
+    """Whether the process timing every variant at once ended without its baseline: it
+    aborted (no file), or a CUDA error ended its context."""
+    if result is None:
+        return True
+    errors = result.get("errors", {})
+    return "baseline" in errors or any("CUDA error" in e or "AcceleratorError" in e
+                                       for e in errors.values())
+
+
+def _per_fix(name: str, work: Path, device: str, rounds: int, extra: list[str]
+             ) -> dict[str, Any]:
+    """Each fix timed beside the baseline in a process of its own (``--pair``), merged."""
+    logs = work / "logs"
+    listed = subprocess.run(_gt_cmd(name, work / "unused.json", device, rounds, extra)
+                            + ["--list"], capture_output=True, text=True, timeout=120)
+    fixes = [f for f in json.loads(listed.stdout or "[]") if f != "baseline"]
+    processes: dict[str, Any] = {}
+    results: dict[str, dict[str, Any] | None] = {}
+    for fix in fixes:
+        out = work / "gt" / f"{name}.{fix}.json"
+        log = logs / f"{name}.ground_truth.{fix}.log"
+        processes[fix] = _run(_gt_cmd(name, out, device, rounds, extra) + ["--pair", fix], log,
+                              150)
+        print(f"[{name}] {fix} beside the baseline {processes[fix]}: {_tail(log, 1)}",
+              flush=True)
+        results[fix] = json.loads(out.read_text()) if out.exists() else None
+    return {"processes": processes, "merged": merge_pairs(results)}
+
+
+def merge_pairs(results: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One ground truth from per-fix processes: each fix's stats and speedup from its own
+    process, over the baseline timed beside it (kept per fix under ``pair_baselines``);
+    ``stats["baseline"]`` is the first pair's. A pair that lost its baseline or its fix lists
+    the fix under ``errors``."""
+    good = {f: r for f, r in results.items()
+            if r is not None and "baseline" in r["stats"] and f in r["stats"]}
+    if not good:
         return None
-    errors = json.loads(gt_file.read_text()).get("errors", {})
-    if "baseline" not in errors:
-        return None
-    for name, text in errors.items():
-        if "CUDA error" in text or "AcceleratorError" in text:
-            return None if name == "baseline" else name
-    return None
+    first = next(iter(good.values()))
+    merged: dict[str, Any] = {
+        **first, "variants": {"baseline": first["variants"]["baseline"]}, "errors": {},
+        "stats": {"baseline": first["stats"]["baseline"]}, "speedups": {},
+        "skipped": [], "per_fix_processes": True, "pair_baselines": {}}
+    for fix, r in results.items():
+        if fix not in good:
+            errors = (r or {}).get("errors", {})
+            merged["errors"][fix] = errors.get(fix) or errors.get("baseline") or \
+                "its process ended without a result"
+            continue
+        merged["variants"][fix] = r["variants"][fix]
+        merged["stats"][fix] = r["stats"][fix]
+        merged["speedups"][fix] = r["speedups"][fix]
+        merged["pair_baselines"][fix] = r["stats"]["baseline"]
+    return merged
 
 
 def _pack(work: Path, out: Path, names: list[str]) -> None:
@@ -126,6 +179,10 @@ def main() -> None:
                              "from an earlier run)")
     parser.add_argument("--ground-truth-only", action="store_true",
                         help="time the variants, record nothing")
+    parser.add_argument("--per-fix", action="store_true",
+                        help="time each fix beside the baseline in a process of its own "
+                             "(otherwise only when the process timing them all loses its "
+                             "context)")
     args = parser.parse_args()
     first = list(FIRST) + [n for n in WORKLOADS if n not in FIRST and not WORKLOADS[n].held_out]
     names = [n for n in args.only.split(",") if n] or (
@@ -147,7 +204,8 @@ def main() -> None:
                 continue
             result["workloads"][name] = _one(name, work, args.device, extra, args.rounds,
                                              record=not args.ground_truth_only,
-                                             ground_truth=not args.record_only)
+                                             ground_truth=not args.record_only,
+                                             per_fix=args.per_fix)
             done.append(name)
         _pack(work, args.out, done)
     result["wall_s"] = round(time.perf_counter() - started, 1)

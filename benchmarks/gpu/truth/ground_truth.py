@@ -15,11 +15,13 @@ baseline q1 over fix q3 and baseline q3 over fix q1; the per-round ratios' range
 ``speedup_net``: both medians less the timing's own cost per iteration, measured on a call
 that does nothing). This process never imports autoprof and never starts torch.profiler
 (``torch`` imports the module itself; the JSON records that the profiler was never enabled).
-A fix that raises is listed under ``errors``; ``--skip`` leaves variants out (the driver
-reruns without a fix whose CUDA error killed the process's context). With ``--isolate`` (the
-default for workloads with a DataLoader) each block builds its variant afresh and closes it
-after: only one variant's DataLoader, with its worker processes and pin-memory thread, is alive
-while a block is timed, so no variant shares the machine with another's idle workers.
+A fix that raises is listed under ``errors``; ``--skip`` leaves variants out, ``--pair FIX``
+times the baseline beside that one fix (the driver times each fix so, in a process of its
+own, when a CUDA error or an abort took the process with every variant down). With
+``--isolate`` (the default for workloads with a DataLoader) each block builds its variant
+afresh and closes it after: only one variant's DataLoader, with its worker processes and
+pin-memory thread, is alive while a block is timed, so no variant shares the machine with
+another's idle workers.
 """
 
 from __future__ import annotations
@@ -196,13 +198,21 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (CPU smoke test)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--skip", default="", help="comma-separated variants to leave out")
+    parser.add_argument("--pair", default="", help="time the baseline and this fix only")
+    parser.add_argument("--list", action="store_true",
+                        help="print the workload's variant names (JSON) and exit")
     parser.add_argument("--block-s", type=float, default=0.25)
     parser.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
                         help="build each block's variant afresh (default: for DataLoader "
                              "workloads)")
     args = parser.parse_args()
     ctx = Ctx(args.device, args.tiny or args.device == "cpu")
-    skip = tuple(v for v in args.skip.split(",") if v)
+    names = list(WORKLOADS[args.workload].build(ctx))
+    if args.list:
+        print(json.dumps(names))
+        return
+    skip = tuple(v for v in args.skip.split(",") if v) + tuple(
+        v for v in names if args.pair and v not in ("baseline", args.pair))
     isolate = WORKLOADS[args.workload].isolate if args.isolate is None else args.isolate
     result = measure(args.workload, ctx, args.rounds, args.block_s, skip, isolate)
     args.out.parent.mkdir(parents=True, exist_ok=True)

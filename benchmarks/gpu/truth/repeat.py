@@ -33,12 +33,11 @@ class Agreement:
 
 
 def _speedups(entry: dict[str, Any] | None) -> dict[str, float]:
-    stats = ((entry or {}).get("ground_truth") or {}).get("stats") or {}
-    base = stats.get("baseline", {}).get("iter_ms", {}).get("median")
-    if not base:
-        return {}
-    return {fix: base / s["iter_ms"]["median"] for fix, s in stats.items()
-            if fix != "baseline" and s.get("iter_ms", {}).get("median")}
+    """Each fix's iteration speedup: the baseline's median over the fix's, both timed in one
+    process (with per-fix processes, each over the baseline timed beside it)."""
+    speedups = ((entry or {}).get("ground_truth") or {}).get("speedups") or {}
+    return {fix: float(s["iter"]["speedup"]) for fix, s in speedups.items()
+            if s.get("iter", {}).get("speedup")}
 
 
 def agreements(first: Path, repeat: Path) -> list[Agreement]:
