@@ -8,7 +8,7 @@ the number and the words are one change:
 
 | cause | fix | replayed as |
 | --- | --- | --- |
-| `host_launch` | `cuda-graph` | the call captured as one CUDA graph |
+| `host_launch` | `cuda-graph` | the call captured as one CUDA graph (without its syncs) |
 | `host_sync` | `remove-sync` | the host no longer waits at its syncs |
 | `gpu_memory` | `pin-memory` | host-to-device copies non-blocking from pinned memory |
 | `between_calls` | `loader-workers` | the time between calls and the fetches hidden by workers |
@@ -53,7 +53,12 @@ from autoprof.analysis.metrics.replay.baseline import (
     worker_loop,
 )
 from autoprof.analysis.metrics.replay.changes import Change
-from autoprof.analysis.metrics.replay.fixes import WORKERS, FixName, predict_fix
+from autoprof.analysis.metrics.replay.fixes import (
+    WORKERS,
+    FixName,
+    graph_drops_syncs,
+    predict_fix,
+)
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
 
 FIX_OF_CAUSE: dict[str, FixName] = {
@@ -72,6 +77,11 @@ FIX_HINTS: dict[FixName, str] = {
     "loader-workers": f"the GPU waits for the next batch: DataLoader(num_workers={WORKERS}, "
                       "pin_memory=True, prefetch_factor=2) and non_blocking copies",
 }
+SYNC_FREE_GRAPH_HINT = ("remove the sync inside the call first (capture refuses .item(), "
+                        ".cpu(), printing, `if tensor:` and mask indexing on device tensors: "
+                        "keep values on the device, torch.where for a mask), then capture the "
+                        "call as a CUDA graph (static inputs, copy each batch in, replay; Adam "
+                        "and AdamW with capturable=True)")
 LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
              "the loop, or overlap it (a background thread, CUDA streams)")
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
@@ -114,6 +124,8 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
                "under the profiler") if baseline else "replayed, this fix gains nothing"
         out["hint"] = f"{opp['hint']} ({why})"
         out["fix"] = None
+    elif fix == "cuda-graph" and call is not None and graph_drops_syncs(events, call):
+        out["hint"] = SYNC_FREE_GRAPH_HINT
     else:
         out["hint"] = FIX_HINTS[fix]
     return out
@@ -136,11 +148,29 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
             out.append(_between(loop))
         baseline = host_baseline(events, call, loop, ref or Reference())
         workers = worker_loop(events, loop)
-        out = [_predicted(o, events, call, baseline, input_copy_us, workers) for o in out]
+        out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
+                                for o in out])
         out += code_fixes(events, call, baseline, step_us, workers)
     except ValueError:
         return opps
     return ranked(out)
+
+
+def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A graph that must drop the call's sync also gains what removing the sync gains; when
+    it gains no more (under NOISE_SPEEDUP beyond it), capturing adds nothing to that one-line
+    fix: the graph keeps its bound and says so."""
+    sync = next((o for o in opps if o.get("fix") == "remove-sync"), None)
+    if sync is None:
+        return opps
+    out = []
+    for o in opps:
+        if o.get("fix") == "cuda-graph" and o.get("hint") == SYNC_FREE_GRAPH_HINT and \
+                float(o["predicted_speedup"]) < float(sync["predicted_speedup"]) * NOISE_SPEEDUP:
+            o = {**o, "fix": None, "hint": f"{FIX_HINTS['cuda-graph']} (replayed, it gains no "
+                                           "more than removing the sync alone)"}
+        out.append(o)
+    return out
 
 
 def _has_prediction(opp: dict[str, Any]) -> bool:

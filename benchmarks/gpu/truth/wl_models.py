@@ -27,7 +27,7 @@ from common import (
 # --- GPT-2 (transformers, built from a config: nothing downloaded) --------------------------------
 
 
-Gpt2Size = Literal["tiny", "small", "mid", "large"]
+Gpt2Size = Literal["tiny", "small", "mid", "large", "wide", "deep"]
 
 
 def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
@@ -45,6 +45,12 @@ def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
     if size == "small":
         return GPT2Config(n_layer=3, n_head=3, n_embd=192, vocab_size=4096, n_positions=128,
                           bos_token_id=0, eos_token_id=0, **common)
+    if size == "wide":
+        return GPT2Config(n_layer=2, n_head=6, n_embd=384, vocab_size=2048, n_positions=96,
+                          bos_token_id=0, eos_token_id=0, **common)
+    if size == "deep":
+        return GPT2Config(n_layer=6, n_head=4, n_embd=128, vocab_size=1024, n_positions=64,
+                          bos_token_id=0, eos_token_id=0, **common)
     if size == "mid":
         return GPT2Config(n_layer=4, n_head=4, n_embd=256, vocab_size=8192, n_positions=256,
                           bos_token_id=0, eos_token_id=0, **common)
@@ -55,7 +61,8 @@ def _gpt2_config(ctx: Ctx, size: Gpt2Size) -> Any:
 def _gpt2_shape(ctx: Ctx, size: Gpt2Size) -> tuple[int, int]:
     if ctx.tiny:
         return 1, 8
-    return {"tiny": (1, 32), "small": (2, 128), "mid": (4, 256), "large": (8, 1024)}[size]
+    return {"tiny": (1, 32), "small": (2, 128), "mid": (4, 256), "large": (8, 1024),
+            "wide": (2, 96), "deep": (1, 64)}[size]
 
 
 def _lm_loss(cache: bool) -> Callable[..., torch.Tensor]:

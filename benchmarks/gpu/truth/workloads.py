@@ -310,4 +310,40 @@ WORKLOADS: dict[str, Workload] = {
     "cnn_loader_w1_pin": Workload(
         "the loader CNN in the caller's loop with num_workers=1, pin_memory on, non_blocking "
         "copies", caller_loop("cnn", 1, True), isolate=True, held_out=12),
+    # the thirteenth held-out set: written after the twelfth was read and a CUDA graph's fix
+    # took in what capture needs (the call's syncs and a selection's machinery gone, a
+    # capturable optimizer's kernels); evaluated only
+    "gpt2_wide": Workload(
+        "transformers GPT-2 from a config (2 layers, 384 wide, 2048 tokens), batch 2 x 96, "
+        "AdamW, bf16 autocast", gpt2("wide"), needs="transformers", held_out=13),
+    "gpt2_deep": Workload(
+        "transformers GPT-2 from a config (6 layers, 128 wide, 1024 tokens), batch 1 x 64, "
+        "AdamW, bf16 autocast", gpt2("deep"), needs="transformers", held_out=13),
+    "seed_448": Workload(
+        "the seed: `x @ w + b`, bf16, 448x448", seed(448, ("addmm", "cuda_graph")),
+        held_out=13),
+    "seed_2816": Workload(
+        "the seed: `x @ w + b`, bf16, 2816x2816", seed(2816, ("addmm", "cuda_graph")),
+        held_out=13),
+    "mlp_infer_b768": Workload(
+        "MLP inference (8 x 512, no_grad) at batch 768", mlp_inference(768), held_out=13),
+    "infer_b24": Workload(
+        "CNN inference (no_grad, 3-32-64-128-256-256) at batch 24, 64x64",
+        inference(24, 64, ("inference_mode", "cuda_graph")), held_out=13),
+    "sync_item_b1536": Workload(
+        "the `.item()` step at batch 1536", sync_step("item", 1536), held_out=13),
+    "sync_mask_b3072": Workload(
+        "the mask-index step at batch 3072", sync_step("mask", 3072), held_out=13),
+    "sync_nonzero_b3072": Workload(
+        "the `.nonzero()` step at batch 3072", sync_step("nonzero", 3072), held_out=13),
+    "sync_cpu_b3072": Workload(
+        "the `.cpu()` step at batch 3072", sync_step("cpu", 3072), held_out=13),
+    "sync_print_b768": Workload(
+        "the printing step at batch 768", sync_step("print", 768), held_out=13),
+    "mlp_loader_w4": Workload(
+        "the loader MLP in the caller's loop with num_workers=4, pin_memory off, blocking "
+        "copies", caller_loop("mlp", 4, False), isolate=True, held_out=13),
+    "cnn_loader_w4_pin": Workload(
+        "the loader CNN in the caller's loop with num_workers=4, pin_memory on, non_blocking "
+        "copies", caller_loop("cnn", 4, True), isolate=True, held_out=13),
 }

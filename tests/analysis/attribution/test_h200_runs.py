@@ -100,6 +100,9 @@ def test_item_per_parameter_with_a_busy_gpu_is_the_first_opportunity():
     assert first["max_speedup"] > 1.03
     assert s["verdict"] == "compute-bound"
     assert "host-sync" in {d["id"] for d in s["diagnostics"]}
+    # a graph of the step must drop the syncs too, and replayed it gains no more than that
+    graph = next(o for o in s["opportunities"] if o["cause"] == "host_launch")
+    assert graph["fix"] is None and "no more than removing the sync" in graph["hint"]
 
 
 def test_dataloader_step_is_host_cpu_work_in_the_loader():

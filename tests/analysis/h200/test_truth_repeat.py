@@ -57,6 +57,10 @@ LATER_SETS = {
     "gpu_h200_truth_heldout12": (22, 14, 7.0, 29.9,
                                  {("cnn_loader_w1_pin", "workers4_pin_nonblocking"): (2.89, 2.23),
                                   ("mlp_infer_b40", "cuda_graph"): (3.07, 3.94)}),
+    "gpu_h200_truth_heldout13": (41, 21, 9.5, 87.1,
+                                 {("mlp_infer_b768", "cuda_graph"): (2.26, 1.21),
+                                  ("gpt2_wide", "cuda_graph"): (5.26, 7.93),
+                                  ("sync_mask_b3072", "graph_without_sync"): (5.51, 5.22)}),
 }
 
 
@@ -78,13 +82,35 @@ def test_the_later_sets_repeat_and_their_largest_swings(folder: str) -> None:
 def test_a_fix_timed_in_one_file_only_is_left_out(tmp_path: Path) -> None:
     import json
 
-    def gt(stats: dict[str, float]) -> dict[str, object]:
-        return {"workloads": {"w": {"ground_truth": {"stats": {
-            k: {"iter_ms": {"median": v}} for k, v in stats.items()}}}}}
+    def gt(speedups: dict[str, float]) -> dict[str, object]:
+        return {"workloads": {"w": {"ground_truth": {"speedups": {
+            k: {"iter": {"speedup": v}} for k, v in speedups.items()}}}}}
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(gt({"baseline": 2.0, "fix": 1.0, "other": 0.5})))
-    b.write_text(json.dumps(gt({"baseline": 2.2, "fix": 1.0})))
+    a.write_text(json.dumps(gt({"fix": 2.0, "other": 4.0})))
+    b.write_text(json.dumps(gt({"fix": 2.2})))
     rows = repeat.agreements(a, b)
     assert [(r.fix, r.first, r.repeat) for r in rows] == [("fix", 2.0, 2.2)]
     assert rows[0].difference_pct == pytest.approx(-100 * 0.2 / 2.2)
+
+
+def test_per_fix_processes_merge_each_fix_over_its_own_baseline() -> None:
+    from drive import merge_pairs
+
+    def result(base_ms: float, fix: str, fix_ms: float) -> dict[str, object]:
+        stats = {"baseline": {"iter_ms": {"median": base_ms}},
+                 fix: {"iter_ms": {"median": fix_ms}}}
+        return {"workload": "w", "variants": {"baseline": {}, fix: {}}, "errors": {},
+                "stats": stats, "speedups": {fix: {"iter": {"speedup": base_ms / fix_ms}}}}
+
+    lost = {"workload": "w", "variants": {"baseline": {}}, "errors": {"graph": "CUDA error"},
+            "stats": {"baseline": {"iter_ms": {"median": 9.0}}}, "speedups": {}}
+    merged = merge_pairs({"a": result(4.0, "a", 2.0), "b": result(5.0, "b", 1.0),
+                          "graph": lost, "c": None})
+    assert merged is not None
+    assert {f: s["iter"]["speedup"] for f, s in merged["speedups"].items()} == \
+        {"a": 2.0, "b": 5.0}
+    assert merged["stats"]["baseline"]["iter_ms"]["median"] == 4.0  # the first pair's
+    assert merged["pair_baselines"]["b"]["iter_ms"]["median"] == 5.0
+    assert merged["errors"] == {"graph": "CUDA error", "c": "its process ended without a result"}
+    assert merge_pairs({"c": None}) is None

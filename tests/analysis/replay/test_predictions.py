@@ -13,7 +13,12 @@ import pytest
 import autoprof
 from autoprof.analysis.diagnose.code_fixes import WORKERS_UNSEEN
 from autoprof.analysis.diagnose.opportunities import opportunities
-from autoprof.analysis.diagnose.predictions import FIX_HINTS, ranked, with_predictions
+from autoprof.analysis.diagnose.predictions import (
+    FIX_HINTS,
+    SYNC_FREE_GRAPH_HINT,
+    ranked,
+    with_predictions,
+)
 from autoprof.analysis.metrics.replay.baseline import worker_loop
 from autoprof.analysis.metrics.replay.loop import loop_split
 from autoprof.analysis.report.text import render_summary
@@ -184,3 +189,14 @@ def test_in_a_worker_loop_only_more_workers_is_predicted() -> None:
     launch = next(o for o in opps if o["cause"] == "host_launch")
     assert "predicted_speedup" not in launch and launch["max_speedup"] > 1.0
     assert launch["hint"].endswith(f"({WORKERS_UNSEEN})")
+
+
+@pytest.mark.parametrize(("workload", "syncs"), [
+    ("sync_mask", True),  # `h[h > 0]` inside the step: capture needs it gone first
+    ("cnn_loader_w4", False),  # only the pageable batch copy's own sync: the graph's copy
+    ("compiled_mlp", False),
+])
+def test_a_graph_hint_says_when_the_call_must_lose_its_sync_first(workload: str,
+                                                                 syncs: bool) -> None:
+    graph = next(o for o in _opps(workload) if o.get("fix") == "cuda-graph")
+    assert graph["hint"] == (SYNC_FREE_GRAPH_HINT if syncs else FIX_HINTS["cuda-graph"])

@@ -48,13 +48,23 @@ class CudaGraph:
     latency after the graph launch). A sync inside the span is kept with its wait (a region
     that syncs cannot be captured whole). `input_copy_us` (0: none): each span first copies
     the batch into the graph's static inputs, a copy call costing the host one launch and
-    the GPU `input_copy_us` before the captured kernels (`input_copy_us()`)."""
+    the GPU `input_copy_us` before the captured kernels (`input_copy_us()`).
+
+    What a user must change to capture the span at all is part of the fix: a sync inside a
+    span (other than a host-to-device copy of the batch, which the static inputs' copy
+    replaces) loses its wait and is captured as a launch, and a data-dependent selection's
+    ops there (`selection.py`: a mask index, `.nonzero()`) go, replaced by a sync-free form
+    whose own kernels the trace cannot show (`sync_free`; False keeps every sync with its
+    wait); an Adam/AdamW step whose step counts live on the host runs its capturable form's
+    added kernels (`capturable.py`, `capturable_optimizer`)."""
 
     region: str | None = None
     launch_us: float = GRAPH_LAUNCH_US
     per_kernel_us: float = GRAPH_KERNEL_HOST_US
     kernel_gap_us: float = GRAPH_KERNEL_GAP_US
     input_copy_us: float = 0.0
+    sync_free: bool = True
+    capturable_optimizer: bool = True
 
 
 def input_copy_us(input_bytes: int | None, peak_gbps: float | None) -> float:

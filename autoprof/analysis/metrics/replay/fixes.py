@@ -6,7 +6,9 @@ region's) host row name: a CUDA graph captures the call, and loader workers over
 between two calls.
 
 - `cuda-graph`: the call captured whole, each batch copied into static inputs, then replay:
-  `CudaGraph(call)`, the copy's GPU time `input_copy_us` (`changes.input_copy_us`);
+  `CudaGraph(call)`, the copy's GPU time `input_copy_us` (`changes.input_copy_us`); what
+  capture requires comes with it (the call's syncs gone, a capturable optimizer:
+  `CudaGraph`), and `graph_drops_syncs` says when the call syncs;
 - `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
 - `remove-line`: the line that syncs deleted: the sync, and for a data-dependent selection
   (a mask index, `.nonzero()`) the ops computing on it, forward and backward
@@ -34,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.replay.changes import (
@@ -48,6 +51,8 @@ from autoprof.analysis.metrics.replay.changes import (
     RemoveSync,
 )
 from autoprof.analysis.metrics.replay.replay import predict_speedups
+from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics.sync import host_syncs
 
 FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
                   "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm"]
@@ -92,3 +97,28 @@ def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
                            baseline=baseline)
     return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
         "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}
+
+
+def graph_drops_syncs(events: pd.DataFrame, call: str) -> bool:
+    """Whether a CUDA graph of the call must go without a sync the call makes (`.item()`, a
+    mask index, a copy to the host...): capture refuses them. A blocking host-to-device copy
+    of the batch is not one: the graph's static inputs take its place."""
+    syncs = host_syncs(events)
+    if not len(syncs):
+        return False
+    cpu = isin_mask(events["lane"], ("cpu",))
+    calls = events[cpu & isin_mask(events["name"], (call,))]
+    if not len(calls):
+        return False
+    starts = np.sort(calls["ts_us"].to_numpy(float))
+    ends = calls["end_us"].to_numpy(float)[np.argsort(calls["ts_us"].to_numpy(float))]
+    at = np.searchsorted(starts, syncs["ts_us"].to_numpy(float), "right") - 1
+    inside = (at >= 0) & (syncs["ts_us"].to_numpy(float) < ends[np.clip(at, 0, None)])
+    memcpy = events[isin_mask(events["cat"], ("gpu_memcpy",))]
+    htod = memcpy["name"].str.contains("HtoD|Host -> Device", regex=True).to_numpy(bool)
+    copy_ops = set(memcpy["op_row"].to_numpy()[htod].tolist())
+    parents = syncs["parent"].to_numpy()
+    labels = syncs.index.to_numpy()
+    batch_copy = np.array([int(r) in copy_ops or int(p) in copy_ops
+                           for r, p in zip(labels, parents, strict=True)], dtype=bool)
+    return bool((inside & ~batch_copy).any())

@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
+from autoprof.analysis.metrics._tree import has_ancestor_in
+from autoprof.analysis.metrics.replay.capturable import host_count_steps, tiny_kernel_us
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -45,7 +47,12 @@ from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
-from autoprof.analysis.metrics.stats import Coverage
+from autoprof.analysis.metrics.stats import Coverage, isin_mask
+
+# what a sync-free form of a selection no longer runs: the compaction that sizes the result
+# and the sort-based scatter of its backward (the arithmetic on the values stays: the dense
+# form computes it over the whole tensor)
+SELECTION_MACHINERY = ("aten::nonzero", "aten::_index_put_impl_")
 
 _DIRECTION = {"HtoD": re.compile(r"HtoD|Host -> Device"),
               "DtoH": re.compile(r"DtoH|Device -> Host")}
@@ -366,8 +373,52 @@ def _not_capturable(g: Graph) -> Coverage:
                     g.events["end_us"].to_numpy(float)[hit])
 
 
+def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
+    """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted) and the
+    data-dependent selections' machinery goes (`CudaGraph.sync_free`)."""
+    names = _names(g)
+    htod = _DIRECTION["HtoD"]
+    copies = {c for c in range(g.n_calls)
+              if any(htod.search(names[g.item_row[i]]) for i in g.call_items[c])}
+    copy_ops = {int(g.row_parent[g.call_row[c]]) for c in copies if g.call_row[c] >= 0}
+    for c in np.flatnonzero(g.call_is_sync).tolist():
+        if _inside(spans, float(g.call_ts_us[c])) < 0 or c in copies:
+            continue
+        # a pageable copy's own stream sync sits under the copy op beside its memcpy
+        if g.call_row[c] < 0 or int(g.row_parent[g.call_row[c]]) not in copy_ops:
+            plan.call_waits[c] = []
+    chosen = np.zeros(len(g.events), dtype=bool)
+    chosen[selection_rows(g)] = True
+    hit = (chosen | has_ancestor_in(g.row_parent, chosen)) & \
+        isin_mask(g.events["name"], SELECTION_MACHINERY)
+    rows = np.flatnonzero(hit & ~has_ancestor_in(g.row_parent, hit))
+    starts = g.events["ts_us"].to_numpy(float)[rows]
+    _remove_rows(g, plan, rows[[_inside(spans, float(t)) >= 0 for t in starts]])
+
+
+def _capturable_optimizer(g: Graph, plan: Plan, change: CudaGraph, spans: Coverage) -> None:
+    """Each Adam/AdamW step inside `spans` with host step counts: its capturable form's added
+    kernels (`capturable.py`) queued with its first launch's GPU work, each the trace's
+    shortest kernels' duration apart by the graph's kernel gap."""
+    steps = host_count_steps(g)
+    if not steps:
+        return
+    each_us = tiny_kernel_us(g) + change.kernel_gap_us
+    for step in steps:
+        if _inside(spans, step.ts_us) < 0:
+            continue
+        for c in np.flatnonzero((g.call_kind == LAUNCH) & (g.call_ts_us >= step.ts_us)
+                                & (g.call_ts_us <= step.end_us)).tolist():
+            if g.call_items[c]:
+                plan.item_dur_us[g.call_items[c][0]] += step.extra_kernels * each_us
+                plan.call_cost_us[c] += step.extra_kernels * change.per_kernel_us
+                break
+
+
 def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     spans = _spans(g, change.region)
+    if change.sync_free:
+        _sync_free(g, plan, spans)
     kept = _not_capturable(g)
     seen: set[int] = set()
     copied: set[int] = set()
@@ -378,7 +429,7 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
 
     for c in range(g.n_calls):
         _hide(g, plan, c, measured, region)
-        if g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
+        if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
             continue
         span = _inside(spans, float(g.call_ts_us[c]))
         if span < 0:
@@ -395,3 +446,5 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
             plan.item_dur_us[items[0]] += change.input_copy_us
         plan.item_latency_us[items] = plan.latency_us
         plan.item_gap_us[items] = change.kernel_gap_us
+    if change.capturable_optimizer:
+        _capturable_optimizer(g, plan, change, spans)
