@@ -60,6 +60,14 @@ def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
     return out
 
 
+def batch_copy_ops(events: pd.DataFrame) -> set[int]:
+    """Row labels of the ops that launched a host-to-device copy (`x.to(device)`): from
+    pageable memory such an op also syncs, on its own stream, beside its memcpy."""
+    copies = events[isin_mask(events["cat"], ("gpu_memcpy",))]
+    htod = copies["name"].str.contains("HtoD|Host -> Device", regex=True).to_numpy(bool)
+    return {int(r) for r in copies["op_row"].to_numpy()[htod].tolist() if int(r) >= 0}
+
+
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost synchronising rows of `events` (CPU lane), in time order."""
     cpu = isin_mask(events["lane"], ("cpu",))  # a mask: most rows are CPU rows

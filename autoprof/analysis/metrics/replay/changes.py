@@ -45,18 +45,18 @@ class CudaGraph:
     fetch excepted: its CPU work stays) and each launch's cost are gone; the span's first
     launch costs `launch_us` plus `per_kernel_us` per kernel captured, and the captured
     kernels start `kernel_gap_us` after the one before them on their stream (or the launch
-    latency after the graph launch). A sync inside the span is kept with its wait (a region
-    that syncs cannot be captured whole). `input_copy_us` (0: none): each span first copies
+    latency after the graph launch). `input_copy_us` (0: none): each span first copies
     the batch into the graph's static inputs, a copy call costing the host one launch and
     the GPU `input_copy_us` before the captured kernels (`input_copy_us()`).
 
     What a user must change to capture the span at all is part of the fix: a sync inside a
     span (other than a host-to-device copy of the batch, which the static inputs' copy
     replaces) loses its wait and is captured as a launch, and a data-dependent selection's
-    ops there (`selection.py`: a mask index, `.nonzero()`) go, replaced by a sync-free form
-    whose own kernels the trace cannot show (`sync_free`; False keeps every sync with its
-    wait); an Adam/AdamW step whose step counts live on the host runs its capturable form's
-    added kernels (`capturable.py`, `capturable_optimizer`)."""
+    compaction and sort-based scatter there go (`transform.SELECTION_MACHINERY`: the
+    sync-free form, `torch.where`, computes on the whole tensor instead), with `sync_free`
+    (False: every sync kept with its wait, a region that syncs not captured whole); an
+    Adam/AdamW step whose step counts live on the host runs its capturable form's added
+    kernels (`capturable.py`, `capturable_optimizer`)."""
 
     region: str | None = None
     launch_us: float = GRAPH_LAUNCH_US

@@ -51,8 +51,8 @@ from autoprof.analysis.metrics.replay.changes import (
     RemoveSync,
 )
 from autoprof.analysis.metrics.replay.replay import predict_speedups
-from autoprof.analysis.metrics.stats import isin_mask
-from autoprof.analysis.metrics.sync import host_syncs
+from autoprof.analysis.metrics.stats import Coverage, isin_mask
+from autoprof.analysis.metrics.sync import batch_copy_ops, host_syncs
 
 FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
                   "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm"]
@@ -101,24 +101,17 @@ def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
 
 def graph_drops_syncs(events: pd.DataFrame, call: str) -> bool:
     """Whether a CUDA graph of the call must go without a sync the call makes (`.item()`, a
-    mask index, a copy to the host...): capture refuses them. A blocking host-to-device copy
-    of the batch is not one: the graph's static inputs take its place."""
+    mask index, a copy to the host...): capture refuses them. A host-to-device copy of the
+    batch is not one: the graph's static inputs take its place (`CudaGraph`)."""
     syncs = host_syncs(events)
-    if not len(syncs):
+    calls = events[isin_mask(events["lane"], ("cpu",)) & isin_mask(events["name"], (call,))]
+    if not len(syncs) or not len(calls):
         return False
-    cpu = isin_mask(events["lane"], ("cpu",))
-    calls = events[cpu & isin_mask(events["name"], (call,))]
-    if not len(calls):
-        return False
-    starts = np.sort(calls["ts_us"].to_numpy(float))
-    ends = calls["end_us"].to_numpy(float)[np.argsort(calls["ts_us"].to_numpy(float))]
-    at = np.searchsorted(starts, syncs["ts_us"].to_numpy(float), "right") - 1
-    inside = (at >= 0) & (syncs["ts_us"].to_numpy(float) < ends[np.clip(at, 0, None)])
-    memcpy = events[isin_mask(events["cat"], ("gpu_memcpy",))]
-    htod = memcpy["name"].str.contains("HtoD|Host -> Device", regex=True).to_numpy(bool)
-    copy_ops = set(memcpy["op_row"].to_numpy()[htod].tolist())
-    parents = syncs["parent"].to_numpy()
-    labels = syncs.index.to_numpy()
-    batch_copy = np.array([int(r) in copy_ops or int(p) in copy_ops
-                           for r, p in zip(labels, parents, strict=True)], dtype=bool)
-    return bool((inside & ~batch_copy).any())
+    spans = Coverage(calls["ts_us"].to_numpy(float), calls["end_us"].to_numpy(float))
+    ts = syncs["ts_us"].to_numpy(float)
+    k = np.searchsorted(spans.s, ts, "right") - 1
+    inside = (k >= 0) & (ts < spans.e[np.clip(k, 0, None)])
+    copies = batch_copy_ops(events)
+    of_a_copy = np.fromiter((int(r) in copies or int(p) in copies for r, p in
+                             zip(syncs.index, syncs["parent"], strict=True)), bool, len(syncs))
+    return bool((inside & ~of_a_copy).any())

@@ -3,7 +3,8 @@
 - `CudaGraph`: the host time and the launch costs inside the region's spans go (except a
   DataLoader's fetch: its CPU work stays); one graph launch per span, after the copy of the
   batch into the static inputs (a launch on the host, `input_copy_us` on the GPU); the
-  captured kernels run `kernel_gap_us` apart.
+  captured kernels run `kernel_gap_us` apart; the spans' syncs (a batch copy's excepted)
+  lose their waits, a selection's machinery goes, and a capturable optimizer's kernels join.
 - `RemoveSync`: the matching syncs lose their waits.
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
@@ -48,6 +49,7 @@ from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selectio
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
 from autoprof.analysis.metrics.stats import Coverage, isin_mask
+from autoprof.analysis.metrics.sync import batch_copy_ops
 
 # what a sync-free form of a selection no longer runs: the compaction that sizes the result
 # and the sort-based scatter of its backward (the arithmetic on the values stays: the dense
@@ -376,16 +378,13 @@ def _not_capturable(g: Graph) -> Coverage:
 def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
     """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted) and the
     data-dependent selections' machinery goes (`CudaGraph.sync_free`)."""
-    names = _names(g)
-    htod = _DIRECTION["HtoD"]
-    copies = {c for c in range(g.n_calls)
-              if any(htod.search(names[g.item_row[i]]) for i in g.call_items[c])}
-    copy_ops = {int(g.row_parent[g.call_row[c]]) for c in copies if g.call_row[c] >= 0}
-    for c in np.flatnonzero(g.call_is_sync).tolist():
-        if _inside(spans, float(g.call_ts_us[c])) < 0 or c in copies:
-            continue
-        # a pageable copy's own stream sync sits under the copy op beside its memcpy
-        if g.call_row[c] < 0 or int(g.row_parent[g.call_row[c]]) not in copy_ops:
+    labels = g.events.index.to_numpy()
+    copies = batch_copy_ops(g.events)  # the copy op's memcpy, and its own stream sync
+    for c in np.flatnonzero(g.call_is_sync & (g.call_row >= 0)).tolist():
+        row = int(g.call_row[c])
+        up = int(g.row_parent[row])
+        if _inside(spans, float(g.call_ts_us[c])) >= 0 and int(labels[row]) not in copies \
+                and (up < 0 or int(labels[up]) not in copies):
             plan.call_waits[c] = []
     chosen = np.zeros(len(g.events), dtype=bool)
     chosen[selection_rows(g)] = True
