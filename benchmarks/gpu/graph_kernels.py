@@ -1,7 +1,8 @@
 """How many kernels a whole-step CUDA graph of a truth workload runs beside the step as
 written, and both untraced iteration times (CUDA events): the graph a user captures runs the
-optimizer with ``capturable=True`` and, under autocast, casts without the cache, so its
-kernels are not the traced step's.
+optimizer with ``capturable=True`` (and, under autocast, casts without the cache, which on
+the H200 added no kernel), so its kernels are not the traced step's (docs/gpu-validation.md,
+"What capture takes").
 
     PYTHONPATH=.:/tmp/site python3 benchmarks/gpu/graph_kernels.py OUT gpt2_small sync_mask_b4096
 
