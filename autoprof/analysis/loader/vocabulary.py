@@ -53,6 +53,10 @@ SCALAR_READS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 AUTOPROF_LABEL = re.compile(r"^autoprof::")
 # torch labels each batch fetch ``enumerate(DataLoader)#_<Kind>DataLoaderIter.__next__``.
 DATA_LOADER_NAME = re.compile(r"DataLoader|_DataLoaderIter")
+# A copy's direction in its GPU row's name (``Memcpy HtoD (Pageable -> Device)``, or the
+# long form some Kineto versions write).
+HOST_TO_DEVICE = re.compile(r"HtoD|Host -> Device")
+DEVICE_TO_HOST = re.compile(r"DtoH|Device -> Host")
 
 # --- tolerances -------------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import (
     AUTOPROF_LABEL,
+    DEVICE_TO_HOST,
+    HOST_TO_DEVICE,
     RUNTIME_CATS,
     SCALAR_READS,
     SYNC_NAMES,
@@ -46,7 +48,7 @@ def blocking_copy_ops(events: pd.DataFrame) -> set[int]:
     that launched a device-to-host copy into pageable memory."""
     copies = events[isin_mask(events["cat"], ("gpu_memcpy",))]
     names = copies["name"]
-    dtoh = names.str.contains("DtoH|Device -> Host", regex=True) & ~names.str.contains("Pinned")
+    dtoh = names.str.contains(DEVICE_TO_HOST) & ~names.str.contains("Pinned")
     parent_of, cat_of = events["parent"], events["cat"]
     out = set()
     for row in copies.loc[dtoh.to_numpy(dtype=bool), "op_row"]:
@@ -64,7 +66,7 @@ def batch_copy_ops(events: pd.DataFrame) -> set[int]:
     """Row labels of the ops that launched a host-to-device copy (`x.to(device)`): from
     pageable memory such an op also syncs, on its own stream, beside its memcpy."""
     copies = events[isin_mask(events["cat"], ("gpu_memcpy",))]
-    htod = copies["name"].str.contains("HtoD|Host -> Device", regex=True).to_numpy(bool)
+    htod = copies["name"].str.contains(HOST_TO_DEVICE).to_numpy(bool)
     return {int(r) for r in copies["op_row"].to_numpy()[htod].tolist() if int(r) >= 0}
 
 

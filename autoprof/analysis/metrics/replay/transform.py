@@ -22,12 +22,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
+from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, DEVICE_TO_HOST, HOST_TO_DEVICE
 from autoprof.analysis.metrics._tree import has_ancestor_in
 from autoprof.analysis.metrics.replay.capturable import host_count_steps, tiny_kernel_us
 from autoprof.analysis.metrics.replay.changes import (
@@ -56,8 +55,7 @@ from autoprof.analysis.metrics.sync import batch_copy_ops
 # form computes it over the whole tensor)
 SELECTION_MACHINERY = ("aten::nonzero", "aten::_index_put_impl_")
 
-_DIRECTION = {"HtoD": re.compile(r"HtoD|Host -> Device"),
-              "DtoH": re.compile(r"DtoH|Device -> Host")}
+_DIRECTION = {"HtoD": HOST_TO_DEVICE, "DtoH": DEVICE_TO_HOST}
 
 
 def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
