@@ -11,7 +11,8 @@ Each argument is ``workload:variant[:capturable][:cacheoff]``: ``capturable`` bu
 ``cacheoff`` every ``torch.autocast`` with ``cache_enabled=False``. Per argument: the median
 of 5 blocks of 20 iterations (ms an iteration, CUDA events, after 10 warm-up iterations),
 then torch.profiler over 10 iterations: kernels (and memcpys, memsets) an iteration, their
-GPU time, and both per kernel name. Writes OUT.json after each argument
+GPU time, and both per kernel name (`graph_kernels.py`'s `iteration_ms` and
+`gpu_work_by_name`). Writes OUT.json after each argument
 (benchmarks/results-h200-graph-kernel-names.json; docs/gpu-validation.md, "What capture
 takes").
 """
@@ -20,10 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent / "truth"))
 
 from common import Ctx, Variant  # noqa: E402
+from graph_kernels import gpu_work_by_name, iteration_ms  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 _ADAMW = torch.optim.AdamW
@@ -63,19 +63,6 @@ def _patched(capturable: bool, cache_off: bool) -> Iterator[None]:
         torch.autocast = _AUTOCAST  # type: ignore[misc]
 
 
-def _iteration_ms(step: Callable[[], object]) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    blocks = []
-    for _ in range(5):
-        start.record()
-        for _ in range(20):
-            step()
-        end.record()
-        torch.cuda.synchronize()
-        blocks.append(start.elapsed_time(end) / 20)
-    return statistics.median(blocks)
-
-
 def measure(variant: Variant) -> dict[str, Any]:
     """The variant's iteration time and its GPU work an iteration, in total and by name."""
 
@@ -85,20 +72,11 @@ def measure(variant: Variant) -> dict[str, Any]:
     for _ in range(10):
         step()
     torch.cuda.synchronize()
-    ms = _iteration_ms(step)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(10):
-            step()
-        torch.cuda.synchronize()
-    count: Counter[str] = Counter()
-    gpu_us: defaultdict[str, float] = defaultdict(float)
-    for ev in prof.events():
-        if ev.device_type == torch.autograd.DeviceType.CUDA:
-            count[ev.name] += 1
-            gpu_us[ev.name] += ev.device_time
-    return {"iteration_ms": ms, "kernels": sum(count.values()) / 10,
-            "gpu_us": sum(gpu_us.values()) / 10,
-            "by_name": {k: [count[k] / 10, round(gpu_us[k] / 10, 2)] for k in sorted(count)}}
+    ms = iteration_ms(step)
+    work = gpu_work_by_name(step)
+    return {"iteration_ms": ms, "kernels": sum(n for n, _ in work.values()),
+            "gpu_us": sum(us for _, us in work.values()),
+            "by_name": {k: [n, round(us, 2)] for k, (n, us) in work.items()}}
 
 
 def main() -> int:
