@@ -202,7 +202,7 @@ def _strings(values: list[str], codes: npt.NDArray[Any]) -> pa.DictionaryArray:
     distinct values that occur, sorted, so sorting and grouping by the column order rows
     as plain strings would. 4 bytes a row instead of each row's own string, and filters
     and group-bys work on the codes."""
-    present = np.unique(codes)
+    present = np.flatnonzero(np.bincount(codes, minlength=len(values)))  # sorted, O(rows)
     distinct, inverse = np.unique(np.array(values, dtype=object)[present], return_inverse=True)
     remap = np.zeros(len(values), dtype=np.int32)
     remap[present] = inverse
