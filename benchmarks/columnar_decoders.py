@@ -123,6 +123,18 @@ def _engines(body: bytes) -> dict[str, Callable[[], int]]:
     return engines
 
 
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in ("msgspec", "pyarrow", "polars", "numpy"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=int, default=100)
@@ -144,7 +156,8 @@ def main() -> int:
     print("| engine | events | wall, s | CPU, s | CPU per MiB, ms |")
     print("| --- | --- | --- | --- | --- |")
     report: dict[str, Any] = {"mib": mib, "rounds": args.rounds, "cpus": os.cpu_count(),
-                              "python": platform.python_version(), "engines": {}}
+                              "python": platform.python_version(), "versions": _versions(),
+                              "engines": {}}
     for name, runs in samples.items():
         wall = statistics.median(w for w, _ in runs)
         cpu = statistics.median(c for _, c in runs)
