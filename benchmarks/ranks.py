@@ -83,8 +83,14 @@ emit({"work_s": work_s, "parent_peak_mb": own, "worker_peak_mb": kids,
 
 
 def _clear_caches(folder: Path) -> None:
-    for pattern in ("*.autoprof.arrow", "*.autoprof.summary.json", "*.autoprof.rank.json"):
-        for path in folder.glob(pattern):
+    """Every cache autoprof keeps beside the run's traces: the table's, the summary's and
+    each rank's result (their suffixes from the package, so a renamed one is still cleared)."""
+    from autoprof.analysis.loader.cache import SUFFIX as TABLE
+    from autoprof.analysis.report.summary_cache import SUFFIX as SUMMARY
+    from autoprof.analysis.scale.rank_map import SUFFIX as RANK
+
+    for suffix in (TABLE, SUMMARY, RANK):
+        for path in folder.rglob(f"*{suffix}"):
             path.unlink()
 
 
