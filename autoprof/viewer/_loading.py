@@ -1,13 +1,19 @@
 """Loading, cached: one analysis call per (path, modification times); errors kept as text.
 
 The viewer never parses a trace itself: it calls `autoprof.load` / `find_runs` / `compare`.
-A run that fails to load yields its one-line error; other runs are unaffected.
+A run that fails to load yields its one-line error; other runs are unaffected. A run of more
+than `SCALE_MIN_RANKS` rank traces is analysed rank by rank instead (analysis/scale: each
+rank on its own in a process pool, the run a reduce of their small results, cached beside
+the traces), so a thousand ranks never become one table in the server's memory: its outcome
+is a `RunAnswer`, which the Overview and Ranks pages show.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import multiprocessing
+import os
 import shutil
 import tempfile
 import threading
@@ -28,6 +34,7 @@ from autoprof.viewer._paths import check_tree, inside
 
 Progress = Callable[..., None]
 _BLOCK = 1024**2
+SCALE_MIN_RANKS = 64  # a run of more rank traces is analysed rank by rank
 
 
 @dataclass
@@ -127,9 +134,30 @@ def _load(path: Path, progress: Progress | None) -> tuple[Any, str]:
     import autoprof
 
     try:
+        if path.is_dir():
+            from autoprof.analysis.scale import rank_tasks
+
+            if len(rank_tasks(path)) > SCALE_MIN_RANKS:
+                return _load_at_scale(path, progress), ""
         return autoprof.load(path, progress=progress), ""
     except Exception as e:  # noqa: BLE001 - any failure is shown for this run only
         return None, _error_line(path, e)
+
+
+def _load_at_scale(path: Path, progress: Progress | None) -> Any:
+    """The run's ``RunAnswer``: its ranks analysed by a pool of this machine's cores. The
+    workers start from a fork server, never forked from the server's threads."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from autoprof.analysis.scale import summarize_ranks
+
+    def ranks_done(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done / max(total, 1), f"{done} of {total} ranks analysed")
+
+    jobs = max(1, os.cpu_count() or 1)
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        return summarize_ranks(path, executor=pool, progress=ranks_done)
 
 
 class _Bar:

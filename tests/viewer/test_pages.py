@@ -151,6 +151,41 @@ def test_many_ranks_draw_heatmaps_and_fold_the_table(roots, monkeypatch):
         visit(at, page)
 
 
+def test_a_run_of_many_ranks_is_shown_rank_by_rank(tmp_path, monkeypatch):
+    """Past SCALE_MIN_RANKS rank traces the viewer analyses the run rank by rank (a process
+    pool, never one table of every rank): Overview and Ranks show the reduce, the other
+    pages say where to look; the answer is the whole run's (straggler rank 1)."""
+    from support.viewer import add_multirank
+
+    import autoprof.viewer._loading as loading
+
+    monkeypatch.setattr(loading, "SCALE_MIN_RANKS", 1)
+    add_multirank(tmp_path)  # a folder of its own: the server's run store is process-wide
+    at = open_app(tmp_path, monkeypatch)
+    texts = list(markdown_texts(at))
+    assert any(t.startswith("Straggler: rank 1 ") for t in texts), texts
+    assert any(" events, analysed rank by rank: mean step " in t for t in texts), texts
+    assert [s.value for s in at.subheader][:2] == [
+        "Where the time goes", "Slowest ranks (robust z: distance from the median in MADs)"]
+    assert sorted(at.dataframe[1].value["rank"].tolist()) == ["0", "1"]  # slowest first
+    visit(at, "ranks")
+    assert_wired(at, "ranks")
+    assert any(t.startswith("Straggler: rank 1") for t in markdown_texts(at))
+    titles = [c["title"] if isinstance(c["title"], str) else c["title"]["text"]
+              for c in charts(at)]
+    assert titles[:2] == ["Share of the mean step per bucket", "Step time per rank"]
+    assert sorted(at.dataframe[-1].value["rank"].tolist()) == ["0", "1"]
+    for page, title in (("ops", "Self vs total"), ("source", "Source"), ("timeline", "Timeline"),
+                        ("steps", "Steps and warm-up"), ("roofline", "Roofline"),
+                        ("memory", "Memory"), ("whatif", "What-if")):
+        visit(at, page)
+        notes = [t for t in markdown_texts(at) if "analysed rank by rank" in t]
+        assert notes and f"for the {title} page" in notes[0], (page, notes)
+        assert "rank1" in at.code[-1].value.splitlines()[0]  # the straggler's trace first
+    visit(at, "compare")
+    assert any("analysed rank by rank (2 ranks), left out" in t for t in markdown_texts(at))
+
+
 def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):
     at = open_app(roots["evil"], monkeypatch)
     seen_in_data = False

@@ -6,6 +6,10 @@
 - ``rank_outliers(table)``: the ranks whose robust z-score ((x - median) / (1.4826 MAD), the
   reduce's) passes ``OUTLIER_Z`` on a rank-table column, farthest first.
 
+The map's per-rank results (``RankResult``: a run analysed rank by rank) give the same two
+grids through ``results_breakdown`` (each rank's mean step and buckets, one row a rank) and
+``results_steps`` (each rank's step times), shaped as the breakdown's per-step table.
+
 A grid never has more than ``max_cells`` cells: past that, consecutive ranks are grouped
 (``rank_lo``-``rank_hi``) and a group's cell is the mean of its ranks, the last steps are
 kept and the others left out, so a chart of 1,024 ranks draws a few thousand rectangles, not
@@ -15,11 +19,14 @@ group's mean hides is still named.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.breakdown import BUCKETS
 from autoprof.analysis.scale.reduce import OUTLIER_Z, robust_z
+from autoprof.analysis.scale.result import RankResult
 
 MAX_CELLS = 8_192
 MAX_STEPS = 64
@@ -85,3 +92,26 @@ def rank_outliers(table: pd.DataFrame, column: str = "step_time_us_median") -> p
     out = out[np.abs(out["z"]) > OUTLIER_Z]
     return out.iloc[np.argsort(-np.abs(out["z"].to_numpy()), kind="stable")].reset_index(
         drop=True)
+
+
+def results_breakdown(results: Sequence[RankResult]) -> pd.DataFrame:
+    """One row per rank: its mean step and mean bucket times (``RankResult.breakdown``), in the
+    breakdown's columns (``rank``, ``step_us``, ``<bucket>_us``): ``rank_by_bucket`` of it
+    is the share each bucket takes of the rank's mean step, as for the merged table."""
+    rows = []
+    for r in results:
+        buckets = r.breakdown.get("buckets_us") or {}
+        rows.append({"rank": r.rank, "step_us": float(r.breakdown.get("step_us") or 0.0),
+                     **{f"{b}_us": float(buckets.get(b) or 0.0) for b in BUCKETS}})
+    columns = ["rank", "step_us", *[f"{b}_us" for b in BUCKETS]]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def results_steps(results: Sequence[RankResult]) -> pd.DataFrame:
+    """``rank``, ``step``, ``step_us``: every step of every rank (``RankResult.steps`` and
+    ``step_us``, the breakdown's step time), for ``rank_by_step``."""
+    return pd.DataFrame({
+        "rank": np.asarray([r.rank for r in results for _ in r.steps], dtype=np.int64),
+        "step": np.asarray([s for r in results for s in r.steps], dtype=np.int64),
+        "step_us": np.asarray([us for r in results for us in r.step_us], dtype=float),
+    })

@@ -151,7 +151,7 @@ def compute_rank(task: RankTask) -> RankResult:
     table = analysis.ranks
     row = jsonable(table.to_dict(orient="records")[0]) if len(table) else {}
     mean = dict(analysis.breakdown.mean())
-    mean.pop("per_step", None)
+    per_step: list[dict[str, Any]] = mean.pop("per_step", [])  # type: ignore[assignment]
     memory = memory_summary(analysis.memory)
     spans = analysis.steps["cpu_span_us"] if len(analysis.steps) else []
     verdict = analysis.verdict
@@ -161,5 +161,6 @@ def compute_rank(task: RankTask) -> RankResult:
         breakdown=jsonable(mean), verdict=str(verdict.kind), verdict_reason=str(verdict.reason),
         top_ops=top_ops(analysis.ops), memory_peaks=memory["devices"] if memory else None,
         step_times_us=[float(s) for s in spans], world_size=data.world_size,
-        warnings=list(data.load_warnings),
+        warnings=list(data.load_warnings), steps=[int(s["step"]) for s in per_step],
+        step_us=[float(s["step_us"]) for s in per_step],
     )

@@ -3,7 +3,8 @@
 A rank's trace may hold millions of events; what the run's answer needs of it is a few
 kilobytes: its row of the rank table (metrics/ranks.py: step time, compute and collective
 time, exposed communication, GPU busy, verdict), its breakdown (mean step and buckets), its
-verdict, its top ops, its memory peaks and the time of each of its steps. ``RankResult`` is
+verdict, its top ops, its memory peaks and the time of each of its steps (its CPU span, and
+the breakdown's step time, which the Ranks page's rank x step heatmap shows). ``RankResult`` is
 that record; it round-trips through JSON (``to_json`` / ``from_json``) so that a second open
 reads it back instead of the trace.
 """
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # bump when the fields or their meaning change: older cached records are then recomputed
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class RankResult:
     step_times_us: list[float]  # each profiled step's CPU span, in step order
     world_size: int = 1
     warnings: list[str] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)  # the breakdown's step numbers
+    step_us: list[float] = field(default_factory=list)  # and each one's time (Breakdown)
 
     @property
     def exposed_comm_pct(self) -> float:

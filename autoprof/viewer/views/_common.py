@@ -9,6 +9,7 @@ import streamlit as st
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from autoprof.analysis.analysis import record_of
+from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_bytes, fmt_flops, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._loading import Loaded
@@ -26,8 +27,10 @@ def no_folder(ctx: Context) -> bool:
     return False
 
 
-def current_run(ctx: Context, title: str) -> Any:
-    """Draw the page title and the run's state; return the Run, or None if there is none."""
+def current_run(ctx: Context, title: str, at_scale: bool = False) -> Any:
+    """Draw the page title and the run's state; return the Run, or None if there is none.
+    A run analysed rank by rank (a ``RunAnswer``, viewer/_loading.py) is returned only to a
+    page that shows one (``at_scale``); any other page says where to look instead."""
     st.title(title)
     if ctx.current is None:
         if not no_folder(ctx):
@@ -44,8 +47,27 @@ def current_run(ctx: Context, title: str) -> Any:
     if not loaded.ok:
         show_error("This run could not be loaded.", loaded.error or "unknown error")
         return None
+    if isinstance(loaded.run, RunAnswer):
+        if at_scale:
+            return loaded.run
+        _rank_by_rank_note(loaded.run, title)
+        return None
     failed_note(loaded)
     return loaded.run
+
+
+def _rank_by_rank_note(answer: RunAnswer, title: str) -> None:
+    """Why a page of one events table is empty for a run analysed rank by rank, and the
+    traces of its slowest ranks, to open one by path in the sidebar."""
+    st.info(md_escape(
+        f"This run has {len(answer.ranks)} ranks: it is analysed rank by rank, never as one "
+        f"table of all {answer.events:,} events. Its Overview and Ranks pages show the run; "
+        f"for the {title} page, open one rank's trace by path in the sidebar. The "
+        "straggler's trace first, then the slowest ranks':"))
+    trace_of = {r.rank: r.trace for r in answer.ranks}
+    first = [] if answer.straggler_rank is None else [answer.straggler_rank]
+    ranks = dict.fromkeys(first + [int(w["rank"]) for w in answer.worst_ranks])
+    st.code("\n".join(trace_of[r] for r in ranks if r in trace_of), language=None)
 
 
 def failed_note(loaded: Loaded) -> None:

@@ -12,8 +12,10 @@ import streamlit as st
 
 import autoprof.analysis as analysis
 from autoprof.analysis.analysis import record_of
+from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
+from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import device_name, no_folder, readable, show_error
 from autoprof.viewer.views.compare_diff import render_diff
 
@@ -29,9 +31,12 @@ def render(ctx: Context) -> None:
     if not ctx.compared:
         st.info("Choose two or more runs under 'Runs to compare' in the sidebar.")
         return
-    good = [c for c in ctx.compared if c.ok]
+    good = [c for c in ctx.compared if c.ok and not isinstance(c.run, RunAnswer)]
     for bad in (c for c in ctx.compared if not c.ok):
         show_error(f"{bad.label}: could not be loaded, left out.", bad.error or "")
+    for big in (c for c in ctx.compared if isinstance(c.run, RunAnswer)):
+        st.info(md_escape(f"{big.label}: analysed rank by rank ({len(big.run.ranks)} ranks), "
+                          "left out: its Overview and Ranks pages show it."))
     if not good:
         return
     runs = [c.run for c in good]

@@ -9,12 +9,13 @@ import streamlit as st
 from autoprof.analysis import Run
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.report.text import untraced_between_clause
+from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown, roofline, whatif
-from autoprof.viewer.views._common import current_run, dash, device_name
+from autoprof.viewer.views._common import current_run, dash, device_name, readable
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success,
                 "input-bound": st.warning}
@@ -24,8 +25,11 @@ TOP_FINDINGS = 3  # diagnostics shown on the first screen, most severe first
 
 
 def render(ctx: Context) -> None:
-    run = current_run(ctx, "Overview")
+    run = current_run(ctx, "Overview", at_scale=True)
     if run is None:
+        return
+    if isinstance(run, RunAnswer):
+        _rank_by_rank(run)
         return
     verdict = run.analysis.verdict
     box = _VERDICT_BOX.get(verdict.kind, st.info)
@@ -49,6 +53,34 @@ def render(ctx: Context) -> None:
             st.json(run.manifest)
         else:
             st.write("No manifest: this is a plain torch.profiler trace, not an autoprof run.")
+
+
+def _rank_by_rank(answer: RunAnswer) -> None:
+    """A run analysed rank by rank: the straggler, where the time goes (the mean over every
+    rank's steps), the slowest ranks and the verdicts; the Ranks page has the heatmaps."""
+    if answer.straggler_rank is None:
+        st.info("No straggler: the ranks are balanced, or never meet in collectives.")
+    else:
+        st.error(f"Straggler: rank {answer.straggler_rank} (the other ranks wait for it). "
+                 "The Ranks page shows every rank's buckets and steps.")
+    bd = answer.breakdown
+    st.write(md_escape(
+        f"{answer.world_size} ranks, {answer.events:,} events, analysed rank by rank: mean "
+        f"step {fmt_us(bd.get('step_us'))} over {bd.get('steps', 0)} steps of every rank."))
+    pct: dict[str, float] = bd.get("buckets_pct") or {}
+    us: dict[str, float] = bd.get("buckets_us") or {}
+    buckets = pd.DataFrame({"bucket": list(pct), "share_pct": list(pct.values()),
+                            "per_step_us": [us.get(b) for b in pct]})
+    st.subheader("Where the time goes")
+    st.dataframe(readable(buckets.sort_values("share_pct", ascending=False)),
+                 hide_index=True, width="stretch")
+    st.subheader("Slowest ranks (robust z: distance from the median in MADs)")
+    st.dataframe(readable(pd.DataFrame(answer.worst_ranks)), hide_index=True, width="stretch")
+    st.write(md_escape("Verdicts: " + ", ".join(f"{k} {v}" for k, v in
+                                                sorted(answer.verdicts.items()))))
+    if answer.warnings:
+        with st.expander(f"Warnings ({len(answer.warnings)})", expanded=False):
+            st.code("\n".join(answer.warnings[:50]), language=None)
 
 
 def _between_calls(run: Run) -> None:

@@ -1,26 +1,28 @@
 """Ranks: the straggler, the ranks' spread and outliers, a rank x bucket and a rank x step
 heatmap (analysis/scale/heatmap.py: a few thousand cells at most, consecutive ranks grouped
 past that), per-rank bars while the ranks fit side by side, and the rank table (folded away
-past that many ranks: never a row per rank by default at a thousand ranks)."""
+past that many ranks: never a row per rank by default at a thousand ranks). A run analysed
+rank by rank (viewer/_loading.py) draws the same from its ranks' cached results."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from autoprof.analysis.scale.heatmap import rank_by_bucket, rank_by_step, rank_outliers
-from autoprof.analysis.scale.reduce import MAD_TO_SD
+from autoprof.analysis.scale.heatmap import (
+    rank_by_bucket,
+    rank_by_step,
+    rank_outliers,
+    results_breakdown,
+    results_steps,
+)
+from autoprof.analysis.scale.reduce import MAD_TO_SD, RunAnswer
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer.views._common import current_run, readable
-
-if TYPE_CHECKING:
-    from autoprof.analysis.run import Run
 
 _CHARTS = (
     ("step_time_us_median", "Step time (median)", "time"),
@@ -62,16 +64,17 @@ def _spread_line(table: pd.DataFrame, outliers: pd.DataFrame) -> str:
             f"{fmt_us(float(step.max()))}); {len(outliers)} outlier rank(s) by robust z.")
 
 
-def _heatmaps(run: Run) -> None:
-    breakdown = run.breakdown()
+def _heatmaps(by_bucket_rows: pd.DataFrame, by_step_rows: pd.DataFrame) -> None:
+    """The two grids, from breakdown rows (rank, step, step_us, <bucket>_us): the merged
+    table's per-step breakdown, or the map's per-rank results (analysis/scale/heatmap.py)."""
     by_bucket, by_step = st.tabs(["rank x bucket", "rank x step"])
-    grid = rank_by_bucket(breakdown)
+    grid = rank_by_bucket(by_bucket_rows)
     with by_bucket:
         if len(grid) and int(grid["ranks"].max()) > 1:
             st.caption("Consecutive ranks grouped: each cell is their mean.")
         st.altair_chart(heatmap(grid, "Share of the mean step per bucket", "% of step",
                                 "bucket"), width="stretch")
-    grid = rank_by_step(breakdown)
+    grid = rank_by_step(by_step_rows)
     with by_step:
         st.altair_chart(heatmap(grid, "Step time per rank", "step (µs)", "step"),
                         width="stretch")
@@ -89,22 +92,33 @@ def _bars(table: pd.DataFrame, straggler: int | None) -> None:
 
 
 def render(ctx: Context) -> None:
-    run = current_run(ctx, "Ranks")
+    run = current_run(ctx, "Ranks", at_scale=True)
     if run is None:
+        return
+    if isinstance(run, RunAnswer):  # a run analysed rank by rank: its ranks' results
+        st.caption(f"{len(run.ranks)} ranks analysed one by one (their results are cached "
+                   "beside their traces).")
+        _page(run.rank_table(), run.straggler_rank, results_breakdown(run.ranks),
+              results_steps(run.ranks))
         return
     table: pd.DataFrame = run.ranks()
     if run.world_size <= 1 and len(table) <= 1:
         st.info("A single-process run: one rank, nothing to compare.")
         st.dataframe(readable(table), hide_index=True, width="stretch")
         return
-    straggler = run.straggler_rank
+    breakdown = run.breakdown()
+    _page(table, run.straggler_rank, breakdown, breakdown)
+
+
+def _page(table: pd.DataFrame, straggler: int | None, by_bucket_rows: pd.DataFrame,
+          by_step_rows: pd.DataFrame) -> None:
     if straggler is None:
         st.write(f"{len(table)} ranks, no straggler: the analysis finds them balanced.")
     else:
         st.error(f"Straggler: rank {int(straggler)} (the other ranks wait for it).")
     outliers = rank_outliers(table)
     st.write(_spread_line(table, outliers))
-    _heatmaps(run)
+    _heatmaps(by_bucket_rows, by_step_rows)
     if len(outliers):
         st.subheader("Outlier ranks (step time, robust z)")
         st.dataframe(readable(outliers.head(20)), hide_index=True, width="stretch")

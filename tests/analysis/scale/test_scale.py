@@ -130,3 +130,36 @@ def test_cli_jobs_prints_the_reduce(capsys: pytest.CaptureFixture[str]) -> None:
 
     answer = json.loads(capsys.readouterr().out)
     assert answer["straggler_rank"] == 1 and len(answer["ranks"]) == 2
+
+
+@pytest.mark.parametrize("run", RUNS[:2] + [STRAGGLER], ids=lambda p: p.parent.name)
+def test_the_ranks_grids_from_the_map_are_the_whole_runs(run: Path) -> None:
+    """The Ranks page of a run analysed rank by rank draws, from the ranks' results, the
+    rank x bucket and rank x step grids the whole run's breakdown gives."""
+    from autoprof.analysis.scale.heatmap import (
+        rank_by_bucket,
+        rank_by_step,
+        results_breakdown,
+        results_steps,
+    )
+
+    whole = analysis.load(run).breakdown()
+    results = summarize_ranks(run, use_cache=False).ranks
+    for grid, expected in ((rank_by_bucket(results_breakdown(results)), rank_by_bucket(whole)),
+                           (rank_by_step(results_steps(results)), rank_by_step(whole))):
+        assert len(grid) == len(expected) > 0
+        key = ["rank_lo", "column"]
+        got = grid.sort_values(key).reset_index(drop=True)
+        want = expected.sort_values(key).reset_index(drop=True)
+        assert got[["rank_lo", "rank_hi", "ranks", "column"]].equals(
+            want[["rank_lo", "rank_hi", "ranks", "column"]])
+        assert all(_same(a, b) for a, b in zip(got["value"], want["value"], strict=True))
+
+
+def test_a_result_keeps_the_breakdowns_steps_through_its_cache() -> None:
+    (result, *_) = summarize_ranks(STRAGGLER, use_cache=False).ranks
+    assert len(result.steps) == len(result.step_us) > 0
+    assert result.steps == sorted(result.steps)
+    assert RankResult.from_json(result.to_json()) == result
+    older = result.to_json().replace('"format_version": 2', '"format_version": 1')
+    assert RankResult.from_json(older) is None  # recomputed, not read without its steps
