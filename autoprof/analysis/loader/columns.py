@@ -217,8 +217,7 @@ class ColumnBuilder:
         n_ops = len(op_args)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _floats([a.flops for a in op_args])
-        # bytes(Raw()) == b""
-        chunk["input_dims"] = np.zeros(n, dtype=np.int32)
+        chunk["input_dims"] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
         chunk["input_dims"][op_rows] = self.dims.encode(
             map(bytes, [a.input_dims for a in op_args]), n_ops)
         chunk["input_types"] = np.zeros(n, dtype=np.int32)
