@@ -228,6 +228,16 @@ class Coverage:
     def covered(self, lo: float, hi: float) -> float:
         return max(self._upto(hi) - self._upto(lo), 0.0) if hi > lo else 0.0
 
+    def span_at(self, x: float) -> int:
+        """Index of the merged interval [start, end) holding `x`; -1 when none does."""
+        i = bisect.bisect_right(self._s, x) - 1
+        return i if i >= 0 and x < self._e[i] else -1
+
+    def spans_at(self, xs: np.ndarray) -> np.ndarray:
+        """`span_at` of each of `xs`, as an int array."""
+        k = np.searchsorted(self.s, xs, "right") - 1
+        return np.where((k >= 0) & (xs < self.e[np.clip(k, 0, None)]), k, -1)
+
 
 def quantile(values: np.ndarray, q: float) -> float:
     """The q-quantile (linear), NaN for no values."""

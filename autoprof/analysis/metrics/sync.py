@@ -70,6 +70,14 @@ def batch_copy_ops(events: pd.DataFrame) -> set[int]:
     return {int(r) for r in copies["op_row"].to_numpy()[htod].tolist() if int(r) >= 0}
 
 
+def of_batch_copy(events: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    """For each of `rows` (rows of `events`, by label): whether it is, or sits directly
+    under, an op that launched a host-to-device copy (`batch_copy_ops`): such a copy's own
+    sync is one a CUDA graph's static inputs replace."""
+    copies = np.fromiter(batch_copy_ops(events), np.int64)
+    return np.isin(rows.index.to_numpy(), copies) | np.isin(rows["parent"].to_numpy(), copies)
+
+
 def host_syncs(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost synchronising rows of `events` (CPU lane), in time order."""
     cpu = isin_mask(events["lane"], ("cpu",))  # a mask: most rows are CPU rows

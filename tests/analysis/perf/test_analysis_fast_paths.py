@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from autoprof.analysis.metrics.stats import (
+    Coverage,
     factorized,
     gaps,
     gaps_merged,
@@ -111,6 +112,22 @@ def test_merge_and_gaps_equal_the_reference(seed: int) -> None:
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         assert [a.tolist() for a in gaps(starts, ends, float(lo), float(hi))] == [
             a.tolist() for a in want]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_span_holding_a_time_one_or_many_at_once(seed: int) -> None:
+    """Coverage.span_at (one time) and spans_at (an array) name the merged interval
+    [start, end) holding each time, -1 in a gap, past the ends or for NaN: the rule a
+    linear scan gives."""
+    rng = np.random.default_rng(seed)
+    starts = 5e12 + np.round(rng.uniform(0, 1000, 40), 3)
+    spans = Coverage(starts, starts + np.round(rng.exponential(10, 40), 3))
+    xs = np.concatenate([spans.s, spans.e, 5e12 + rng.uniform(-50, 1100, 200), [np.nan]])
+    want = [next((k for k, (a, b) in enumerate(zip(spans.s, spans.e, strict=True))
+                  if a <= x < b), -1) for x in xs.tolist()]
+    assert [spans.span_at(x) for x in xs.tolist()] == want
+    assert spans.spans_at(xs).tolist() == want
+    assert -1 in want and len(set(want)) > 2
 
 
 _REPO = Path(__file__).resolve().parents[3]

@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.replay.changes import (
@@ -52,7 +51,7 @@ from autoprof.analysis.metrics.replay.changes import (
 )
 from autoprof.analysis.metrics.replay.replay import predict_speedups
 from autoprof.analysis.metrics.stats import Coverage, isin_mask
-from autoprof.analysis.metrics.sync import batch_copy_ops, host_syncs
+from autoprof.analysis.metrics.sync import host_syncs, of_batch_copy
 
 FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
                   "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm"]
@@ -108,10 +107,5 @@ def graph_drops_syncs(events: pd.DataFrame, call: str) -> bool:
     if not len(syncs) or not len(calls):
         return False
     spans = Coverage(calls["ts_us"].to_numpy(float), calls["end_us"].to_numpy(float))
-    ts = syncs["ts_us"].to_numpy(float)
-    k = np.searchsorted(spans.s, ts, "right") - 1
-    inside = (k >= 0) & (ts < spans.e[np.clip(k, 0, None)])
-    copies = batch_copy_ops(events)
-    of_a_copy = np.fromiter((int(r) in copies or int(p) in copies for r, p in
-                             zip(syncs.index, syncs["parent"], strict=True)), bool, len(syncs))
-    return bool((inside & ~of_a_copy).any())
+    inside = spans.spans_at(syncs["ts_us"].to_numpy(float)) >= 0
+    return bool((inside & ~of_batch_copy(events, syncs)).any())

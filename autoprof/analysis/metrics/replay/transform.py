@@ -48,7 +48,7 @@ from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selectio
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
 from autoprof.analysis.metrics.stats import Coverage, isin_mask
-from autoprof.analysis.metrics.sync import batch_copy_ops
+from autoprof.analysis.metrics.sync import of_batch_copy
 
 # what a sync-free form of a selection no longer runs: the compaction that sizes the result
 # and the sort-based scatter of its backward (the arithmetic on the values stays: the dense
@@ -130,12 +130,6 @@ def _spans(g: Graph, name: str | None) -> Coverage:
 def _removed(g: Graph, spans: Coverage, c: int) -> float:
     """How much of the host stretch before call `c` lies inside `spans`."""
     return spans.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
-
-
-def _inside(spans: Coverage, ts: float) -> int:
-    """Index of the span holding `ts` (-1: none)."""
-    k = int(np.searchsorted(spans.s, ts, "right")) - 1
-    return k if k >= 0 and ts < spans.e[k] else -1
 
 
 def _minus(a: Coverage, b: Coverage) -> Coverage:
@@ -237,7 +231,7 @@ def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
             # the part's own time at its pace (a non-main thread's stretch: its busy time)
             part = min(max(share, 0.0), 1.0) * gap_us[c] * pace[c]
             plan.call_gap_us[c] = max(plan.call_gap_us[c] + (change.factor - 1.0) * part, 0.0)
-        if (_inside(spans, float(g.call_ts_us[c])) >= 0) == change.inside:
+        if (spans.span_at(float(g.call_ts_us[c])) >= 0) == change.inside:
             plan.call_cost_us[c] *= change.factor
     pace *= change.factor
 
@@ -288,7 +282,7 @@ def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) ->
     region = _pace_spans(g, plan)
     for c in range(g.n_calls):
         _hide(g, plan, c, spans.covered, region)
-        if g.call_row[c] >= 0 and _inside(spans, float(g.call_ts_us[c])) >= 0:
+        if g.call_row[c] >= 0 and spans.span_at(float(g.call_ts_us[c])) >= 0:
             plan.call_cost_us[c] = 0.0
             plan.call_waits[c] = []
             items = g.call_items[c]
@@ -309,7 +303,7 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     op = cpu & (ev["cat"].astype(str) == "cpu_op").to_numpy()
     up = g.row_parent
     outer = op & ~np.where(up >= 0, op[np.clip(up, 0, None)], False)
-    span_all = np.array([_inside(regions, float(t)) for t in ts])
+    span_all = regions.spans_at(ts)
     inside = (span_all >= 0) & outer
     if not inside.any():
         return
@@ -324,7 +318,7 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     seen: set[int] = set()
     for c in range(g.n_calls):
         _hide(g, plan, c, ops.covered, region)
-        span = _inside(regions, float(g.call_ts_us[c]))
+        span = regions.span_at(float(g.call_ts_us[c]))
         if span < 0 or g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
             continue
         first = span not in seen
@@ -376,13 +370,9 @@ def _not_capturable(g: Graph) -> Coverage:
 def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
     """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted) and the
     data-dependent selections' machinery goes (`CudaGraph.sync_free`)."""
-    labels = g.events.index.to_numpy()
-    copies = batch_copy_ops(g.events)  # the copy op's memcpy, and its own stream sync
+    of_copy = of_batch_copy(g.events, g.events)
     for c in np.flatnonzero(g.call_is_sync & (g.call_row >= 0)).tolist():
-        row = int(g.call_row[c])
-        up = int(g.row_parent[row])
-        if _inside(spans, float(g.call_ts_us[c])) >= 0 and int(labels[row]) not in copies \
-                and (up < 0 or int(labels[up]) not in copies):
+        if spans.span_at(float(g.call_ts_us[c])) >= 0 and not of_copy[g.call_row[c]]:
             plan.call_waits[c] = []
     chosen = np.zeros(len(g.events), dtype=bool)
     chosen[selection_rows(g)] = True
@@ -390,7 +380,7 @@ def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
         isin_mask(g.events["name"], SELECTION_MACHINERY)
     rows = np.flatnonzero(hit & ~has_ancestor_in(g.row_parent, hit))
     starts = g.events["ts_us"].to_numpy(float)[rows]
-    _remove_rows(g, plan, rows[[_inside(spans, float(t)) >= 0 for t in starts]])
+    _remove_rows(g, plan, rows[spans.spans_at(starts) >= 0])
 
 
 def _capturable_optimizer(g: Graph, plan: Plan, change: CudaGraph, spans: Coverage) -> None:
@@ -402,7 +392,7 @@ def _capturable_optimizer(g: Graph, plan: Plan, change: CudaGraph, spans: Covera
         return
     each_us = tiny_kernel_us(g) + change.kernel_gap_us
     for step in steps:
-        if _inside(spans, step.ts_us) < 0:
+        if spans.span_at(step.ts_us) < 0:
             continue
         for c in np.flatnonzero((g.call_kind == LAUNCH) & (g.call_ts_us >= step.ts_us)
                                 & (g.call_ts_us <= step.end_us)).tolist():
@@ -428,7 +418,7 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
         _hide(g, plan, c, measured, region)
         if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
             continue
-        span = _inside(spans, float(g.call_ts_us[c]))
+        span = spans.span_at(float(g.call_ts_us[c]))
         if span < 0:
             continue
         items = g.call_items[c]
