@@ -15,6 +15,12 @@ fixtures the host holds 95% of a 64x64 step and the GPU 83% of a 4096x4096 step;
 replay of 100 small ops is 90% host, its CUDA-graph replay 89% GPU; the fast rank of the
 two-rank DDP run spends 92% of its step in exposed NCCL time (waiting for the slow rank).
 
+Which step: from TYPICAL_FROM_STEPS (3) recorded steps, the median step by time (the typical
+step), not the mean. A step slowed once (the first profiled step's one-time costs, a page
+fault, a neighbour on the machine) moves the mean, and with the default 3 active steps one
+such step flipped the seed's 4096x4096 verdict from compute-bound to `mixed` in 4 of 10 fresh
+processes on an H100; when the steps alone would give different verdicts the reason says so.
+
 Before the sides: `input-bound` when the median step spends INPUT_BOUND_PCT (half) or more of
 its time between two calls with no GPU work running (the breakdown's `between_calls_us`: the
 caller's loop, `for batch in loader: step(batch)`), and that time is at least
@@ -59,6 +65,7 @@ OVERHEAD_BELOW_PCT = 15.0
 COMPUTE_FROM_PCT = 60.0
 COMM_NOTE_PCT = 5.0  # the reason mentions communication kernels above this share
 DOMINANT_PCT = 200.0 / 3  # a side clearly dominates: two thirds of the step
+TYPICAL_FROM_STEPS = 3  # from this many steps the verdict reads the median step, not the mean
 HOST_SIDE = ("host_launch", "host_sync", "host_cpu_work", "host_untraced")
 GPU_SIDE = ("gpu_compute", "gpu_memory")
 
@@ -123,12 +130,39 @@ def is_input_bound(breakdown: dict[str, Any] | None) -> bool:
         float(np.median(per_step)) >= INPUT_BOUND_MIN_US
 
 
+def typical_step(breakdown: dict[str, Any] | None) -> tuple[float, dict[str, float]] | None:
+    """The median step (by step time; the faster of the two middle ones for an even count)
+    of a mean breakdown's `per_step`, as (step_us, bucket shares in percent), from
+    TYPICAL_FROM_STEPS steps on; None with fewer."""
+    steps = sorted((st for st in (breakdown or {}).get("per_step") or []
+                    if float(st.get("step_us") or 0.0) > 0),
+                   key=lambda st: float(st["step_us"]))
+    if len(steps) < TYPICAL_FROM_STEPS:
+        return None
+    middle = steps[(len(steps) - 1) // 2]
+    step_us = float(middle["step_us"])
+    return step_us, {b: 100.0 * float(v) / step_us for b, v in middle["buckets_us"].items()}
+
+
+def verdict_shares(breakdown: dict[str, Any] | None) -> tuple[float, dict[str, float]] | None:
+    """What the verdict is read from: the typical step (`typical_step`) where there is one,
+    else the mean step; None without a breakdown's steps."""
+    if not breakdown or not breakdown.get("steps"):
+        return None
+    typical = typical_step(breakdown)
+    if typical is not None:
+        return typical
+    pct = breakdown.get("buckets_pct")
+    return (float(breakdown.get("step_us") or 0.0), dict(pct)) if pct else None
+
+
 def classify_breakdown(breakdown: dict[str, Any] | None, has_gpu: bool) -> VerdictKind:
     """The verdict of a mean breakdown (`Breakdown.mean()`): `input-bound` first, else by
-    its sides (`classify_sides`)."""
+    the sides of its typical step (`verdict_shares`, `classify_sides`)."""
     if is_input_bound(breakdown):
         return "input-bound"
-    return classify_sides((breakdown or {}).get("buckets_pct"), has_gpu)
+    shares = verdict_shares(breakdown)
+    return classify_sides(None if shares is None else shares[1], has_gpu)
 
 
 def _input_bound(ov: Overhead, bd: dict[str, Any]) -> Verdict:
@@ -163,26 +197,28 @@ def verdict_from(ov: Overhead, breakdown: dict[str, Any] | None = None,
                  note: str | None = None) -> Verdict:
     """The verdict for an overhead picture and, when given, the run's mean breakdown
     (`Breakdown.mean()`); `note` is appended to the reason (the profiler-overhead caveat)."""
-    pct = (breakdown or {}).get("buckets_pct") if breakdown and breakdown.get("steps") \
-        else None
+    shares = verdict_shares(breakdown)
     if breakdown is not None and is_input_bound(breakdown):
         found = _input_bound(ov, breakdown)
-    elif pct is None or not ov.has_gpu:
+    elif shares is None or not ov.has_gpu:
         found = _from_busy(ov)
     else:
-        found = _from_breakdown(ov, breakdown or {}, pct)
+        found = _from_breakdown(ov, breakdown or {}, *shares)
     if note:
         return Verdict(found.kind, f"{found.reason}; {note}", found.evidence)
     return found
 
 
-def _from_breakdown(ov: Overhead, bd: dict[str, Any], pct: dict[str, float]) -> Verdict:
+def _from_breakdown(ov: Overhead, bd: dict[str, Any], step_us: float,
+                    pct: dict[str, float]) -> Verdict:
     kind = classify_sides(pct, ov.has_gpu)
     share = sides(pct)
     evidence = {**_evidence(ov), "sides_pct": share, "dominant_pct": DOMINANT_PCT,
-                "step_us": bd.get("step_us")}
+                "step_us": bd.get("step_us"), "verdict_step_us": step_us}
     top = max((b for b in pct), key=lambda b: pct[b])
-    split = (f"of a {fmt_us(bd.get('step_us'))} step the host side holds {share['host']:.0f}%, "
+    which = (f"a {fmt_us(step_us)} step" if typical_step(bd) is None else
+             f"the median step ({fmt_us(step_us)}; mean {fmt_us(bd.get('step_us'))})")
+    split = (f"of {which} the host side holds {share['host']:.0f}%, "
              f"GPU work {share['gpu']:.0f}%, exposed communication "
              f"{share['communication']:.0f}% (largest bucket: {top}, {pct[top]:.0f}%)")
     if kind == "overhead-bound":
