@@ -387,10 +387,8 @@ class LinesStep:
         """The trace, gzipped, with the compiled graphs' kernel lines when there are any."""
         name = worker or f"{socket.gethostname()}_{os.getpid()}"
         final = lines_file(run_dir, name)
-        # torch writes its plain trace (and its own .tmp beside it) by path: into a private
-        # folder, never at a guessable name in the run folder; the gzipped copy is created
-        # exclusively and renamed into place (runfolder.atomic_open); a failed write leaves
-        # nothing behind
+        # torch writes by path (and its own .tmp): into a private folder, never a guessable
+        # name; the gzipped copy goes through runfolder.atomic_open; a failure leaves nothing
         with runfolder.private_temp_dir(final) as folder:
             plain = folder / "plain.json"
             self._prof.export_chrome_trace(str(plain))
