@@ -46,11 +46,17 @@ def trace_paths_for(run_dir: Path, worker: str) -> tuple[Path, Path]:
 
 
 def export_raw_trace(prof: Any, run_dir: Path, worker: str) -> tuple[Path, Path]:
-    """Blocking part: the profiler writes its cycle to the hidden plain file."""
+    """Blocking part: the profiler writes its cycle to the hidden plain file (by path, so
+    into a private folder first: ``runfolder.write_through``, never at a guessable name)."""
     raw, final = trace_paths_for(run_dir, worker)
-    prof.export_chrome_trace(str(raw))
-    if not raw.exists():  # Kineto reports a failed write on stderr only, and returns
-        raise OSError(f"torch.profiler wrote no trace file {raw} (its log on stderr says why)")
+
+    def export(path: Path) -> None:
+        prof.export_chrome_trace(str(path))
+        if not path.exists():  # Kineto reports a failed write on stderr only, and returns
+            raise OSError(f"torch.profiler wrote no trace file {raw} (its log on stderr "
+                          "says why)")
+
+    rf.write_through(raw, export)
     return raw, final
 
 
@@ -105,7 +111,7 @@ class Finisher:
         if not _installed():  # a source tree: the finisher must import this same autoprof
             path = child_env.get("PYTHONPATH")
             child_env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
-        with open(log, "wb") as err:
+        with rf.open_fresh(log) as err:  # never through a link planted at the name
             proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
                 env=child_env, start_new_session=True, close_fds=True,

@@ -156,8 +156,7 @@ def _clear_temps(run_dir: Path, manifest: Manifest) -> None:
     prefix = manifest.trace_prefix
     for stale in rf.stale_temps(run_dir):
         if _owned(stale.name, prefix, manifest.rank):
-            with contextlib.suppress(OSError):
-                stale.unlink()
+            rf.remove_quietly(stale)  # a file, or the private folder of a torch export
     for partial in run_dir.glob(f".{prefix}*{rf.RAW_SUFFIX}.tmp"):
         with contextlib.suppress(OSError):
             partial.unlink()

@@ -387,22 +387,21 @@ class LinesStep:
         """The trace, gzipped, with the compiled graphs' kernel lines when there are any."""
         name = worker or f"{socket.gethostname()}_{os.getpid()}"
         final = lines_file(run_dir, name)
-        plain = run_dir / f".{final.name}.{os.getpid()}.0.tmp"  # temp names the finisher
-        partial = run_dir / f".{final.name}.{os.getpid()}.1.tmp"  # knows (runfolder._TEMP)
-        try:
+        # torch writes by path (and its own .tmp): into a private folder, never a guessable
+        # name; the gzipped copy goes through runfolder.atomic_open; a failure leaves nothing
+        with runfolder.private_temp_dir(final) as folder:
+            plain = folder / "plain.json"
             self._prof.export_chrome_trace(str(plain))
-            if kernels:
-                data = json.loads(plain.read_text(encoding="utf-8"))
-                data[KERNELS_KEY] = kernels
-                with gzip.open(partial, "wt", encoding="utf-8", compresslevel=1) as out:
-                    json.dump(data, out)
-            else:
-                with plain.open("rb") as src, gzip.open(partial, "wb", compresslevel=1) as dst:
-                    shutil.copyfileobj(src, dst)
-            os.replace(partial, final)
-        finally:  # a failed write leaves no temporary file behind (torch's own .tmp too)
-            for left in (plain, partial, plain.with_name(plain.name + ".tmp")):
-                left.unlink(missing_ok=True)
+            with runfolder.atomic_open(final, fsync=False) as out, gzip.GzipFile(
+                filename="", mode="wb", fileobj=out, compresslevel=1
+            ) as dst:
+                if kernels:
+                    data = json.loads(plain.read_text(encoding="utf-8"))
+                    data[KERNELS_KEY] = kernels
+                    dst.write(json.dumps(data).encode("utf-8"))
+                else:
+                    with plain.open("rb") as src:
+                        shutil.copyfileobj(src, dst)
         return final
 
 

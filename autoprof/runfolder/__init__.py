@@ -37,7 +37,6 @@ from autoprof.runfolder.files import (
     raw_trace_name,
     safe_component,
     stale_temps,
-    temp_name,
     utc_now_iso,
     versions,
     with_lines,
@@ -58,6 +57,17 @@ from autoprof.runfolder.manifest import (
     reopened,
     steps_in,
     write_manifest,
+)
+from autoprof.runfolder.owned import (
+    NotOurs,
+    open_fresh,
+    open_regular,
+    private_temp_dir,
+    read_regular,
+    remove_quietly,
+    replace_own,
+    temp_name,
+    write_through,
 )
 
 __all__ = [
@@ -86,6 +96,14 @@ __all__ = [
     "utc_now_iso",
     "with_lines",
     "temp_name",
+    "NotOurs",
+    "open_fresh",
+    "open_regular",
+    "private_temp_dir",
+    "read_regular",
+    "remove_quietly",
+    "replace_own",
+    "write_through",
     "atomic_open",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -7,7 +7,8 @@ each cycle's plain trace waits under a hidden ``.<trace name>.raw`` name for the
 (``python -m autoprof.finish``), which compresses it, writes the tables and decides the status.
 
 A reader never sees half a file: everything is written under a hidden temporary name
-(``.<name>.<pid>.<random>.tmp``) in the same folder, then renamed into place. No torch import.
+(``.<name>.<pid>.<random>.tmp``, created exclusively: ``owned.py``) in the same folder, then
+renamed into place, never over something autoprof did not write. No torch import.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from autoprof.runfolder.owned import create_temp, replace_own
 from autoprof.units import safe_text
 
 SCHEMA_VERSION = 1
@@ -43,9 +45,10 @@ LINES_PREFIX = "lines."  # the source-lines trace of a worker: lines.<worker>.js
 LINES_SUFFIX = ".json.gz"  # (not a *.pt.trace.json* name: the loader never reads it as a cycle)
 FINISH_LOG = ".finish.log"
 MAX_ERROR_CHARS = 4000  # an exception message longer than this is cut in the manifest
-# temp_name's scheme (.<name>.<pid>.<6 hex>.tmp) first: its random part may be all digits, and
-# read by the older scheme (.<name>.<pid>.tmp) it would pass for the pid
-_TEMPS = (re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{6}\.tmp$"),
+# temp_name's scheme (.<name>.<pid>.<hex>.tmp; 6 hex digits in older versions, 16 now) first:
+# its random part may be all digits, and read by the older scheme (.<name>.<pid>.tmp) it would
+# pass for the pid
+_TEMPS = (re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{6,32}\.tmp$"),
           re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$"))
 
 
@@ -76,27 +79,22 @@ def utc_now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def temp_name(path: Path) -> Path:
-    """The hidden temporary sibling ``path`` is written to before the rename: the pid says
-    whose it is (the finisher removes those of processes that are gone), the random part
-    keeps two threads of one process apart."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(3).hex()}.tmp")
-
-
 @contextlib.contextmanager
 def atomic_open(path: Path, fsync: bool = True) -> Iterator[IO[bytes]]:
     """A binary file that appears at ``path`` only when the ``with`` block ends without error;
-    on any error the temporary file is removed and the error goes on. ``fsync=False`` for
-    caches, which may be lost in a power cut without harm."""
-    tmp = temp_name(path)
+    on any error the temporary file is removed and the error goes on. The one way autoprof
+    writes a file (``owned``): created exclusively under an unguessable temporary name, no
+    link followed, renamed onto ``path`` only where ``path`` is absent or a regular file
+    (else :class:`NotOurs`). ``fsync=False`` for caches, which may be lost in a power cut
+    without harm."""
+    fd, tmp = create_temp(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        replace_own(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise

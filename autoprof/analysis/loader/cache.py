@@ -2,9 +2,13 @@
 
 An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_ns``,
 ``ctime_ns``, inode and ``CACHE_VERSION`` (all in the schema metadata, with the trace's
-top-level metadata and the load warnings). A cache whose key does not match, or that cannot
-be read, is ignored and rewritten; a folder that cannot be written just means no cache.
-Writes are atomic (temporary file + ``os.replace``), so a reader never sees half a cache.
+top-level metadata, the load warnings and a SHA-256 of the tables' content). A cache whose
+key does not match, whose content does not match its checksum (rows removed, reordered or
+garbled under the right key), or that cannot be read, is ignored and rewritten; a folder
+that cannot be written just means no cache. It is opened only when it is a regular file
+(``runfolder.open_regular``: a link or a FIFO named like a cache is no cache, never waited
+on). Writes go through ``runfolder.atomic_open`` (created exclusively, never through a link),
+so a reader never sees half a cache.
 The write runs on a background thread (``wait_for_writes`` waits for it): the load that
 writes it already has its table.
 
@@ -15,12 +19,16 @@ cache: smaller ones decode in milliseconds, and caching them would only litter f
 
 from __future__ import annotations
 
+import hashlib
+import mmap
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -29,7 +37,7 @@ from autoprof import env, runfolder
 from autoprof._version import __version__
 from autoprof.analysis.loader.memory_events import empty_memory, from_ipc, to_ipc
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9  # 9: the content's SHA-256 in the metadata
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 _MEMORY_KEY = b"autoprof.memory"  # the [memory] events table, Arrow IPC stream bytes
@@ -43,6 +51,7 @@ class Cached:
     metadata: dict[str, Any]
     warnings: list[str]
     memory: pd.DataFrame | None = None
+    digest: str = ""  # what a read cache's checksum says (``_digest``); unused for a write
 
 
 def cache_path(trace: Path) -> Path:
@@ -85,30 +94,68 @@ def read_cache(trace: Path, notes: list[str] | None = None) -> Cached | None:
         return None
     key = _key(trace)
     path = cache_path(trace)
-    if key is None or not path.is_file():
+    fd = runfolder.open_regular(path) if key is not None else None
+    if key is None or fd is None:  # none, or not a regular file (a link, a FIFO: not waited on)
         return None
     try:
-        source = pa.memory_map(str(path), "r")
-        reader = ipc.open_file(source)
-        meta = msgspec.json.decode((reader.schema.metadata or {}).get(_KEY, b"{}"))
-        if not isinstance(meta, dict) or meta.get("key") != key:
-            source.close()
-            return None
         # zero-copy: the columns stay views into the mapped file (split_blocks keeps pandas
-        # from consolidating them into 2-D blocks, which would copy every numeric column)
-        events = reader.read_all().to_pandas(split_blocks=True)
-        _check_columns(events, _expected_events())
-        memory = (reader.schema.metadata or {}).get(_MEMORY_KEY)
-        memory_table = from_ipc(memory) if memory else None
-        if memory_table is not None:
-            _check_columns(memory_table, empty_memory())
-        return Cached(events, dict(meta["metadata"]), list(meta["warnings"]), memory_table)
+        # from consolidating them into 2-D blocks, which would copy every numeric column);
+        # their buffers keep the mapping alive, and it is unmapped when the last one goes
+        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        reader = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped)))
+        cached = _read_matching(reader, key)
+        if cached is not None and _digest(cached.events, cached.memory) != cached.digest:
+            raise CacheMismatch("its content does not match its checksum (edited or garbled)")
+        return cached
     except CacheMismatch as exc:
         if notes is not None:
             notes.append(f"ignored the cache {path.name}: {exc}; rebuilt from the trace")
         return None
     except (OSError, pa.ArrowException, msgspec.DecodeError, KeyError, TypeError, ValueError):
         return None
+    finally:
+        os.close(fd)
+
+
+def _read_matching(reader: ipc.RecordBatchFileReader, key: dict[str, Any]) -> Cached | None:
+    """The cache's content when its key is ``key``, else None."""
+    stored = reader.schema.metadata or {}
+    meta = msgspec.json.decode(stored.get(_KEY, b"{}"))
+    if not isinstance(meta, dict) or meta.get("key") != key:
+        return None
+    events = reader.read_all().to_pandas(split_blocks=True)
+    _check_columns(events, _expected_events())
+    memory = stored.get(_MEMORY_KEY)
+    memory_table = from_ipc(memory) if memory else None
+    if memory_table is not None:
+        _check_columns(memory_table, empty_memory())
+    return Cached(events, dict(meta["metadata"]), list(meta["warnings"]), memory_table,
+                  str(meta["content_sha256"]))
+
+
+def _digest(events: pd.DataFrame, memory: pd.DataFrame | None) -> str:
+    """SHA-256 of the tables' content: row count, column names, every value in row order
+    (a categorical column by its codes and its categories)."""
+    digest = hashlib.sha256()
+    for table in (events, memory if memory is not None and len(memory) else None):
+        if table is None:
+            continue
+        digest.update(f"{len(table)}\0".encode())
+        for name in table.columns:
+            _add_column(digest, str(name), table[name])
+    return digest.hexdigest()
+
+
+def _add_column(digest: Any, name: str, column: pd.Series) -> None:
+    digest.update(name.encode() + b"\0")
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        digest.update("\0".join(map(str, column.cat.categories)).encode("utf-8", "replace"))
+        values = column.cat.codes.to_numpy()
+    else:
+        values = column.to_numpy()
+    array = np.ascontiguousarray(values)
+    digest.update(array.dtype.str.encode())
+    digest.update(array.view(np.uint8).data if array.size else b"")
 
 
 class CacheMismatch(ValueError):
@@ -153,19 +200,18 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         "metadata": cached.metadata,
         "warnings": cached.warnings,
     }
+    memory = cached.memory if cached.memory is not None and len(cached.memory) else None
     try:  # zero-copy: Arrow arrays over the frame's buffers (pandas copy-on-write keeps them)
         table = pa.Table.from_pandas(cached.events, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
         return False
-    stored = {_KEY: msgspec.json.encode(meta)}
-    if cached.memory is not None and len(cached.memory):
-        stored[_MEMORY_KEY] = to_ipc(cached.memory)
-    table = table.replace_schema_metadata(stored)
+    stored = {_MEMORY_KEY: to_ipc(memory)} if memory is not None else {}
     target = cache_path(trace)
+    args = (target, table, stored, meta, cached.events, memory)
     # at interpreter exit (autoprof's own atexit export) a thread started now would not be
     # waited for, or cannot start at all: then the file is written here and now
     if threading.main_thread().is_alive():
-        thread = threading.Thread(target=_write_table, args=(target, table),
+        thread = threading.Thread(target=_write_table, args=args,
                                   name="autoprof-cache-writer", daemon=False)
         try:
             thread.start()
@@ -176,7 +222,7 @@ def write_cache(trace: Path, cached: Cached) -> bool:
                 _pending[:] = [t for t in _pending if t.is_alive()]
                 _pending.append(thread)
             return True
-    _write_table(target, table)
+    _write_table(*args)
     return True
 
 
@@ -188,8 +234,14 @@ def wait_for_writes(timeout_s: float | None = None) -> None:
         thread.join(timeout_s)
 
 
-def _write_table(target: Path, table: pa.Table) -> None:
+def _write_table(target: Path, table: pa.Table, stored: dict[bytes, bytes],
+                 meta: dict[str, Any], events: pd.DataFrame,
+                 memory: pd.DataFrame | None) -> None:
+    """Checksum the tables (``_digest``), then write them through ``runfolder.atomic_open``
+    (created exclusively, never through a link, never over what is not a regular file)."""
     try:
+        meta = {**meta, "content_sha256": _digest(events, memory)}
+        table = table.replace_schema_metadata({**stored, _KEY: msgspec.json.encode(meta)})
         with runfolder.atomic_open(target, fsync=False) as sink, ipc.new_file(
             sink, table.schema
         ) as writer:

@@ -18,9 +18,12 @@ A run read by URL (``loader/remote.py``) gets no summary cache: its folder is no
 machine's to write to (the per-rank results of ``scale/`` have a local cache for that).
 
 Same rules as the loader's cache: only runs whose traces total at least
-``AUTOPROF_CACHE_MIN_BYTES`` get one, ``AUTOPROF_CACHE=0`` turns it off, writes are atomic
-(temporary file + ``os.replace``), and a cache that is stale, unreadable or malformed is
-ignored (and rewritten). Nothing here ever makes ``summary()`` fail.
+``AUTOPROF_CACHE_MIN_BYTES`` get one, ``AUTOPROF_CACHE=0`` turns it off, writes go through
+``runfolder.atomic_write_text`` (created exclusively, never through a link, never over
+something that is not a regular file), it is read only when it is a regular file
+(``runfolder.read_regular``: a link or a FIFO named like it is no cache, and is never waited
+on), and a cache that is stale, unreadable or malformed is ignored (and rewritten where it
+can be). Nothing here ever makes ``summary()`` fail.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # the analysis modules load only when the summary must be com
     from autoprof.analysis.analysis import RunLike
 
 SUFFIX = ".autoprof.summary.json"
+MAX_CACHE_BYTES = 64 * 1024**2  # a larger file named like a cache is not one of ours
 
 
 @functools.cache
@@ -97,11 +101,13 @@ def summary_key(run: RunLike) -> dict[str, Any] | None:
 
 
 def read_summary(run: RunLike, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The cached summary if its key equals ``key``, else None (never raises)."""
-    path = summary_path(_traces(run)[0])
+    """The cached summary if its key equals ``key`` and its SHA-256 matches, else None
+    (never raises, never blocks)."""
+    data = runfolder.read_regular(summary_path(_traces(run)[0]), MAX_CACHE_BYTES)
+    if data is None:  # none, or not a regular file of ours (a link, a FIFO: never waited on)
+        return None
     try:
-        with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
+        stored = json.loads(data)
         if not isinstance(stored, dict) or stored.get("key") != key:
             return None
         summary = stored.get("summary")

@@ -13,9 +13,13 @@ The result is written beside the trace as ``<trace>.autoprof.rank`` (JSON; a nam
 reader takes), keyed by the trace as it is now (size, ``mtime_ns``, ``ctime_ns``, inode), the
 run's manifest and world size, and the code the map ran (``code_key.py``: the package's
 source files the process had imported when the result was computed, and their hash; an edit
-to any other file keeps the cache), so a second open reads a few kilobytes per rank. A key
-that differs, or a file that does not read, means recompute; the write is atomic (temporary
-file + ``os.replace``); an unwritable folder just means no cache.
+to any other file keeps the cache), so a second open reads a few kilobytes per rank. The
+result is stored as its JSON text beside that text's SHA-256: a key that differs, a result
+edited, cut or garbled after it was written, or a file that does not read (a link, a FIFO:
+``runfolder.read_regular``) means recompute, never a traceback. The write goes through
+``runfolder.atomic_write_text`` (created exclusively under an unguessable name, never
+through a link, never over something that is not a regular file); an unwritable folder just
+means no cache.
 
 A trace read by URL (``s3://``, ``gs://``, ``memory://``: ``loader/remote.py``) gets its
 result cached on this machine instead, under ``AUTOPROF_CACHE_DIR`` (default
@@ -33,12 +37,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoprof import env
+from autoprof import env, runfolder
 from autoprof.analysis.loader import remote
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.scale.code_key import code_entry, code_entry_valid
@@ -46,6 +49,7 @@ from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
 from autoprof.runfolder import Manifest
 
 SUFFIX = ".autoprof.rank"
+MAX_CACHE_BYTES = 64 * 1024**2  # a larger file named like a cache is not one of ours
 
 
 @dataclass(frozen=True)
@@ -94,35 +98,44 @@ def cache_key(task: RankTask) -> dict[str, Any] | None:
 
 
 def read_cached(task: RankTask) -> RankResult | None:
-    """The cached result of ``task`` when its key matches the trace as it is now."""
+    """The cached result of ``task`` when its key matches the trace as it is now and the
+    result is whole (its SHA-256 matches and it reads as a RankResult); else None, and the
+    rank is recomputed. Never raises, never blocks (``runfolder.read_regular``)."""
     key = cache_key(task) if task.use_cache else None
     if key is None:
         return None
+    data = runfolder.read_regular(cache_path(task.trace), MAX_CACHE_BYTES)
     try:
-        raw = json.loads(cache_path(task.trace).read_text())
-    except (OSError, ValueError):
+        raw = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("key") != key or not code_entry_valid(raw.get("code")):
         return None
-    return RankResult.from_json(json.dumps(raw.get("result")))
+    text = raw.get("result")
+    if not isinstance(text, str) or raw.get("result_sha256") != _sha256(text):
+        return None
+    return RankResult.from_json(text)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def write_cached(task: RankTask, result: RankResult) -> bool:
-    """Write ``result`` beside its trace (atomic); False when the folder is not writable."""
+    """Write ``result`` beside its trace (``runfolder.atomic_write_text``: created
+    exclusively, never through a link); False when it cannot be written."""
     key = cache_key(task)
     if key is None or not task.use_cache:
         return False
     target = cache_path(task.trace)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    text = json.dumps({"key": key, "code": code_entry(),
-                       "result": json.loads(result.to_json())})
+    result_text = result.to_json()
+    text = json.dumps({"key": key, "code": code_entry(), "result": result_text,
+                       "result_sha256": _sha256(result_text)})
     try:
         if remote.is_url(task.trace):
             target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
-        os.replace(tmp, target)
+        runfolder.atomic_write_text(target, text, fsync=False)
     except OSError:
-        tmp.unlink(missing_ok=True)
         return False
     return True
 

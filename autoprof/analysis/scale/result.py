@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -53,11 +54,43 @@ class RankResult:
 
     @classmethod
     def from_json(cls, text: str) -> RankResult | None:
-        """The record in ``text``, or None when it is of another format version or malformed."""
+        """The record in ``text``, or None when it is of another format version or malformed
+        (a field missing, extra or of the wrong type)."""
         try:
             raw = json.loads(text)
             if not isinstance(raw, dict) or raw.pop("format_version", None) != FORMAT_VERSION:
                 return None
+            if not _well_typed(raw):
+                return None
             return cls(**raw)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             return None
+
+
+_NUMBER = (int, float)
+# each field's JSON type, and its items' type for a list (None: any)
+_FIELDS: dict[str, tuple[type | tuple[type, ...], type | tuple[type, ...] | None]] = {
+    "rank": (int, None), "trace": (str, None), "events": (int, None), "row": (dict, None),
+    "breakdown": (dict, None), "verdict": (str, None), "verdict_reason": (str, None),
+    "top_ops": (dict, list), "memory_peaks": ((list, type(None)), dict),
+    "step_times_us": (list, _NUMBER), "world_size": (int, None), "warnings": (list, str),
+    "steps": (list, int), "step_us": (list, _NUMBER),
+}
+
+
+def _well_typed(raw: dict[str, Any]) -> bool:
+    """Does ``raw`` hold every field of a RankResult, and only those, each of its type?"""
+    if set(raw) != set(_FIELDS):
+        return False
+    for name, (kind, item) in _FIELDS.items():
+        value = raw[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return False
+        if item is not None and not all(isinstance(v, item) for v in _items(raw[name])):
+            return False
+    return bool(raw["events"] >= 0 and raw["world_size"] >= 0)
+
+
+def _items(value: Any) -> Iterable[Any]:
+    """A list's items, a dict's values; nothing for None."""
+    return value.values() if isinstance(value, dict) else value or ()
