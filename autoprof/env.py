@@ -14,6 +14,7 @@ FALSE_WORDS = frozenset({"0", "false", "off", "no"})
 DEFAULT_OUT_DIR = "traces"
 DEFAULT_CACHE_MIN_BYTES = 4 * 1024**2
 DEFAULT_MAX_TRACE_BYTES = 4 * 1024**3
+DEFAULT_MAX_GZIP_RATIO = 200.0  # real traces compress 5-30 times; a gzip bomb ~1,000
 DEFAULT_DIST_TIMEOUT_S = 30.0
 DEFAULT_FINISH_TIMEOUT_S = 30.0
 DEFAULT_FINISH_YIELD_S = 30.0
@@ -108,6 +109,11 @@ def cache_min_bytes() -> int:
 
 def max_trace_bytes() -> int:
     return positive_int("AUTOPROF_MAX_TRACE_BYTES", DEFAULT_MAX_TRACE_BYTES)
+
+
+def max_gzip_ratio() -> float:
+    """How many times its compressed size a gzip file may expand (past a floor)."""
+    return positive_float("AUTOPROF_MAX_GZIP_RATIO", DEFAULT_MAX_GZIP_RATIO)
 
 
 def dist_timeout_s() -> float:

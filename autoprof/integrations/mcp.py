@@ -17,7 +17,10 @@ agent or an editor can ask what a person asks ``autoprof summary``. Tools:
 
 Confined like the viewer: a run is named by its path relative to the folder; absolute paths,
 ``..`` and symlinks that resolve outside the folder are refused, and every trace a run lists
-must lie inside it too (``autoprof.load(..., root=...)``). Nothing is written: the summary
+must lie inside it too (``autoprof.load(..., root=...)``); a run's source-lines traces,
+``whatif.json`` and manifests are read only from inside its own folder
+(``autoprof.runfolder.confine``). Answers and errors name files by their paths relative to
+the folder, never by this machine's absolute paths. Nothing is written: the summary
 cache is not used, and ``autoprof mcp`` turns the loader's Arrow cache off unless
 ``AUTOPROF_CACHE`` says otherwise.
 """
@@ -28,7 +31,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from autoprof.integrations._steps import missing_extra
 
@@ -57,6 +60,7 @@ class RunFolder:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._spellings = sorted({str(self.root), str(root.absolute())}, key=len, reverse=True)
         if not self.root.is_dir():
             raise NotADirectoryError(f"{root}: not a folder (give the folder of your runs)")
         self._runs: OrderedDict[tuple[str, int], Any] = OrderedDict()
@@ -79,6 +83,19 @@ class RunFolder:
         if resolved != self.root and self.root not in resolved.parents:
             return None
         return resolved.relative_to(self.root).as_posix() or "."
+
+    def without_root(self, value: Any) -> Any:
+        """``value`` (an answer: JSON values, or an error's text) with every path under the
+        folder written relative to it: the client learns nothing of where it lies."""
+        if isinstance(value, str):
+            for spelling in self._spellings:
+                value = value.replace(spelling + os.sep, "").replace(spelling, ".")
+            return value
+        if isinstance(value, dict):
+            return {self.without_root(k): self.without_root(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.without_root(v) for v in value]
+        return value
 
     def load(self, run: str) -> Any:
         """The loaded run (``autoprof.load`` confined to the folder), kept while unchanged."""
@@ -189,13 +206,14 @@ def _explain_op(folder: RunFolder, run: str, name: str,
 T = TypeVar("T")
 
 
-def _answer(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``; a refusal or a bad run (ValueError, TraceError, OSError) reaches the
-    client as the tool's error with its one-line message, not as a crash."""
+def _answer(folder: RunFolder, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with paths relative to the folder (``RunFolder.without_root``); a
+    refusal or a bad run (ValueError, TraceError, OSError) reaches the client as the tool's
+    error with its one-line message, not as a crash."""
     try:
-        return fn(*args)
+        return cast(T, folder.without_root(fn(*args)))
     except (ValueError, OSError) as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(folder.without_root(str(exc))) from None
 
 
 def build_server(root: Path) -> MCPServer:
@@ -209,40 +227,40 @@ def build_server(root: Path) -> MCPServer:
     def list_runs_tool() -> list[dict[str, Any]]:
         """Every run folder and loose trace under the traces folder: path (relative to the
         folder: the `run` argument of the other tools), kind, name, run_id, status."""
-        return _answer(list_runs, folder)
+        return _answer(folder, list_runs, folder)
 
     @server.tool(annotations=read_only)
     def summary(run: str) -> dict[str, Any]:
         """The run's summary as `autoprof summary --json` prints it: verdict, breakdown,
         opportunities, diagnostics, top ops, what-if results (times in microseconds)."""
-        return _answer(folder.summary, run)
+        return _answer(folder, folder.summary, run)
 
     @server.tool(annotations=read_only)
     def summary_markdown(run: str) -> str:
         """The run's summary as compact GitHub-flavoured Markdown (`--format markdown`)."""
         from autoprof.analysis.report.markdown import render_markdown
 
-        return render_markdown(_answer(folder.summary, run))
+        return _answer(folder, lambda: render_markdown(folder.summary(run)))
 
     @server.tool(name="top_ops", annotations=read_only)
     def top_ops_tool(run: str, by: Literal["self_cpu", "self_device"] = "self_cpu",
                      n: int = 10) -> list[dict[str, Any]]:
         """The n ops (1-100) with the most self CPU time, or GPU rows with the most self
         device time (by='self_device')."""
-        return _answer(top_ops, folder, run, by, n)
+        return _answer(folder, top_ops, folder, run, by, n)
 
     @server.tool(name="explain", annotations=read_only)
     def explain_tool(run: str, what: str) -> dict[str, Any]:
         """One diagnostic (its id), opportunity (its cause) or op (its name) of the run: the
         record with its evidence and hint, or the op's rows and share of the run's time."""
-        return _answer(explain, folder, run, what)
+        return _answer(folder, explain, folder, run, what)
 
     @server.tool(name="diff", annotations=read_only)
     def diff_tool(a: str, b: str) -> dict[str, Any]:
         """Is run b faster, slower or the same as run a (the baseline), how sure, and why:
         comparability and every difference, the step time's change with its 95% bootstrap
         interval, and the buckets, ops and kernels ranked by their share of the change."""
-        return _answer(diff, folder, a, b)
+        return _answer(folder, diff, folder, a, b)
 
     del list_runs_tool, summary, summary_markdown, top_ops_tool, explain_tool, diff_tool
     return server

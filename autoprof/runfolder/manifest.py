@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from autoprof.runfolder.confine import ReadRefused, read_regular
 from autoprof.runfolder.files import (
     FINAL_STATUSES,
     MANIFEST,
@@ -308,10 +309,10 @@ def _read_files(value: object, path: str | Path) -> tuple[str, ...] | None:
 
 def read_manifest(path: Path, max_bytes: int) -> Manifest:
     """The record in the file at ``path`` (at most ``max_bytes``), or ManifestError."""
-    try:
-        if path.stat().st_size > max_bytes:
-            raise ManifestError(path, "too large to be a manifest")
-        data = path.read_bytes()
+    try:  # inside its run folder, a regular file, small (confine.py)
+        data = read_regular(path, max_bytes, folder=path.parent)
+    except ReadRefused as refused:
+        raise ManifestError(path, refused.problem) from None
     except OSError as exc:
         raise ManifestError(path, f"cannot read the manifest ({exc.strerror or exc})") from None
     return Manifest.from_json(data, path)

@@ -11,8 +11,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from autoprof.runfolder.files import MANIFEST, atomic_write_json, folder_lock
-from autoprof.runfolder.manifest import Manifest, ManifestError, write_manifest
+from autoprof.runfolder.files import MANIFEST, MAX_MANIFEST_BYTES, atomic_write_json, folder_lock
+from autoprof.runfolder.manifest import ManifestError, read_manifest, write_manifest
 
 WHATIF_NAME = "whatif.json"
 WHATIF_SCHEMA_VERSION = 1
@@ -52,7 +52,7 @@ def write_whatif(run_dir: Path, record: dict[str, Any]) -> Path:
 def _list_in_manifest(run_dir: Path) -> None:
     manifest_path = run_dir / MANIFEST
     try:
-        manifest = Manifest.from_json(manifest_path.read_bytes(), manifest_path)
+        manifest = read_manifest(manifest_path, MAX_MANIFEST_BYTES)  # a FIFO: refused
     except (OSError, ManifestError):
         return  # no readable manifest (a plain trace folder): the file alone is the record
     files = manifest.files or ()

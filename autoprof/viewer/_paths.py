@@ -7,11 +7,11 @@ traces folder; a path that escapes it, directly or through a link, is refused.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from autoprof import env
+from autoprof.runfolder import confine
 
 
 class OutsideFolderError(ValueError):
@@ -81,6 +81,6 @@ def _entries(folder: Path) -> Iterator[Path]:
 def regular_only(path: Path) -> None:
     """Raise SpecialFileError unless `path` is a plain file or a folder (checked by stat,
     before anything opens it)."""
-    mode = path.stat().st_mode
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise SpecialFileError(f"{path}: not a regular file (a FIFO, socket or device)")
+    kind = confine.special_kind(path.stat().st_mode)  # the readers' one rule
+    if kind is not None:
+        raise SpecialFileError(f"{path}: is {kind}, not a regular file")

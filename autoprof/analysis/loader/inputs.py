@@ -21,9 +21,9 @@ from autoprof.analysis.loader import formats
 from autoprof.analysis.loader.cache import SUFFIX as CACHE_SUFFIX
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.manifest import MANIFEST_NAME, read_record
-from autoprof.analysis.loader.remote import RemoteFile, TracePath, is_url
+from autoprof.analysis.loader.remote import RemoteFile, TracePath, is_url, local_path_of
 from autoprof.analysis.loader.source import refuse_special
-from autoprof.runfolder import Manifest, lines_name, rank_of_manifest
+from autoprof.runfolder import Manifest, confine, lines_name, rank_of_manifest
 from autoprof.runfolder.whatif import WHATIF_NAME
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d{1,6})(?=[^0-9]|$)", re.IGNORECASE)
@@ -62,17 +62,14 @@ def rank_from_name(path: TracePath) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except (ValueError, OSError, RuntimeError):
-        return False
-    return True
+inside = confine.is_inside  # the one rule (runfolder.confine): resolved, inside the folder
 
 
 def _check_inside(path: Path, folder: Path, what: str) -> None:
-    if not inside(path, folder):
-        raise TraceError(path, f"resolves outside {what} {folder} (symlink escape refused)")
+    try:
+        confine.resolve_inside(path, folder, what)
+    except confine.ReadRefused as refused:
+        raise TraceError(path, refused.problem) from None
 
 
 def listed_traces(run_dir: _Where, record: Manifest, manifest_path: TracePath
@@ -190,7 +187,10 @@ def _rank_from_run(trace: Path) -> dict[TracePath, int]:
 
 def resolve_source(path: str | Path, root: str | Path | None = None) -> Source:
     """What ``path`` means; raises TraceError for a missing, empty or escaping input. A URL
-    (``scheme://...``) is resolved through fsspec (``remote_inputs.resolve_remote``)."""
+    (``scheme://...``) is resolved through fsspec (``remote_inputs.resolve_remote``), except
+    a ``file://`` URL: this machine's files are read by path, under the same rules."""
+    path = local_path_of(path)
+    root = None if root is None else local_path_of(root)
     if is_url(path) or is_url(root):
         from autoprof.analysis.loader.remote_inputs import resolve_remote
 

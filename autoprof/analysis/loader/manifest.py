@@ -7,7 +7,6 @@ the file.
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import msgspec
 from autoprof import runfolder
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.remote import RemoteFile
-from autoprof.runfolder import Manifest, ManifestError
+from autoprof.runfolder import Manifest, ManifestError, confine
 
 SCHEMA_VERSION = runfolder.SCHEMA_VERSION
 MANIFEST_NAME = runfolder.MANIFEST
@@ -27,14 +26,10 @@ STATUSES = runfolder.STATUSES
 def read_record(path: Path) -> Manifest:
     """The typed record at ``path`` (``autoprof.runfolder.Manifest``, defaults filled in);
     raises TraceError naming the file (and the problem) when unusable."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):  # a FIFO would block open() for ever
-            raise TraceError(path, "manifest is not a regular file (a FIFO, socket or device)")
-        size = info.st_size
-        if size > MAX_MANIFEST_BYTES:
-            raise TraceError(path, f"manifest is {size} bytes, too large to be a manifest")
-        data = path.read_bytes()
+    try:  # inside its run folder, a regular file, small (runfolder.confine)
+        data = confine.read_regular(path, MAX_MANIFEST_BYTES, folder=path.parent)
+    except confine.ReadRefused as refused:
+        raise TraceError(path, f"manifest {refused.problem}") from None
     except OSError as exc:
         raise TraceError(path, f"cannot read manifest: {exc.strerror or exc}") from None
     return record_from_bytes(path, data)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_LOCAL_SCHEMES = ("file", "local")  # fsspec's names for this machine's own files
 INSTALL_HINT = "reading a URL needs fsspec: pip install fsspec (or 'autoprof[remote]')"
 
 
@@ -59,6 +60,20 @@ def is_url(path: object) -> bool:
     return isinstance(path, RemoteFile) or (isinstance(path, str) and bool(_URL.match(path)))
 
 
+def local_path_of(path: str | Path) -> str | Path:
+    """The local path a ``file://`` (or ``local://``) URL names; anything else unchanged. A
+    local file named by URL is read as its path is (``loader/inputs.py``): inside its run
+    folder, a regular file, never a FIFO."""
+    if not isinstance(path, str):
+        return path
+    scheme, sep, rest = path.partition("://")
+    if not sep or scheme.lower() not in _LOCAL_SCHEMES or not _URL.match(path):
+        return path
+    if rest.lower().startswith("localhost/"):
+        rest = rest[len("localhost"):]
+    return Path(rest or "/")
+
+
 def filesystem(target: RemoteFile) -> tuple[AbstractFileSystem, str]:
     """The fsspec filesystem of ``target`` and its path there; TraceError without fsspec or
     for a scheme fsspec does not know (or whose package is missing)."""
@@ -70,7 +85,14 @@ def filesystem(target: RemoteFile) -> tuple[AbstractFileSystem, str]:
         fs, path = url_to_fs(target.url)
     except (ImportError, ValueError) as exc:
         raise TraceError(target, f"cannot open this URL ({exc})") from None
+    if "file" in _protocols(fs):  # this machine's files: read by path, never by URL
+        raise TraceError(target, "names a local file: give its path (or a file:// URL)")
     return fs, str(path)
+
+
+def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
+    protocol = getattr(fs, "protocol", ())
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
 
 
 def info(target: RemoteFile) -> dict[str, Any]:
@@ -132,4 +154,4 @@ def version_tag(target: RemoteFile) -> dict[str, Any]:
 
 
 __all__ = ["INSTALL_HINT", "RemoteFile", "TracePath", "filesystem", "info", "is_url",
-           "listing", "open_file", "read_small", "version_tag"]
+           "listing", "local_path_of", "open_file", "read_small", "version_tag"]

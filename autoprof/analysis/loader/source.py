@@ -19,7 +19,7 @@ A ``RemoteFile`` (an fsspec URL, ``loader/remote.py``) is read the same way thro
 from __future__ import annotations
 
 import mmap
-import stat
+import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,11 +29,13 @@ from autoprof import env
 from autoprof.analysis.loader import remote
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.remote import RemoteFile, TracePath
+from autoprof.runfolder import confine
 
 DEFAULT_MAX_TRACE_BYTES = env.DEFAULT_MAX_TRACE_BYTES
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK_BYTES = 4 * 1024**2  # the most one inflate call returns
 READ_BYTES = 4 * 1024**2  # one read of the file
+RATIO_FLOOR_BYTES = 64 * 1024**2  # below this much output, no ratio is too high
 
 
 def max_trace_bytes() -> int:
@@ -45,47 +47,74 @@ def _mib(n_bytes: int) -> str:
     return f"{n_bytes / 1024**2:.1f} MiB"
 
 
-def _next_member(rest: bytes, handle: BinaryIO, at_end: bool) -> tuple[bytes | None, bool]:
+def _next_member(rest: bytes, handle: BinaryIO, at_end: bool
+                 ) -> tuple[bytes | None, bool, int]:
     """After a gzip member: (the next member's first bytes, or None when none follows,
-    whether the file is read to its end)."""
+    whether the file is read to its end, how many bytes were read here)."""
+    read = 0
     while len(rest) < len(_GZIP_MAGIC) and not at_end:
         more = handle.read(READ_BYTES)
-        at_end = not more
+        at_end, read = not more, read + len(more)
         rest += more
-    return (rest if rest.startswith(_GZIP_MAGIC) else None), at_end
+    return (rest if rest.startswith(_GZIP_MAGIC) else None), at_end, read
 
 
 def _gunzip_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[bytes]:
     """Inflate every gzip member read from ``handle``, refusing to grow past ``limit``
-    bytes; trailing bytes that start no member (zero padding) end the stream."""
+    bytes or past ``max_gzip_ratio`` times the compressed bytes inflated so far
+    (``_Bound``); trailing bytes that start no member (zero padding) end the stream."""
     inflater = zlib.decompressobj(wbits=31)
     pending: bytes | None = b""
-    at_end, produced = False, 0
+    at_end, bound = False, _Bound(path, limit)
     try:
         while pending is not None:
             if not pending and not at_end:
                 pending = handle.read(READ_BYTES)
                 at_end = not pending
+                bound.read_bytes += len(pending)
             if not pending and at_end:
                 if not inflater.eof:
                     raise TraceError(path, "truncated gzip data (the file ends mid-stream)")
                 return
             piece = inflater.decompress(pending, _BLOCK_BYTES)
             pending = inflater.unconsumed_tail
-            produced += len(piece)
-            if produced > limit:
-                raise TraceError(
-                    path,
-                    f"decompressed size exceeds the {_mib(limit)} limit "
-                    "(gzip bomb? raise AUTOPROF_MAX_TRACE_BYTES if the trace is real)",
-                )
+            bound.check(len(piece), max(len(pending), len(inflater.unused_data)))
             yield piece
             if inflater.eof:  # what follows the member is unused_data (unconsumed_tail, when
                 # the output limit was hit in this call, holds the same bytes again)
-                pending, at_end = _next_member(inflater.unused_data, handle, at_end)
+                pending, at_end, more = _next_member(inflater.unused_data, handle, at_end)
+                bound.read_bytes += more
                 inflater = zlib.decompressobj(wbits=31)
     except zlib.error as exc:
         raise TraceError(path, f"corrupt gzip data ({exc})") from None
+
+
+class _Bound:
+    """What a gzip stream may expand to: at most ``limit`` bytes in all, and, past
+    ``RATIO_FLOOR_BYTES``, at most ``max_gzip_ratio()`` times the compressed bytes consumed
+    so far (a real trace compresses 5-30 times; a gzip bomb about 1,000 times, and is
+    refused after inflating 64 MiB, not gigabytes)."""
+
+    def __init__(self, path: TracePath, limit: int) -> None:
+        self.path, self.limit, self.ratio = path, limit, env.max_gzip_ratio()
+        self.read_bytes, self.produced = 0, 0
+
+    def check(self, piece_bytes: int, unread_bytes: int) -> None:
+        self.produced += piece_bytes
+        if self.produced > self.limit:
+            raise TraceError(
+                self.path,
+                f"decompressed size exceeds the {_mib(self.limit)} limit "
+                "(gzip bomb? raise AUTOPROF_MAX_TRACE_BYTES if the trace is real)",
+            )
+        consumed = max(self.read_bytes - unread_bytes, 1)
+        if self.produced > RATIO_FLOOR_BYTES and self.produced > self.ratio * consumed:
+            raise TraceError(
+                self.path,
+                f"gzip data expands more than {self.ratio:g} times ({_mib(consumed)} gave "
+                f"{_mib(self.produced)} so far): a gzip bomb? (raise AUTOPROF_MAX_GZIP_RATIO "
+                "if the trace is real)",
+            )
 
 
 def _plain_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[bytes]:
@@ -99,23 +128,20 @@ def _plain_blocks(path: TracePath, handle: BinaryIO, limit: int) -> Iterator[byt
         yield block
 
 
-_SPECIAL_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def refuse_special(path: Path, mode: int) -> None:
     """TraceError for a FIFO, socket or device, before any open(): opening a FIFO blocks
-    until something writes to it, and a device can stream for ever."""
-    for is_kind, kind in _SPECIAL_KINDS:
-        if is_kind(mode):
-            raise TraceError(path, f"is {kind}, not a trace file")
+    until something writes to it, and a device can stream for ever
+    (``runfolder.confine``'s rule)."""
+    kind = confine.special_kind(mode)
+    if kind is not None:
+        raise TraceError(path, f"is {kind}, not a trace file")
 
 
 class _Opened:
     """An open trace file checked for size and kind: ``gzip`` is whether it holds gzip data."""
 
-    def __init__(self, path: TracePath) -> None:
-        self.path, self.limit = path, max_trace_bytes()
+    def __init__(self, path: TracePath, folder: Path | None = None) -> None:
+        self.path, self.limit, self.folder = path, max_trace_bytes(), folder
         self.remote = isinstance(path, RemoteFile)
         if isinstance(path, RemoteFile):
             self._open_remote(path)
@@ -130,12 +156,13 @@ class _Opened:
 
     def _open_local(self, path: Path) -> None:
         try:
-            info = path.stat()
-            refuse_special(path, info.st_mode)
-            self.size = info.st_size
-            self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by its owner
+            self.handle: BinaryIO = confine.open_regular(path, self.folder)
+            self.size = os.fstat(self.handle.fileno()).st_size
         except IsADirectoryError:
             raise TraceError(path, "is a folder, not a trace file") from None
+        except confine.ReadRefused as refused:
+            raise TraceError(path, refused.problem.replace("regular file", "trace file")
+                             ) from None
         except OSError as exc:
             raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
 
@@ -233,11 +260,13 @@ def stream_bytes(path: TracePath, start: int = 0) -> ByteStream:
 
 
 def read_bytes(
-    path: TracePath, progress: Callable[[float, str], None] | None = None
+    path: TracePath, progress: Callable[[float, str], None] | None = None,
+    folder: Path | None = None,
 ) -> bytes | bytearray | mmap.mmap:
     """The whole decoded file: read (or mapped with ``AUTOPROF_MMAP=1``) when plain,
-    inflated when gzip."""
-    opened = _Opened(path)
+    inflated when gzip. With ``folder``, a local file must resolve inside it
+    (``runfolder.confine``)."""
+    opened = _Opened(path, folder)
     with opened.handle as handle:
         if opened.gzip:
             out = bytearray()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof.analysis.loader.errors import TraceError
+from autoprof.runfolder import confine
 from autoprof.runfolder.whatif import MAX_WHATIF_BYTES, WHATIF_NAME, WHATIF_SCHEMA_VERSION
 
 REQUIRED = ("fix", "applicable")
@@ -29,12 +30,12 @@ def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:
     if run_path is None or not Path(run_path).is_dir():
         return []
     path = Path(run_path) / WHATIF_NAME
-    try:
-        if not path.is_file():
+    try:  # inside the run folder, a regular file, small (runfolder.confine)
+        if not path.is_symlink() and not path.exists():
             return []
-        if path.stat().st_size > MAX_WHATIF_BYTES:
-            raise TraceError(path, f"larger than {MAX_WHATIF_BYTES} bytes: not a what-if record")
-        raw = json.loads(path.read_bytes())
+        raw = json.loads(confine.read_regular(path, MAX_WHATIF_BYTES, folder=Path(run_path)))
+    except confine.ReadRefused as refused:
+        raise TraceError(path, refused.problem) from None
     except OSError as exc:
         raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:

@@ -13,19 +13,25 @@ import streamlit as st
 
 from autoprof.analysis.metrics.lines import file_lines, files_by_time
 from autoprof.analysis.report.lines import short_path
+from autoprof.runfolder import confine
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer.views._common import current_run
 
+MAX_SOURCE_BYTES = 8 * 1024**2  # a larger "source file" is not shown
 CONTEXT_LINES = 3  # lines of code shown around each line with time
 _NUMBERS = ("self_cpu_us", "gpu_us", "sync_us")
 
 
 def _code(path: str) -> list[str] | None:
+    """The file's lines; None when it cannot be shown: a path a lines trace names may be
+    anything, so it is read as every reader reads (``runfolder.confine``: a regular file,
+    never a FIFO or a device) and only when small enough to be source code."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        data = confine.read_regular(Path(path), MAX_SOURCE_BYTES)
+    except (OSError, ValueError):  # ReadRefused is a ValueError
         return None
+    return data.decode("utf-8", errors="replace").splitlines()
 
 
 def _listing(timed: pd.DataFrame, code: list[str], whole: bool) -> pd.DataFrame:

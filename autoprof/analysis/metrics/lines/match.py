@@ -15,16 +15,19 @@ innermost such region: the line that called the compiled module or function.
 from __future__ import annotations
 
 import difflib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.metrics.lines.graphs import graph_launches, kernel_lines, launched_by
 from autoprof.analysis.metrics.lines.trace import (
     GRAPH_LAUNCHES,
     LinesOp,
+    LinesTrace,
     find_lines_files,
     read_lines_file,
 )
@@ -152,7 +155,15 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
 
 def attribute_run(run_dir: Path | None, events: pd.DataFrame) -> Attribution:
     """:func:`attribute` with the lines traces of the run folder ``run_dir`` (none: empty)."""
-    files = find_lines_files(run_dir) if run_dir is not None else {}
-    traces = {rank: read_lines_file(path) for rank, path in files.items()}
+    refused: list[str] = []
+    files = find_lines_files(run_dir, refused) if run_dir is not None else {}
+    traces: dict[int, LinesTrace] = {}
+    for rank, path in files.items():
+        try:
+            traces[rank] = read_lines_file(path, run_dir)
+        except TraceError as err:
+            refused.append(str(err))
+    for problem in refused:  # the trace analysis does not depend on the lines
+        warnings.warn(f"{problem} (source lines ignored)", stacklevel=2)
     kernels = {key: graph for trace in traces.values() for key, graph in trace.kernels.items()}
     return attribute(events, {rank: trace.ops for rank, trace in traces.items()}, kernels)

@@ -17,7 +17,6 @@ frame of its own (on CPU it runs on the calling thread, under ``loss.backward()`
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import sys
@@ -25,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autoprof.runfolder import lines_name
+from autoprof.analysis.loader.errors import TraceError
+from autoprof.analysis.loader.source import read_bytes
+from autoprof.runfolder import confine, lines_name
 
 LINES_GLOB = lines_name("*")  # the run folder's source-lines traces (runfolder.lines_name)
 LINE_LABEL = "autoprof::line "
@@ -50,12 +51,19 @@ class LinesOp:
     module: str
 
 
-def find_lines_files(run_dir: Path) -> dict[int, Path]:
-    """The source-lines traces of a run folder, by rank (0 for a single process)."""
+def find_lines_files(run_dir: Path, refused: list[str] | None = None) -> dict[int, Path]:
+    """The source-lines traces of a run folder, by rank (0 for a single process): those that
+    are regular files inside it (``runfolder.confine``); each other one (a link out of the
+    folder, a FIFO) is left out, and its one-line reason added to ``refused`` when given."""
     found: dict[int, Path] = {}
     if not run_dir.is_dir():
         return found
     for path in sorted(run_dir.glob(LINES_GLOB)):
+        problem = confine.refusal(path, run_dir)
+        if problem is not None:
+            if refused is not None:
+                refused.append(problem)
+            continue
         match = _RANK.match(path.name)
         found.setdefault(int(match["rank"]) if match else 0, path)
     return found
@@ -180,10 +188,19 @@ def _kernels(data: Any) -> dict[str, dict[str, list[str]]]:
             for g, kernels in raw.items() if isinstance(kernels, dict)}
 
 
-def read_lines_file(path: Path) -> LinesTrace:
-    """The trace at ``path``: its ops and its compiled graphs' kernel lines."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        data = json.load(f)
+def read_lines_file(path: Path, folder: Path | None = None) -> LinesTrace:
+    """The trace at ``path``: its ops and its compiled graphs' kernel lines. Read as the
+    loader reads a trace (``loader.source.read_bytes``: a regular file, inside ``folder``
+    when given, its gzip expansion bounded by size and ratio); TraceError naming it when
+    it cannot be read."""
+    decoded = read_bytes(path, folder=folder)
+    try:
+        data = json.loads(decoded if isinstance(decoded, bytes | bytearray) else decoded[:])
+    except (ValueError, RecursionError) as exc:
+        raise TraceError(path, f"source-lines trace is not valid JSON ({str(exc)[:120]})"
+                         ) from None
+    finally:
+        del decoded
     return LinesTrace(_ops(data), _kernels(data))
 
 
