@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from streamlit import config
+from streamlit.testing.v1 import AppTest
 from support.apptest import markdown_texts
 from support.viewer import APP, REPO
-from streamlit.testing.v1 import AppTest
 
 from autoprof import env
 from autoprof.cli import view_command

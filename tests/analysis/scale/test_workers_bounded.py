@@ -4,10 +4,10 @@ to run them; ``--dask ADDRESS`` that names no scheduler is one line and exit sta
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
