@@ -20,7 +20,9 @@ if __name__ != "autoprof":  # pragma: no cover - covered in a child process
         "e.g. a clone of the repository) hides the installed package; run from another folder"
     )
 
-from autoprof._lazy import lazy_names  # noqa: E402 - after the check above
+import sys  # noqa: E402 - after the check above
+
+from autoprof._lazy import CallablePackage, lazy_names  # noqa: E402
 from autoprof._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:
@@ -61,3 +63,6 @@ _LAZY: dict[str, str] = {
 }
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)
+
+# `import autoprof` then `@autoprof(...)`: the package object itself is the decorator too
+sys.modules[__name__].__class__ = CallablePackage

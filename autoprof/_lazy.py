@@ -4,6 +4,7 @@ the package (or one module inside it) does not import everything it offers."""
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -26,3 +27,12 @@ def lazy_names(package: str, names: dict[str, str], namespace: dict[str, Any],
         return sorted(set(namespace) | set(public))
 
     return __getattr__, __dir__
+
+
+class CallablePackage(types.ModuleType):
+    """The ``autoprof`` package object, callable as its decorator: after ``import autoprof``,
+    ``@autoprof`` and ``@autoprof(name=...)`` mean ``autoprof.autoprof`` (the README's
+    spelling), as with ``from autoprof import autoprof``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.autoprof(*args, **kwargs)

@@ -192,6 +192,9 @@ def view_command(app: Path, directory: Path | None, address: str, port: int | No
     if port is not None:
         argv += ["--server.port", str(port)]
     env = dict(os.environ)
+    env.pop("AUTOPROF_VIEW_REMOTE", None)  # consent is this command line's, not inherited
+    if not settings.is_loopback(address):  # --address ADDR: serving other machines, asked for
+        env["AUTOPROF_VIEW_REMOTE"] = "1"
     if directory is not None:
         env["AUTOPROF_DIR"] = str(directory.resolve())
     return argv, env
@@ -277,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("dir", nargs="?", help="traces folder (default: $AUTOPROF_DIR, else "
                                              "./traces)")
     view.add_argument("--address", default="127.0.0.1",
-                      help="address to bind (default 127.0.0.1: this machine only)")
+                      help="address to bind (default 127.0.0.1: this machine only; another "
+                      "address serves other machines on purpose)")
     view.add_argument("--port", type=int, default=None, help="port (default: streamlit's 8501)")
     view.set_defaults(func=cmd_view)
     schema = sub.add_parser("schema", help="print the JSON Schema of `autoprof summary "

@@ -7,6 +7,7 @@ has the table of the variables below. No torch, no pandas: the recording process
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -100,6 +101,26 @@ def decode_helper_enabled() -> bool:
     """``AUTOPROF_DECODE_HELPER``: off decodes every trace in the process that loads it (on:
     a large trace's chunks are shared with a second process, loader/helper.py)."""
     return flag("AUTOPROF_DECODE_HELPER", default=True)
+
+
+def view_remote() -> bool:
+    """``AUTOPROF_VIEW_REMOTE``: on lets the viewer serve an address other than this
+    machine's loopback (``autoprof view --address ADDR`` sets it for its server). Off, a
+    viewer told by ``STREAMLIT_SERVER_ADDRESS`` or ``--server.address`` to listen elsewhere
+    answers only a refusal: a setting meant for another Streamlit app is not consent."""
+    return flag("AUTOPROF_VIEW_REMOTE", default=False)
+
+
+def is_loopback(address: str) -> bool:
+    """'127.0.0.1', '127.0.1.1', '::1', '[::1]', 'localhost', a unix socket: this machine
+    only. '', '0.0.0.0', '::', a LAN address or any other name: not."""
+    name = address.strip().lower()
+    if name.startswith("unix://") or name in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def cache_min_bytes() -> int:

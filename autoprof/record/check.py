@@ -11,7 +11,8 @@ the fixes are :mod:`autoprof.record.whatif`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,30 @@ class NoRun:
                          f"{name!r}; the function was still called as often")
 
 
+OPTION_NAMES = frozenset(Options.__dataclass_fields__) | {"warmup"}
+
+
+def own_options_refusal(target: Callable[..., Any], kwargs: dict[str, Any]) -> str | None:
+    """The line refusing autoprof's own option names given to ``check`` as keywords (they
+    would reach ``fn``): None when there are none, or when ``fn`` names each as a parameter
+    of its own (then the keyword is really its)."""
+    names = sorted(set(kwargs) & OPTION_NAMES)
+    params: Mapping[str, inspect.Parameter] = {}
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: nothing is its own
+        pass
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ours = [n for n in names if n not in params or params[n].kind not in kinds]
+    if not ours:
+        return None
+    given = ", ".join(f"{n}=..." for n in ours)
+    fn_name = getattr(target, "__name__", "fn")
+    return (f"autoprof.check got autoprof's option(s) {given} as keyword(s), which would be "
+            f"passed to {fn_name}(): give them to the decorator, "
+            f"autoprof.check(autoprof({given})({fn_name}), *args); nothing was recorded")
+
+
 def _why_off(options: Options) -> str:
     if not env_enabled():
         return "autoprof is off: AUTOPROF=0 in the environment"
@@ -66,8 +91,14 @@ def check(
     are used, on the undecorated function, in a fresh session.
     ``try_fixes`` (``"auto"``, ``"all"`` or fix names; default: the decorator's option) then
     measures each fix on the same arguments and writes ``whatif.json`` (autoprof.record.whatif).
+    An autoprof option given here as a keyword (``out_dir=``, ``name=``, ...) that ``fn``
+    does not name as a parameter is a TypeError naming the decorator spelling, before
+    anything is called or written.
     """
     options, target = options_of(fn)
+    refused = own_options_refusal(target, kwargs)
+    if refused is not None:
+        raise TypeError(refused)
     fixes = try_fixes if try_fixes is not None else options.try_fixes
     if fixes:
         validate(fixes)

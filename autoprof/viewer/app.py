@@ -69,7 +69,7 @@ def _sidebar_selection(ctx: Context) -> None:
         return
     labels = {p: run_label(ctx.runs, p, ctx.root) for p in paths}
     rel_of = {p: _relative(p, ctx.root) for p in paths}
-    wanted = st.query_params.get("run")  # ?run=<folder relative to the traces folder>
+    wanted = _link(st.query_params.get("run"))  # ?run=<folder relative to the traces folder>
     if wanted != st.session_state.get("_run_from_url"):  # a new link: follow it once
         st.session_state["_run_from_url"] = wanted
         if wanted in rel_of.values():
@@ -80,6 +80,13 @@ def _sidebar_selection(ctx: Context) -> None:
     if chosen:
         st.query_params["run"] = st.session_state["_run_from_url"] = rel_of[chosen]
         ctx.current = load_run(ctx.root, Path(chosen), labels.get(chosen))
+
+
+def _link(value: str | None) -> str | None:
+    """A run link as the run list spells it: 'a/b/', './a/b' and 'a//b' all name 'a/b'."""
+    if not value or not value.strip():
+        return value
+    return os.path.normpath(value.strip()).strip("/")
 
 
 def _relative(path: str, root: Path) -> str:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -22,3 +24,29 @@ def test_a_clone_named_autoprof_beside_the_script_is_a_clear_import_error(tmp_pa
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: autoprof was imported as 'autoprof.autoprof'")
     assert f"the folder {clone} " in last and "run from another folder" in last
+
+
+def test_the_package_itself_is_the_decorator_after_a_plain_import(tmp_path):
+    """`import autoprof` then `@autoprof` / `@autoprof(...)`: the README's first sentence."""
+    program = (
+        "import autoprof\n"
+        "@autoprof(name='plain', warmup_calls=0, schedule=dict(wait=0, warmup=0, active=1))\n"
+        "def f(x):\n    return x + 1\n"
+        "@autoprof\ndef g():\n    return 2\n"
+        "print(f(1), g(), f.__name__, g.__name__, callable(autoprof))\n"
+        "autoprof.flush()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), AUTOPROF_DIR=str(tmp_path / "traces"),
+               AUTOPROF_FINISH_YIELD_S="0")
+    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "2 2 f g True"
+    assert list((tmp_path / "traces" / "plain").glob("*/manifest.json"))  # it recorded
+
+
+def test_calling_the_package_with_a_non_callable_names_the_spelling():
+    import autoprof
+
+    with pytest.raises(TypeError, match=r"use @autoprof or @autoprof\(name=\.\.\., \.\.\.\)"):
+        autoprof(3)

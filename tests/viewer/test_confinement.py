@@ -33,11 +33,21 @@ ALLOWED = LOOPBACK | {"viewer.lan"}
     ({"Host": "evil.example:8501", "Origin": "http://evil.example:8501"}, True),  # rebinding
     ({"Host": "127.0.0.1:8501", "Origin": "https://evil.example"}, True),
     ({"Host": "127.0.0.1.evil.example:8501"}, True),
-    ({"Host": "192.168.1.5:8501", "Origin": "http://192.168.1.5:8501"}, False),  # typed IP
+    ({"Host": "127.0.0.2:8501"}, False),  # loopback, however spelled
+    ({"Host": "192.168.1.5:8501", "Origin": "http://192.168.1.5:8501"}, True),  # not served
     ({"Host": "192.168.1.5:8501", "Origin": "http://evil.example"}, True),
 ])
 def test_only_the_viewers_own_names_are_served(headers, refused):
     assert (refusal(headers, ALLOWED) is not None) is refused
+
+
+@pytest.mark.parametrize(("headers", "refused"), [
+    ({"Host": "192.168.1.5:8501", "Origin": "http://192.168.1.5:8501"}, False),  # typed IP
+    ({"Host": "192.168.1.5:8501", "Origin": "http://evil.example"}, True),
+    ({"Host": "evil.example:8501"}, True),
+])
+def test_a_typed_lan_address_is_accepted_only_when_serving_other_machines(headers, refused):
+    assert (refusal(headers, ALLOWED, remote_ok=True) is not None) is refused
 
 
 def test_host_name_drops_the_port_and_case():

@@ -92,7 +92,8 @@ def test_a_server_bound_to_every_interface_by_default_is_refused_in_one_line():
     line = unbound_refusal({"Host": "10.0.0.5:8501"}, None)
     assert line and "\n" not in line and "--server.address 127.0.0.1" in line
     assert unbound_refusal({"Host": "10.0.0.5:8501"}, "") == line
-    assert unbound_refusal({"Host": "10.0.0.5:8501"}, "0.0.0.0") is None  # asked for it
+    assert unbound_refusal({"Host": "10.0.0.5:8501"}, "0.0.0.0") is not None  # no consent
+    assert unbound_refusal({"Host": "10.0.0.5:8501"}, "0.0.0.0", remote_ok=True) is None
     assert unbound_refusal({"Host": "127.0.0.1:8501"}, "127.0.0.1") is None
     assert unbound_refusal({}, None) is None  # no HTTP request at all (AppTest)
 

@@ -16,7 +16,8 @@ becomes one row of the memory table, sorted by (rank, ts_us):
 
 ``bytes`` is positive for an allocation and negative for a free; ``allocated_bytes`` and
 ``reserved_bytes`` are the allocator's totals on that device just after it. Events without a
-finite ``ts`` or ``Bytes`` are dropped (with a count in the warnings).
+finite ``ts`` or ``Bytes`` are dropped (with a count in the warnings), and so are events with a
+byte count beyond 4 EiB (``Bytes: 1e300``, a garbled total): one warning, never a -1 B peak.
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ def _frame(ts: np.ndarray, pid: np.ndarray, tid: np.ndarray,
     })
 
 
+def _garbled(columns: MemoryColumns) -> npt.NDArray[np.bool_]:
+    """Events any of whose byte counts (Bytes, Total Allocated, Total Reserved) is beyond
+    MAX_MEMORY_BYTES: one garbled total would show as a peak of -1 B, so the event goes."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(
+            (np.abs(columns.bytes_delta) > MAX_MEMORY_BYTES)
+            | (np.abs(columns.total_allocated) > MAX_MEMORY_BYTES)
+            | (np.abs(columns.total_reserved) > MAX_MEMORY_BYTES), dtype=bool)
+
+
 def build_memory(columns: MemoryColumns, warnings: list[str], rank: int = 0) -> pd.DataFrame:
     """The memory table of one trace (see the module doc), sorted by ts_us."""
     if not len(columns):
@@ -75,7 +86,7 @@ def build_memory(columns: MemoryColumns, warnings: list[str], rank: int = 0) -> 
     dropped = int((~keep).sum())
     if dropped:
         warnings.append(f"dropped {dropped} memory events without a finite ts or Bytes")
-    huge = keep & (np.abs(columns.bytes_delta) > MAX_MEMORY_BYTES)
+    huge = keep & _garbled(columns)
     if huge.any():  # no device holds 4 EiB: a garbled count, which int64 could not hold
         keep &= ~huge
         warnings.append(f"dropped {int(huge.sum())} memory events with {HUGE_BYTES_NOTE} "

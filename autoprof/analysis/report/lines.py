@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from autoprof.analysis.metrics.lines import SourceLines
-from autoprof.units import fmt_us
+from autoprof.units import fmt_us, safe_strings, safe_text
 
 TOP_LINES = 20
 _NUMBERS = ("self_cpu_us", "gpu_us", "sync_us", "syncs", "calls")
@@ -53,7 +53,10 @@ def lines_summary(lines: SourceLines) -> dict[str, Any]:
 
 
 def render_lines(lines: SourceLines, name: str, n: int = TOP_LINES) -> str:
-    """The text ``autoprof lines RUN`` prints."""
+    """The text ``autoprof lines RUN`` prints: every name through units.safe_text, as the
+    summary's and the diff's (a label from a trace never moves the cursor or retitles the
+    terminal)."""
+    name = safe_text(name)
     if not lines.attribution.has_lines:
         return (f"autoprof lines: {name}: no source-lines trace in this run folder (recorded "
                 "with source_lines=False, before autoprof recorded lines, or not a run folder)")
@@ -64,7 +67,7 @@ def render_lines(lines: SourceLines, name: str, n: int = TOP_LINES) -> str:
            "times are per step",
            "",
            f"  {'self CPU':>10} {'GPU work':>10} {'syncs':>10} {'calls':>6}  line"]
-    for r in line_rows(lines, n):
+    for r in safe_strings(line_rows(lines, n)):
         sync = f"{fmt_us(r['sync_us'])}" if r["syncs"] else "-"
         module = f"  [{r['module']}]" if r["module"] else ""
         out.append(f"  {fmt_us(r['self_cpu_us']):>10} {fmt_us(r['gpu_us']):>10} {sync:>10} "

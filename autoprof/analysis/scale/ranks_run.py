@@ -19,6 +19,7 @@ runs recompute in less time than reading a cache saves, and fixture folders stay
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -53,6 +54,16 @@ def _size_bytes(trace: TracePath) -> int:
     return trace.stat().st_size
 
 
+def local_workers(jobs: int, ranks: int) -> int:
+    """The local processes ``--jobs N`` starts: never more than the ranks left to analyse
+    nor the cores this process may use (``--jobs 100000`` on one rank: one, in-process)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs, ranks, cores))
+
+
 @contextmanager
 def _pool(jobs: int) -> Iterator[Executor]:
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -75,6 +86,7 @@ def run_map(tasks: list[RankTask], jobs: int = 1, executor: Executor | None = No
         progress(done, total)
     if not todo:
         return results
+    jobs = local_workers(jobs, len(todo))
     if executor is None and jobs <= 1:
         for task in todo:
             results.append(analyse_rank(task))
@@ -115,5 +127,13 @@ def dask_executor(address: str) -> Executor:
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise RuntimeError("--dask needs dask's distributed scheduler: "
                            "pip install 'autoprof[dask]'") from err
-    executor: Executor = Client(address).get_executor()  # type: ignore[no-untyped-call]
+    try:
+        client = Client(address, timeout=30)  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError, OSError, TimeoutError) as err:  # 'tcp://[::1', no scheduler
+        raise DaskAddressError(f"--dask {address!r}: {err or type(err).__name__}") from err
+    executor: Executor = client.get_executor()  # type: ignore[no-untyped-call]
     return executor
+
+
+class DaskAddressError(RuntimeError):
+    """``--dask ADDRESS`` names no reachable Dask scheduler: one line, not a traceback."""

@@ -64,10 +64,17 @@ def render(answer: RunAnswer, path: str | Path, how: str) -> str:
 def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_json: bool) -> int:
     """The CLI's many-rank summary; returns the exit status."""
     from autoprof.analysis import TraceError
-    from autoprof.analysis.scale.ranks_run import dask_executor, summarize_ranks
+    from autoprof.analysis.scale.ranks_run import (
+        dask_executor,
+        local_workers,
+        summarize_ranks,
+    )
 
-    executor: Executor | None = dask_executor(dask) if dask else None
-    how = f"Dask at {dask}" if dask else f"{jobs or 1} local process(es)"
+    try:
+        executor: Executor | None = dask_executor(dask) if dask else None
+    except RuntimeError as err:  # DaskAddressError, or no distributed installed
+        print(f"autoprof: error: {err}", file=sys.stderr)
+        return 2
 
     def progress(done: int, total: int) -> None:
         print(f"\rautoprof: {done}/{total} ranks analysed", end="", file=sys.stderr, flush=True)
@@ -78,6 +85,8 @@ def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_js
         print(f"\nautoprof: error: {err}", file=sys.stderr)
         return 2
     print(file=sys.stderr)
+    how = f"Dask at {dask}" if dask else \
+        f"{local_workers(jobs or 1, len(answer.ranks))} local process(es)"
     if as_json:
         sys.stdout.write(json.dumps(answer.to_dict(), allow_nan=False) + "\n")
     else:
