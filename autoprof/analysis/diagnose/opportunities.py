@@ -23,7 +23,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.cpu_bounds import cpu_op_bounds
 from autoprof.analysis.metrics.breakdown import BUCKETS, COMMUNICATION_BUCKETS, Breakdown
-from autoprof.analysis.metrics.ranks import COLLECTIVE_NAME
+from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME
 
 TOP_WHERE = 3
 MIN_PCT = 0.5  # causes below this share of the step are left out

@@ -11,7 +11,7 @@ holds (docs/analysis.md, "breakdown", has the boundary cases):
 | only memcpy / memset run | `gpu_memory` |
 | only NCCL/collective kernels run (exposed communication) | `gpu_communication` |
 | GPU idle; a host thread is in a device sync (`sync.device_syncs`) | `host_sync` |
-| GPU idle; a host thread is in a collective that launches no GPU work (gloo's, on the CPU) | `host_communication` |
+| GPU idle; a host thread in a collective launching no GPU work (gloo) | `host_communication` |
 | GPU idle; a host thread is in a launch call or an op that launches GPU work | `host_launch` |
 | GPU idle; a host thread is in an op or region that launches nothing | `host_cpu_work` |
 | GPU idle; no traced host event (Python between ops, sleeping, waiting) | `host_untraced` |
@@ -66,8 +66,7 @@ from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
 
 Bucket = Literal["gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
                  "host_cpu_work", "host_untraced", "host_communication"]
-# host_communication last: the GPU buckets keep codes 0-2 and every host bucket's code is
-# at least host_launch's, as the masks below read them
+# host_communication last: GPU buckets are codes 0-2, host ones from host_launch's on
 BUCKETS: tuple[Bucket, ...] = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch",
                                "host_sync", "host_cpu_work", "host_untraced",
                                "host_communication")
@@ -239,8 +238,7 @@ def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str
     launch_ops = launch_calls | (launching & ~rows.region)
     transparent = launching & rows.region  # regions that launch: their gaps are untraced
     transparent |= rows.region & rows.named(call_region) & user
-    # a host collective that launches nothing on the GPU waits on the host (gloo): its
-    # time is communication, never host work
+    # a host collective that launches nothing on the GPU (gloo) waits: communication
     host_comm = user & ~launching & ~launch_calls & name_matches(ev["name"], COLLECTIVE_NAME)
     host_comm &= ~has_ancestor_in(rows.parent, host_comm)
     cpu_work = user & ~launch_ops & ~transparent & ~sync & ~host_comm
@@ -262,8 +260,7 @@ def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str
     }
     masks = {"user": user, "outer_sync": outer_sync, "launch_ops": launch_ops,
              "cpu_work": cpu_work, "memory": memory, "comm": comm, "host_comm": host_comm,
-             "transparent": transparent, "sync_s": sync_s, "sync_e": sync_e,
-             "drain_e": drain_e}
+             "transparent": transparent, "sync_s": sync_s, "sync_e": sync_e, "drain_e": drain_e}
     return {k: merge_intervals(*v) for k, v in classes.items()}, masks
 
 

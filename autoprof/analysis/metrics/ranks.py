@@ -40,9 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME
+from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME, Overhead, overhead
 from autoprof.analysis.metrics.overhead import NEEDS as OVERHEAD_NEEDS
-from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.stats import (
     by_rank,
     cpu_mask,
