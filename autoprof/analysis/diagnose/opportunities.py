@@ -22,8 +22,8 @@ from typing import Any
 import pandas as pd
 
 from autoprof.analysis.diagnose.cpu_bounds import cpu_op_bounds
-from autoprof.analysis.metrics.breakdown import BUCKETS, Breakdown
-from autoprof.analysis.metrics.ranks import COLLECTIVE_NAME
+from autoprof.analysis.metrics.breakdown import BUCKETS, COMMUNICATION_BUCKETS, Breakdown
+from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME
 
 TOP_WHERE = 3
 MIN_PCT = 0.5  # causes below this share of the step are left out
@@ -34,6 +34,9 @@ HINTS: dict[str, str] = {
     "gpu_communication": "collectives run with no compute beside them: overlap them with the "
                          "backward pass (DDP buckets, gradient_as_bucket_view), or balance the "
                          "ranks if one waits for another",
+    "host_communication": "the host waits in collectives (gloo, on the CPU) that nothing "
+                          "overlaps: balance the ranks if one waits for another, or "
+                          "communicate less often (larger buckets, gradient accumulation)",
     "host_launch": "the host issues GPU work too slowly: fewer, larger ops (batch, fuse, "
                    "torch.compile) or CUDA graphs to replay the launches",
     "host_sync": "the host waits for the GPU and the GPU then waits for the host: avoid "
@@ -88,7 +91,7 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
         per_name = rows.groupby("name", sort=False)["us"].sum().sort_values(
             ascending=False, kind="stable").head(TOP_WHERE)
         hint = HINTS[bucket] if has_gpu else CPU_HINTS.get(bucket, HINTS[bucket])
-        waits = bucket == "gpu_communication" or any(  # gloo waits in CPU collectives
+        waits = bucket in COMMUNICATION_BUCKETS or any(
             COLLECTIVE_NAME.search(str(name)) for name in per_name.index)
         if waits and straggler is not None and rank is not None and rank != straggler:
             hint = (f"rank {rank} waits here for rank {straggler}, the straggler: this "

@@ -1,4 +1,4 @@
-"""Where every microsecond of a step goes: seven buckets that sum to the step.
+"""Where every microsecond of a step goes: eight buckets that sum to the step.
 
 A step's window runs from its CPU start to the later of its CPU end and the end of the last
 GPU work it launched (from the previous window's end, when that is later: a GPU tail is
@@ -11,6 +11,7 @@ holds (docs/analysis.md, "breakdown", has the boundary cases):
 | only memcpy / memset run | `gpu_memory` |
 | only NCCL/collective kernels run (exposed communication) | `gpu_communication` |
 | GPU idle; a host thread is in a device sync (`sync.device_syncs`) | `host_sync` |
+| GPU idle; a host thread in a collective launching no GPU work (gloo) | `host_communication` |
 | GPU idle; a host thread is in a launch call or an op that launches GPU work | `host_launch` |
 | GPU idle; a host thread is in an op or region that launches nothing | `host_cpu_work` |
 | GPU idle; no traced host event (Python between ops, sleeping, waiting) | `host_untraced` |
@@ -52,7 +53,7 @@ from autoprof.analysis.metrics.breakdown_where import (
     Rows,
     where_table,
 )
-from autoprof.analysis.metrics.overhead import COMM_KERNEL
+from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME, COMM_KERNEL
 from autoprof.analysis.metrics.stats import (
     isin_mask,
     merge_intervals,
@@ -64,11 +65,15 @@ from autoprof.analysis.metrics.steps import launch_mask
 from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
 
 Bucket = Literal["gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
-                 "host_cpu_work", "host_untraced"]
+                 "host_cpu_work", "host_untraced", "host_communication"]
+# host_communication last: GPU buckets are codes 0-2, host ones from host_launch's on
 BUCKETS: tuple[Bucket, ...] = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch",
-                               "host_sync", "host_cpu_work", "host_untraced")
+                               "host_sync", "host_cpu_work", "host_untraced",
+                               "host_communication")
 GPU_BUCKETS: tuple[Bucket, ...] = BUCKETS[:3]
 HOST_BUCKETS: tuple[Bucket, ...] = BUCKETS[3:]
+# the step's communication the GPU does not hide: NCCL alone on the GPU, gloo on the host
+COMMUNICATION_BUCKETS: tuple[Bucket, ...] = ("gpu_communication", "host_communication")
 _EXCLUDED = len(BUCKETS)  # the code of autoprof's own, GPU-idle time
 
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -233,7 +238,10 @@ def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str
     launch_ops = launch_calls | (launching & ~rows.region)
     transparent = launching & rows.region  # regions that launch: their gaps are untraced
     transparent |= rows.region & rows.named(call_region) & user
-    cpu_work = user & ~launch_ops & ~transparent & ~sync
+    # a host collective that launches nothing on the GPU (gloo) waits: communication
+    host_comm = user & ~launching & ~launch_calls & name_matches(ev["name"], COLLECTIVE_NAME)
+    host_comm &= ~has_ancestor_in(rows.parent, host_comm)
+    cpu_work = user & ~launch_ops & ~transparent & ~sync & ~host_comm
     outer_sync = sync & ~has_ancestor_in(rows.parent, sync)
     sync_s, sync_e = rows.ts[outer_sync], rows.end[outer_sync]
     drain_e = drain_ends(sync_e, ev["step"].to_numpy()[outer_sync], table,
@@ -246,13 +254,13 @@ def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str
         "own": (np.concatenate([rows.ts[own], tail_s]), np.concatenate([rows.end[own], tail_e])),
         "host_sync": (sync_s, sync_e),
         "drain": (sync_e, drain_e),
+        "host_communication": (rows.ts[host_comm], rows.end[host_comm]),
         "host_launch": (rows.ts[launch_ops], rows.end[launch_ops]),
         "host_cpu_work": (rows.ts[cpu_work], rows.end[cpu_work]),
     }
     masks = {"user": user, "outer_sync": outer_sync, "launch_ops": launch_ops,
-             "cpu_work": cpu_work, "memory": memory, "comm": comm,
-             "transparent": transparent, "sync_s": sync_s, "sync_e": sync_e,
-             "drain_e": drain_e}
+             "cpu_work": cpu_work, "memory": memory, "comm": comm, "host_comm": host_comm,
+             "transparent": transparent, "sync_s": sync_s, "sync_e": sync_e, "drain_e": drain_e}
     return {k: merge_intervals(*v) for k, v in classes.items()}, masks
 
 
@@ -331,6 +339,7 @@ def _where(rows: Rows, points: np.ndarray, code: np.ndarray, ok: np.ndarray, ran
         "host_cpu_work": (m["cpu_work"], None, None),
         "gpu_memory": (m["memory"], None, None),
         "gpu_communication": (m["comm"], None, None),
+        "host_communication": (m["host_comm"], None, None),
     }
     return where_table(rows, points, code, ok, rank, holders,
                        m["transparent"] | (rows.region & m["user"]),

@@ -32,6 +32,11 @@ from autoprof.analysis.metrics.sync import host_syncs
 
 # Communication kernels: they occupy the GPU (and count as busy) while often only waiting.
 COMM_KERNEL = re.compile(r"^(?:ncclKernel|ncclDevKernel|nccl)", re.IGNORECASE)
+# Collective ops on either lane: NCCL kernels, and the host side of every backend (gloo's
+# `gloo:all_reduce` on its worker thread, `c10d::allreduce_`, `record_param_comms`, ...).
+COLLECTIVE_NAME = re.compile(
+    r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
+)
 # Idle stretches shorter than this are the normal gap between back-to-back kernels.
 MIN_IDLE_GAP_US = 1.0
 

@@ -20,26 +20,28 @@ Which rank is the straggler depends on where the waiting shows:
 - NCCL (collective kernels on the GPU): a host enqueues its collectives early and may block
   later (DDP's forward synchronises), so host-side compute does not separate the ranks. The
   waiting shows on the GPU instead: a fast rank's collective kernels run with no compute
-  beside them (`exposed_comm_pct`, the breakdown's `gpu_communication` share of its step).
+  beside them (`exposed_comm_pct`: the breakdown's exposed communication, its
+  `gpu_communication` and `host_communication` shares of the step).
   The straggler is the rank with the least exposed communication, when the most exposed
   rank's share exceeds it by at least STRAGGLER_MIN_EXCESS (10 points of the step).
 - gloo and other host-side collectives: the straggler is the rank with the longest median
   compute, when every rank has collectives and its compute exceeds the median of the other
   ranks' by at least STRAGGLER_MIN_EXCESS (10%) of the median step time.
 
-Below those margins the ranks are considered balanced.
+Below those margins the ranks are considered balanced. The same key orders every list of
+ranks (`rank_order`: the rank the others wait for first), so a straggler heads the list of
+slowest ranks; ranks that do not all meet in collectives are ordered by median step time.
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME, Overhead, overhead
 from autoprof.analysis.metrics.overhead import NEEDS as OVERHEAD_NEEDS
-from autoprof.analysis.metrics.overhead import Overhead, overhead
 from autoprof.analysis.metrics.stats import (
     by_rank,
     cpu_mask,
@@ -54,9 +56,6 @@ from autoprof.analysis.metrics.verdict import classify_breakdown
 if TYPE_CHECKING:
     from autoprof.analysis.metrics.breakdown import Breakdown
 
-COLLECTIVE_NAME = re.compile(
-    r"^(?:ncclKernel|ncclDevKernel|nccl:|gloo:|c10d::|record_param_comms|ProcessGroup)"
-)
 # The straggler's compute must exceed the median compute of the other ranks by this share of
 # the median step time. Below that, ranks are considered balanced.
 STRAGGLER_MIN_EXCESS = 0.10
@@ -121,6 +120,14 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def exposed_comm_pct(buckets_pct: dict[str, float | None]) -> float:
+    """The step's share of communication nothing hides: NCCL kernels alone on the GPU plus
+    host collectives (gloo) with the GPU idle (breakdown.COMMUNICATION_BUCKETS)."""
+    from autoprof.analysis.metrics.breakdown import COMMUNICATION_BUCKETS
+
+    return float(sum(float(buckets_pct.get(b) or 0.0) for b in COMMUNICATION_BUCKETS))
+
+
 def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
              bd: Breakdown | None = None) -> dict[str, Any]:
     """The rank_table row of one rank's events, given their overhead picture and breakdown
@@ -141,7 +148,7 @@ def rank_row(events: pd.DataFrame, rank: int, ov: Overhead,
         "collective_us_total": float(st["collective_us"].sum()) if len(st) else 0.0,
         "collectives": int(st["collectives"].sum()) if len(st) else 0,
         "gpu_collectives": int(st["gpu_collectives"].sum()) if len(st) else 0,
-        "exposed_comm_pct": float(pct["gpu_communication"] or 0.0),  # type: ignore[index]
+        "exposed_comm_pct": exposed_comm_pct(pct),  # type: ignore[arg-type]
         "gpu_busy_pct": ov.gpu_busy_pct if ov.gpu_busy_pct is not None else np.nan,
         "verdict": classify_breakdown(mean, ov.has_gpu),
         "self_cpu_us": ov.self_cpu_us,
@@ -165,24 +172,64 @@ def rank_table(events: pd.DataFrame, overheads: dict[int, Overhead] | None = Non
     return pd.DataFrame(rows, columns=RANK_COLUMNS)
 
 
+OrderBy = Literal["exposed_comm_pct", "compute_us_median", "step_time_us_median"]
+ORDER_TEXT: dict[str, str] = {
+    "exposed_comm_pct": "least exposed communication first (NCCL: the others wait for it)",
+    "compute_us_median": "longest compute before the first collective first (host "
+                         "collectives: it arrives last)",
+    "step_time_us_median": "longest median step first (the ranks never all meet in "
+                           "collectives)",
+}
+
+
+def order_by(table: pd.DataFrame) -> OrderBy:
+    """Which column tells how late each rank of a rank_table arrives (see the module doc):
+    the straggler rule's, so that one ordering serves the straggler and every list of ranks."""
+    if (table["collectives"] == 0).any():  # ranks that never meet cannot wait for each other
+        return "step_time_us_median"
+    if (table["gpu_collectives"] > 0).all():  # NCCL: the waiting shows on the GPU
+        return "exposed_comm_pct"
+    return "compute_us_median"
+
+
+def rank_order(table: pd.DataFrame) -> list[int]:
+    """The ranks of a rank_table, the one the others wait for first (``order_by``), ties by
+    the longer median step, then the lower rank. The straggler, when there is one, is the
+    first."""
+    if not len(table):
+        return []
+    key = table[order_by(table)].astype(float)
+    late = -key if order_by(table) == "exposed_comm_pct" else key
+    frame = pd.DataFrame({"late": late.fillna(-np.inf).to_numpy(),
+                          "step": table["step_time_us_median"].astype(float)
+                          .fillna(-np.inf).to_numpy(),
+                          "rank": table["rank"].astype(int).to_numpy()})
+    ordered = frame.sort_values(["late", "step", "rank"], ascending=[False, False, True],
+                                kind="stable")
+    return [int(r) for r in ordered["rank"]]
+
+
 def straggler_from(table: pd.DataFrame) -> int | None:
-    """The straggler in a rank_table, or None (one rank, or ranks balanced; see module doc)."""
+    """The straggler in a rank_table, or None (one rank, or ranks balanced; see module doc):
+    the first of ``rank_order`` when it is late by the margin."""
     if len(table) < 2 or table["compute_us_median"].isna().all():
         return None
-    if (table["collectives"] == 0).any():  # ranks that never meet cannot wait for each other
+    by = order_by(table)
+    if by == "step_time_us_median":
         return None
-    if (table["gpu_collectives"] > 0).all():  # NCCL: the waiting shows on the GPU
+    first = rank_order(table)[0]
+    me = table[table["rank"] == first].iloc[0]
+    if by == "exposed_comm_pct":
         exposed = table["exposed_comm_pct"].astype(float)
         if float(exposed.max() - exposed.min()) < STRAGGLER_MIN_EXCESS * 100.0:
             return None
-        return int(table.loc[exposed.idxmin(), "rank"])
-    slow = table.loc[table["compute_us_median"].idxmax()]
-    others = table[table["rank"] != slow["rank"]]
-    excess = float(slow["compute_us_median"] - others["compute_us_median"].median())
+        return first
+    others = table[table["rank"] != first]
+    excess = float(me["compute_us_median"] - others["compute_us_median"].median())
     step_us = float(table["step_time_us_median"].median())
     if not step_us > 0 or excess < STRAGGLER_MIN_EXCESS * step_us:
         return None
-    return int(slow["rank"])
+    return first
 
 
 def straggler_rank(events: pd.DataFrame) -> int | None:

@@ -6,7 +6,7 @@ The rule follows the breakdown (metrics/breakdown.py): the step's time in three 
 | --- | --- | --- |
 | host | host_launch + host_sync + host_cpu_work + host_untraced | `overhead-bound` |
 | GPU | gpu_compute + gpu_memory | `compute-bound` |
-| communication | gpu_communication (exposed only) | `communication-bound` |
+| communication | gpu_communication + host_communication (exposed only) | `communication-bound` |
 
 No side at DOMINANT_PCT or more: `mixed`. No GPU work in the trace: `cpu-only`. Two thirds, not
 a bare half: at 2048x2048 the profiled host holds 65% of the step while, untraced, a call costs
@@ -68,6 +68,7 @@ DOMINANT_PCT = 200.0 / 3  # a side clearly dominates: two thirds of the step
 TYPICAL_FROM_STEPS = 3  # from this many steps the verdict reads the median step, not the mean
 HOST_SIDE = ("host_launch", "host_sync", "host_cpu_work", "host_untraced")
 GPU_SIDE = ("gpu_compute", "gpu_memory")
+COMMUNICATION_SIDE = ("gpu_communication", "host_communication")
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def sides(buckets_pct: dict[str, float]) -> dict[str, float]:
     """The host / GPU / communication shares of a step (percent) from its bucket shares."""
     return {"host": sum(buckets_pct.get(b, 0.0) for b in HOST_SIDE),
             "gpu": sum(buckets_pct.get(b, 0.0) for b in GPU_SIDE),
-            "communication": buckets_pct.get("gpu_communication", 0.0)}
+            "communication": sum(buckets_pct.get(b, 0.0) for b in COMMUNICATION_SIDE)}
 
 
 def classify_sides(buckets_pct: dict[str, float] | None, has_gpu: bool) -> VerdictKind:

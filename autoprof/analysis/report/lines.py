@@ -3,7 +3,9 @@
 
 Each line's numbers are means per measured step (metrics/lines/table.py): ``self_cpu_us``
 (host time inside the line's ops), ``gpu_us`` (GPU work they launched), ``sync_us`` /
-``syncs`` (host syncs inside them).
+``syncs`` (host syncs inside them). A line that calls into a library (``model.generate()``,
+``trainer.train()``) also names, under ``library``, the library frames nearest its ops
+(metrics/lines/library.py), heaviest first: where inside the library its time goes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from autoprof.analysis.metrics.lines import SourceLines
+from autoprof.analysis.metrics.lines.library import frames_of
 from autoprof.units import fmt_us, safe_strings, safe_text
 
 TOP_LINES = 20
@@ -39,6 +42,7 @@ def line_rows(lines: SourceLines, n: int = TOP_LINES) -> list[dict[str, Any]]:
                                "line": int(r["line"]), "function": str(r["function"]),
                                "module": str(r["module"]), "top_op": str(r["top_op"])}
         row.update({k: float(r[k]) for k in _NUMBERS})
+        row["library"] = frames_of(lines.by_library, row["source"])
         rows.append(row)
     return rows
 
@@ -72,6 +76,8 @@ def render_lines(lines: SourceLines, name: str, n: int = TOP_LINES) -> str:
         module = f"  [{r['module']}]" if r["module"] else ""
         out.append(f"  {fmt_us(r['self_cpu_us']):>10} {fmt_us(r['gpu_us']):>10} {sync:>10} "
                    f"{r['calls']:>6.0f}  {short_source(r['source'])}  {r['top_op']}{module}")
+        out += [f"  {fmt_us(f['self_cpu_us']):>10} {fmt_us(f['gpu_us']):>10} {'':>10} "
+                f"{'':>6}    in the library: {f['frame']}" for f in r["library"]]
     return "\n".join(out)
 
 

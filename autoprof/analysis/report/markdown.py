@@ -15,8 +15,8 @@ from typing import Any
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
-BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
-           "host_cpu_work", "host_untraced")
+BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_communication",
+           "host_launch", "host_sync", "host_cpu_work", "host_untraced")
 TOP_OPS = 5
 _SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 NAME_WIDTH = 60  # op and kernel names are cut to this in tables (C++ templates run long)

@@ -18,7 +18,7 @@ from autoprof.units import fmt_pct, fmt_us
 
 COLOURS = {"gpu_compute": "#2e7d32", "gpu_memory": "#66bb6a", "gpu_communication": "#8e24aa",
            "host_launch": "#ef6c00", "host_sync": "#c62828", "host_cpu_work": "#fbc02d",
-           "host_untraced": "#9e9e9e"}
+           "host_untraced": "#9e9e9e", "host_communication": "#ce93d8"}
 _VERDICT_COLOURS = {"compute-bound": "#2e7d32", "overhead-bound": "#ef6c00",
                     "communication-bound": "#8e24aa", "mixed": "#1565c0", "cpu-only": "#616161",
                     "input-bound": "#fbc02d"}

@@ -242,7 +242,7 @@ def _memory(mem: dict[str, Any] | None) -> list[str]:
 
 _BUCKET_MARKS = {"gpu_compute": "#", "gpu_memory": "=", "gpu_communication": "~",
                  "host_launch": "L", "host_sync": "S", "host_cpu_work": "C",
-                 "host_untraced": "."}
+                 "host_untraced": ".", "host_communication": "w"}
 
 
 MAX_STEP_BARS = 8

@@ -9,7 +9,9 @@ Everything here costs O(ranks) (a few numbers per rank), however many events eac
 - the ranks' spread of median step time and exposed communication: median, MAD (the median
   absolute deviation, scaled by 1.4826 so it estimates a standard deviation for normal data),
   min, max, 90th percentile;
-- the worst ranks: the slowest by median step time, each with its robust z-score
+- the worst ranks: the first WORST of ``metrics.ranks.rank_order``, the straggler rule's
+  ordering (the rank the others wait for first: so the straggler, when there is one, heads
+  the list; ``worst_by`` names the key), each with its median step time's robust z-score
   ((x - median) / MAD); ``outliers`` are the ranks whose |z| passes OUTLIER_Z (3.5, Iglewicz
   and Hoaglin's cut for the modified z-score);
 - the run's breakdown: each bucket's mean over every profiled step of every rank (the ranks'
@@ -48,6 +50,7 @@ class RunAnswer:
     breakdown: dict[str, Any]
     verdicts: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    worst_by: str = "step_time_us_median"  # the rank table column worst_ranks is ordered by
 
     def rank_table(self) -> pd.DataFrame:
         """One row per rank, the rank table a whole-run load computes."""
@@ -61,6 +64,7 @@ class RunAnswer:
         out = {"world_size": self.world_size, "ranks_analysed": len(self.ranks),
                "events": self.events, "straggler_rank": self.straggler_rank,
                "spread": self.spread, "worst_ranks": self.worst_ranks,
+               "worst_by": self.worst_by,
                "outliers": self.outliers, "breakdown": self.breakdown,
                "verdicts": self.verdicts, "warnings": self.warnings,
                "ranks": [{**r.row, "verdict_reason": r.verdict_reason,
@@ -108,15 +112,17 @@ def _breakdown(results: Sequence[RankResult]) -> dict[str, Any]:
 
 def reduce_ranks(results: Sequence[RankResult], world_size: int = 1) -> RunAnswer:
     """The run's answer (module doc) from its ranks' results, in any order."""
-    from autoprof.analysis.metrics.ranks import RANK_COLUMNS, straggler_from
+    from autoprof.analysis.metrics.ranks import RANK_COLUMNS, order_by, rank_order, straggler_from
 
     ordered = sorted(results, key=lambda r: r.rank)
     table = pd.DataFrame([r.row for r in ordered], columns=RANK_COLUMNS)
     step = np.array([r.step_time_us_median for r in ordered], dtype=float)
     exposed = np.array([r.exposed_comm_pct for r in ordered], dtype=float)
     z = robust_z(step)
-    slowest = np.argsort(-np.nan_to_num(step, nan=-np.inf), kind="stable")[:WORST]
+    position = {r.rank: i for i, r in enumerate(ordered)}
+    slowest = [position[r] for r in rank_order(table)[:WORST]]
     worst = [{"rank": ordered[i].rank, "step_time_us_median": float(step[i]),
+              "compute_us_median": _float(ordered[i].row.get("compute_us_median")),
               "exposed_comm_pct": float(exposed[i]), "z": float(z[i]),
               "verdict": ordered[i].verdict} for i in slowest]
     outliers = [ordered[i].rank for i in np.flatnonzero(np.abs(z) > OUTLIER_Z)]
@@ -129,4 +135,12 @@ def reduce_ranks(results: Sequence[RankResult], world_size: int = 1) -> RunAnswe
         spread={"step_time_us_median": _spread(step), "exposed_comm_pct": _spread(exposed)},
         worst_ranks=worst, outliers=outliers, breakdown=_breakdown(ordered),
         verdicts=dict(Counter(r.verdict for r in ordered)), warnings=warnings,
+        worst_by=order_by(table) if len(table) else "step_time_us_median",
     )
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")

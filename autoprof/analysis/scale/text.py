@@ -8,11 +8,13 @@ counts. Never a row per rank by default (``--json`` keeps every rank's row).
 from __future__ import annotations
 
 import json
+import math
 import sys
 from concurrent.futures import Executor
 from pathlib import Path
 
 from autoprof import units
+from autoprof.analysis.metrics.ranks import ORDER_TEXT
 from autoprof.analysis.scale.reduce import RunAnswer
 
 
@@ -46,9 +48,14 @@ def render(answer: RunAnswer, path: str | Path, how: str) -> str:
     lines += ["", "RANKS' SPREAD",
               _spread_line("median step time", answer.spread["step_time_us_median"], "us"),
               _spread_line("exposed communication", answer.spread["exposed_comm_pct"], "pct"),
-              "", "SLOWEST RANKS (robust z: distance from the median in MADs)"]
+              "", f"SLOWEST RANKS, {ORDER_TEXT.get(answer.worst_by, answer.worst_by)}",
+              "  (the straggler's rule; z: the median step's distance from the ranks' median "
+              "in MADs)"]
     for w in answer.worst_ranks:
+        compute = w.get("compute_us_median")
+        compute = compute if isinstance(compute, float) and math.isfinite(compute) else None
         lines.append(f"  rank {w['rank']:>5}  step {_ms(w['step_time_us_median']):>9}  "
+                     f"compute {_ms(compute):>9}  "
                      f"exposed comm {w['exposed_comm_pct']:5.1f}%  z {w['z']:6.1f}  "
                      f"{w['verdict']}")
     outliers = answer.outliers

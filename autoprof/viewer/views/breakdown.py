@@ -25,7 +25,7 @@ from autoprof.viewer import _charts
 COLORS = {
     "gpu_compute": "#2ca02c", "gpu_memory": "#17becf", "gpu_communication": "#9467bd",
     "host_launch": "#ff7f0e", "host_sync": "#d62728", "host_cpu_work": "#8c564b",
-    "host_untraced": "#bcbd22",
+    "host_untraced": "#bcbd22", "host_communication": "#c5b0d5",
 }
 
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from autoprof.analysis import Run
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.metrics.ranks import ORDER_TEXT
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_pct, fmt_us, fmt_value
@@ -74,7 +75,10 @@ def _rank_by_rank(answer: RunAnswer) -> None:
     st.subheader("Where the time goes")
     st.dataframe(readable(buckets.sort_values("share_pct", ascending=False)),
                  hide_index=True, width="stretch")
-    st.subheader("Slowest ranks (robust z: distance from the median in MADs)")
+    st.subheader("Slowest ranks")
+    st.caption(f"Ordered {ORDER_TEXT.get(answer.worst_by, answer.worst_by)}: the straggler's "
+               "rule, so a straggler comes first. z: the median step's distance from the "
+               "ranks' median in MADs.")
     st.dataframe(readable(pd.DataFrame(answer.worst_ranks)), hide_index=True, width="stretch")
     st.write(md_escape("Verdicts: " + ", ".join(f"{k} {v}" for k, v in
                                                 sorted(answer.verdicts.items()))))

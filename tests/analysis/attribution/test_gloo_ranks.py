@@ -20,9 +20,10 @@ def test_gloo_fast_rank_waits_for_the_straggler():
         bd = r["breakdown"]
         assert sum(bd["buckets_us"].values()) == pytest.approx(bd["step_us"], rel=0.01)
         assert bd["buckets_us"]["gpu_compute"] == 0
-    # rank 0 spends its step inside the all-reduce, waiting for rank 1
+    # rank 0 spends its step inside the all-reduce, waiting for rank 1: communication
     first = rank0["opportunities"][0]
-    assert first["cause"] == "host_cpu_work"
+    assert first["cause"] == "host_communication"
+    assert rank0["exposed_comm_pct"] > 50 > rank1["exposed_comm_pct"]
     assert first["pct_of_step"] > 50
     assert "waits here for rank 1" in first["hint"]
     # rank 1 sleeps on the host (untraced) before it joins

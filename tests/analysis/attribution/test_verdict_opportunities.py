@@ -58,7 +58,7 @@ def test_summary_carries_the_interfaces():
     bd = s["breakdown"]
     assert set(bd["buckets_us"]) == set(bd["buckets_pct"]) == {
         "gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
-        "host_cpu_work", "host_untraced"}
+        "host_cpu_work", "host_untraced", "host_communication"}
     assert sum(bd["buckets_us"].values()) == pytest.approx(bd["step_us"], rel=0.01)
     assert s["opportunities"][0]["cause"] == "host_untraced"
     assert s["profiler_overhead"] == {"available": False,

@@ -42,7 +42,8 @@ _MAX_DEPTH = 512  # parents walked up from an op (a malformed chain ends there)
 @dataclass(frozen=True)
 class Attribution:
     """``rows``: one row per attributed events-table row (its index), columns ``source``
-    (``path:line (function)``) and ``module`` ("" when none); ``match_pct``: the share of
+    (``path:line (function)``), ``module`` and ``library`` (trace.library_frame; "" when
+    none); ``match_pct``: the share of
     the measured steps' op self time attributed to a line; ``has_lines``: a lines trace was
     found."""
 
@@ -51,7 +52,8 @@ class Attribution:
     has_lines: bool
 
 
-EMPTY = pd.DataFrame({"source": pd.Series(dtype=str), "module": pd.Series(dtype=str)})
+EMPTY = pd.DataFrame({"source": pd.Series(dtype=str), "module": pd.Series(dtype=str),
+                      "library": pd.Series(dtype=str)})
 
 
 def _pairs(lines_names: list[str], step_names: list[str]) -> list[tuple[int, int]]:
@@ -70,7 +72,8 @@ def user_ops(events: pd.DataFrame) -> pd.DataFrame:
     return events[keep]
 
 
-def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp]) -> dict[int, tuple[str, str]]:
+def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp],
+                    library: dict[int, str] | None = None) -> dict[int, tuple[str, str]]:
     by_tid: dict[int, list[LinesOp]] = {}
     for op in lines:
         by_tid.setdefault(op.tid, []).append(op)
@@ -84,6 +87,8 @@ def _attribute_rank(ops: pd.DataFrame, lines: list[LinesOp]) -> dict[int, tuple[
         for a, b in _pairs([op.name for op in mine], group["name"].astype(str).tolist()):
             if mine[a].source or mine[a].module:
                 found[int(index[b])] = (mine[a].source, mine[a].module)
+            if mine[a].library and library is not None:
+                library[int(index[b])] = mine[a].library
     return found
 
 
@@ -126,9 +131,10 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
     ops = user_ops(events)
     found: dict[int, tuple[str, str]] = {}
     launches: dict[int, tuple[str, str]] = {}
+    library: dict[int, str] = {}
     for rank, lines in lines_by_rank.items():
         plain = [op for op in lines if op.name not in GRAPH_LAUNCHES]
-        found.update(_attribute_rank(ops[ops["rank"] == rank], plain))
+        found.update(_attribute_rank(ops[ops["rank"] == rank], plain, library))
         launches.update(graph_launches(events, lines, rank))
     found.update(_in_regions(events, ops, found))
     compiled = kernel_lines(events, kernels or {})
@@ -147,10 +153,23 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
     for label, (source, _) in compiled.items():  # inductor's provenance: finer than a call
         module = str(rows.at[label, "module"]) if label in rows.index else ""
         rows.loc[label, ["source", "module"]] = [source, module]
+    rows["library"] = _library_column(rows.index, library, op_row, events.index)
     total = float(ops["self_us"].sum())
     sourced = rows.index[rows["source"] != ""]
     done = float(ops["self_us"].reindex(sourced).sum())
     return Attribution(rows.sort_index(), 100.0 * done / total if total > 0 else 0.0, True)
+
+
+def _library_column(labels: pd.Index, library: dict[int, str], op_row: np.ndarray,
+                    index: pd.Index) -> np.ndarray:
+    """Each attributed row's library frame (trace.library_frame; "" when none): an op's own,
+    GPU work the frame of the op that launched it."""
+    if not library:
+        return np.full(len(labels), "", dtype=object)
+    own = pd.Series(library, dtype=object)
+    launcher = pd.Series(op_row, index=index).reindex(labels)
+    via = launcher.map(own)
+    return np.asarray(own.reindex(labels).fillna(via).fillna("").to_numpy(), dtype=object)
 
 
 def attribute_run(run_dir: Path | None, events: pd.DataFrame) -> Attribution:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from autoprof.analysis.metrics.lines.library import library_times
 from autoprof.analysis.metrics.lines.match import Attribution, attribute_run
 from autoprof.analysis.metrics.lines.table import line_times, op_lines
 from autoprof.analysis.metrics.lines.trace import lines_folder
@@ -34,6 +35,11 @@ class SourceLines:
     def by_line(self) -> pd.DataFrame:
         """metrics.lines.table.line_times: one row per line, heaviest first."""
         return line_times(self._events, self.attribution)
+
+    @cached_property
+    def by_library(self) -> pd.DataFrame:
+        """metrics.lines.library.library_times: each line's time by library frame."""
+        return library_times(self._events, self.attribution)
 
     @cached_property
     def by_op(self) -> pd.DataFrame:

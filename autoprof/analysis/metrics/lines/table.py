@@ -59,9 +59,9 @@ def line_times(events: pd.DataFrame, attribution: Attribution) -> pd.DataFrame:
     cpu = joined[is_op]
     cpu = cpu.assign(outer=_outermost(events, cpu))
     gpu = joined[joined["is_gpu_work"].to_numpy(dtype=bool)]
-    table = cpu.groupby("source").agg(module=("module", common_module),
-                                      self_cpu_us=("self_us", "sum"), calls=("outer", "sum"),
+    table = cpu.groupby("source").agg(self_cpu_us=("self_us", "sum"), calls=("outer", "sum"),
                                       top_op=("name", _heaviest_placeholder))
+    table["module"] = _modules_by(cpu, ["source"]).reindex(table.index).fillna("")
     table["top_op"] = _top_ops(cpu)
     table["gpu_us"] = gpu.groupby("source")["dur_us"].sum().reindex(table.index).fillna(0.0)
     syncs = _sync_rows(events, rows)
@@ -91,18 +91,13 @@ def _outermost(events: pd.DataFrame, cpu: pd.DataFrame) -> np.ndarray:
     return np.asarray(parent_source != source.to_numpy(), dtype=bool)
 
 
-def _most_common(values: pd.Series) -> str:
-    counts = values[values != ""].value_counts()
-    return str(counts.index[0]) if len(counts) else ""
-
-
 def _heaviest_placeholder(values: pd.Series) -> str:
     return ""
 
 
 def common_module(values: pd.Series) -> str:
-    """The module path all of a line's module calls share (``m.h.0``, ``m.h.1`` -> ``m.h``;
-    "" when none)."""
+    """The module path all of ``values`` share (``m.h.0``, ``m.h.1`` -> ``m.h``; "" when
+    none)."""
     paths = [str(v).split(".") for v in values.unique() if v]
     if not paths:
         return ""
@@ -113,6 +108,54 @@ def common_module(values: pd.Series) -> str:
             n += 1
         shared = shared[:n]
     return ".".join(shared)
+
+
+def _pattern(paths: list[str]) -> str:
+    """``m.h.*.attn`` when the paths differ only in list indices (``m.h.0.attn``,
+    ``m.h.1.attn``); "" otherwise."""
+    split = [p.split(".") for p in paths]
+    if len({len(parts) for parts in split}) != 1:
+        return ""
+    out = []
+    for column in zip(*split, strict=True):
+        if len(set(column)) == 1:
+            out.append(column[0])
+        elif all(part.isdigit() for part in column):
+            out.append("*")
+        else:
+            return ""
+    return ".".join(out)
+
+
+def module_label(modules: pd.Series, weights: pd.Series) -> str:
+    """One name for the modules an op's (or a line's) rows ran in, weighted by ``weights``
+    (their self time): the module itself when there is one; else the shape they share (the
+    path with ``*`` for the layer index, or their common path) and how many, naming the
+    heaviest: ``m.h.*.attn (in 12 modules, most in m.h.3.attn: 9%)``, or ``in 3 modules,
+    most in X: 60%`` when they share no path; "" when no row ran in a module."""
+    named = modules.astype(str) != ""
+    if not named.any():
+        return ""
+    totals = weights[named].astype(float).clip(lower=0).groupby(
+        modules[named].astype(str)).sum().sort_index(kind="stable")
+    if len(totals) == 1:
+        return str(totals.index[0])
+    heaviest = str(totals.sort_values(ascending=False, kind="stable").index[0])
+    total = float(totals.sum())
+    share = f": {100.0 * float(totals[heaviest]) / total:.0f}%" if total > 0 else ""
+    many = f"in {len(totals)} modules, most in {heaviest}{share}"
+    shape = _pattern(list(totals.index)) or common_module(pd.Series(list(totals.index)))
+    return f"{shape} ({many})" if shape else many
+
+
+def _modules_by(rows: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """``module_label`` of each group of ``rows`` (by ``keys``; weights: ``self_us``)."""
+    labels = {key: module_label(group["module"], group["self_us"])
+              for key, group in rows.groupby(keys if len(keys) > 1 else keys[0], sort=False)}
+    if len(keys) == 1:
+        return pd.Series(labels, dtype=object)
+    return pd.Series(list(labels.values()), index=pd.MultiIndex.from_tuples(list(labels)),
+                     dtype=object)
 
 
 def _top_ops(cpu: pd.DataFrame) -> pd.Series:
@@ -137,7 +180,7 @@ def op_lines(events: pd.DataFrame, attribution: Attribution) -> pd.DataFrame:
     totals = sums.groupby("name")["self_us"].transform("sum")
     sums["line_pct"] = np.where(totals > 0, 100.0 * sums["self_us"] / totals, 100.0)
     best = sums.sort_values("self_us", ascending=False, kind="stable").drop_duplicates("name")
-    modules = cpu.groupby(["name", "source"])["module"].agg(_most_common)
-    best["module"] = [modules.get((n, s), "") for n, s in zip(best["name"], best["source"],
-                                                              strict=True)]
+    modules = _modules_by(cpu, ["name", "source"])  # of the rows at that line: all layers
+    best["module"] = [str(modules.get((n, s), "")) for n, s in zip(best["name"], best["source"],
+                                                                   strict=True)]
     return best[["name", "source", "module", "line_pct"]].reset_index(drop=True)

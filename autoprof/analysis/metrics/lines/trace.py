@@ -6,6 +6,10 @@ The recording side labels each torch call made from user code with
 ``autoprof::module <path>``; torch's own ``python_function`` events (``with_stack``) give
 the innermost user function for ops no label covers (autograd's backward). A frame is the
 user's unless it is torch's, autoprof's, an installed package's or the standard library's.
+Where a user's line calls into a library (``model.generate()``, ``trainer.train()``), each op
+also takes the library frame nearest it (``library_frame``: the innermost frame of an installed
+package other than torch below the user's frames), which splits that one line's time by the
+library code that called torch.
 
 Backward that runs where no user frame encloses it (autograd's device threads on a GPU)
 takes the line of the forward op that made its node: a backward node's op
@@ -49,6 +53,7 @@ class LinesOp:
     ts_us: float
     source: str
     module: str
+    library: str = ""  # the library frame nearest the op inside the user's (library_frame)
 
 
 def find_lines_files(run_dir: Path, refused: list[str] | None = None) -> dict[int, Path]:
@@ -100,6 +105,25 @@ def user_frame(name: str) -> str:
     return f"{path}:{match['line']} ({match['func']})"
 
 
+_INSTALLED = re.compile(r"(?:site|dist)-packages/(?P<rest>.+)$")
+_NOT_LIBRARY = frozenset({"torch", "torchgen", "functorch", "autoprof"})
+
+
+def library_frame(name: str) -> str:
+    """``path:line (function)`` of a ``python_function`` event in an installed package
+    other than torch (transformers, accelerate, lightning, ...): the library code a user's
+    line calls into, or "" (the path is kept from the package's folder on:
+    ``transformers/generation/utils.py:2012 (generate)``)."""
+    match = _FRAME.match(name)
+    installed = _INSTALLED.search(match["path"]) if match is not None else None
+    if match is None or installed is None:
+        return ""
+    rest = installed["rest"]
+    if rest.split("/", 1)[0].removesuffix(".py") in _NOT_LIBRARY:
+        return ""
+    return f"{rest}:{match['line']} ({match['func']})"
+
+
 def _sequence(event: dict[str, Any]) -> tuple[int, bool] | None:
     """(sequence number, is a backward node's op) of a cpu_op that carries one."""
     args = event.get("args")
@@ -124,8 +148,23 @@ def _kind(event: dict[str, Any]) -> tuple[str, str]:
         return "", ""
     if cat == "python_function":
         frame = user_frame(name)
-        return ("frame", frame) if frame else ("", "")
+        if frame:
+            return "frame", frame
+        library = library_frame(name)
+        return ("library", library) if library else ("", "")
     return "", ""
+
+
+def _library_inside(stack: list[tuple[float, str, str]]) -> str:
+    """The innermost library frame enclosing an op below its innermost user frame: the
+    library code that called torch from inside the user's line ("" when the user's own
+    code called torch)."""
+    for _, kind, value in reversed(stack):
+        if kind == "frame":
+            return ""
+        if kind == "library":
+            return value
+    return ""
 
 
 def _innermost(stack: list[tuple[float, str, str]], kind: str) -> str:
@@ -159,7 +198,7 @@ def _thread_ops(events: list[Item], tid: int, forward: Forward, seen: Forward) -
                     stack.append((ts + dur, "module", module))
             if seq is not None and not seq[1] and line:
                 seen.setdefault(seq[0], (line, module))
-            ops.append(LinesOp(tid, value, ts, line, module))
+            ops.append(LinesOp(tid, value, ts, line, module, _library_inside(stack)))
         stack.append((ts + dur, kind, value))
     return ops
 
