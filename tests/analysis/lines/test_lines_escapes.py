@@ -17,7 +17,7 @@ def _lines(label: str) -> Any:
     row = {"source": f"train{label}.py:3 (step)", "path": f"/x/train{label}.py", "line": 3,
            "function": f"step{label}", "module": f"Net{label}", "top_op": f"aten::mm{label}",
            "self_cpu_us": 10.0, "gpu_us": 5.0, "sync_us": 1.0, "syncs": 1.0, "calls": 2.0}
-    return SimpleNamespace(by_line=pd.DataFrame([row]), available=True,
+    return SimpleNamespace(by_line=pd.DataFrame([row]), by_library=pd.DataFrame(), available=True,
                            attribution=SimpleNamespace(has_lines=True, match_pct=90.0))
 
 
