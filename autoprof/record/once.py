@@ -15,7 +15,7 @@ from typing import Any
 
 from autoprof.record.decorator import decorate
 from autoprof.record.options import Options, make_options
-from autoprof.record.session import Session
+from autoprof.record.session import Session, flush_session
 from autoprof.record.warn import warn
 
 
@@ -46,7 +46,7 @@ def record(target: Callable[..., Any], options: Options, args: tuple[Any, ...],
             wrapped(*args, **kwargs)
     finally:
         if fresh is not None:
-            fresh.flush(wait=True)  # the run's files are complete before this returns
+            flush_session(fresh)  # the run's files are complete before this returns
     if fresh is not None and fresh.run_dir is None and fresh.blocked_by is not None:
         warn(f"autoprof: {fresh.name!r} recorded no run: another run was recording, "
              f"{fresh.blocked_by} (one torch profiler per process), and its schedule has "
