@@ -55,18 +55,27 @@ def record(target: Callable[..., Any], options: Options, args: tuple[Any, ...],
     return fresh is not None, None if fresh is None else fresh.run_dir
 
 
-def load_run(run_dir: Path) -> Any:
-    """The loaded run (``autoprof.load``), or its ``Path`` where the analysis layer cannot
-    be imported or cannot load it (warned)."""
+def try_load(run_dir: Path) -> tuple[Any, str | None]:
+    """(the loaded run, or its ``Path`` where the analysis layer cannot be imported, None),
+    or (None, why it cannot be loaded: a full disk, a failed run with no trace)."""
     try:
         from autoprof.analysis import load  # absent on a torch-only machine
     except Exception:
-        return run_dir
+        return run_dir, None
     try:
-        return load(run_dir)
+        return load(run_dir), None
     except Exception as exc:
-        warn(f"autoprof.check: run written to {run_dir} but could not be loaded: {exc}")
+        return None, str(exc)
+
+
+def load_run(run_dir: Path) -> Any:
+    """The loaded run (``autoprof.load``), or its ``Path`` where the analysis layer cannot
+    be imported or cannot load it (warned)."""
+    run, why = try_load(run_dir)
+    if why is not None:
+        warn(f"autoprof: the run in {run_dir} holds no usable profile: {why}")
         return run_dir
+    return run
 
 
 def profile_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

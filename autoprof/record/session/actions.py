@@ -114,10 +114,12 @@ class Actions:
             where = self.run_dir or writer.unwritable_dir(self.options, self.name)
             self._warn(
                 f"autoprof: cannot write the run of {self.name!r} to {where}: "
-                f"{type(exc).__name__}: {exc}; profiling of {self.name!r} is off, "
-                "the program goes on"
+                f"{type(exc).__name__}: {exc}; nothing was written, profiling of "
+                f"{self.name!r} is off, the program goes on"
             )
-            self._run = None
+            if self._run is not None:
+                writer.discard_run(self._run)  # no empty folder says a run was written
+            self._run, self.run_dir = None, None
             self._fire(Event.NO_RUN_FOLDER)
             return None
         try:
