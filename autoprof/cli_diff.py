@@ -2,7 +2,9 @@
 
 Exit status, for CI: 0 when there is no regression beyond ``--gate``, 1 when B is
 significantly slower than A by more than the gate (the lower end of the 95% interval of the
-step time's change is above it), 2 for bad input or runs that cannot be compared.
+step time's change is above it), 2 for bad input or runs that cannot be compared, including
+a run whose step times cannot be read (missing, negative, absurd or text: too few steps),
+with one line naming it: a gate never passes a run it could not read.
 """
 
 from __future__ import annotations
@@ -35,7 +37,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(render_markdown(result))
     else:
         sys.stdout.write(render_text(result))
+    judged = result.judged
+    if judged is not None and judged.verdict == "too few steps":  # never a silent pass
+        return error_line(_short_side(args.before, args.after, judged.samples_a,
+                                      judged.samples_b),
+                          f"its step times cannot be read or are too few ({judged.reason}); "
+                          f"not judged, exit {EXIT_BAD_INPUT}")
     return exit_status(result, args.gate)
+
+
+def _short_side(before: str, after: str, samples_a: int, samples_b: int) -> str:
+    """The run (or runs) whose readable steps are fewer than a verdict needs."""
+    from autoprof.analysis.diff.significance import MIN_STEPS
+
+    short = [p for p, n in ((before, samples_a), (after, samples_b)) if n < MIN_STEPS]
+    return " and ".join(short or [after])
 
 
 def _percent(text: str) -> float:

@@ -80,6 +80,11 @@ class Run:
         return self.data.world_size
 
     @property
+    def missing_ranks(self) -> tuple[int, ...]:
+        """Ranks of ``world_size`` with no trace in this run (never silently fewer)."""
+        return self.data.missing_ranks
+
+    @property
     def load_warnings(self) -> list[str]:
         return self.data.load_warnings
 

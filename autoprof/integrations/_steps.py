@@ -14,17 +14,22 @@ Only autoprof's public API is used (``autoprof.region``, ``autoprof.flush``,
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import autoprof
 from autoprof import env, runfolder
+from autoprof.record.warn import warn
 from autoprof.runfolder import kineto_label
 
 PhaseName = Literal["forward", "backward", "optimizer"]
+C = TypeVar("C", bound=type)
 
 _names_lock = threading.Lock()
 _names_taken: set[str] = set()
@@ -125,6 +130,16 @@ class StepRecorder:
         if self.steps_begun > self.warmup_calls:
             autoprof.flush()
 
+    def give_up(self, hook: str, problem: Exception) -> None:
+        """A hook failed inside autoprof: one warning, the step in progress is let go, and
+        the callback does nothing from then on; training goes on."""
+        if self.enabled:
+            warn(f"autoprof: the callback's {hook} failed ({type(problem).__name__}: "
+                 f"{problem}); profiling of {self.name!r} stops, training goes on")
+        self.enabled = False
+        with contextlib.suppress(Exception):
+            self.end_step()
+
     def run_dir(self) -> Path | None:
         """The run folder this process wrote for these steps (None before the warm-up ended)."""
         out_dir = self.options.get("out_dir")
@@ -158,14 +173,46 @@ class ForwardLabels:
     def _begins(self, module: Any, inputs: Any) -> None:
         self.depth += 1
         if self.depth == 1 and self.recorder.in_step:
-            self.recorder.phase("forward")
+            with guard(self.recorder, "forward pre-hook"):
+                self.recorder.phase("forward")
 
     def _ends(self, module: Any, inputs: Any, output: Any) -> None:
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.recorder.in_step:
-            self.recorder.end_phase("forward")
-            if self.after is not None:
-                self.recorder.phase(self.after)
+            with guard(self.recorder, "forward hook"):
+                self.recorder.end_phase("forward")
+                if self.after is not None:
+                    self.recorder.phase(self.after)
+
+
+@contextlib.contextmanager
+def guard(recorder: StepRecorder, hook: str) -> Any:
+    """Around autoprof's work in a trainer's or a module's hook: an error of autoprof's
+    never reaches training (``StepRecorder.give_up``)."""
+    try:
+        yield
+    except Exception as problem:
+        recorder.give_up(hook, problem)
+
+
+def _guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(hook)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with guard(self.recorder, hook.__name__):
+            return hook(self, *args, **kwargs)
+        return None
+
+    return guarded
+
+
+def guard_hooks(cls: C) -> C:
+    """Every ``on_*`` hook of a callback class (and its optimizer post-hook ``_stepped``)
+    never raises autoprof's own error into training: one warning, then the callback stops
+    profiling and training goes on."""
+    for attr, value in list(vars(cls).items()):
+        if (attr.startswith("on_") or attr == "_stepped") and callable(value):
+            setattr(cls, attr, _guarded(value))
+    return cls
 
 
 def _manifests(folder: Path) -> list[Path]:

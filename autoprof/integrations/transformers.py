@@ -23,7 +23,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from autoprof.integrations._steps import ForwardLabels, StepRecorder, missing_extra
+from autoprof.integrations._steps import (
+    ForwardLabels,
+    StepRecorder,
+    guard_hooks,
+    missing_extra,
+)
 
 try:
     from transformers import TrainerCallback
@@ -33,15 +38,18 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 __all__ = ["AutoprofCallback"]
 
 
+@guard_hooks
 class AutoprofCallback(TrainerCallback):  # type: ignore[misc,unused-ignore]
     """A ``TrainerCallback`` that profiles training steps with autoprof.
 
-    ``name`` (default ``"train_step"``) names the run folder; every other keyword is an
+    ``name`` (default ``"hf_train_step"``: the trainer in the name, so runs of the two
+    callbacks never share a folder) names the run folder; every other keyword is an
     ``@autoprof`` option (``warmup_calls``, ``schedule``, ``out_dir``, ``record_shapes``,
-    ``profile_memory``, ``with_stack``, ...).
+    ``profile_memory``, ``with_stack``, ...). No hook ever raises autoprof's own error into
+    training: a failure is one warning, and the callback stops profiling.
     """
 
-    def __init__(self, name: str = "train_step", **options: Any) -> None:
+    def __init__(self, name: str = "hf_train_step", **options: Any) -> None:
         self.recorder = StepRecorder(name, options)
         self._forward = ForwardLabels(self.recorder)
 

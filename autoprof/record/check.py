@@ -4,7 +4,8 @@ Calls ``fn`` as many times as the warm-up plus one full schedule need (``repeat=
 as one cycle), waits for every artifact, and returns the loaded run (``autoprof.load``), or
 the run folder's ``Path`` when the analysis layer cannot load it. With autoprof off
 (``AUTOPROF=0``) or no run folder written, ``fn`` is still called as often and ``check``
-returns a :class:`NoRun`: falsy, and any of a run's methods (``verdict()``, ``summary()``)
+returns a :class:`NoRun`: falsy (also when the run folder holds nothing usable, e.g. on a
+full disk), and any of a run's methods (``verdict()``, ``summary()``)
 raises :class:`NoRunError` saying why. The profile itself is :mod:`autoprof.record.once`;
 the fixes are :mod:`autoprof.record.whatif`.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from autoprof.record.once import load_run, one_schedule, options_of, record
+from autoprof.record.once import load_run, one_schedule, options_of, record, try_load
 from autoprof.record.options import Options, env_enabled
 from autoprof.record.warn import warn
 from autoprof.record.whatif import measure_fixes, resolve_fixes, validate, what_if
@@ -108,9 +109,13 @@ def check(
     _, run_dir = record(target, options, args, kwargs)
     if run_dir is None:
         return NoRun(_why_off(options))
+    run, why = try_load(run_dir)
+    if why is not None:  # never "written" when nothing usable was (a full disk)
+        warn(f"autoprof.check: no usable run was written to {run_dir}: {why}")
+        return NoRun(f"no usable run was written to {run_dir}: {why}")
     if fixes:
         _what_if(target, args, kwargs, fixes, run_dir, options, early)
-    return load_run(run_dir)
+    return run
 
 
 def _measure_first(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],

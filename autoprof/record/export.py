@@ -102,8 +102,8 @@ class Finisher:
     def start(cls, run_dir: Path, rank: int | None) -> Finisher:
         """Start the finisher of ``run_dir``; raises OSError when it cannot be started."""
         log = run_dir / rf.FINISH_LOG
-        argv = [sys.executable, "-m", FINISHER_MODULE, "--watch",
-                "--rank-timeout", str(env.dist_finish_timeout_s())]
+        argv = [sys.executable, "-m", FINISHER_MODULE, "--watch", "--recorder",
+                str(os.getpid()), "--rank-timeout", str(env.dist_finish_timeout_s())]
         if rank is not None:
             argv += ["--rank", str(rank)]
         argv.append(str(run_dir))

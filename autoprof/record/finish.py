@@ -13,9 +13,8 @@ job does not reach it; before it starts it waits while the program keeps every c
 (record/cpu_gate.py).
 
 Safe to run again or twice at once: a lock on the folder serializes finishers, and a folder
-already finished is left alone (unless it kept a plain trace: then it is finished again).
-A folder still being recorded by a live process is skipped.
-Never imports torch.
+already finished is left alone (unless it kept a plain trace: then it is finished again). A
+folder still being recorded by a live process is skipped. Never imports torch.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ GZIP_LEVEL = 1  # ~5x smaller than plain JSON at a fraction of level 9's time
 CHUNK_BYTES = 1 << 20
 NICE = 10
 folder_lock = rf.folder_lock
+_recorder: list[int] = []  # --watch: the recording process's pid (its pipe's end: gone)
 
 
 class FinishError(Exception):
@@ -234,17 +234,17 @@ def _after_a_death(manifest: Manifest, traces: list[Path]) -> Manifest:
 
 
 def _recording_elsewhere(manifest: Manifest, watch: bool) -> bool:
-    """Does a live process here still record the run? The parent is not, only for the
-    finisher the session started (``watch``); a summary or viewer the recording program
-    opened between cycles has that program as its parent, still recording."""
+    """Does a live process here still record the run? Not the recorder of the finisher it
+    started (``watch``), whatever ``/proc`` says: its pipe ended with no hand-over, so it
+    died or gave up (killed mid-window, it may still be exiting). A summary or viewer it
+    opened between cycles has it as its parent, still recording."""
     pid = manifest.pid
     return (manifest.host == socket.gethostname() and pid is not None
-            and not (watch and pid == os.getppid()) and rf.pid_alive(pid))
+            and not (watch and pid in _recorder) and rf.pid_alive(pid))
 
 
 def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
-    """Write the final manifest; if even that fails (disk full), a minimal failed one.
-    Returns what was written."""
+    """Write the final manifest, or if that fails (disk full) a minimal failed one: which."""
     try:
         rf.write_manifest(path, manifest)
         return manifest
@@ -261,8 +261,7 @@ def _write_manifest(path: Path, manifest: Manifest) -> Manifest:
 
 
 def merge_ranks(run_dir: Path, rank0: Manifest, timeout_s: float) -> Manifest:
-    """Write rank 0's ``manifest.json`` (``merged_ranks``); the wait for the other ranks
-    holds no lock, since their finishers take it."""
+    """Write rank 0's ``manifest.json`` (``merged_ranks``), waiting for the others unlocked."""
     merged = merged_ranks(run_dir, rank0, timeout_s)
     with folder_lock(run_dir):
         return _write_manifest(run_dir / rf.MANIFEST, merged)
@@ -362,13 +361,15 @@ def main(argv: list[str] | None = None, early_input: bytes = b"") -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("--watch", action="store_true",
                         help="wait on stdin for the recording process's manifest (internal)")
-    parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
+    for hidden in ("--rank", "--recorder"):  # internal: the rank, the recording pid
+        parser.add_argument(hidden, type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rank-timeout", type=float, default=60.0, metavar="S",
                         help="how long rank 0 waits for the other ranks (default 60)")
     args = parser.parse_args(argv)
     handoff, pipe = None, Pipe(getattr(sys.stdin, "buffer", sys.stdin), early_input)
     if args.watch:
-        program = os.getppid()  # the recording process, while it lives
+        program = args.recorder or os.getppid()  # the recording process
+        _recorder[:] = [program]
         handoff = read_handoff(pipe)  # the run's manifest; the calls after it come later
         with contextlib.suppress(OSError):
             os.nice(NICE)

@@ -15,7 +15,7 @@ from typing import Any
 
 from autoprof.record.decorator import decorate
 from autoprof.record.options import Options, make_options
-from autoprof.record.session import Session
+from autoprof.record.session import Session, flush_session
 from autoprof.record.warn import warn
 
 
@@ -46,7 +46,7 @@ def record(target: Callable[..., Any], options: Options, args: tuple[Any, ...],
             wrapped(*args, **kwargs)
     finally:
         if fresh is not None:
-            fresh.flush(wait=True)  # the run's files are complete before this returns
+            flush_session(fresh)  # the run's files are complete before this returns
     if fresh is not None and fresh.run_dir is None and fresh.blocked_by is not None:
         warn(f"autoprof: {fresh.name!r} recorded no run: another run was recording, "
              f"{fresh.blocked_by} (one torch profiler per process), and its schedule has "
@@ -55,18 +55,27 @@ def record(target: Callable[..., Any], options: Options, args: tuple[Any, ...],
     return fresh is not None, None if fresh is None else fresh.run_dir
 
 
-def load_run(run_dir: Path) -> Any:
-    """The loaded run (``autoprof.load``), or its ``Path`` where the analysis layer cannot
-    be imported or cannot load it (warned)."""
+def try_load(run_dir: Path) -> tuple[Any, str | None]:
+    """(the loaded run, or its ``Path`` where the analysis layer cannot be imported, None),
+    or (None, why it cannot be loaded: a full disk, a failed run with no trace)."""
     try:
         from autoprof.analysis import load  # absent on a torch-only machine
     except Exception:
-        return run_dir
+        return run_dir, None
     try:
-        return load(run_dir)
+        return load(run_dir), None
     except Exception as exc:
-        warn(f"autoprof.check: run written to {run_dir} but could not be loaded: {exc}")
+        return None, str(exc)
+
+
+def load_run(run_dir: Path) -> Any:
+    """The loaded run (``autoprof.load``), or its ``Path`` where the analysis layer cannot
+    be imported or cannot load it (warned)."""
+    run, why = try_load(run_dir)
+    if why is not None:
+        warn(f"autoprof: the run in {run_dir} holds no usable profile: {why}")
         return run_dir
+    return run
 
 
 def profile_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -17,7 +17,7 @@ from autoprof.integrations._steps import StepRecorder, find_run_dir, unique_name
 pytestmark = pytest.mark.slow
 
 
-def _check_run(run_dir: Path) -> None:
+def _check_run(run_dir: Path, step_label: str) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
     assert manifest["steps_recorded"] == 3  # the default schedule's active steps
@@ -26,25 +26,29 @@ def _check_run(run_dir: Path) -> None:
     validate_summary(summary)
     assert summary["verdict"] == "cpu-only"  # the right verdict: no GPU on this machine
     ops = load(run_dir).ops()
-    labels = ops[ops["name"].isin(["train_step", "forward", "backward", "optimizer"])]
-    assert set(labels["name"]) == {"train_step", "forward", "backward", "optimizer"}
+    labels = ops[ops["name"].isin([step_label, "forward", "backward", "optimizer"])]
+    assert set(labels["name"]) == {step_label, "forward", "backward", "optimizer"}
     # each label nests (no overlap): self time never below zero, the step holds the phases
     assert (labels["self_cpu_us"] >= 0).all(), labels
-    step = labels[labels["name"] == "train_step"].iloc[0]
+    step = labels[labels["name"] == step_label].iloc[0]
     assert step["calls"] == 3
-    inside = labels[labels["name"] != "train_step"]["cpu_total_us"].sum()
+    inside = labels[labels["name"] != step_label]["cpu_total_us"].sum()
     assert inside <= step["cpu_total_us"]
 
 
 def test_transformers_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    _check_run(run_dir_of(run_script("hf_trainer.py", str(tmp_path))))
+    run_dir = run_dir_of(run_script("hf_trainer.py", str(tmp_path)))
+    assert run_dir.parent.name == "hf_train_step"  # never the Lightning callback's folder
+    _check_run(run_dir, "hf_train_step")
 
 
 def test_lightning_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
-    _check_run(run_dir_of(run_script("lightning_trainer.py", str(tmp_path))))
+    run_dir = run_dir_of(run_script("lightning_trainer.py", str(tmp_path)))
+    assert run_dir.parent.name == "lightning_train_step"
+    _check_run(run_dir, "lightning_train_step")
 
 
 def test_lightning_ddp_every_rank_in_one_run_folder(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 The result has the same fields as ``autoprof diff A B --json``. Each side is one run, or
 several recordings of one program (repeats: a folder of run folders), whose spread between
 runs the interval then measures (significance.py). The exit status for CI
-(:func:`exit_status`): 2 when the runs cannot be compared, 1 when B is significantly slower
+(:func:`exit_status`): 2 when the runs cannot be compared (or either side's step times
+cannot be read: too few steps), 1 when B is significantly slower
 than A by more than the gate (the lower end of the judged measure's confidence interval is
 above ``gate_pct``: a regression that is both real and larger than the gate), else 0.
 
@@ -249,8 +250,8 @@ def diff(a: Side, b: Side, *, noise_floor_pct: float | None = None) -> Diff:
 def exit_status(result: Diff, gate_pct: float | None) -> int:
     """The CI exit status of a diff (see the module docstring)."""
     judged = result.judged
-    if judged is None:
-        return EXIT_NOT_COMPARABLE
+    if judged is None or judged.verdict == "too few steps":
+        return EXIT_NOT_COMPARABLE  # a gate never passes a run whose steps it could not read
     low = judged.ci_low_pct
     if judged.verdict == "slower" and low is not None and low > (gate_pct or 0.0):
         return EXIT_REGRESSION

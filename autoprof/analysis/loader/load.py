@@ -45,6 +45,8 @@ class RunData:
     world_size: int = 1
     load_warnings: list[str] = field(default_factory=list)
     memory_events: pd.DataFrame = field(default_factory=empty_memory)
+    # ranks of ``world_size`` with no trace here (or named missing by the manifest)
+    missing_ranks: tuple[int, ...] = ()
 
     @cached_property
     def manifest(self) -> dict[str, Any] | None:
@@ -173,6 +175,11 @@ def load_data(
     if record is not None and record.status != "complete":
         warnings.append(f"run status is {record.status!r}" + (
             f" ({record.error.get('message')})" if record.error is not None else ""))
+    world_size = _world_size(source, metadata, ranks)
+    missing = _missing_ranks(record, ranks, world_size)
+    if missing:
+        warnings.append(f"rank(s) {', '.join(map(str, missing))} of {world_size} have no "
+                        "trace here: the run is partial")
     name = record.name if record is not None and record.name else source.path.name
     if progress is not None:
         progress(1.0, "loaded")
@@ -183,10 +190,20 @@ def load_data(
         record=record,
         trace_paths=list(source.traces),
         trace_metadata=metadata,
-        world_size=_world_size(source, metadata, ranks),
+        world_size=world_size,
         load_warnings=warnings,
         memory_events=pd.concat(memory, ignore_index=True) if memory else empty_memory(),
+        missing_ranks=missing,
     )
+
+
+def _missing_ranks(record: Manifest | None, ranks: set[int], world_size: int
+                   ) -> tuple[int, ...]:
+    """The ranks of the world with no trace among those read, and any the manifest names
+    missing (a folder of rank traces 0, 2, 5 of a world of 6: 1, 3, 4)."""
+    named = set(record.missing_ranks or ()) if record is not None else set()
+    absent = set(range(world_size)) - ranks if ranks else set()
+    return tuple(sorted(named | absent))
 
 
 __all__ = ["Progress", "RunData", "load_data"]

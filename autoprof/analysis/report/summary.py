@@ -83,18 +83,26 @@ def _ranks_with_attribution(ctx: Analysis) -> list[dict[str, Any]]:
     return [{**row, **per_rank.get(int(row["rank"]), {})} for row in _records(ctx.ranks)]
 
 
+def _status(record: Manifest | None, missing: tuple[int, ...]) -> str | None:
+    """The run's status; ``partial`` where ranks of its world have no trace."""
+    status = record.status if record is not None else None
+    return "partial" if missing and status in (None, "complete") else status
+
+
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Analysis.of(run)
     record = ctx.record
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path
+    missing: tuple[int, ...] = tuple(getattr(run, "missing_ranks", ()))
     out: dict[str, Any] = {
         "path": str(run_path),
         "name": run.name,
         "run_id": (record.run_id or Path(str(run_path)).name) if record is not None else None,
-        "status": record.status if record is not None else None,
+        "status": _status(record, missing),
         "world_size": run.world_size or ov.ranks,
+        "missing_ranks": list(missing),
         "is_cuda": run.is_cuda,
         "device": _device(run, record),
         "trace_paths": [str(p) for p in run.trace_paths],

@@ -328,10 +328,13 @@ def render_summary(s: dict[str, Any]) -> str:
     device = s.get("device")
     if isinstance(device, dict):
         device = device.get("name")
-    ranks = s.get("world_size") or 1
+    ranks = f"{s.get('world_size') or 1} rank(s)"
+    if s.get("missing_ranks"):  # never a world's size alone when ranks have no trace
+        missing = ", ".join(str(r) for r in s["missing_ranks"])
+        ranks += f", {len(s['missing_ranks'])} missing ({missing})"
     lines = [
         f"autoprof summary: {s.get('path')}",
-        f"run: {s.get('name')} | {ranks} rank(s) | {device or 'CPU'} | {s.get('events')} events"
+        f"run: {s.get('name')} | {ranks} | {device or 'CPU'} | {s.get('events')} events"
         + (f" | status {s['status']}" if s.get("status") else ""),
         "",
         f"VERDICT: {s['verdict']}",

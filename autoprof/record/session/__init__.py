@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from autoprof.record.session.core import Session
 from autoprof.record.session.driver import profiler_enabled, torch_module
-from autoprof.record.session.exit import flush_all
+from autoprof.record.session.exit import flush_all, flush_session
 from autoprof.record.session.table import Event, Refused, State
 
-__all__ = ["Event", "Refused", "Session", "State", "flush_all", "profiler_enabled",
-           "torch_module"]
+__all__ = ["Event", "Refused", "Session", "State", "flush_all", "flush_session",
+           "profiler_enabled", "torch_module"]

@@ -6,6 +6,7 @@ nothing here decides which one happens.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -88,11 +89,17 @@ class Actions:
               error: dict[str, str] | None = None) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def owner_ended(self) -> None:  # pragma: no cover - the session defines it
-        raise NotImplementedError
+    def owner_ended(self) -> None:
+        """Runs on the owner thread as it ends: the last chance to stop torch's profiler on
+        the only thread that may."""
+        with self._lock:
+            if self._prof is not None:
+                self._fire(Event.OWNER_ENDED)
 
-    def detach_after_fork(self) -> None:  # pragma: no cover - the session defines it
-        raise NotImplementedError
+    def detach_after_fork(self) -> None:
+        """In a forked child: forget the parent's run and profiler; pass-through from now."""
+        self._lock = threading.RLock()
+        self._fire(Event.FORKED)
 
     def _open_run(self) -> RunState | None:
         """Create the run folder, its ``recording`` manifest and its finisher; None (warned,
@@ -107,10 +114,12 @@ class Actions:
             where = self.run_dir or writer.unwritable_dir(self.options, self.name)
             self._warn(
                 f"autoprof: cannot write the run of {self.name!r} to {where}: "
-                f"{type(exc).__name__}: {exc}; profiling of {self.name!r} is off, "
-                "the program goes on"
+                f"{type(exc).__name__}: {exc}; nothing was written, profiling of "
+                f"{self.name!r} is off, the program goes on"
             )
-            self._run = None
+            if self._run is not None:
+                writer.discard_run(self._run)  # no empty folder says a run was written
+            self._run, self.run_dir = None, None
             self._fire(Event.NO_RUN_FOLDER)
             return None
         try:
@@ -330,6 +339,28 @@ class Actions:
             writer.write_manifest(run, self._manifest("recording"))
         except Exception as exc:
             self._export_failed(exc, run.run_dir / artifacts.MANIFEST)
+
+    def _give_up(self, event: Event, problem: Exception) -> None:
+        """An event the table refuses, or an action that failed (autoprof's own bug): it
+        never reaches the program, and nothing waits on it. The profiler is stopped where
+        this thread may, the finisher is let go (its pipe's end tells it to finish what is
+        on disk, so exit never waits out its timeout), and the session becomes a
+        pass-through."""
+        self._warn(f"autoprof: internal problem in {self.name!r} ({event.value}: "
+                   f"{type(problem).__name__}: {problem}); its run ends as it stands "
+                   f"({self.run_dir}) and the program goes on unprofiled")
+        self.state, self.done = State.DONE, True
+        prof, self._prof, self._stepping_thread = self._prof, None, None
+        if prof is not None and self._owner is not None and self._owner.is_current():
+            with contextlib.suppress(Exception):
+                prof.stop()
+        if registry.live is self:  # not under registry.lock: this thread may hold it
+            registry.live = None
+        finisher, self._finisher = self._finisher, None
+        with contextlib.suppress(Exception):
+            if finisher is not None:
+                finisher.close()
+            self._retire()
 
     def _interrupted(self, interrupt: BaseException, run: RunState) -> None:
         """A KeyboardInterrupt (or SystemExit) out of torch's ``step()``: the cycle it was

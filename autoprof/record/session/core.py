@@ -108,12 +108,17 @@ class Session(Actions):
     def _fire(self, event: Event, status: artifacts.Status = "partial",
               error: dict[str, str] | None = None) -> None:
         """Enter the state the table gives for ``event``, then run its actions (called
-        with the lock held, or on a thread no other one can reach the session from)."""
-        row = step(self.state, event)
-        self._ending = (status, error)
-        self._enter(row.to)
-        for action in row.actions:
-            getattr(self, action)()
+        with the lock held, or on a thread no other one can reach the session from). Never
+        raises autoprof's own errors: a refused event or a failed action gives up the run
+        where it stands (``_give_up``); an interrupt of the user's still goes on."""
+        try:
+            row = step(self.state, event)
+            self._ending = (status, error)
+            self._enter(row.to)
+            for action in row.actions:
+                getattr(self, action)()
+        except Exception as problem:
+            self._give_up(event, problem)
 
     def _enter(self, state: State) -> None:
         if (self.state, state) not in TRANSITIONS:
@@ -412,17 +417,3 @@ class Session(Actions):
         if owner is not None and owner.is_alive() and not _exit.is_exiting():
             return Event.ASK_OWNER
         return Event.ABANDON
-
-    # -- threads and fork ---------------------------------------------------------------
-
-    def owner_ended(self) -> None:
-        """Runs on the owner thread as it ends: the last chance to stop torch's profiler on
-        the only thread that may."""
-        with self._lock:
-            if self._prof is not None:
-                self._fire(Event.OWNER_ENDED)
-
-    def detach_after_fork(self) -> None:
-        """In a forked child: forget the parent's run and profiler; pass-through from now."""
-        self._lock = threading.RLock()
-        self._fire(Event.FORKED)

@@ -61,10 +61,12 @@ class Refused(RuntimeError):
     caught by the call's guard and reported as one warning."""
 
 
-_END_THEN_TIME = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over",
-                  "_note_end", "_time_after_window")
+_ENDED = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over", "_note_end")
+# the window ran to its end: the state is AFTER, and ``_time_after_window`` either waits
+# for the next calls or (a region) fires AFTER_TIMED at once, which only AFTER accepts
+_END_THEN_TIME = (*_ENDED, "_time_after_window")
 _LAST = ("_send_after_window", "_retire")  # the calls after the window to the finisher
-_END = (*_END_THEN_TIME, *_LAST)
+_END = (*_ENDED, *_LAST)  # ended early (flush, failure): DONE, nothing left to time
 _ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", "_note_end",
             *_LAST)
 _DETACH = ("_detach", "_retire")

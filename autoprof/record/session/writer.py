@@ -10,6 +10,7 @@ decides the final status after its writes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,7 @@ class RunState:
     # then, where the process uses CUDA, calls timed back to back as one block
     pace: PaceBlock | None = None
     after_window_iter_ms: float | None = None  # the block's time per iteration
+    made_dirs: tuple[Path, ...] = ()  # the out_dir and name folders open_run created
 
 
 @dataclass
@@ -100,16 +102,36 @@ def open_run(who: Identity, options: Options, activities: tuple[str, ...]) -> Ru
     if problem:
         warn_once("dist-run-id", f"autoprof: {problem}; each rank writes its own run folder")
     shared = info.initialized and problem is None
+    made = tuple(p for p in (out_dir, out_dir / artifacts.safe_component(who.name))
+                 if not p.exists())
+    try:
+        run_dir = _create(out_dir, who.name, run_id, shared)
+    except OSError:
+        _remove_empty(made)
+        raise
+    return RunState(run_dir, run_id, info, uses_cuda="cuda" in activities,
+                    activities=activities, made_dirs=made)
+
+
+def _create(out_dir: Path, name: str, run_id: str, shared: bool) -> Path:
     for _ in range(5):
         try:
-            run_dir = artifacts.create_run_dir(out_dir, who.name, run_id, exist_ok=shared)
-            break
+            return artifacts.create_run_dir(out_dir, name, run_id, exist_ok=shared)
         except FileExistsError:
             run_id = artifacts.new_run_id()
-    else:
-        raise FileExistsError(f"no free run id under {out_dir / who.name}")
-    return RunState(run_dir, run_id, info, uses_cuda="cuda" in activities,
-                    activities=activities)
+    raise FileExistsError(f"no free run id under {out_dir / name}")
+
+
+def _remove_empty(folders: tuple[Path, ...]) -> None:
+    for folder in reversed(folders):  # innermost first; a folder holding anything stays
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def discard_run(run: RunState) -> None:
+    """A run whose folder could not be written (a full disk): remove the folders
+    :func:`open_run` made, where they are empty, so nothing says a run was written."""
+    _remove_empty((*run.made_dirs, run.run_dir))
 
 
 def unwritable_dir(options: Options, name: str) -> Path:

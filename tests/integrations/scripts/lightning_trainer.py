@@ -1,7 +1,7 @@
 """Lightning's quick start (the LitAutoEncoder, on random images instead of MNIST), one line
 added.
 
-    python lightning_trainer.py OUT_DIR [DEVICES]
+    python lightning_trainer.py OUT_DIR [DEVICES [BATCHES]]
 """
 
 import sys
@@ -34,13 +34,13 @@ class LitAutoEncoder(L.LightningModule):
         return optim.Adam(self.parameters(), lr=1e-3)
 
 
-def main(out_dir: str, devices: int) -> None:
+def main(out_dir: str, devices: int, batches: int = 12) -> None:
     autoencoder = LitAutoEncoder(encoder, decoder)
     images = torch.rand(640, 1, 28, 28, generator=torch.Generator().manual_seed(0))
     dataset = utils.data.TensorDataset(images, torch.zeros(640))
     train_loader = utils.data.DataLoader(dataset, batch_size=32)
     callback = AutoprofCallback(out_dir=out_dir)  # the line added
-    trainer = L.Trainer(limit_train_batches=12, max_epochs=1, accelerator="cpu",
+    trainer = L.Trainer(limit_train_batches=batches, max_epochs=1, accelerator="cpu",
                         devices=devices, strategy="ddp" if devices > 1 else "auto",
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, callbacks=[callback])
@@ -49,4 +49,5 @@ def main(out_dir: str, devices: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+         int(sys.argv[3]) if len(sys.argv) > 3 else 12)

@@ -1,0 +1,54 @@
+"""``autoprof diff --gate`` never passes (exit 0) a run whose steps it could not read: steps
+missing, negative, 1e300 or text, on either side, exit 2 with one line naming the run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoprof.cli import main
+
+EXAMPLE = sorted((Path(__file__).resolve().parents[2] / "traces" / "examples"
+                  / "eager_100").iterdir())[0]
+
+
+def _with_steps(tmp_path: Path, kind: str, value: Any) -> Path:
+    run = tmp_path / kind
+    shutil.copytree(EXAMPLE, run)
+    for cached in ("ops.csv", "table.txt"):
+        (run / cached).unlink(missing_ok=True)
+    (trace,) = run.glob("*.pt.trace.json.gz")
+    doc = json.loads(gzip.decompress(trace.read_bytes()))
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep")]
+    assert len(steps) >= 3
+    for event in steps:
+        if kind == "missing":
+            doc["traceEvents"].remove(event)
+        else:
+            event["dur"] = value
+    trace.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return run
+
+
+@pytest.mark.parametrize(("kind", "value"), [("missing", None), ("negative", -5.0),
+                                             ("huge", 1e300), ("text", "slow")])
+@pytest.mark.parametrize("side", ["after", "before"])
+def test_a_gate_never_passes_a_run_whose_steps_it_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, value: Any,
+        side: str) -> None:
+    bad = _with_steps(tmp_path, kind, value)
+    pair = [str(EXAMPLE), str(bad)] if side == "after" else [str(bad), str(EXAMPLE)]
+    assert main(["diff", *pair, "--gate", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"autoprof: error: {bad}: "), err
+    assert "cannot be read" in err[0]
+
+
+def test_a_readable_pair_still_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", str(EXAMPLE), str(EXAMPLE), "--gate", "5"]) == 0
+    assert capsys.readouterr().err == ""
