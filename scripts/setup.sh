@@ -9,4 +9,6 @@ cd "$(dirname "$0")/.."
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/pip install -q torch==2.13.0
 fi
-.venv/bin/pip install -q -e ".[test]"
+# compat: the checkout itself goes on sys.path, so a folder named autoprof (without
+# __init__.py) in the working folder cannot shadow the package as a namespace package
+.venv/bin/pip install -q -e ".[test]" --config-settings editable_mode=compat
