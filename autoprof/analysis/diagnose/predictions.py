@@ -153,7 +153,27 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
         out += code_fixes(events, call, baseline, step_us, workers)
     except ValueError:
         return opps
-    return ranked(out)
+    return ranked(one_per_fix(out))
+
+
+def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fix offered once: where two opportunities name the same fix (a bucket's
+    `pin-memory` and the pageable copies' own), the one predicted to gain most keeps it and
+    the others keep their bound, naming it."""
+    best: dict[str, dict[str, Any]] = {}
+    for o in opps:
+        if _has_prediction(o):
+            held = best.get(str(o["fix"]))
+            if held is None or float(o["predicted_speedup"]) > float(held["predicted_speedup"]):
+                best[str(o["fix"])] = o
+    out = []
+    for o in opps:
+        keeper = best.get(str(o.get("fix")))
+        if _has_prediction(o) and keeper is not None and keeper is not o:
+            o = {**o, "fix": None,
+                 "hint": f"{o['hint']} (the same fix as {keeper['cause']}, offered there)"}
+        out.append(o)
+    return out
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
