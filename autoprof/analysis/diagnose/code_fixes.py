@@ -7,8 +7,10 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | --- | --- | --- |
 | `optimizer_ops` | `fused-optimizer` | an `Optimizer.step#<Name>.step` region, no fused op in it |
 | `bias_add` | `addmm` | an `aten::add` of a bias right after its matrix product |
+| `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
 
-The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`.
+The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
+`x.pin_memory()` and `.to(device, non_blocking=True)`.
 
 Each is offered only when its replayed gain, at the untraced call's pace, is at least
 MIN_SPEEDUP: a smaller one is within what two runs of the same program differ by. Its
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.diagnose.pageable import pageable_copies
 from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
@@ -108,14 +111,17 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
     n_steps = int(host["step"].nunique())
     if not n_steps or not step_us > 0:
         return []
-    found: list[tuple[dict[str, Any] | None, FixName]] = [
-        (_optimizer(host, n_steps, step_us), "fused-optimizer"),
-        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm")]
+    found: list[tuple[dict[str, Any] | None, FixName, float]] = [
+        (_optimizer(host, n_steps, step_us), "fused-optimizer", 1.0),
+        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm", 1.0)]
+    pageable = pageable_copies(events, n_steps, step_us)
+    if pageable is not None:
+        found.append((pageable[0], "pin-memory", pageable[1]))
     out = []
-    for opp, fix in found:
+    for opp, fix, copy_speedup in found:
         if opp is None:
             continue
-        got = predict_fix(events, fix, call or "", baseline)
+        got = predict_fix(events, fix, call or "", baseline, copy_speedup=copy_speedup)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
     return out

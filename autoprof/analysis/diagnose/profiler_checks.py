@@ -4,6 +4,12 @@ autoprof times the calls the profiler does not record (warm-up calls and the sch
 steps); `Analysis.profiler_overhead` sets their median against the median profiled step. When
 the profiler multiplies a step's time, the absolute times in the trace describe the profiler
 as much as the program: shares and rankings still hold, durations do not.
+
+The calls timed after the window (`after_window_call_ms`, timed as the warm-up calls are)
+are the other witness: when they are as slow as the profiled steps (the profiled step under
+PROFILER_SLOWDOWN_RATIO times their median), the program ran that slowly without the
+profiler too (other work on the machine, intra-op threads waiting for cores), so the
+profiler is not what made the steps slow and the finding stays silent.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.metrics.stats import median
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -26,6 +33,9 @@ def profiler_slowdown(ctx: Analysis) -> Diagnostic | None:
     profiled, untraced = float(po["profiled_step_us"]), float(po["untraced_call_us"])
     if untraced <= 0 or profiled < PROFILER_SLOWDOWN_RATIO * untraced:
         return None
+    after = _after_window_us(ctx)
+    if after is not None and profiled < PROFILER_SLOWDOWN_RATIO * after:
+        return None  # as slow without the profiler, after the window: not the profiler's
     ratio = profiled / untraced
     evidence = {
         "profiled_step_us": round(profiled, 2),
@@ -33,6 +43,7 @@ def profiler_slowdown(ctx: Analysis) -> Diagnostic | None:
         "untraced_calls": int(po["untraced_calls"]),
         "slowdown": round(ratio, 2),
         "ratio_threshold": PROFILER_SLOWDOWN_RATIO,
+        "after_window_call_us": round(after, 2) if after is not None else None,
     }
     message = (f"A profiled step takes {fmt_us(profiled)}, {ratio:.1f}x the "
                f"{fmt_us(untraced)} the same call takes untraced (median of "
@@ -43,3 +54,11 @@ def profiler_slowdown(ctx: Analysis) -> Diagnostic | None:
             "with_modules left off) or profile a larger "
             "problem size, where each op's fixed cost matters less.")
     return Diagnostic("profiler-slowdown", "warning", message, evidence, hint)
+
+
+def _after_window_us(ctx: Analysis) -> float | None:
+    """The median call after the window (us), timed without the profiler; None without."""
+    record = ctx.record
+    calls = [1000.0 * float(v) for v in (record.after_window_call_ms if record else ())
+             if v > 0]
+    return median(calls) if calls else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
@@ -101,12 +102,12 @@ def _opportunities(s: dict[str, Any]) -> list[str]:
     if not found:
         return []
     lines = ["", "**Opportunities** (largest first)", "",
-             "| cause | per step | share | at most | where | hint |",
+             "| cause | per step | share | predicted or at most | where | hint |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
     for o in found:
         where = ", ".join(f"{code(w['name'], NAME_WIDTH)} {fmt_us(w['us_per_step'])}"
                           for w in o["where"][:3])
-        speed = f"{float(o['max_speedup']):.2f}x" if o.get("max_speedup") else "n/a"
+        speed = speed_text(o)
         lines.append(f"| {code(o['cause'])} | {fmt_us(o['us_per_step'])} | "
                      f"{fmt_pct(o['pct_of_step'])} | {speed} | {where or '-'} | "
                      f"{md(o.get('hint') or '')} |")

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from autoprof.analysis.report.markdown import BUCKETS, best_fix, fix_sentence, render_markdown
+from autoprof.analysis.report.speed import speed_text
 from autoprof.units import fmt_pct, fmt_us
 
 COLOURS = {"gpu_compute": "#2e7d32", "gpu_memory": "#66bb6a", "gpu_communication": "#8e24aa",
@@ -77,8 +78,7 @@ def _where(opportunity: dict[str, Any]) -> str:
 
 
 def _speed(opportunity: dict[str, Any]) -> str:
-    value = opportunity.get("max_speedup")
-    return f"{float(value):.2f}x" if value else "n/a"
+    return speed_text(opportunity)
 
 
 def _opportunities(s: dict[str, Any]) -> str:
@@ -90,8 +90,8 @@ def _opportunities(s: dict[str, Any]) -> str:
         f"{_num(fmt_pct(o['pct_of_step']))}{_num(_speed(o))}<td>{_e(_where(o))}</td>"
         f"<td>{_e(o.get('hint') or '')}</td></tr>" for o in found)
     return ('<div style="margin-top:6px"><b>Opportunities</b></div><table>'
-            "<tr><th>cause</th><th>per step</th><th>share</th><th>at most</th><th>where</th>"
-            f"<th>hint</th></tr>{rows}</table>")
+            "<tr><th>cause</th><th>per step</th><th>share</th><th>predicted or at most</th>"
+            f"<th>where</th><th>hint</th></tr>{rows}</table>")
 
 
 def _fix(s: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ import textwrap
 from typing import Any
 
 from autoprof.analysis.report.lines import at_line, diagnostic_sources
+from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
 WIDTH = 100
@@ -299,13 +300,13 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     for o in s.get("opportunities") or []:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
                           for w in o["where"])
-        speed = f"up to {o['max_speedup']:.2f}x" if o.get("max_speedup") else "n/a"
+        speed = speed_text(o)
         if o.get("ranked_by") == "max_speedup":
             speed += " (a bound only: no fix replayed)"
-        if o.get("fix") and o.get("predicted_spread"):
+        elif predicted(o) and o.get("predicted_spread"):
             p = o["predicted_spread"]
-            speed = (f"{o['fix']} predicted {p['median']:.2f}x ({p['min']:.2f}-{p['max']:.2f} "
-                     f"over steps), {speed}")
+            speed = (f"{o['fix']} predicted {speed_text(o, with_fix=False)}; "
+                     f"{p['min']:.2f}-{p['max']:.2f}x over steps")
         lines += _wrap(f"{o['cause']}: {fmt_us(o['us_per_step'])} per step "
                        f"({_pct(o['pct_of_step'])}), {speed}" + (f"; in {where}" if where else ""),
                        "  ")

@@ -18,6 +18,7 @@ from autoprof.analysis import Run
 from autoprof.analysis.metrics.breakdown import BUCKETS, idle_segments
 from autoprof.analysis.metrics.lines import with_where_lines
 from autoprof.analysis.report.lines import short_source
+from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.units import fmt_pct, fmt_us
 from autoprof.viewer import _charts
 
@@ -90,7 +91,8 @@ def show_opportunities(run: Run) -> None:
         "per step": fmt_us(o["us_per_step"]),
         "share of step": fmt_pct(o["pct_of_step"]),
         "predicted fix": _predicted(o),
-        "max speed-up": f"{o['max_speedup']:.2f}x" if o.get("max_speedup") else "—",
+        "max speed-up": "—" if predicted(o) or not o.get("max_speedup")
+        else f"{o['max_speedup']:.2f}x",
         "where": "; ".join(f"{w['name']} ({fmt_us(w['us_per_step'])})" for w in o["where"]),
         "line": next((short_source(str(w["source"])) for w in o["where"] if w.get("source")), ""),
         "hint": o["hint"],
@@ -100,10 +102,7 @@ def show_opportunities(run: Run) -> None:
 
 def _predicted(o: dict[str, Any]) -> str:
     """The named fix's replayed speedup with its range over steps ('bound only' without)."""
-    p = o.get("predicted_spread")
-    if not o.get("fix") or not p:
-        return "bound only"
-    return f"{o['fix']} {p['median']:.2f}x ({p['min']:.2f}-{p['max']:.2f} over steps)"
+    return speed_text(o) if predicted(o) else "bound only"
 
 
 def idle_gaps(run: Run, rank: int) -> pd.DataFrame:

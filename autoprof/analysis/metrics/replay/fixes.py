@@ -64,10 +64,11 @@ _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
 
 
 def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
-                input_copy_us: float = 0.0) -> list[Change]:
+                input_copy_us: float = 0.0, copy_speedup: float = 1.0) -> list[Change]:
     """The replay changes of the named fix on a run whose call row is named `call`
     (`workers`: the DataLoader workers `loader-workers` starts; `input_copy_us`: the GPU time
-    a CUDA graph of the call spends copying each batch into its static inputs)."""
+    a CUDA graph of the call spends copying each batch into its static inputs;
+    `copy_speedup`: how much faster `pin-memory`'s pinned copies run on the GPU)."""
     graph = CudaGraph(call, input_copy_us=input_copy_us)
     table: dict[FixName, list[Change]] = {
         "cuda-graph": [graph],
@@ -76,7 +77,7 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
         "sync-free-cuda-graph": [RemoveSync(), graph],
         "loader-workers": [HideLoader(workers=workers),
                            OverlapBetweenCalls(call, keep_fetches=True), NonBlockingCopies()],
-        "pin-memory": [NonBlockingCopies()],
+        "pin-memory": [NonBlockingCopies(speedup=copy_speedup)],
         "no-loader": [HideLoader(), OverlapBetweenCalls(call, keep_fetches=True), _GONE],
         "fused-optimizer": [FuseOptimizer()],
         "addmm": [FoldBiasAdd()],
@@ -86,14 +87,15 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
 
 def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
                 baseline: Sequence[Change] = (), rank: int | None = None,
-                workers: int = WORKERS, input_copy_us: float = 0.0) -> dict[str, Any]:
+                workers: int = WORKERS, input_copy_us: float = 0.0,
+                copy_speedup: float = 1.0) -> dict[str, Any]:
     """The named fix's replayed speedup as the summary shows it: `fix`, `predicted_speedup`
     (the median over the profiled steps, the number the what-if reads) and
     `predicted_spread` (median, quartiles, min and max over the steps); `baseline`: changes
     applied to both sides first (a `ScaleHost` to the untraced call); `input_copy_us` as
-    `fix_changes`."""
-    got = predict_speedups(events, fix_changes(fix, call, workers, input_copy_us), rank=rank,
-                           baseline=baseline)
+    `fix_changes`, and `copy_speedup`."""
+    changes = fix_changes(fix, call, workers, input_copy_us, copy_speedup)
+    got = predict_speedups(events, changes, rank=rank, baseline=baseline)
     return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
         "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}
 

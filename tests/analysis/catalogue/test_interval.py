@@ -1,0 +1,50 @@
+"""One number per fix: each predicted fix carries an interval that holds its estimate, and no
+report shows an "up to" below it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from autoprof.analysis.diagnose.predictions import PREDICTION_ERROR, predicted_interval, ranked
+from autoprof.analysis.report.markdown import _opportunities as markdown_opportunities
+from autoprof.analysis.report.speed import speed_text
+
+
+def _graph(value: float, spread: tuple[float, float], bound: float) -> dict[str, Any]:
+    return {"cause": "host_launch", "fix": "cuda-graph", "predicted_speedup": value,
+            "predicted_spread": {"median": value, "q1": value, "q3": value,
+                                 "min": spread[0], "max": spread[1]},
+            "max_speedup": bound, "us_per_step": 10.0, "pct_of_step": 50.0, "where": [],
+            "hint": "h"}
+
+
+@pytest.mark.parametrize("value,spread", [(5.0, (4.9, 5.1)), (1.2, (0.9, 3.0)),
+                                          (163.0, (150.0, 170.0))])
+def test_the_interval_holds_the_estimate_and_the_spread(value: float,
+                                                        spread: tuple[float, float]) -> None:
+    band = predicted_interval(_graph(value, spread, 2.0))
+    assert band["low"] <= min(spread[0], value) and band["high"] >= max(spread[1], value)
+    # a measured gain within PREDICTION_ERROR of the estimate lies inside
+    for measured in (value / (1 + PREDICTION_ERROR), value / (1 - PREDICTION_ERROR)):
+        assert band["low"] <= measured * (1 + 1e-9) and measured <= band["high"] * (1 + 1e-9)
+
+
+def test_a_bound_below_the_estimate_is_never_shown_as_up_to() -> None:
+    """The issue's decode loop: a graph predicted 163x beside "up to 14.1x"."""
+    (opp,) = ranked([_graph(163.0, (150.0, 170.0), 14.1)])
+    text = speed_text(opp)
+    assert "up to" not in text and text.startswith("cuda-graph 163.00x (likely")
+    low, high = (float(v.rstrip("x)")) for v in text.split("likely ")[1].split("-"))
+    assert low <= 163.0 <= high
+    md = "\n".join(markdown_opportunities({"opportunities": [opp]}))
+    assert "up to 14.10x" not in md and "163.00x" in md
+
+
+def test_a_bound_alone_still_reads_up_to() -> None:
+    (opp,) = ranked([{"cause": "host_untraced", "fix": None, "max_speedup": 1.5, "hint": "h"}])
+    assert speed_text(opp) == "up to 1.50x"
+    assert "predicted_interval" not in opp
+    assert not math.isnan(opp["max_speedup"])
