@@ -1,8 +1,9 @@
 """``autoprof diff BEFORE AFTER``: faster, slower or the same, how sure, and why.
 
-Exit status, for CI: 0 when there is no regression beyond ``--gate``, 1 when B is
-significantly slower than A by more than the gate (the lower end of the 95% interval of the
-step time's change is above it), 2 for bad input or runs that cannot be compared, including
+Exit status, for CI, with ``--gate PCT`` (analysis/diff/gate.py): 0 pass (the 95% interval of
+the change lies at or below PCT), 1 fail (it lies above), 3 cannot tell (it holds PCT; with
+``--cannot-tell-passes``, 0); without a gate, 1 when B is significantly slower, else 0; 2 for
+bad input or runs that cannot be compared, including
 a run whose step times cannot be read (missing, negative, absurd or text: too few steps),
 with one line naming it: a gate never passes a run it could not read.
 """
@@ -20,7 +21,13 @@ from autoprof.cli_common import EXIT_BAD_INPUT, error_line, say
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from autoprof.analysis import TraceError
-    from autoprof.analysis.diff import diff, exit_status, render_markdown, render_text
+    from autoprof.analysis.diff import (
+        diff,
+        exit_status,
+        gate_answer,
+        render_markdown,
+        render_text,
+    )
 
     for path in (args.before, args.after):
         if not Path(path).exists():
@@ -31,19 +38,22 @@ def cmd_diff(args: argparse.Namespace) -> int:
     except TraceError as err:
         say(f"autoprof: error: {err}")
         return EXIT_BAD_INPUT
+    found = None if args.gate is None else gate_answer(result, args.gate)
     if args.json:
-        sys.stdout.write(json.dumps(result.to_json(), allow_nan=False) + "\n")
-    elif args.format == "markdown":
-        sys.stdout.write(render_markdown(result))
+        obj = result.to_json()
+        if found is not None:
+            obj["gate"] = found.to_json()
+        sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(render_text(result))
+        text = render_markdown(result) if args.format == "markdown" else render_text(result)
+        sys.stdout.write(text + (f"\n{found.text}\n" if found is not None else ""))
     judged = result.judged
     if judged is not None and judged.verdict == "too few steps":  # never a silent pass
         return error_line(_short_side(args.before, args.after, judged.samples_a,
                                       judged.samples_b),
                           f"its step times cannot be read or are too few ({judged.reason}); "
                           f"not judged, exit {EXIT_BAD_INPUT}")
-    return exit_status(result, args.gate)
+    return exit_status(result, args.gate, args.cannot_tell_passes)
 
 
 def _short_side(before: str, after: str, samples_a: int, samples_b: int) -> str:
@@ -68,7 +78,7 @@ def add_diff_parser(sub: Any) -> None:
     """The ``diff`` subcommand, on the CLI's subparsers."""
     parser = sub.add_parser(
         "diff", help="is AFTER faster, slower or the same as BEFORE, how sure, and why "
-                     "(exit 1 on a regression beyond --gate, 2 when not comparable)")
+                     "(with --gate: 0 pass, 1 fail, 3 cannot tell; 2 when not comparable)")
     parser.add_argument("before", help="the baseline: a run folder, a trace, or a folder of "
                                        "several run folders of one program (repeats)")
     parser.add_argument("after", help="the run (or repeats) to judge against it")
@@ -77,8 +87,13 @@ def add_diff_parser(sub: Any) -> None:
                         help="text (default) or GitHub-flavoured markdown for a pull request "
                              "or a CI job summary (--json wins)")
     parser.add_argument("--gate", type=_percent, default=None, metavar="PCT",
-                        help="fail (exit 1) only when the step time is significantly slower "
-                             "by more than PCT percent (default: any significant slowdown)")
+                        help="pass (exit 0) when the change's 95%% interval lies at or below "
+                             "PCT percent, fail (exit 1) when it lies above, cannot tell "
+                             "(exit 3) when it holds PCT; without --gate, exit 1 on any "
+                             "significant slowdown")
+    parser.add_argument("--cannot-tell-passes", action="store_true",
+                        help="with --gate: exit 0 when the runs cannot tell (the answer is "
+                             "still printed)")
     parser.add_argument("--noise-floor", type=_percent, default=None, metavar="PCT",
                         help="the spread between runs of one program assumed with one run a "
                              "side (sd of a run's median step, percent; default 13 on CPU, 7 "

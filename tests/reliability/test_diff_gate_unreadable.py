@@ -49,6 +49,14 @@ def test_a_gate_never_passes_a_run_whose_steps_it_cannot_read(
     assert "cannot be read" in err[0]
 
 
-def test_a_readable_pair_still_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diff", str(EXAMPLE), str(EXAMPLE), "--gate", "5"]) == 0
-    assert capsys.readouterr().err == ""
+def test_a_readable_pair_is_judged_not_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A run against itself is read and judged: with one run a side its interval holds a 5%
+    gate (cannot tell, exit 3, never a pass), a pass only when asked (--cannot-tell-passes),
+    and a gate wider than the interval passes."""
+    assert main(["diff", str(EXAMPLE), str(EXAMPLE), "--gate", "5"]) == 3
+    out = capsys.readouterr()
+    assert out.err == "" and "gate 5%: CANNOT TELL" in out.out
+    assert main(["diff", str(EXAMPLE), str(EXAMPLE), "--gate", "5",
+                 "--cannot-tell-passes"]) == 0
+    assert main(["diff", str(EXAMPLE), str(EXAMPLE), "--gate", "100"]) == 0
+    assert "gate 100%: PASS" in capsys.readouterr().out

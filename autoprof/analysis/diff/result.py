@@ -4,9 +4,8 @@ The result has the same fields as ``autoprof diff A B --json``. Each side is one
 several recordings of one program (repeats: a folder of run folders), whose spread between
 runs the interval then measures (significance.py). The exit status for CI
 (:func:`exit_status`): 2 when the runs cannot be compared (or either side's step times
-cannot be read: too few steps), 1 when B is significantly slower
-than A by more than the gate (the lower end of the judged measure's confidence interval is
-above ``gate_pct``: a regression that is both real and larger than the gate), else 0.
+cannot be read: too few steps); with a gate, the gate's answer (gate.py: 1 fail, 0 pass, 3
+cannot tell); without one, 1 when B is significantly slower than A, else 0.
 
 The verdict is on the step time. Where the step time's change is within its noise but the
 GPU's work per step changed beyond its own, much narrower noise, and that work is at least
@@ -32,6 +31,7 @@ from autoprof.analysis.diff.causes import (
 )
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
+from autoprof.analysis.diff.gate import GateAnswer, answer
 from autoprof.analysis.diff.significance import (
     CPU_NOISE_FLOOR_PCT,
     CUDA_GPU_NOISE_FLOOR_PCT,
@@ -247,12 +247,26 @@ def diff(a: Side, b: Side, *, noise_floor_pct: float | None = None) -> Diff:
     return diff_facts(side_facts(a), side_facts(b), noise_floor_pct=noise_floor_pct)
 
 
-def exit_status(result: Diff, gate_pct: float | None) -> int:
-    """The CI exit status of a diff (see the module docstring)."""
+def gate_answer(result: Diff, gate_pct: float) -> GateAnswer | None:
+    """The gate's pass / fail / cannot tell (gate.py); None when the runs are not judged
+    (not comparable, or too few readable steps)."""
+    judged = result.judged
+    if judged is None or judged.verdict == "too few steps":
+        return None
+    return answer(judged, gate_pct)
+
+
+def exit_status(result: Diff, gate_pct: float | None, cannot_tell_passes: bool = False) -> int:
+    """The CI exit status of a diff (see the module docstring and gate.py)."""
     judged = result.judged
     if judged is None or judged.verdict == "too few steps":
         return EXIT_NOT_COMPARABLE  # a gate never passes a run whose steps it could not read
+    if gate_pct is not None:
+        found = answer(judged, gate_pct)
+        if found.kind == "cannot tell" and cannot_tell_passes:
+            return EXIT_OK
+        return found.exit_code
     low = judged.ci_low_pct
-    if judged.verdict == "slower" and low is not None and low > (gate_pct or 0.0):
+    if judged.verdict == "slower" and low is not None and low > 0.0:
         return EXIT_REGRESSION
     return EXIT_OK

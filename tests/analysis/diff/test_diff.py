@@ -192,7 +192,12 @@ def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
     renamed = d.kernels[0]
     assert renamed.name == "gemm_fp32" and renamed.note.startswith("renamed from gemm_bf16")
     assert exit_status(d, 5.0) == 1  # +30%, the whole interval above the 5% gate
-    assert exit_status(d, 50.0) == 0  # a regression, but not beyond a 50% gate
+    judged = d.judged
+    assert judged is not None and judged.ci_low_pct is not None and judged.ci_high_pct is not None
+    assert judged.ci_low_pct < 50.0 < judged.ci_high_pct  # the interval holds a 50% gate
+    assert exit_status(d, 50.0) == 3  # cannot tell: never a pass
+    assert exit_status(d, 50.0, cannot_tell_passes=True) == 0
+    assert exit_status(d, judged.ci_high_pct) == 0  # a gate at or above the whole interval
     text, markdown = render_text(d), render_markdown(d)
     assert "VERDICT: slower" in text and "aten::mm" in text
     assert markdown.startswith("### autoprof diff: **slower**")
