@@ -53,3 +53,15 @@ def test_same_program_pairs_rarely_fail_and_a_doubling_never_passes() -> None:
             slow_passes += answer(repeated_change(a, slow, resamples=1000), 5.0).kind == "pass"
         assert null_fails <= trials / 20, (runs, null_fails)
         assert slow_passes == 0, (runs, slow_passes)
+
+
+def test_the_gate_in_json_is_valid_against_the_schema() -> None:
+    from autoprof.analysis.report.schema import diff_errors
+
+    rng = np.random.default_rng(3)
+    change = repeated_change(_runs(rng, [100.0] * 2), _runs(rng, [104.0] * 2))
+    obj = {"gate": answer(change, 5.0).to_json()}
+    errors = [e for e in diff_errors(obj) if "gate" in e]
+    assert errors == []
+    obj["gate"]["answer"] = "maybe"
+    assert any("gate" in e for e in diff_errors(obj))
