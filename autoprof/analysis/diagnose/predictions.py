@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
+from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
     fetch_first,
@@ -142,14 +143,18 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
+        phase("predictions: the loop around the call")
         loop = loop_split(events, call) if call is not None else None
         out = list(opps)
         if loop is not None and loader_loop(loop):
             out.append(_between(loop))
+        phase("predictions: fitting the host to the untraced step")
         baseline = host_baseline(events, call, loop, ref or Reference())
         workers = worker_loop(events, loop)
+        phase("predictions: replaying each fix")
         out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
                                 for o in out])
+        phase("predictions: code fixes")
         out += code_fixes(events, call, baseline, step_us, workers)
     except ValueError:
         return opps

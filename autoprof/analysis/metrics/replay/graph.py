@@ -20,7 +20,7 @@ the step whose call launched it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,20 @@ class Graph:
     events: pd.DataFrame  # the rank's events (positions index these)
     row_thread: np.ndarray  # each event's thread code
     row_parent: np.ndarray  # each event's parent position (-1: none)
+    # arrays derived from the events once and read by every replay of this graph
+    memo: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def names(self) -> np.ndarray:
+        """Each event's name as text (read once per graph)."""
+        if "names" not in self.memo:
+            self.memo["names"] = self.events["name"].astype(str).to_numpy()
+        return self.memo["names"]
+
+    def item_cats(self) -> np.ndarray:
+        """Each GPU item's category as text (read once per graph)."""
+        if "item_cats" not in self.memo:
+            self.memo["item_cats"] = self.events["cat"].astype(str).to_numpy()[self.item_row]
+        return self.memo["item_cats"]
 
     @property
     def n_calls(self) -> int:
@@ -86,7 +100,13 @@ class Graph:
 
     def busy_gap_us(self) -> np.ndarray:
         """The part of `gap_us` that the thread spent inside its own traced rows: on a
-        thread other than the main one the rest is idle (waiting for work), not host cost."""
+        thread other than the main one the rest is idle (waiting for work), not host cost.
+        Found once per graph; each call returns a copy."""
+        if "busy_gap_us" not in self.memo:
+            self.memo["busy_gap_us"] = self._busy_gap_us()
+        return self.memo["busy_gap_us"].copy()
+
+    def _busy_gap_us(self) -> np.ndarray:
         cpu = isin_mask(self.events["lane"], ("cpu",)) & \
             ~isin_mask(self.events["cat"], NOT_CPU_WORK_CATS)
         ts = self.events["ts_us"].to_numpy(float)
