@@ -20,6 +20,9 @@ the step whose call launched it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,6 +179,35 @@ def rank_rows(events: pd.DataFrame, rank: int | None = None,
     wanted = ranks[0] if rank is None else rank
     table = events if columns is None else events[columns]
     return table if ranks == [wanted] else for_rank(table, wanted)
+
+
+_SHARED: ContextVar[dict[tuple[int, int | None], tuple[pd.DataFrame, Graph]] | None] = \
+    ContextVar("autoprof_shared_graphs", default=None)
+
+
+@contextmanager
+def shared_graphs() -> Iterator[None]:
+    """Inside this block `graph_of` builds each (events table, rank) graph once: for a
+    caller that replays one table many times and does not change it meanwhile."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def graph_of(events: pd.DataFrame, rank: int | None = None) -> Graph:
+    """`build_graph`, shared with the other replays of the same table inside
+    `shared_graphs` (built anew outside one)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return build_graph(events, rank)
+    hit = shared.get((id(events), rank))
+    if hit is not None and hit[0] is events:
+        return hit[1]
+    g = build_graph(events, rank)
+    shared[(id(events), rank)] = (events, g)
+    return g
 
 
 def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:

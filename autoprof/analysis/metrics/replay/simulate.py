@@ -295,16 +295,22 @@ class _Pass:
                         np.asarray(self.item_start, float), np.asarray(item_end, float))
 
     def _launch(self, items: list[int], start: float, launch_end: float) -> None:
-        item_end, stream_last = self.item_end, self.stream_last
+        item_end, stream_last, deps = self.item_end, self.stream_last, self.deps
+        stream, latency, gap, dur = self.stream, self.latency, self.item_gap, self.dur
+        # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
         for i in items:
-            s = self.stream[i]
-            at = max(launch_end + self.latency[i], start)  # never before its call
-            before = max((item_end[d] for d in self.deps[i]), default=-np.inf)
+            s = stream[i]
+            at = launch_end + latency[i]
+            at = start if start > at else at  # never before its call
+            waits_for = deps[i]
+            before = max([item_end[d] for d in waits_for]) if waits_for else -np.inf
             last = stream_last.get(s)
             if last is not None:
-                before = max(before, item_end[last])
-            at = max(at, before + self.item_gap[i])
-            self.item_start[i], item_end[i] = at, at + self.dur[i]
+                end = item_end[last]
+                before = end if end > before else before
+            queued = before + gap[i]
+            at = queued if queued > at else at
+            self.item_start[i], item_end[i] = at, at + dur[i]
             stream_last[s] = i
 
     def _start(self, c: int, th: int, clock: dict[int, float]) -> float:
