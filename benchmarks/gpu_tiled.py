@@ -28,7 +28,7 @@ SOURCES = {
     "eager_100": REPO / "traces" / "examples" / "eager_100",
     "graph_replay": REPO / "traces" / "examples" / "graph_replay",
     "ddp_step": REPO / "traces" / "examples" / "ddp_step",
-    "gpt2_train": REPO / "tests" / "data" / "gpu_h200_training" / "runs",
+    "gpt2_large": REPO / "tests" / "data" / "gpu_h200_truth" / "runs" / "gpt2_large",
 }
 
 
