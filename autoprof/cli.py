@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -79,6 +80,56 @@ class Progress:
             self.stream.flush()
 
 
+class PhaseLine:
+    """While the summary is computed: once it has taken PROGRESS_AFTER_S, a stderr line that
+    names the analysis phase it is in (`autoprof.analysis.loader.phase`) and the time so far,
+    rewritten every 0.25 s by a thread of its own (a phase need not report to be shown)."""
+
+    def __init__(self, path: str, stream: Any = None) -> None:
+        self.path = path
+        self.stream = stream if stream is not None else sys.stderr
+        self.name = "analysing"
+        self.started = time.monotonic()
+        self.width = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="autoprof-progress",
+                                        daemon=True)
+        self._listening: Any = None
+
+    def __call__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> PhaseLine:
+        from autoprof.analysis.loader.phase import listening
+
+        self.started = time.monotonic()
+        self._listening = listening(self)
+        self._listening.__enter__()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._listening.__exit__(None, None, None)
+        if self.width:  # a line was shown: end it, or blank it when the summary failed
+            elapsed = time.monotonic() - self.started
+            done = f"autoprof: analysed {self.path} in {elapsed:.1f} s"
+            self.stream.write("\r" + (done.ljust(self.width) + "\n" if exc[0] is None
+                                      else " " * self.width + "\r"))
+            self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.25):
+            elapsed = time.monotonic() - self.started
+            if elapsed < PROGRESS_AFTER_S:
+                continue
+            line = f"autoprof: analysing {self.path}: {self.name} ({elapsed:.0f} s) "
+            self.stream.write("\r" + line.ljust(self.width))
+            self.stream.flush()
+            self.width = max(self.width, len(line))
+
+
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
     """warnings.showwarning for the command: `autoprof: warning: <message>`, one line
@@ -135,7 +186,8 @@ def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
         return error_line(path, err.strerror or str(err))
     progress.done()
     _memory_notes(path, run.load_warnings)
-    summary = run.summary()  # cached beside big traces (analysis._summary_cache)
+    with PhaseLine(str(path)):
+        summary = run.summary()  # cached beside big traces (analysis._summary_cache)
     if args.json:
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
     elif args.format == "markdown":

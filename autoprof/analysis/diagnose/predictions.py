@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
+from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
     fetch_first,
@@ -59,6 +60,7 @@ from autoprof.analysis.metrics.replay.fixes import (
     graph_drops_syncs,
     predict_fix,
 )
+from autoprof.analysis.metrics.replay.graph import shared_graphs
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
 
 FIX_OF_CAUSE: dict[str, FixName] = {
@@ -145,15 +147,8 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
-        loop = loop_split(events, call) if call is not None else None
-        out = list(opps)
-        if loop is not None and loader_loop(loop):
-            out.append(_between(loop))
-        baseline = host_baseline(events, call, loop, ref or Reference())
-        workers = worker_loop(events, loop)
-        out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
-                                for o in out])
-        out += code_fixes(events, call, baseline, step_us, workers)
+        with shared_graphs():  # one table replayed many times: its graph built once
+            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us)
     except ValueError:
         return opps
     return ranked(one_per_fix(out))
@@ -177,6 +172,26 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  "hint": f"{o['hint']} (the same fix as {keeper['cause']}, offered there)"}
         out.append(o)
     return out
+
+
+def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
+                      ref: Reference | None, step_us: float, input_copy_us: float
+                      ) -> list[dict[str, Any]]:
+    """`with_predictions` for a table with GPU work (unranked), its replays sharing one
+    graph."""
+    phase("predictions: the loop around the call")
+    loop = loop_split(events, call) if call is not None else None
+    out = list(opps)
+    if loop is not None and loader_loop(loop):
+        out.append(_between(loop))
+    phase("predictions: fitting the host to the untraced step")
+    baseline = host_baseline(events, call, loop, ref or Reference())
+    workers = worker_loop(events, loop)
+    phase("predictions: replaying each fix")
+    out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
+                            for o in out])
+    phase("predictions: code fixes")
+    return out + code_fixes(events, call, baseline, step_us, workers)
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.analysis import Analysis, RunLike
+from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.lines import (
     with_diagnostic_lines,
     with_top_ops_lines,
@@ -92,10 +93,15 @@ def _status(record: Manifest | None, missing: tuple[int, ...]) -> str | None:
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Analysis.of(run)
+    phase("steps, breakdown and checks")
     record = ctx.record
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path
     missing: tuple[int, ...] = tuple(getattr(run, "missing_ranks", ()))
+    ctx.diagnostics  # noqa: B018 - computed here (cached) to name the phases in order
+    phase("predictions")
+    ctx.opportunities  # noqa: B018
+    phase("efficiency, what-if and memory")
     out: dict[str, Any] = {
         "path": str(run_path),
         "name": run.name,

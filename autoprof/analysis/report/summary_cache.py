@@ -38,6 +38,7 @@ import numpy as np
 
 from autoprof import runfolder
 from autoprof.analysis.loader import cache as _cache
+from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.loader.remote import RemoteFile
 from autoprof.analysis.metrics.lines.trace import lines_files_of
 
@@ -157,6 +158,7 @@ def cached_summary(run: RunLike) -> dict[str, Any]:
     if cached is not None:
         return cached
     summary = _summarize(run)
+    phase("writing the summary cache")
     write_summary(run, key, summary)
     return summary
 

@@ -6,10 +6,10 @@ op on the same thread under the same parent, an `aten::add` of [M, N] and [N] (o
 
 The rule reads the events table in one pass of array operations: the ops of one rank
 ordered by (thread, parent, start, position), each op's predecessor the row before it in
-that order when thread and parent match. Only the few adds right after a product have their
-shapes parsed. The replay (`selection.bias_fold_spans`) and the summary's code-fix check
-(`bias_adds`) both ask this module, the replay with the thread and parent codes its graph
-holds already.
+that order when thread and parent match. Only the adds right after a product have their
+shapes read, each distinct pair of shape texts parsed once. The replay
+(`selection.bias_fold_spans`) and the summary's code-fix check (`bias_adds`) both ask this
+module, the replay with the thread and parent codes its graph holds already.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pandas as pd
 
 from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.graph import pair_codes, rank_rows
-from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics.stats import factorized, isin_mask
 
 MATMUL = "aten::matmul"
 MATMULS = frozenset({MATMUL, "aten::mm"})
@@ -59,10 +59,20 @@ def is_bias_add(product_dims: str, add_dims: str) -> bool:
     return len(a) == 2 and len(b) == 2 and x == (a[0], b[1]) and y in ((b[1],), (1, b[1]))
 
 
-def _dims_text(events: pd.DataFrame, row: int) -> str:
+def _bias_pairs_kept(events: pd.DataFrame, products: np.ndarray, adds: np.ndarray) -> np.ndarray:
+    """`is_bias_add` of each (product, add) row pair, decided once per distinct pair of
+    `input_dims` texts."""
+    if not len(adds):
+        return np.zeros(0, dtype=bool)
     if "input_dims" not in events.columns:
-        return ""
-    return str(events["input_dims"].iloc[row])
+        return np.full(len(adds), is_bias_add("", ""), dtype=bool)
+    codes, texts = factorized(events["input_dims"])
+    pairs = np.stack([codes[products], codes[adds]], axis=1)
+    distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    verdict = np.fromiter((is_bias_add(str(texts[a]), str(texts[b]))
+                           for a, b in distinct.tolist()), bool, len(distinct))
+    kept: np.ndarray = verdict[inverse.reshape(-1)]
+    return kept
 
 
 def bias_add_pairs(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
@@ -77,10 +87,7 @@ def bias_add_pairs(events: pd.DataFrame, ops: np.ndarray, op_thread: np.ndarray,
     is_add = isin_mask(events["name"], (ADD,))
     is_product = isin_mask(events["name"], MATMULS)
     hit = np.flatnonzero(is_add[ops] & (before >= 0) & is_product[np.clip(before, 0, None)])
-    keep = np.fromiter((is_bias_add(_dims_text(events, int(before[i])),
-                                    _dims_text(events, int(ops[i]))) for i in hit.tolist()),
-                       bool, len(hit))
-    hit = hit[keep]
+    hit = hit[_bias_pairs_kept(events, before[hit], ops[hit])]
     hit = hit[np.argsort(ts_us[hit], kind="stable")]
     return (np.asarray(ops[hit], dtype=np.int64), np.asarray(before[hit], dtype=np.int64))
 

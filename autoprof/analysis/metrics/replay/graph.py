@@ -20,7 +20,10 @@ the step whose call launched it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -70,6 +73,20 @@ class Graph:
     events: pd.DataFrame  # the rank's events (positions index these)
     row_thread: np.ndarray  # each event's thread code
     row_parent: np.ndarray  # each event's parent position (-1: none)
+    # arrays derived from the events once and read by every replay of this graph
+    memo: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def names(self) -> np.ndarray:
+        """Each event's name as text (read once per graph)."""
+        if "names" not in self.memo:
+            self.memo["names"] = self.events["name"].astype(str).to_numpy()
+        return self.memo["names"]
+
+    def item_cats(self) -> np.ndarray:
+        """Each GPU item's category as text (read once per graph)."""
+        if "item_cats" not in self.memo:
+            self.memo["item_cats"] = self.events["cat"].astype(str).to_numpy()[self.item_row]
+        return self.memo["item_cats"]
 
     @property
     def n_calls(self) -> int:
@@ -86,7 +103,13 @@ class Graph:
 
     def busy_gap_us(self) -> np.ndarray:
         """The part of `gap_us` that the thread spent inside its own traced rows: on a
-        thread other than the main one the rest is idle (waiting for work), not host cost."""
+        thread other than the main one the rest is idle (waiting for work), not host cost.
+        Found once per graph; each call returns a copy."""
+        if "busy_gap_us" not in self.memo:
+            self.memo["busy_gap_us"] = self._busy_gap_us()
+        return self.memo["busy_gap_us"].copy()
+
+    def _busy_gap_us(self) -> np.ndarray:
         cpu = isin_mask(self.events["lane"], ("cpu",)) & \
             ~isin_mask(self.events["cat"], NOT_CPU_WORK_CATS)
         ts = self.events["ts_us"].to_numpy(float)
@@ -156,6 +179,35 @@ def rank_rows(events: pd.DataFrame, rank: int | None = None,
     wanted = ranks[0] if rank is None else rank
     table = events if columns is None else events[columns]
     return table if ranks == [wanted] else for_rank(table, wanted)
+
+
+_SHARED: ContextVar[dict[tuple[int, int | None], tuple[pd.DataFrame, Graph]] | None] = \
+    ContextVar("autoprof_shared_graphs", default=None)
+
+
+@contextmanager
+def shared_graphs() -> Iterator[None]:
+    """Inside this block `graph_of` builds each (events table, rank) graph once: for a
+    caller that replays one table many times and does not change it meanwhile."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def graph_of(events: pd.DataFrame, rank: int | None = None) -> Graph:
+    """`build_graph`, shared with the other replays of the same table inside
+    `shared_graphs` (built anew outside one)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return build_graph(events, rank)
+    hit = shared.get((id(events), rank))
+    if hit is not None and hit[0] is events:
+        return hit[1]
+    g = build_graph(events, rank)
+    shared[(id(events), rank)] = (events, g)
+    return g
 
 
 def build_graph(events: pd.DataFrame, rank: int | None = None) -> Graph:

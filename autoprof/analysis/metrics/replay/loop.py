@@ -76,6 +76,7 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     user = cpu & ~own & ~step_span & ~calls
     rows: list[tuple[int, float, float, float, float]] = []
     where_us: dict[str, float] = {}
+    users = _UserRows(ev, user, names)
     for lo, hi, number in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
                               steps["step_no"].tolist(), strict=True):
         call_us = calls_cov.covered(lo, hi)
@@ -83,7 +84,7 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
                                                                   lo, hi)
         between = max(hi - lo - call_us - max(outside_own, 0.0), 0.0)
         rows.append((int(number), hi - lo, call_us, between, max(outside_own, 0.0)))
-        _name_between(ev, user, calls_cov, lo, hi, between, where_us)
+        users.name_between(calls_cov, lo, hi, between, where_us)
     table = pd.DataFrame(rows, columns=["step", "step_us", "call_us", "between_us",
                                         "autoprof_us"])
     table["between_pct"] = 100.0 * table["between_us"] / table["step_us"].where(
@@ -109,26 +110,49 @@ def _own_inside_calls(own: np.ndarray, ts: np.ndarray, end: np.ndarray, calls: C
     return total
 
 
-def _name_between(ev: pd.DataFrame, user: np.ndarray, calls: Coverage, lo: float, hi: float,
-                  between_us: float, where_us: dict[str, float]) -> None:
-    """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the call,
-    the rest as untraced."""
-    ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
-    here = user & (end > lo) & (ts < hi)
-    for r in np.flatnonzero(here).tolist():  # rows mostly inside a call are the call's
-        if calls.covered(float(ts[r]), float(end[r])) >= 0.5 * (end[r] - ts[r]):
-            here[r] = False
-    top = _outermost(parent_positions(ev), here)
-    traced = 0.0
-    names = ev["name"].astype(str).to_numpy()
-    for r in top.tolist():
-        us = max(min(end[r], hi) - max(ts[r], lo), 0.0)
-        name = "DataLoader.__next__" if DATA_LOADER_NAME.search(names[r]) else names[r]
-        where_us[name] = where_us.get(name, 0.0) + us
-        traced += us
-    rest = max(between_us - traced, 0.0)
-    if rest > 0:
-        where_us[UNTRACED] = where_us.get(UNTRACED, 0.0) + rest
+class _UserRows:
+    """The user's host rows (outside the call, autoprof's labels and the step spans), by
+    start, to name the time between calls step by step without a pass over every row."""
+
+    def __init__(self, ev: pd.DataFrame, user: np.ndarray, names: np.ndarray) -> None:
+        self.ts, self.end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
+        self.names, self.parent = names, parent_positions(ev)
+        pos = np.flatnonzero(user)
+        order = np.argsort(self.ts[pos], kind="stable")
+        self.pos, self.pos_ts = pos[order], self.ts[pos][order]
+        spans = self.end[pos] - self.ts[pos]
+        spans = spans[np.isfinite(spans)]
+        # a row reaching into [lo, hi) starts after lo less the longest row (1 us margin)
+        self.longest_us = float(spans.max()) + 1.0 if len(spans) else np.inf
+
+    def rows_in(self, lo: float, hi: float) -> np.ndarray:
+        """A mask of the user rows reaching into [lo, hi)."""
+        first = int(np.searchsorted(self.pos_ts, lo - self.longest_us, "left")) \
+            if np.isfinite(self.longest_us) else 0
+        last = int(np.searchsorted(self.pos_ts, hi, "left"))
+        near = self.pos[first:max(last, first)]
+        here = np.zeros(len(self.ts), dtype=bool)
+        here[near[(self.end[near] > lo) & (self.ts[near] < hi)]] = True
+        return here
+
+    def name_between(self, calls: Coverage, lo: float, hi: float, between_us: float,
+                     where_us: dict[str, float]) -> None:
+        """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the
+        call, the rest as untraced."""
+        ts, end, names = self.ts, self.end, self.names
+        here = self.rows_in(lo, hi)
+        for r in np.flatnonzero(here).tolist():  # rows mostly inside a call are the call's
+            if calls.covered(float(ts[r]), float(end[r])) >= 0.5 * (end[r] - ts[r]):
+                here[r] = False
+        traced = 0.0
+        for r in _outermost(self.parent, here).tolist():
+            us = max(min(end[r], hi) - max(ts[r], lo), 0.0)
+            name = "DataLoader.__next__" if DATA_LOADER_NAME.search(names[r]) else names[r]
+            where_us[name] = where_us.get(name, 0.0) + us
+            traced += us
+        rest = max(between_us - traced, 0.0)
+        if rest > 0:
+            where_us[UNTRACED] = where_us.get(UNTRACED, 0.0) + rest
 
 
 @dataclass(frozen=True)

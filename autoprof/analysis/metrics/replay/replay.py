@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.replay.changes import Change, ScaleHost
-from autoprof.analysis.metrics.replay.graph import Graph, build_graph
+from autoprof.analysis.metrics.replay.graph import Graph, graph_of
 from autoprof.analysis.metrics.replay.simulate import (
     Calibration,
     Plan,
@@ -121,7 +121,7 @@ def replay_steps(events: pd.DataFrame, changes: Sequence[Change] = (), *,
                  rank: int | None = None, calibration: Calibration = "median"
                  ) -> list[ReplayResult]:
     """Every profiled step of one rank replayed with `changes` applied, in step order."""
-    g = build_graph(events, rank)
+    g = graph_of(events, rank)
     plan = apply_changes(g, calibrate(g, calibration), changes)
     return _results(g, simulate(g, plan), plan)
 
@@ -139,7 +139,7 @@ def replay_step(events: pd.DataFrame, step: int, changes: Sequence[Change] = (),
 def _speedups(events: pd.DataFrame, changes: Sequence[Change], rank: int | None,
               calibration: Calibration, baseline: Sequence[Change]
               ) -> list[tuple[int, float]]:
-    g = build_graph(events, rank)
+    g = graph_of(events, rank)
     base_plan = apply_changes(g, calibrate(g, calibration), baseline)
     base = _results(g, simulate(g, base_plan), base_plan)
     plan = apply_changes(g, base_plan, changes)
@@ -190,7 +190,7 @@ def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int |
     smallest factor tried when even a free host is slower (the GPU side bounds the step).
     The factor is found by halving its interval until that is under `tolerance` times
     `highest` (14 replays at the default: each replays the whole trace)."""
-    g = build_graph(events, rank)
+    g = graph_of(events, rank)
     base = apply_changes(g, calibrate(g, calibration), before)
 
     def median_step_us(factor: float) -> float:

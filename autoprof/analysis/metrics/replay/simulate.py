@@ -204,22 +204,15 @@ def _main_neighbours(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return prev_main, next_main, joined
 
 
-def _ratio(plan: Plan, c: int) -> float:
-    """How the replay scales the host stretch before call `c` (1.0: as measured)."""
-    if c < 0:
-        return 1.0
-    base = float(plan.base_gap_us[c])
-    return float(plan.call_gap_us[c]) / base if base > 1e-9 else 1.0
-
-
 def simulate(g: Graph, plan: Plan) -> Timeline:
     """Replay the graph under `plan` (the rules in the module docstring), with compute
     kernels that overlap more than in the trace stretched by processor sharing
     (`contention.py`) until their durations settle."""
     t = _replay(g, plan)
-    cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
-    names = g.events["name"].astype(str).to_numpy()[g.item_row]
-    mine = compute_items(names, cats) & (g.item_call >= 0)
+    if "contending" not in g.memo:  # the same items in every replay of the graph
+        g.memo["contending"] = compute_items(g.names()[g.item_row], g.item_cats()) & \
+            (g.item_call >= 0)
+    mine = g.memo["contending"]
     if not overlaps(g.item_stream[mine]):
         return t
     measured_lost = lost_us(g.item_ts_us[mine], g.item_ts_us[mine] + g.item_dur_us[mine])
@@ -239,55 +232,103 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
 
 def _replay(g: Graph, plan: Plan) -> Timeline:
     """One pass of the replay with the plan's durations as they are."""
-    call_start = np.zeros(g.n_calls)
-    call_end = np.zeros(g.n_calls)
-    item_start = g.item_ts_us.copy()
-    item_end = g.item_ts_us + plan.item_dur_us
-    stream_last: dict[int, int] = {}
-    for i in np.flatnonzero(g.item_call < 0).tolist():  # the carry keeps its measured times
-        item_end[i] = g.item_ts_us[i] + g.item_dur_us[i]
-        stream_last[int(g.item_stream[i])] = i
-    prev_main, next_main, joined = _main_neighbours(g)
-    measured_end = g.call_ts_us + g.call_dur_us
-    clock: dict[int, float] = {}
-    for c in range(g.n_calls):
-        th = int(g.call_thread[c])
-        start = _call_start(g, plan, c, th, clock, call_end, measured_end,
-                            int(prev_main[c]), int(next_main[c]), int(joined[c]))
-        launch_end = start + plan.call_cost_us[c]
-        for i in g.call_items[c]:
-            s = int(g.item_stream[i])
-            at = max(launch_end + plan.item_latency_us[i], start)  # never before its call
-            before = max((item_end[d] for d in g.item_deps[i]), default=-np.inf)
-            if s in stream_last:
-                before = max(before, item_end[stream_last[s]])
-            at = max(at, before + plan.item_gap_us[i])
-            item_start[i], item_end[i] = at, at + plan.item_dur_us[i]
+    return _Pass(g, plan).run()
+
+
+def _neighbours(g: Graph) -> list[list[int]]:
+    """`_main_neighbours` as lists (found once per graph: every replay reads them)."""
+    if "main_neighbours" not in g.memo:
+        g.memo["main_neighbours"] = np.stack(_main_neighbours(g))
+    out: list[list[int]] = g.memo["main_neighbours"].tolist()
+    return out
+
+
+class _Pass:
+    """One replay pass over plain lists (one element of each array is read per call or
+    item, where numpy's per-element access would cost more than the arithmetic)."""
+
+    def __init__(self, g: Graph, plan: Plan) -> None:
+        self.main = g.main_thread
+        self.thread: list[int] = g.call_thread.tolist()
+        self.ts: list[float] = g.call_ts_us.tolist()
+        self.measured_end: list[float] = (g.call_ts_us + g.call_dur_us).tolist()
+        self.gap: list[float] = plan.call_gap_us.tolist()
+        self.cost: list[float] = plan.call_cost_us.tolist()
+        self.wake: list[float] = plan.call_wake_us.tolist()
+        self.waits = plan.call_waits
+        # how the replay scales the host stretch before each call (1.0: as measured)
+        base = plan.base_gap_us
+        scaled = base > 1e-9
+        self.ratio: list[float] = np.where(
+            scaled, plan.call_gap_us / np.where(scaled, base, 1.0), 1.0).tolist()
+        self.prev_main, self.next_main, self.joined = _neighbours(g)
+        self.items = g.call_items
+        self.stream: list[int] = g.item_stream.tolist()
+        self.deps = g.item_deps
+        self.latency: list[float] = plan.item_latency_us.tolist()
+        self.item_gap: list[float] = plan.item_gap_us.tolist()
+        self.dur: list[float] = plan.item_dur_us.tolist()
+        self.item_start: list[float] = g.item_ts_us.tolist()
+        item_end = g.item_ts_us + plan.item_dur_us
+        carry = np.flatnonzero(g.item_call < 0)  # the carry keeps its measured times
+        item_end[carry] = g.item_ts_us[carry] + g.item_dur_us[carry]
+        self.item_end: list[float] = item_end.tolist()
+        self.stream_last = {self.stream[i]: i for i in carry.tolist()}
+        self.call_end = [0.0] * g.n_calls
+
+    def run(self) -> Timeline:
+        clock: dict[int, float] = {}
+        call_start = [0.0] * len(self.thread)
+        call_end = self.call_end
+        item_end = self.item_end
+        for c, th in enumerate(self.thread):
+            start = self._start(c, th, clock)
+            done = launch_end = start + self.cost[c]
+            if self.items[c]:
+                self._launch(self.items[c], start, launch_end)
+            waits = self.waits[c]
+            if waits:
+                done = max(done, max(item_end[w] for w in waits) + self.wake[c])
+            call_start[c], call_end[c] = start, done
+            clock[th] = done
+        return Timeline(np.asarray(call_start, float), np.asarray(call_end, float),
+                        np.asarray(self.item_start, float), np.asarray(item_end, float))
+
+    def _launch(self, items: list[int], start: float, launch_end: float) -> None:
+        item_end, stream_last, deps = self.item_end, self.stream_last, self.deps
+        stream, latency, gap, dur = self.stream, self.latency, self.item_gap, self.dur
+        # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
+        for i in items:
+            s = stream[i]
+            at = launch_end + latency[i]
+            at = start if start > at else at  # never before its call
+            waits_for = deps[i]
+            before = max([item_end[d] for d in waits_for]) if waits_for else -np.inf
+            last = stream_last.get(s)
+            if last is not None:
+                end = item_end[last]
+                before = end if end > before else before
+            queued = before + gap[i]
+            at = queued if queued > at else at
+            self.item_start[i], item_end[i] = at, at + dur[i]
             stream_last[s] = i
-        done = launch_end
-        if plan.call_waits[c]:
-            done = max(done, max(item_end[w] for w in plan.call_waits[c])
-                       + plan.call_wake_us[c])
-        call_start[c], call_end[c] = start, done
-        clock[th] = done
-    return Timeline(call_start, call_end, item_start, item_end)
 
-
-def _call_start(g: Graph, plan: Plan, c: int, th: int, clock: dict[int, float],
-                call_end: np.ndarray, measured_end: np.ndarray, prev_main: int,
-                next_main: int, joined: int) -> float:
-    """When call `c` starts on the replayed clock (the rules in the module docstring)."""
-    own = clock[th] + plan.call_gap_us[c] if th in clock else None
-    if th == g.main_thread:
-        if own is None:
-            return float(g.call_ts_us[c])
-        if joined >= 0:
-            after = float(g.call_ts_us[c] - measured_end[joined]) * _ratio(plan, c)
-            own = max(own, float(call_end[joined]) + max(after, 0.0))
-        return float(own)
-    if prev_main < 0:
-        anchor = float(g.call_ts_us[c])
-    else:
-        since = float(g.call_ts_us[c] - measured_end[prev_main])
-        anchor = float(call_end[prev_main]) + since * _ratio(plan, next_main)
-    return anchor if own is None else max(own, anchor)
+    def _start(self, c: int, th: int, clock: dict[int, float]) -> float:
+        """When call `c` starts on the replayed clock (the rules in the module docstring)."""
+        own = clock[th] + self.gap[c] if th in clock else None
+        if th == self.main:
+            if own is None:
+                return self.ts[c]
+            j = self.joined[c]
+            if j >= 0:
+                after = (self.ts[c] - self.measured_end[j]) * self.ratio[c]
+                own = max(own, self.call_end[j] + max(after, 0.0))
+            return own
+        p = self.prev_main[c]
+        if p < 0:
+            anchor = self.ts[c]
+        else:
+            n = self.next_main[c]
+            since = self.ts[c] - self.measured_end[p]
+            anchor = self.call_end[p] + since * (self.ratio[n] if n >= 0 else 1.0)
+        return anchor if own is None else max(own, anchor)

@@ -22,7 +22,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,10 +44,11 @@ from autoprof.analysis.metrics.replay.changes import (
     SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
+from autoprof.analysis.metrics.replay.hide import hide_calls
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
-from autoprof.analysis.metrics.stats import Coverage, isin_mask
+from autoprof.analysis.metrics.stats import Coverage, factorized, isin_mask
 from autoprof.analysis.metrics.sync import of_batch_copy
 
 # what a sync-free form of a selection no longer runs: the compaction that sizes the result
@@ -101,8 +102,7 @@ def _apply_op_change(g: Graph, plan: Plan,
 # --- which rows ---------------------------------------------------------------------------
 
 def _names(g: Graph) -> np.ndarray:
-    names: np.ndarray = g.events["name"].astype(str).to_numpy()
-    return names
+    return g.names()
 
 
 def _under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
@@ -119,8 +119,7 @@ def _spans(g: Graph, name: str | None) -> Coverage:
     capture or a call holds the work other threads (autograd's) do meanwhile."""
     if name is None:
         return Coverage(g.call_ts_us[g.call_kind == START], g.call_ts_us[g.call_kind == END])
-    cpu = (g.events["lane"].astype(str) == "cpu").to_numpy()
-    hit = cpu & (_names(g) == name)
+    hit = isin_mask(g.events["lane"], ("cpu",)) & (_names(g) == name)
     if not hit.any():
         raise ValueError(f"replay: no host row named {name!r} in the events table")
     return Coverage(g.events["ts_us"].to_numpy(float)[hit],
@@ -151,38 +150,8 @@ def _minus(a: Coverage, b: Coverage) -> Coverage:
     return Coverage(np.asarray(starts, float), np.asarray(ends, float))
 
 
-Measure = Callable[[float, float], float]
-
-
-def _take(g: Graph, plan: Plan, c: int, measured: Measure, region: Coverage | None) -> float:
-    """The plan's host time for the part of call `c`'s measured stretch that `measured`
-    names (its measured length in [lo, hi]), each part at its pace (`Plan.pace_in` inside
-    the region the host was scaled in, `pace_out` outside)."""
-    lo, hi = float(g.call_gap_lo_us[c]), float(g.call_ts_us[c])
-    total = measured(lo, hi)
-    if total <= 0:
-        return 0.0
-    if region is None:
-        return total * float(plan.pace_out[c])
-    inside = 0.0
-    k = int(np.searchsorted(region.e, lo, "right"))
-    while k < len(region.s) and region.s[k] < hi:
-        inside += measured(max(lo, float(region.s[k])), min(hi, float(region.e[k])))
-        k += 1
-    inside = min(inside, total)
-    return inside * float(plan.pace_in[c]) + (total - inside) * float(plan.pace_out[c])
-
-
 def _pace_spans(g: Graph, plan: Plan) -> Coverage | None:
     return _spans(g, plan.pace_region) if plan.pace_region is not None else None
-
-
-def _hide(g: Graph, plan: Plan, c: int, measured: Measure, region: Coverage | None,
-          share: float = 1.0) -> float:
-    """Remove `share` of the named part of call `c`'s stretch; the plan's time it held."""
-    took = _take(g, plan, c, measured, region)
-    plan.call_gap_us[c] = max(plan.call_gap_us[c] - share * took, 0.0)
-    return took
 
 
 # --- the changes ----------------------------------------------------------------------------
@@ -221,18 +190,22 @@ def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
         raise ValueError("replay: the host is scaled inside one region at most")
     plan.pace_region = change.region
     spans = _spans(g, change.region)
+    key = f"removed:{change.region}"
+    if key not in g.memo:  # how much of each call's stretch lies in the region's spans
+        g.memo[key] = np.array([_removed(g, spans, c) for c in range(g.n_calls)], float)
     gap_us = g.busy_gap_us()
     pace = plan.pace_in if change.inside else plan.pace_out
-    for c in range(g.n_calls):
-        wall = float(g.call_ts_us[c] - g.call_gap_lo_us[c])
-        if wall > 0:
-            share = _removed(g, spans, c) / wall
-            share = share if change.inside else 1.0 - share
-            # the part's own time at its pace (a non-main thread's stretch: its busy time)
-            part = min(max(share, 0.0), 1.0) * gap_us[c] * pace[c]
-            plan.call_gap_us[c] = max(plan.call_gap_us[c] + (change.factor - 1.0) * part, 0.0)
-        if (spans.span_at(float(g.call_ts_us[c])) >= 0) == change.inside:
-            plan.call_cost_us[c] *= change.factor
+    wall = g.call_ts_us - g.call_gap_lo_us
+    run = np.flatnonzero(wall > 0)
+    share = g.memo[key][run] / wall[run]
+    share = share if change.inside else 1.0 - share
+    share = np.where(0.0 > share, 0.0, share)
+    share = np.where(1.0 < share, 1.0, share)
+    # the part's own time at its pace (a non-main thread's stretch: its busy time)
+    part = share * gap_us[run] * pace[run]
+    left = plan.call_gap_us[run] + (change.factor - 1.0) * part
+    plan.call_gap_us[run] = np.where(0.0 > left, 0.0, left)
+    plan.call_cost_us[(spans.spans_at(g.call_ts_us) >= 0) == change.inside] *= change.factor
     pace *= change.factor
 
 
@@ -246,16 +219,18 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
         out = steps.covered(lo, hi) - calls.covered(lo, hi)
         return out - (fetches.covered(lo, hi) if fetches is not None else 0.0)
 
-    for c in np.flatnonzero(g.call_thread == g.main_thread).tolist():
-        _hide(g, plan, c, measured, region, 1.0 - change.remaining)
+    hide_calls(g, plan, np.flatnonzero(g.call_thread == g.main_thread), measured, region,
+               1.0 - change.remaining, key=f"{change!r}|{plan.pace_region}")
 
 
 def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
     fetches = _not_capturable(g)
     region = _pace_spans(g, plan)
     fetch_us = np.zeros(len(g.steps))  # each step's fetch time at the plan's host pace
+    took_us = hide_calls(g, plan, np.arange(g.n_calls), fetches.covered, region,
+                         1.0 - change.remaining).tolist()
     for c in range(g.n_calls):
-        took = _hide(g, plan, c, fetches.covered, region, 1.0 - change.remaining)
+        took = took_us[c]
         # other threads' stretches span the fetch too; the workers fetch in processes of
         # their own, at most at the profiled pace (a loop slower untraced is its process
         # contending, not the fetch's work)
@@ -280,15 +255,15 @@ def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) ->
         return
     spans = Coverage(starts, ends)
     region = _pace_spans(g, plan)
-    for c in range(g.n_calls):
-        _hide(g, plan, c, spans.covered, region)
-        if g.call_row[c] >= 0 and spans.span_at(float(g.call_ts_us[c])) >= 0:
-            plan.call_cost_us[c] = 0.0
-            plan.call_waits[c] = []
-            items = g.call_items[c]
-            plan.item_dur_us[items] = 0.0
-            plan.item_latency_us[items] = 0.0
-            plan.item_gap_us[items] = 0.0
+    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region)
+    hit = (g.call_row >= 0) & (spans.spans_at(g.call_ts_us) >= 0)
+    for c in np.flatnonzero(hit).tolist():
+        plan.call_cost_us[c] = 0.0
+        plan.call_waits[c] = []
+        items = g.call_items[c]
+        plan.item_dur_us[items] = 0.0
+        plan.item_latency_us[items] = 0.0
+        plan.item_gap_us[items] = 0.0
 
 
 def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
@@ -316,8 +291,8 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
     region = _pace_spans(g, plan)
     seen: set[int] = set()
+    hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region)
     for c in range(g.n_calls):
-        _hide(g, plan, c, ops.covered, region)
         span = regions.span_at(float(g.call_ts_us[c]))
         if span < 0 or g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
             continue
@@ -346,8 +321,7 @@ def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
 
 def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
     """Positions of the replayed kernels the change names."""
-    cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
-    mask = (cats == "kernel") & (g.item_call >= 0)
+    mask = (g.item_cats() == "kernel") & (g.item_call >= 0)
     if change.kernel is not None:
         names = _names(g)[g.item_row]
         mask &= np.fromiter((change.kernel in n for n in names), bool, len(names))
@@ -361,8 +335,12 @@ def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
 def _not_capturable(g: Graph) -> Coverage:
     """The host spans a CUDA graph cannot replace: the DataLoader's fetches (their CPU work
     runs whether the GPU work is captured or not)."""
-    names = _names(g)
-    hit = np.fromiter((bool(DATA_LOADER_NAME.search(n)) for n in names), bool, len(names))
+    if "not_capturable" not in g.memo:  # each distinct name matched once
+        names, texts = factorized(g.events["name"])
+        named = np.fromiter((bool(DATA_LOADER_NAME.search(str(n))) for n in texts), bool,
+                            len(texts))
+        g.memo["not_capturable"] = named[names]
+    hit = g.memo["not_capturable"]
     return Coverage(g.events["ts_us"].to_numpy(float)[hit],
                     g.events["end_us"].to_numpy(float)[hit])
 
@@ -414,8 +392,8 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     def measured(lo: float, hi: float) -> float:
         return max(spans.covered(lo, hi) - kept.covered(lo, hi), 0.0)
 
+    hide_calls(g, plan, np.arange(g.n_calls), measured, region)
     for c in range(g.n_calls):
-        _hide(g, plan, c, measured, region)
         if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
             continue
         span = spans.span_at(float(g.call_ts_us[c]))

@@ -1,0 +1,122 @@
+"""The first open (load + summary, no cache) of realistic GPU traces, side by side in fresh
+processes: this checkout against the package at ``--before`` (``git archive``), on committed
+H200 runs tiled in time (``gpu_tiled.py``: eager_100, graph_replay, ddp_step at 10x, 100x).
+
+Each process reports the wall and CPU time of ``load()`` and of ``summary()``, its peak RSS
+(``VmHWM``) and a hash of the summary JSON (the two sides must print the same summary). The
+two configurations alternate, ``--rounds`` times per trace; cells are medians [min-max].
+
+    .venv/bin/python benchmarks/gpu_first_open.py --before main --times 10 100 \
+        [--source eager_100 ...] [--rounds 3] [--out F.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from gpu_tiled import ensure_tiled  # noqa: E402
+
+CONFIGS = ("before", "after")
+
+_CHILD = r"""
+import hashlib, json, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[3])
+from _measure import proc_status_mb
+import autoprof
+assert autoprof.__file__.startswith(sys.argv[1]), autoprof.__file__
+from autoprof.analysis.run import load
+import autoprof.analysis.report.summary
+t0, c0 = time.perf_counter(), time.process_time()
+run = load(sys.argv[2])
+t1, c1 = time.perf_counter(), time.process_time()
+summary = run.summary()
+t2, c2 = time.perf_counter(), time.process_time()
+text = json.dumps(summary, allow_nan=False, default=str, sort_keys=True)
+print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
+                  "load_cpu_s": c1 - c0, "summary_cpu_s": c2 - c1,
+                  "peak_mb": proc_status_mb("self", "VmHWM"), "rows": len(run.events),
+                  "summary_sha1": hashlib.sha1(text.encode()).hexdigest()}))
+"""
+
+
+def _run(tree: Path, run: Path) -> dict[str, Any]:
+    env = {**os.environ, "AUTOPROF_CACHE": "0", "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(tree), str(run), str(HERE)],
+                          env=env, capture_output=True, text=True, check=True, timeout=900)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
+
+
+def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    print("| trace | measure | before | after | after / before |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, runs in results.items():
+        for key in ("open_s", "load_s", "summary_s", "summary_cpu_s", "peak_mb"):
+            cols = [[r[key] for r in runs[c]] for c in CONFIGS]
+            med = [statistics.median(c) for c in cols]
+            print(f"| {name} | {key} | {_cell(cols[0])} | {_cell(cols[1])} | "
+                  f"{med[1] / med[0]:.3f} |")
+        for config in CONFIGS:
+            ratio = [r["open_s"] / r["load_s"] for r in runs[config]]
+            print(f"| {name} | first open / load ({config}) | {_cell(ratio)} | | |")
+        hashes = {r["summary_sha1"] for c in CONFIGS for r in runs[c]}
+        print(f"| {name} | same summary on both sides | {len(hashes) == 1} | | |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--before", required=True, help="the revision to compare with")
+    parser.add_argument("--times", type=int, nargs="+", default=[10])
+    parser.add_argument("--source", action="append")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=HERE / "out" / "gpu_tiled")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    runs = [(f"{s}-x{t}", ensure_tiled(args.work, s, t))
+            for s in args.source or ["eager_100"] for t in args.times]
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        before = Path(tmp) / "before"
+        before.mkdir()
+        archive = subprocess.run(["git", "archive", args.before], cwd=REPO, check=True,
+                                 capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(before, filter="data")
+        for name, run in runs:
+            done: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+            for i in range(args.rounds):
+                for config in CONFIGS if i % 2 == 0 else tuple(reversed(CONFIGS)):
+                    done[config].append(_run(before if config == "before" else REPO, run))
+            results[name] = done
+    _table(results)
+    if args.out:
+        report = {"before": args.before, "rounds": args.rounds, "started": started,
+                  "load_average": {"start": load_start, "end": os.getloadavg()},
+                  "cpus": os.cpu_count(), "results": results}
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
