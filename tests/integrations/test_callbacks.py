@@ -36,17 +36,20 @@ def _check_run(run_dir: Path) -> None:
     assert inside <= step["cpu_total_us"]
 
 
+@pytest.mark.slow
 def test_transformers_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     _check_run(run_dir_of(run_script("hf_trainer.py", str(tmp_path))))
 
 
+@pytest.mark.slow
 def test_lightning_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     _check_run(run_dir_of(run_script("lightning_trainer.py", str(tmp_path))))
 
 
+@pytest.mark.slow
 def test_lightning_ddp_every_rank_in_one_run_folder(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     run_dir = run_dir_of(run_script("lightning_trainer.py", str(tmp_path), "2"))
