@@ -6,4 +6,12 @@ bash scripts/setup.sh
 if ! command -v chromium >/dev/null 2>&1; then
   echo "note: chromium not found; the real-browser test will be skipped (apt-get install -y chromium)"
 fi
+# --quick: the quick tier (tests/support/tiers.py: every layer, no slow, process or browser
+# test), a few minutes on two cores; other arguments go to pytest either way
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  mapfile -t quick < <(.venv/bin/python -c "import sys; sys.path.insert(0, 'tests')
+from support.tiers import QUICK_FILES; print(*sorted(QUICK_FILES), sep=chr(10))")
+  exec .venv/bin/python -m pytest -q "${quick[@]}" -m "not slow and not browser" "$@"
+fi
 SCREENSHOT_DIR="${SCREENSHOT_DIR:-artifacts}" .venv/bin/python -m pytest -q tests "$@"

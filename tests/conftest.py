@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.store import CommittedRuns, committed
+from support.tiers import QUICK_FILES
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -32,6 +35,13 @@ def _no_profiler_left_running(monkeypatch, tmp_path):
     assert not enabled, "a torch profiler was left running after this test"
 
 
+@pytest.fixture(scope="session")
+def committed_runs() -> Iterator[CommittedRuns]:
+    """The committed runs, each loaded and analysed once this session (support/store.py)."""
+    yield committed
+    committed.clear()
+
+
 def has_cuda() -> bool:
     torch = sys.modules.get("torch")
     if torch is None:
@@ -42,7 +52,11 @@ def has_cuda() -> bool:
     return bool(sys.modules["torch"].cuda.is_available())
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` picks: `-m quick` sees these marks
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # the quick tier (support/tiers.py), by file
+        if Path(item.path).relative_to(REPO).as_posix() in QUICK_FILES:
+            item.add_marker(pytest.mark.quick)
     if os.environ.get("AUTOPROF_GPU_TESTS") == "1" or has_cuda():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (CI has none; see docs/gpu-validation.md)")

@@ -43,3 +43,17 @@ def test_ci_runs_the_readme_test_command():
     test_command = _setup_commands()[1]
     ci = (REPO / ".ci" / "run").read_text()
     assert test_command in ci, f"{test_command!r} is not called by .ci/run"
+
+
+def test_the_quick_tier_is_documented_and_touches_every_layer():
+    """`bash scripts/test.sh --quick` is in the README, the script knows it, and its files
+    (tests/support/tiers.py) exist and cover every layer."""
+    from support.tiers import QUICK
+
+    assert any("bash scripts/test.sh --quick" in _commands(b) for _, b in BLOCKS)
+    assert '"--quick"' in (REPO / "scripts" / "test.sh").read_text()
+    assert {"record", "load", "analyse", "report", "viewer", "cli"} <= set(QUICK)
+    for layer, files in QUICK.items():
+        assert files, f"the quick tier has no tests of the {layer} layer"
+        missing = [f for f in files if not (REPO / f).is_file()]
+        assert not missing, f"the quick tier names missing files: {missing}"

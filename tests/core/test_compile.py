@@ -34,6 +34,7 @@ PROGRAM = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["outside", "inside"])
 def test_compile_either_side_of_autoprof_compiles_one_graph_quietly(order, traces_root):
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import warnings
 
+import pytest
 import torch
 
 from autoprof import autoprof
@@ -97,6 +98,7 @@ def test_region_alone_is_a_session(traces_root):
     assert not torch.autograd._profiler_enabled()
 
 
+@pytest.mark.slow
 def test_region_exception_propagates_and_fails_the_run(traces_root):
     err = ValueError("bad batch")
     try:

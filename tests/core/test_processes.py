@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.core.conftest import manifest, run_dirs, run_listing, trace_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +74,7 @@ def _env(traces: Path) -> dict[str, str]:
     return {**os.environ, "AUTOPROF_DIR": str(traces), "PYTHONPATH": str(REPO)}
 
 
+@pytest.mark.slow
 def test_two_processes_same_name_same_folder_make_two_runs(tmp_path, traces_root):
     script = tmp_path / "same.py"
     script.write_text(SAME_NAME)
@@ -109,6 +112,7 @@ def test_two_processes_same_name_same_folder_make_two_runs(tmp_path, traces_root
         assert trace.name in m["files"]
 
 
+@pytest.mark.slow
 def test_killed_during_export_leaves_nothing_that_reads_as_complete(tmp_path, traces_root):
     script = tmp_path / "killed.py"
     script.write_text(KILLED)

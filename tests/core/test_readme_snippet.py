@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.core.conftest import manifest, only_run
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_readme_first_python_snippet_runs_as_written(traces_root, tmp_path):
     text = (REPO / "README.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", text, re.S)

@@ -155,6 +155,7 @@ def test_a_newline_in_autoprof_dir_is_failed_with_the_reason(monkeypatch, tmp_pa
     assert len([w for w in caught if issubclass(w.category, AutoprofWarning)]) == 1
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_in_the_program_is_failed_not_complete(tmp_path, traces_root):
     script = tmp_path / "limited.py"
     script.write_text(textwrap.dedent(

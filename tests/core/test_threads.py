@@ -52,6 +52,7 @@ OWNER_ENDS_EARLY = """
 """
 
 
+@pytest.mark.slow
 def test_owner_thread_ending_early_stops_its_run_on_that_thread(traces_root):
     done = run_program(OWNER_ENDS_EARLY)
     assert done.returncode == 0, done.stderr[-3000:]

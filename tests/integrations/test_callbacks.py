@@ -36,6 +36,7 @@ def _check_run(run_dir: Path, step_label: str) -> None:
     assert inside <= step["cpu_total_us"]
 
 
+@pytest.mark.slow
 def test_transformers_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
@@ -44,6 +45,7 @@ def test_transformers_trainer_quick_start(tmp_path: Path) -> None:
     _check_run(run_dir, "hf_train_step")
 
 
+@pytest.mark.slow
 def test_lightning_trainer_quick_start(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     run_dir = run_dir_of(run_script("lightning_trainer.py", str(tmp_path)))
@@ -51,6 +53,7 @@ def test_lightning_trainer_quick_start(tmp_path: Path) -> None:
     _check_run(run_dir, "lightning_train_step")
 
 
+@pytest.mark.slow
 def test_lightning_ddp_every_rank_in_one_run_folder(tmp_path: Path) -> None:
     pytest.importorskip("lightning")
     run_dir = run_dir_of(run_script("lightning_trainer.py", str(tmp_path), "2"))

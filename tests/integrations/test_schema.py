@@ -11,8 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from support.store import committed
 
-from autoprof.analysis import TraceError, load
+from autoprof.analysis import TraceError
 from autoprof.analysis.report.schema import (
     SCHEMA_VERSION,
     load_schema,
@@ -37,7 +38,7 @@ RUNS = committed_run_folders()
 @cache
 def summary_of(folder: str) -> dict | None:
     try:
-        return load(REPO / folder).summary()
+        return committed.run(REPO / folder).summary()
     except TraceError:
         return None
 
@@ -58,6 +59,7 @@ def test_there_are_committed_runs_to_check() -> None:
     assert len(RUNS) >= 50, RUNS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", RUNS)
 def test_every_committed_run_summary_validates(folder: str) -> None:
     summary = summary_of(folder)

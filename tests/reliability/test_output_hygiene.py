@@ -60,6 +60,7 @@ def test_safe_text_escapes_control_characters_and_cuts_long_text():
     assert len(safe_text("\x1b" * 10_000, 100)) < 150
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 def test_op_names_with_escapes_and_a_5mb_name_print_escaped_and_short(tmp_path, fmt):
     done = _cli("summary", "--format", fmt, str(_names_trace(tmp_path / "names.json")))
@@ -83,6 +84,7 @@ def test_whatif_fields_with_escapes_and_a_5mb_reason_print_escaped_and_short(tmp
     assert "compile\\x1b]0;pwned\\x07" in done.stdout or "compile" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_diff_renderer_escapes_names_and_cuts_long_ones(tmp_path):
     before = _names_trace(tmp_path / "before.json")
     after = _names_trace(tmp_path / "after.json", clear_us=200.0)

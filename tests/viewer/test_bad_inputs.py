@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from support.apptest import charts, label_path, open_app, run_labels, select_run, visit
 from support.viewer import N4096, REPO, add_h200
 
@@ -33,6 +34,7 @@ def _corpus_folder(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_every_bad_input_shows_an_error_and_good_runs_still_work(tmp_path, monkeypatch):
     root = _corpus_folder(tmp_path)
     at = open_app(root, monkeypatch)

@@ -23,6 +23,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, link: str) -> AppTest:
     return at.run()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link", [OLDEST_MATMUL, OLDEST_MATMUL + "/", "./" + OLDEST_MATMUL])
 def test_a_link_opens_its_run_on_a_fresh_viewer_and_keeps_it(monkeypatch, link):
     assert (EXAMPLES / OLDEST_MATMUL).is_dir()

@@ -65,6 +65,7 @@ def test_examples_open_on_runs_with_every_verdict(monkeypatch):
     assert not any(str(v) in ("None", "nan") for row in rows.values() for v in row.values())
 
 
+@pytest.mark.slow
 def test_examples_are_labelled_beside_the_users_runs(tmp_path, monkeypatch):
     root = tmp_path / "traces"
     shutil.copytree(EXAMPLES, root / "examples")

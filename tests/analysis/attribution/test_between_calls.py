@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.attrbuild import Ev, FakeRun, Trace
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.analysis import Analysis
@@ -166,7 +167,7 @@ def test_the_profiler_overhead_compares_the_call_alone():
 
 def truth_run(workload: str) -> autoprof.Run:
     truth = json.loads((TRUTH / "ground_truth.json").read_text())["workloads"][workload]
-    return autoprof.load(TRUTH / truth["record"]["run"])
+    return committed.run(TRUTH / truth["record"]["run"])
 
 
 @pytest.mark.parametrize(("workload", "low", "high"), [
@@ -203,13 +204,14 @@ def _all_gpu_runs() -> list[Path]:
             any(m.parent.glob("*.pt.trace.json*"))]
 
 
+@pytest.mark.slow
 def test_gpu_compute_of_a_step_never_exceeds_its_own_busy_time():
     """On every committed H200 run: the GPU buckets of a step hold at most the busy time of
     the work launched in it (the first step of gpt2_large took in 16.5 ms of the unrecorded
     step before it)."""
     checked = 0
     for folder in _all_gpu_runs():
-        run = autoprof.load(folder)
+        run = committed.run(folder)
         if run.world_size > 1:
             continue
         bd = run.breakdown().set_index("step")
@@ -259,7 +261,7 @@ def test_the_profiler_note_speaks_of_the_call_alone():
     call's, not the iteration's (eff_gemm_bf16_2048: 64% of each iteration is its recorder's
     reading of the allocator between calls)."""
     (folder,) = (GPU_DATA / "gpu_h200" / "eff_gemm_bf16_2048").iterdir()
-    verdict = autoprof.load(folder).analysis.verdict
+    verdict = committed.run(folder).analysis.verdict
     assert verdict.kind == "input-bound"
     assert "and the call alone would be mixed" in verdict.reason
 
@@ -282,5 +284,5 @@ def test_a_sync_of_the_callers_loop_is_named_as_such():
     """The recorder of eff_gemm_bf16_8192 syncs the device between calls: the host-sync
     finding says where, not 'n/a' (no sync inside the call, so no host_sync opportunity)."""
     (folder,) = (GPU_DATA / "gpu_h200" / "eff_gemm_bf16_8192").iterdir()
-    diag = {d.id: d for d in autoprof.load(folder).analysis.diagnostics}["host-sync"]
+    diag = {d.id: d for d in committed.run(folder).analysis.diagnostics}["host-sync"]
     assert "(between calls, in the caller's loop)" in diag.message

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.store import committed
 
-from autoprof.analysis import Run, load
+from autoprof.analysis import Run
 from autoprof.analysis.metrics.breakdown import BUCKETS, GPU_BUCKETS
 from autoprof.analysis.metrics.stats import merge_intervals
 from autoprof.analysis.metrics.verdict import classify_sides
@@ -27,8 +28,8 @@ ALL = ["seed_n64", "seed_n4096", "attr_item_step", "attr_item_gpu_step", "attr_d
 def run(name: str) -> Run:
     folder = RUNS / name if (RUNS / name).is_dir() else EXAMPLES / name
     if (folder / "manifest.json").exists():
-        return load(folder)
-    return load(sorted(p for p in folder.iterdir() if p.is_dir())[0])
+        return committed.run(folder)
+    return committed.run(sorted(p for p in folder.iterdir() if p.is_dir())[0])
 
 
 def causes(name: str, rank: int | None = None) -> list[str]:
@@ -130,7 +131,7 @@ def test_ddp_fast_rank_waits_for_the_straggler():
 @pytest.mark.parametrize("case", ["n64_cold", "n64_prewarm", "n4096_cold", "n4096_prewarm"])
 def test_h200_fixture_verdicts(case):
     want = "overhead-bound" if case.startswith("n64") else "compute-bound"
-    assert load(DATA / "h200" / "matmul_add" / case / "trace.json").summary()["verdict"] == want
+    assert committed.run(DATA / "h200" / "matmul_add" / case / "trace.json").summary()["verdict"] == want
 
 
 def test_profiler_overhead_on_the_size_sweep():

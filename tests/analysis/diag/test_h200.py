@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
-from autoprof.analysis import compare, load
+from autoprof.analysis import compare
 from autoprof.analysis.analysis import diagnose
 
 H200 = Path(__file__).resolve().parents[2] / "data" / "h200"
@@ -18,7 +19,7 @@ ORDER = {"overhead-bound": 0, "mixed": 1, "compute-bound": 2}
 
 @pytest.fixture(scope="module")
 def runs():
-    return {p.name: load(p / "trace.json") for p in sorted(MATMUL.iterdir())}
+    return {p.name: committed.run(p / "trace.json") for p in sorted(MATMUL.iterdir())}
 
 
 @pytest.mark.parametrize("case", ["n64_cold", "n64_prewarm"])
@@ -83,7 +84,7 @@ def _ground_truth_crossover() -> int:
 
 def test_sweep_verdicts_cross_over_where_ground_truth_does():
     dirs = sorted(SWEEP.glob("n*"), key=lambda p: int(p.name[1:]))
-    table = compare([load(d / "trace.json") for d in dirs])
+    table = compare([committed.run(d / "trace.json") for d in dirs])
     assert list(table["size"]) == [int(d.name[1:]) for d in dirs]  # from the folder names
     crossover = _ground_truth_crossover()
     assert 1024 < crossover <= 2048  # README: between 1024 and 2048
@@ -104,7 +105,7 @@ def test_sweep_verdicts_cross_over_where_ground_truth_does():
 
 
 def test_work_queued_before_tracing_does_not_count_as_idle():
-    run = load(SWEEP / "n8192" / "trace.json")
+    run = committed.run(SWEEP / "n8192" / "trace.json")
     work = run.events[run.events["is_gpu_work"]]
     assert (work["launch_row"] < 0).sum() == 1  # one kernel launched before the trace began
     steps = run.steps()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.diagbuild import FakeRun, Trace
@@ -22,6 +23,7 @@ launch = st.tuples(
 step = st.tuples(st.floats(50, 1000), st.lists(launch, max_size=5))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=1, max_size=4))
 def test_overhead_invariants(steps):

@@ -45,6 +45,7 @@ def test_not_comparable_exits_2_with_the_reason(capsys: pytest.CaptureFixture[st
     assert "input shapes" in " ".join(result["comparability"]["not_comparable_because"])
 
 
+@pytest.mark.slow
 def test_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
     main(["diff", _one("eager_100"), _one("graph_replay"), "--json"])
     result = json.loads(capsys.readouterr().out)

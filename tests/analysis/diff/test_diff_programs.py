@@ -90,6 +90,7 @@ def test_an_added_item_is_named_as_a_sync(tmp_path: Path) -> None:
     assert item.a_us == 0 and item.b_us > 0
 
 
+@pytest.mark.slow
 def test_a_folder_of_repeats_measures_the_spread_between_runs(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     x = torch.randn(128, 128)
@@ -106,6 +107,7 @@ def test_a_folder_of_repeats_measures_the_spread_between_runs(tmp_path: Path) ->
     assert d.a == str(tmp_path / "a" / "step")
 
 
+@pytest.mark.slow
 def test_runs_of_two_programs_are_no_repeats_one_line_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     torch.set_num_threads(1)

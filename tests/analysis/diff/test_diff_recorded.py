@@ -48,6 +48,7 @@ def test_h200_planted_changes_are_slower_with_their_op_first(planted: str, first
     assert d.why[0].name == first and d.why[0].note.startswith(note)
 
 
+@pytest.mark.slow
 def test_h200_an_added_item_is_named_the_sync_and_judged_on_the_gpu_time() -> None:
     """The step's +9.9% is under the 22% one run can see; the GPU's work per step, which
     the host's pace does not move, grew 7.2% (its interval 4.2-10.1% above zero), and the
@@ -69,6 +70,7 @@ def test_h200_half_batches_are_not_comparable_for_their_shapes() -> None:
     assert "input shapes" in d.comparability.blocking[0]
 
 
+@pytest.mark.slow
 def test_cpu_same_program_and_planted_changes() -> None:
     same = _diff("cpu16", "same_b00")
     assert same.verdict == "no significant change"
@@ -96,6 +98,7 @@ def test_h200_twenty_pairs_of_the_same_program_raise_no_false_alarm() -> None:
     assert one["median_min_detectable_pct"] == pytest.approx(21.5, abs=0.05)
 
 
+@pytest.mark.slow
 def test_the_gpu_floor_is_the_spread_between_h200_recordings_of_one_program() -> None:
     """CUDA_GPU_NOISE_FLOOR_PCT: nine programs recorded on two starts of the H200 a day
     apart (tests/data/gpu_h200 and gpu_h200_rerun). A run's median GPU time per step moved
@@ -160,6 +163,7 @@ def test_h200_planted_changes_ten_recordings_a_case() -> None:
     assert len(missed) == 2 and all(r["first"] == "aten::matmul" for r in missed)
 
 
+@pytest.mark.slow
 def test_h200_planted_recordings_rank_the_planted_op_beyond_the_hosts_pace() -> None:
     """The 18 recordings of benchmarks/results-h200-diff-planted.json, judged again by
     diff_validation's own evaluation: with `why` ranked beyond B's host pace (causes.py

@@ -87,6 +87,7 @@ def test_bound_is_right(case: tuple[str, dict, analysis.Run]) -> None:
         assert set(rest["bound"]) <= {"memory"}
 
 
+@pytest.mark.slow
 def test_low_efficiency_flags_fp32_gemms_only() -> None:
     for name in EFF:
         if not name.startswith("eff_gemm"):

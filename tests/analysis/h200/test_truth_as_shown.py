@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "gpu" / "truth"))
 
 import as_shown  # noqa: E402
 import evaluate  # noqa: E402
+from support.store import committed
 
 DATA = ROOT / "tests" / "data"
 
@@ -331,12 +332,11 @@ def test_a_shown_graph_pairs_with_the_sync_free_graph_only_where_no_plain_one_wa
 def test_the_fourth_set_holds_what_the_recorder_now_times() -> None:
     """Every run of the fourth set has the untraced time between calls and the closing
     sync's own cost, and the reference reads them (microseconds)."""
-    import autoprof
 
     folder = DATA / "gpu_h200_truth_heldout4"
     data = json.loads((folder / "ground_truth.json").read_text())
     for name, w in data["workloads"].items():
-        ref = autoprof.load(folder / w["record"]["run"]).analysis.reference
+        ref = committed.run(folder / w["record"]["run"]).analysis.reference
         assert ref.between_us is not None and ref.between_us > 0, name
         assert ref.sync_us is not None and 0 < ref.sync_us < 50, name
         assert ref.call_us is not None and ref.call_target_us is not None
@@ -347,12 +347,11 @@ def test_the_time_between_calls_is_shown_beside_its_untraced_time() -> None:
     """seed_256: 118 us between calls profiled, 18.8 us between warm-up calls: the summary
     says most of it is the profiler's; a DataLoader's loop (mlp_loader_w1) gets no untraced
     time, the warm-up gaps do not show a prefetching loader's pace."""
-    import autoprof
     from autoprof.analysis.report.text import untraced_between_clause
 
     folder = DATA / "gpu_h200_truth_heldout4"
     data = json.loads((folder / "ground_truth.json").read_text())
-    seed = autoprof.load(folder / data["workloads"]["seed_256"]["record"]["run"]).summary()
+    seed = committed.run(folder / data["workloads"]["seed_256"]["record"]["run"]).summary()
     bd = seed["breakdown"]
     assert bd["between_calls_untraced_us"] == pytest.approx(18.776, abs=0.01)
     assert bd["between_calls_us"] == pytest.approx(117.7, abs=0.1)
@@ -363,7 +362,7 @@ def test_the_time_between_calls_is_shown_beside_its_untraced_time() -> None:
     assert untraced_between_clause(30.0, 20.0) == (
         "; without the profiler 20 µs (the least between warm-up calls)")
     assert untraced_between_clause(30.0, None) == ""
-    loader = autoprof.load(folder / data["workloads"]["mlp_loader_w1"]["record"]["run"])
+    loader = committed.run(folder / data["workloads"]["mlp_loader_w1"]["record"]["run"])
     assert loader.summary()["breakdown"]["between_calls_untraced_us"] is None
     assert loader.analysis.reference.between_us is not None  # timed, not shown
 

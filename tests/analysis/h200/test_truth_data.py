@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import autoprof
+from support.store import committed
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_truth"
 TRUTH = json.loads((DATA / "ground_truth.json").read_text())
@@ -97,10 +96,11 @@ def test_the_recording_keeps_untraced_and_profiled_step_times(name):
     assert rec["untraced_call_ms_median"] > 0 and rec["profiled_step_ms_median"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_every_run_folder_loads_and_matches_its_record(name):
     rec = WORKLOADS[name]["record"]
-    run = autoprof.load(DATA / rec["run"])
+    run = committed.run(DATA / rec["run"])
     assert run.summary()["status"] == "complete"
     manifest = json.loads((DATA / rec["run"] / "manifest.json").read_text())
     assert manifest["name"] == name

@@ -36,6 +36,7 @@ def _params() -> list[object]:
     return [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else []) for n in WORKLOADS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _params())
 def test_every_variant_runs_two_iterations_on_the_cpu(name):
     workload = WORKLOADS[name]
@@ -83,6 +84,7 @@ def test_record_and_ground_truth_end_to_end_on_the_cpu(tmp_path):
     assert truth["speedups"]["addmm"]["iter"]["speedup"] > 0
 
 
+@pytest.mark.slow
 def test_an_isolated_workload_builds_each_block_afresh_and_closes_it():
     import ground_truth
 

@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-import autoprof
+from support.store import committed
 
 DATA_ROOT = Path(__file__).resolve().parents[2] / "data"
 RECORDINGS = ("gpu_h200", "gpu_h200_rerun")
@@ -48,19 +47,19 @@ def _seed(recording: str, size: int, warm: bool) -> Path:
 @pytest.mark.parametrize("warm", [True, False])
 @pytest.mark.parametrize(("size", "expected"), [(64, "overhead-bound"), (4096, "compute-bound")])
 def test_seed_experiment_verdicts(recording, size, expected, warm):
-    run = autoprof.load(_seed(recording, size, warm))
+    run = committed.run(_seed(recording, size, warm))
     assert run.is_cuda
     assert run.verdict().kind == expected
 
 
 def test_seed_64_gpu_is_nearly_idle_and_4096_busy(recording):
-    busy_64 = autoprof.load(_seed(recording, 64, True)).overhead().gpu_busy_pct
-    busy_4096 = autoprof.load(_seed(recording, 4096, True)).overhead().gpu_busy_pct
+    busy_64 = committed.run(_seed(recording, 64, True)).overhead().gpu_busy_pct
+    busy_4096 = committed.run(_seed(recording, 4096, True)).overhead().gpu_busy_pct
     assert busy_64 < 5.0 < 60.0 < busy_4096, (busy_64, busy_4096)
 
 
 def test_cold_start_is_seen_in_the_warmup_calls(recording):
-    run = autoprof.load(_seed(recording, 64, True))
+    run = committed.run(_seed(recording, 64, True))
     warm_ms = run.manifest["warmup_call_ms"]
     assert warm_ms[0] > 100 * warm_ms[-1]  # the first call pays CUDA/cuBLAS initialisation
     ids = {d.id for d in run.diagnostics()}
@@ -71,7 +70,7 @@ def test_cold_start_is_seen_in_the_warmup_calls(recording):
 def test_cold_start_without_warmup_is_seen_in_the_timed_wait_call(size):
     """Only the re-run has `wait_call_ms`: with warm-up off, the cold first call falls in the
     schedule's wait step, which torch does not record but autoprof times."""
-    run = autoprof.load(_seed("gpu_h200_rerun", size, False))
+    run = committed.run(_seed("gpu_h200_rerun", size, False))
     assert run.manifest["warmup_call_ms"] == []
     (first_call_ms,) = run.manifest["wait_call_ms"]
     assert first_call_ms > 50.0  # CUDA context + cuBLAS set-up, measured ~91-94 ms
@@ -81,7 +80,7 @@ def test_cold_start_without_warmup_is_seen_in_the_timed_wait_call(size):
 
 def test_gpu_time_per_call_matches_cuda_events_within_5_pct(recording):
     acc = RESULTS[recording]["accuracy"]
-    steps = autoprof.load(_local(recording, acc["run"])).steps()
+    steps = committed.run(_local(recording, acc["run"])).steps()
     per_call_us = float(steps.loc[steps["gpu_work_us"] > 0, "gpu_work_us"].median())
     error_pct = abs(per_call_us - acc["cuda_event_us_per_call"]) / acc["cuda_event_us_per_call"]
     assert error_pct * 100 <= 5.0, (per_call_us, acc["cuda_event_us_per_call"])
@@ -93,7 +92,7 @@ def test_gpu_time_per_call_matches_cuda_events_within_5_pct(recording):
     ids=lambda v: f"n{v['size']}" if isinstance(v, dict) else v,
 )
 def test_sweep_verdict_agrees_with_launch_vs_gpu_time(recording, row):
-    verdict = autoprof.load(_local(recording, row["run"])).verdict().kind
+    verdict = committed.run(_local(recording, row["run"])).verdict().kind
     ratio = row["gpu_us_per_call"] / row["host_launch_us_per_call"]
     if ratio < 0.5:
         assert verdict == "overhead-bound"
@@ -105,8 +104,8 @@ def test_sweep_verdict_agrees_with_launch_vs_gpu_time(recording, row):
 
 def test_cuda_graph_fixes_the_overhead(recording):
     graph = RESULTS[recording]["cuda_graph"]
-    eager = autoprof.load(_local(recording, graph["eager"]["path"]))
-    replay = autoprof.load(_local(recording, graph["graph"]["path"]))
+    eager = committed.run(_local(recording, graph["eager"]["path"]))
+    replay = committed.run(_local(recording, graph["graph"]["path"]))
     assert eager.verdict().kind == "overhead-bound"
     assert replay.verdict().kind != "overhead-bound"
     # the same GPU work, far less host time
@@ -115,7 +114,7 @@ def test_cuda_graph_fixes_the_overhead(recording):
 
 def test_ddp_straggler_is_the_delayed_rank(recording):
     (run_dir,) = _recording_dir(recording, "ddp_step").iterdir()
-    run = autoprof.load(run_dir)
+    run = committed.run(run_dir)
     assert run.world_size == 2
     assert run.straggler_rank == 1
     assert "straggler" in {d.id for d in run.diagnostics()}

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
 import autoprof.analysis as analysis
 from autoprof.analysis import AnalysisOptions, load
@@ -19,13 +20,14 @@ RUNS = sorted(p.parent for p in EXAMPLES.rglob("manifest.json") if "whatif" not 
 
 @pytest.fixture(scope="module")
 def runs():
-    return [load(p) for p in RUNS]
+    return [committed.run(p) for p in RUNS]
 
 
 def test_the_examples_are_there() -> None:
     assert len(RUNS) == 9
 
 
+@pytest.mark.slow
 def test_the_public_verdict_is_the_run_s_verdict(runs) -> None:
     for run in runs:
         mine = analysis.verdict(run)

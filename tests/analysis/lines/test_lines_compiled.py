@@ -38,6 +38,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> autoprof.Run:
     return autoprof.load(run_dir)
 
 
+@pytest.mark.slow
 def test_fused_kernels_take_their_forward_lines(run: autoprof.Run) -> None:
     events = run.events
     rows = run.analysis.source_lines.attribution.rows

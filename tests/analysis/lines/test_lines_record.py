@@ -44,6 +44,7 @@ def _line_of(table: pd.DataFrame, op: str) -> int:
                                                           .split(" ")[0]).iloc[0])
 
 
+@pytest.mark.slow
 def test_the_slow_op_sync_and_loop_body_lines(recorded: tuple[Path, pd.DataFrame]) -> None:
     run_dir, events = recorded
     attribution = attribute_run(run_dir, events)
@@ -77,6 +78,7 @@ def test_module_paths(recorded: tuple[Path, pd.DataFrame]) -> None:
     assert model.empty  # its ops all run inside Block.forward, a user line further in
 
 
+@pytest.mark.slow
 def test_no_lines_step_with_source_lines_false(tmp_path: Path) -> None:
     run_dir = record(tmp_path, False)
     assert find_lines_files(run_dir) == {}

@@ -30,6 +30,7 @@ def _profiled(case: dict, key: str) -> list[int]:
     return [case["calls"][i][key] for i in case["profiled_calls"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHURN_FIRES))
 def test_churn_fires_where_it_should(name: str) -> None:
     _, run = _case(name)
@@ -56,6 +57,7 @@ def test_peaks_match_memory_stats(name: str) -> None:
     assert abs(cuda["peak_reserved_bytes"] - reserved) <= TOLERANCE * reserved
 
 
+@pytest.mark.slow
 def test_churn_message_names_the_gpu_and_keeps_its_units() -> None:
     """The CPU and cuda:0 both make 6,000 allocations a step in mem_churn: the GPU is named;
     sizes keep their unit spelling (GiB, MiB)."""

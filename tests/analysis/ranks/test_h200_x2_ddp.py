@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.metrics.stats import union_length
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_x2"
@@ -27,7 +27,7 @@ def _run_dir(case: str) -> Path:
 
 @pytest.fixture(scope="module")
 def summaries() -> dict[str, dict]:
-    return {case: autoprof.load(_run_dir(case)).summary() for case in CASES}
+    return {case: committed.run(_run_dir(case)).summary() for case in CASES}
 
 
 def _rank(summary: dict, rank: int) -> dict:
@@ -66,7 +66,7 @@ def test_without_a_delay_there_is_no_straggler_and_ranks_are_balanced(summaries,
 
 def _nccl_in_steps_us(run_dir: Path, rank: int) -> tuple[float, float]:
     """(NCCL kernel time inside the rank's step windows, summed window time), from the trace."""
-    run = autoprof.load(run_dir)
+    run = committed.run(run_dir)
     windows = run.breakdown(rank=rank)
     ev = run.events
     nccl = ev[(ev["rank"] == rank) & ev["is_gpu_work"] & ev["name"].str.startswith("nccl")]
@@ -92,7 +92,7 @@ def test_overlapped_communication_counts_as_compute(summaries):
 
 def test_exposed_communication_never_exceeds_nccl_kernel_time():
     for case in CASES:
-        run = autoprof.load(_run_dir(case))
+        run = committed.run(_run_dir(case))
         for rank in (0, 1):
             nccl_us, _ = _nccl_in_steps_us(_run_dir(case), rank)
             exposed = run.breakdown(rank=rank)["gpu_communication_us"].sum()
@@ -106,7 +106,7 @@ def test_both_ranks_finished_through_the_finisher(case):
                  run_dir / "rank1.manifest.json"]
     for manifest in manifests:
         assert json.loads(manifest.read_text())["status"] == "complete", manifest
-    run = autoprof.load(run_dir)
+    run = committed.run(run_dir)
     assert run.world_size == 2
     assert sorted(np.unique(run.events["rank"]).tolist()) == [0, 1]
 
@@ -118,7 +118,7 @@ def test_killed_job_left_complete_folders():
         assert record["killed_after_call"] == 7
     manifest = json.loads((_run_dir("killed") / "manifest.json").read_text())
     assert manifest["status"] == "complete"
-    assert autoprof.load(_run_dir("killed")).summary()["status"] == "complete"
+    assert committed.run(_run_dir("killed")).summary()["status"] == "complete"
 
 
 @pytest.mark.parametrize("case", ["straggler", "balanced", "overlap"])

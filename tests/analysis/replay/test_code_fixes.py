@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.diagnose.code_fixes import MIN_SPEEDUP, code_fixes
@@ -18,7 +19,7 @@ DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 
 def _run(folder: str, workload: str) -> autoprof.Run:
     truth = json.loads((DATA / folder / "ground_truth.json").read_text())["workloads"][workload]
-    return autoprof.load(DATA / folder / truth["record"]["run"])
+    return committed.run(DATA / folder / truth["record"]["run"])
 
 
 def _by_cause(run: autoprof.Run) -> dict[str, dict[str, Any]]:

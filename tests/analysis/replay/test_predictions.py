@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.diagnose.code_fixes import WORKERS_UNSEEN
@@ -28,7 +29,7 @@ TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth
 
 def _run(workload: str) -> autoprof.Run:
     truth = json.loads((TRUTH / "ground_truth.json").read_text())["workloads"][workload]
-    return autoprof.load(TRUTH / truth["record"]["run"])
+    return committed.run(TRUTH / truth["record"]["run"])
 
 
 def _opps(workload: str) -> list[dict[str, Any]]:
@@ -119,7 +120,7 @@ def test_the_text_says_which_opportunities_are_only_bounds() -> None:
 def test_a_verdict_the_steps_disagree_on_says_a_rerun_could_flip_it() -> None:
     """seed_4096: two steps are GPU-bound (98-99% GPU work), one is not (51%): the verdict
     keeps its kind and says the steps disagree, with each side's spread in its evidence."""
-    run = autoprof.load(TRUTH / json.loads((TRUTH / "ground_truth.json").read_text())
+    run = committed.run(TRUTH / json.loads((TRUTH / "ground_truth.json").read_text())
                         ["workloads"]["seed_4096"]["record"]["run"])
     verdict = run.analysis.verdict.to_dict()
     assert "(steps disagree: GPU work 51-99% of the step across steps; a rerun could give " \
@@ -146,7 +147,7 @@ def test_a_fix_replayed_to_gain_nothing_is_no_fix_with_or_without_a_reference() 
     paced to the untraced call (the run's own) or not paced at all (no untraced calls)."""
     held_out = TRUTH.parent / "gpu_h200_truth_heldout"
     truth = json.loads((held_out / "ground_truth.json").read_text())["workloads"]
-    run = autoprof.load(held_out / truth["graph_program"]["record"]["run"])
+    run = committed.run(held_out / truth["graph_program"]["record"]["run"])
     launch = next(o for o in run.analysis.opportunities if o["cause"] == "host_launch")
     assert launch["fix"] is None and launch["predicted_speedup"] < 1.01
     assert launch["hint"].endswith("(replayed at the untraced call's pace this gains "
@@ -162,7 +163,7 @@ def test_a_fix_replayed_to_gain_nothing_is_no_fix_with_or_without_a_reference() 
 def _held_out(folder: str, workload: str) -> autoprof.Run:
     root = TRUTH.parent / folder
     truth = json.loads((root / "ground_truth.json").read_text())["workloads"][workload]
-    return autoprof.load(root / truth["record"]["run"])
+    return committed.run(root / truth["record"]["run"])
 
 
 @pytest.mark.parametrize(("folder", "workload", "expected"), [

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.metrics.replay.fixes import predict_fix
@@ -17,7 +18,7 @@ TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth
 
 def _run(workload: str) -> autoprof.Run:
     truth = json.loads((TRUTH / "ground_truth.json").read_text())["workloads"][workload]
-    return autoprof.load(TRUTH / truth["record"]["run"])
+    return committed.run(TRUTH / truth["record"]["run"])
 
 
 @pytest.mark.parametrize(("workload", "low", "high"), [

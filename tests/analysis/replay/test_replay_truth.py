@@ -116,6 +116,7 @@ TOP_MISSES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("workload", "fix", "median", "low", "high"), PINNED,
                          ids=[f"{w}-{f}" for w, f, *_ in PINNED])
 def test_each_replayed_fix_is_pinned(workload: str, fix: str, median: float, low: float,
