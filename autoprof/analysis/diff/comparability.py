@@ -2,13 +2,13 @@
 
 ``not comparable`` (no speed verdict): another device, another number of ranks, the decorated
 function called with other arguments (the manifest's ``call_inputs``: each tensor's dtype and
-shape, each other argument's type), another problem size the user gave (the manifest's
-``size``), or the heaviest ops running on other input shapes (64x64 against 4096x4096 is
-another program, not a regression) - the last two unless the recorded call inputs are the
-same. ``comparable with caveats``: a problem size only guessed (the first op's largest
-dimension, a folder named like ``n64``), another intra-op thread count, another torch or CUDA
-build, other profiler options or schedule, another function name, other step counts, or shapes
-that differ only on light ops (or anywhere, when the call inputs are the same).
+shape, each other argument's type), another problem size the run states (the manifest's
+``size``, a folder named like ``n64``), or the heaviest ops running on other input shapes
+(64x64 against 4096x4096 is another program, not a regression) - the last two unless the
+recorded call inputs are the same. ``comparable with caveats``: a problem size only guessed
+(the first op's largest dimension), another intra-op thread count, another torch or CUDA
+build, other profiler options or schedule, another function name, other step counts, or
+shapes that differ only on light ops (or anywhere, when the call inputs are the same).
 ``comparable``: none of these.
 """
 
@@ -122,14 +122,14 @@ def _inputs_difference(a: RunFacts, b: RunFacts) -> Difference | None:
 
 
 def _size_difference(a: RunFacts, b: RunFacts) -> Difference | None:
-    """A size the user gave that differs refuses the comparison unless the recorded call
-    inputs are the same; a guessed one (the first op's largest dimension, a folder name) is
-    only a caveat."""
+    """A size the run states (the manifest's, a folder named like n64) that differs refuses
+    the comparison unless the recorded call inputs are the same; a guessed one (the first
+    op's largest dimension) is only a caveat."""
     if a.problem_size is None or b.problem_size is None or a.problem_size == b.problem_size:
         return None
     guessed = a.problem_size_guessed or b.problem_size_guessed
     status: DifferenceStatus = "caveat" if guessed or _same_call(a, b) else "not comparable"
-    how = " (guessed from the first op's shapes or the path)" if guessed else ""
+    how = " (guessed from the first op's shapes)" if guessed else ""
     return Difference("problem size", a.problem_size, b.problem_size, status,
                       f"problem size{how}: {a.problem_size:g} in A, {b.problem_size:g} in B")
 

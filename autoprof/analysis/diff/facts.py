@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from autoprof.analysis.diff.user_ops import UserOpFacts, most_common, user_op_facts
-from autoprof.analysis.metrics.problem_size import run_size
+from autoprof.analysis.metrics.problem_size import run_size, stated_size
 
 if TYPE_CHECKING:
     from autoprof.analysis.run import Run
@@ -65,7 +65,7 @@ class RunFacts:
     # what the decorated function was called with (the manifest's call_inputs; None: unknown)
     call_inputs: tuple[str, ...] | None = None
     intra_op_threads: int | None = None
-    problem_size_guessed: bool = False  # the size is the first op's or the path's, not given
+    problem_size_guessed: bool = False  # the first op's largest dim, not the manifest's or n64/
 
     @property
     def steps(self) -> int:
@@ -194,5 +194,5 @@ def run_facts(run: Run) -> RunFacts:
         user_ops=user_op_facts(run.events, steps),
         call_inputs=record.call_inputs if record is not None else None,
         intra_op_threads=record.intra_op_threads if record is not None else None,
-        problem_size_guessed=record is None or record.problem_size is None,
+        problem_size_guessed=bool(pd.isna(stated_size(record, str(run.path)))),
     )
