@@ -105,6 +105,7 @@ def _step_text(row: dict[str, Any]) -> str:
 
 
 def _size_text(row: dict[str, Any]) -> str:
-    """The run's problem size (the manifest's size, the first op's largest dimension, n64)."""
-    value = row.get("size")
+    """The problem size the run states (the manifest's size, a folder named like n64); blank
+    for a run that states none, never a guess from its first op."""
+    value = row.get("size_stated")
     return "" if not isinstance(value, int | float) or value != value else f"{value:g}"

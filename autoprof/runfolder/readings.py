@@ -86,6 +86,15 @@ class Readings:
         return _int(self.extra.get("intra_op_threads"))
 
     @property
+    def call_inputs(self) -> tuple[str, ...] | None:
+        """The decorated call's arguments as recorded (dtype and shape of each tensor, type of
+        anything else), when the recorder wrote them."""
+        value = self.extra.get("call_inputs")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return None
+        return tuple(value)
+
+    @property
     def cpus(self) -> int | None:
         """The CPUs the recording process could use, when the recorder wrote it."""
         return _int(self.extra.get("cpus"))

@@ -294,13 +294,14 @@ _ROWS_MAX = 10_000
 
 
 def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
-    from autoprof.analysis.metrics.problem_size import run_size
+    from autoprof.analysis.metrics.problem_size import stated_size
 
     run, err = run_store().get_or_load(key[0], key[1], None)
     if run is None:
         return {"verdict_reason": err}
     try:
-        return dict(summary(run), size=run_size(run.record, run.events, str(run.path)))
+        # the size the run states, blank for none: never the first op's dimension (a guess)
+        return dict(summary(run), size=stated_size(run.record, str(run.path)))
     except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
         # its Overview shows the traceback
         return {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}

@@ -173,3 +173,19 @@ def test_every_file_of_a_run_is_readable_like_the_manifest(traces_root):
     modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.iterdir()}
     assert {"table.txt", "ops.csv", "manifest.json"} <= set(modes)
     assert set(modes.values()) == {"0o644"}, modes  # table.txt/ops.csv were once 0600
+
+
+def test_the_manifest_records_what_the_call_was_called_with(traces_root):
+    """dtype and shape of each tensor argument (in a batch one level deep), the type of any
+    other, keyword ones named: read on the first warm-up call."""
+    def step(batch, w, scale=1.0):
+        return torch.matmul(batch[0], w) * scale
+
+    fn = autoprof(name="args", warmup=1, schedule=TINY)(step)
+    x, w = torch.randn(4, 3), torch.randn(3, 2, dtype=torch.float64)
+    fn((x, 7), w.float(), scale=2.0)
+    fn((torch.randn(5, 3), 7), w.float(), scale=2.0)  # later calls do not replace it
+    fn((x, 7), w.float(), scale=2.0)
+    fn.autoprof_session.flush()
+    m = manifest(only_run(traces_root, "args"))
+    assert m["call_inputs"] == ["tuple(float32[4, 3], int)", "float32[3, 2]", "scale=float"]

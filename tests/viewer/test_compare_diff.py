@@ -11,7 +11,8 @@ def test_compare_leads_with_the_diff_and_says_when_runs_are_not_comparable(roots
     at = visit(open_app(roots["sweep"], monkeypatch), "compare")
     assert [h.value for h in at.subheader][:2] == ["Diff", "Side by side"]
     warnings = [w.value for w in at.warning]
-    assert any(w.startswith("Not comparable:") and "problem size" in w for w in warnings)
+    assert any(w.startswith("Not comparable:") and "problem size" in w for w in warnings), (
+        warnings, [c.value for c in at.caption])
     assert not at.exception
 
 

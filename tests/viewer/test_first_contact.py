@@ -55,10 +55,10 @@ def test_examples_open_on_runs_with_every_verdict(monkeypatch):
     on_disk = {f"{p.parent.name}/{p.name}" for p in EXAMPLES.glob("*/*") if p.is_dir()}
     assert set(rows) == on_disk
     assert all(row["verdict"] for row in rows.values()), rows
-    assert all(rows[r]["verdict"] == "overhead-bound" and rows[r]["size"] == "64"
-               for r in SEED_64)
-    assert all(rows[r]["verdict"] == "compute-bound" and rows[r]["size"] == "4096"
-               for r in SEED_4096)
+    assert all(rows[r]["verdict"] == "overhead-bound" for r in SEED_64)
+    assert all(rows[r]["verdict"] == "compute-bound" for r in SEED_4096)
+    # these runs state no size: the column is blank, not the first op's largest dimension
+    assert all(rows[r]["size"] == "" for r in (*SEED_64, *SEED_4096))
     assert rows["graph_replay/20261130-081151-06103f"]["verdict"] == "compute-bound"
     assert rows["eager_100/20261130-081150-49320d"]["verdict"] == "overhead-bound"
     assert rows[f"cpu_mlp_train/{CPU_RUN.name}"]["device"] == "CPU"

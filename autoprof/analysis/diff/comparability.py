@@ -1,11 +1,15 @@
 """Can A and B be compared at all? Each difference between the runs, and what it allows.
 
-``not comparable`` (no speed verdict): another device, another number of ranks, another
-problem size (the manifest's ``size``, else the first op's shapes, else a folder named like
-``n64``), or the heaviest ops running on other input shapes (64x64 against 4096x4096 is
-another program, not a regression). ``comparable with caveats``: another torch or
-CUDA build, other profiler options or schedule, another function name, other step counts,
-or shapes that differ only on light ops. ``comparable``: none of these.
+``not comparable`` (no speed verdict): another device, another number of ranks, the decorated
+function called with other arguments (the manifest's ``call_inputs``: each tensor's dtype and
+shape, each other argument's type), another problem size the run states (the manifest's
+``size``, a folder named like ``n64``), or the heaviest ops running on other input shapes
+(64x64 against 4096x4096 is another program, not a regression) - the last two unless the
+recorded call inputs are the same. ``comparable with caveats``: a problem size only guessed
+(the first op's largest dimension), another intra-op thread count, another torch or CUDA
+build, other profiler options or schedule, another function name, other step counts, or
+shapes that differ only on light ops (or anywhere, when the call inputs are the same).
+``comparable``: none of these.
 """
 
 from __future__ import annotations
@@ -103,40 +107,77 @@ def _option_caveats(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Differen
     return notes
 
 
-def _blocking(a: RunFacts, b: RunFacts, shapes_pct: float,
-              shapes: list[str]) -> list[Difference | None]:
-    reasons = [
+def _same_call(a: RunFacts, b: RunFacts) -> bool:
+    """Both manifests say what the decorated function was called with, and it is the same."""
+    return a.call_inputs is not None and a.call_inputs == b.call_inputs
+
+
+def _inputs_difference(a: RunFacts, b: RunFacts) -> Difference | None:
+    if a.call_inputs is None or b.call_inputs is None or a.call_inputs == b.call_inputs:
+        return None
+    ta, tb = ", ".join(a.call_inputs), ", ".join(b.call_inputs)
+    return Difference("call inputs", ta, tb, "not comparable",
+                      f"call inputs: ({ta}) in A, ({tb}) in B: the function was called "
+                      "with other arguments")
+
+
+def _size_difference(a: RunFacts, b: RunFacts) -> Difference | None:
+    """A size the run states (the manifest's, a folder named like n64) that differs refuses
+    the comparison unless the recorded call inputs are the same; a guessed one (the first
+    op's largest dimension) is only a caveat."""
+    if a.problem_size is None or b.problem_size is None or a.problem_size == b.problem_size:
+        return None
+    guessed = a.problem_size_guessed or b.problem_size_guessed
+    status: DifferenceStatus = "caveat" if guessed or _same_call(a, b) else "not comparable"
+    how = " (guessed from the first op's shapes)" if guessed else ""
+    return Difference("problem size", a.problem_size, b.problem_size, status,
+                      f"problem size{how}: {a.problem_size:g} in A, {b.problem_size:g} in B")
+
+
+def _shapes_difference(a: RunFacts, b: RunFacts, shapes_pct: float,
+                       shapes: list[str]) -> Difference | None:
+    if shapes_pct <= 0:
+        return None
+    if shapes_pct > SHAPES_NOT_COMPARABLE_PCT and not _same_call(a, b):
+        return Difference(
+            "input shapes", *_heaviest_shapes(a, b, shapes), "not comparable",
+            f"input shapes: ops holding {shapes_pct:.0f}% of A's op time run on "
+            f"other shapes in B ({', '.join(shapes[:3])}): another problem size")
+    where = ("light ops" if shapes_pct <= SHAPES_NOT_COMPARABLE_PCT
+             else "ops the same call inputs reach")
+    return Difference(
+        "input shapes", *_heaviest_shapes(a, b, shapes), "caveat",
+        f"input shapes differ on {where} ({shapes_pct:.1f}% of A's op time: "
+        f"{', '.join(shapes[:3])})")
+
+
+def _threads_difference(a: RunFacts, b: RunFacts) -> Difference | None:
+    if a.intra_op_threads is None or b.intra_op_threads is None or (
+            a.intra_op_threads == b.intra_op_threads):
+        return None
+    return Difference("threads", a.intra_op_threads, b.intra_op_threads, "caveat",
+                      f"threads: {a.intra_op_threads} in A, {b.intra_op_threads} in B: "
+                      "thread count alone can change the step several-fold")
+
+
+def _blocking(a: RunFacts, b: RunFacts) -> list[Difference | None]:
+    return [
         None if a.device == b.device else Difference(
             "device", a.device, b.device, "not comparable",
             f"device: {a.device} in A, {b.device} in B"),
         None if a.world_size == b.world_size else Difference(
             "ranks", a.world_size, b.world_size, "not comparable",
-            f"ranks: {a.world_size} in A, {b.world_size} in B")]
-    if a.problem_size is not None and b.problem_size is not None and (
-            a.problem_size != b.problem_size):
-        reasons.append(Difference(
-            "problem size", a.problem_size, b.problem_size, "not comparable",
-            f"problem size: {a.problem_size:g} in A, {b.problem_size:g} in B"))
-    if shapes_pct > SHAPES_NOT_COMPARABLE_PCT:
-        reasons.append(Difference(
-            "input shapes", *_heaviest_shapes(a, b, shapes), "not comparable",
-            f"input shapes: ops holding {shapes_pct:.0f}% of A's op time run on "
-            f"other shapes in B ({', '.join(shapes[:3])}): another problem size"))
-    return reasons
+            f"ranks: {a.world_size} in A, {b.world_size} in B"),
+        _inputs_difference(a, b)]
 
 
-def _caveats(a: RunFacts, b: RunFacts, shapes_pct: float,
-             shapes: list[str]) -> list[Difference | None]:
+def _caveats(a: RunFacts, b: RunFacts) -> list[Difference | None]:
     notes = [_differs(k, a.versions.get(k), b.versions.get(k)) for k in ("torch", "cuda")]
+    notes.append(_threads_difference(a, b))
     notes.append(_differs("function", a.name, b.name))
     if a.steps != b.steps:
         notes.append(Difference("steps", a.steps, b.steps, "caveat",
                                 f"steps: {a.steps} in A, {b.steps} in B"))
-    if 0 < shapes_pct <= SHAPES_NOT_COMPARABLE_PCT:
-        notes.append(Difference(
-            "input shapes", *_heaviest_shapes(a, b, shapes), "caveat",
-            f"input shapes differ on light ops ({shapes_pct:.1f}% of A's op time: "
-            f"{', '.join(shapes[:3])})"))
     return notes + _option_caveats(a.options, b.options)
 
 
@@ -144,8 +185,9 @@ def comparability(a: RunFacts, b: RunFacts) -> Comparability:
     """Every difference between A and B that bears on comparing their step times, each with
     its status; the runs' status is the worst of them."""
     shapes_pct, shapes = _shape_changes(a, b)
-    found = [d for d in (*_blocking(a, b, shapes_pct, shapes),
-                         *_caveats(a, b, shapes_pct, shapes)) if d is not None]
+    found = [d for d in (*_blocking(a, b), _size_difference(a, b),
+                         _shapes_difference(a, b, shapes_pct, shapes), *_caveats(a, b))
+             if d is not None]
     blocking = [d.text for d in found if d.status == "not comparable"]
     caveats = [d.text for d in found if d.status == "caveat"]
     status: Comparable = ("not comparable" if blocking

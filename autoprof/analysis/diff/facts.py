@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from autoprof.analysis.diff.user_ops import UserOpFacts, most_common, user_op_facts
-from autoprof.analysis.metrics.problem_size import run_size
+from autoprof.analysis.metrics.problem_size import run_size, stated_size
 
 if TYPE_CHECKING:
     from autoprof.analysis.run import Run
@@ -62,6 +62,10 @@ class RunFacts:
     step_us_by_rank: Mapping[int, list[float]] = field(default_factory=dict)
     # the outermost ops, each with all it ran rolled up (user_ops.py)
     user_ops: Mapping[str, UserOpFacts] = field(default_factory=dict)
+    # what the decorated function was called with (the manifest's call_inputs; None: unknown)
+    call_inputs: tuple[str, ...] | None = None
+    intra_op_threads: int | None = None
+    problem_size_guessed: bool = False  # the first op's largest dim, not the manifest's or n64/
 
     @property
     def steps(self) -> int:
@@ -188,4 +192,7 @@ def run_facts(run: Run) -> RunFacts:
         kernels=_kernel_facts(run.events, steps),
         step_us_by_rank=_step_us_by_rank(summary),
         user_ops=user_op_facts(run.events, steps),
+        call_inputs=record.call_inputs if record is not None else None,
+        intra_op_threads=record.intra_op_threads if record is not None else None,
+        problem_size_guessed=bool(pd.isna(stated_size(record, str(run.path)))),
     )

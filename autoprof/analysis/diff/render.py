@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from autoprof.analysis.diff.causes import Cause
 from autoprof.analysis.diff.result import Diff
-from autoprof.analysis.diff.significance import Change
+from autoprof.analysis.diff.significance import Change, noise_band
 from autoprof.units import fmt_pct, fmt_us, safe_text
+
+# what a row's percentage is: rows overlap (an op and its kernels) and move both ways, so they
+# do not add to 100%; and which statistic each number is
+SHARE_NOTE = ("  each row's change is against the step's change (rows overlap and move both "
+              "ways: they need not add to 100%); rows and buckets are means per step, the step "
+              "time its median")
 
 
 def _signed_pct(value: float | None) -> str:
@@ -36,12 +42,12 @@ def _noise_line(change: Change | None) -> str | None:
               "blocks": "from the spread of each run's thirds",
               "floor": "the floor assumed; record repeats to measure it"}[
         change.between_run_source]
-    return (f"changes under {change.min_detectable_pct:.1f}% cannot be told from noise with "
-            f"these runs (between-run spread {change.between_run_pct:.1f}%, {source})")
+    return (f"{noise_band(change.min_detectable_pct)} with these runs (between-run spread "
+            f"{change.between_run_pct:.1f}%, {source})")
 
 
 def _cause_line(c: Cause) -> str:
-    share = "" if c.share_pct is None else f", {c.share_pct:.0f}% of the change"
+    share = "" if c.share_pct is None else f", {c.share_pct:.0f}% against the step's change"
     note = f"  [{c.note}]" if c.note else ""
     return (f"  {c.kind:<7} {c.name[:60]:<60} {fmt_us(c.a_us):>9} -> {fmt_us(c.b_us):>9} "
             f"({'+' if c.delta_us >= 0 else '-'}{fmt_us(abs(c.delta_us))}{share}){note}")
@@ -89,8 +95,10 @@ def render_text(d: Diff) -> str:
             lines += ["  " + _change_line("GPU time per step", d.gpu)]
         lines += ["  " + _change_line(f"rank {r.rank} step time", r.step) for r in d.ranks]
     lines += _metric_lines(d)
+    if d.why or any(c.delta_us for c in d.buckets):
+        lines += [SHARE_NOTE]
     for title, rows in (("WHY (ops, largest first)", d.why),
-                        ("BUCKETS (per step)", [c for c in d.buckets if c.delta_us]),
+                        ("BUCKETS (mean per step)", [c for c in d.buckets if c.delta_us]),
                         ("KERNELS (per step)", d.kernels[:5])):
         if rows:
             lines += ["", title, *(_cause_line(c) for c in rows)]
@@ -108,7 +116,8 @@ def _md_escape(text: str) -> str:
 
 
 def _md_rows(rows: list[Cause]) -> list[str]:
-    out = ["| | name | A | B | change | share | note |", "|---|---|---:|---:|---:|---:|---|"]
+    out = ["| | name | A | B | change | against step's change | note |",
+           "|---|---|---:|---:|---:|---:|---|"]
     for c in rows:
         share = "" if c.share_pct is None else f"{c.share_pct:.0f}%"
         out.append(f"| {c.kind} | `{_md_escape(c.name[:80])}` | {fmt_us(c.a_us)} | "
@@ -135,5 +144,7 @@ def render_markdown(d: Diff) -> str:
         lines += ["", "**Why** (per step, largest first)", "", *_md_rows(d.why)]
     moved = [c for c in d.buckets if c.delta_us]
     if moved:
-        lines += ["", "**Buckets**", "", *_md_rows(moved)]
+        lines += ["", "**Buckets** (mean per step)", "", *_md_rows(moved)]
+    if d.why or moved:
+        lines += ["", _md_escape(SHARE_NOTE.strip())]
     return _printable(lines)

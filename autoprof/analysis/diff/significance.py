@@ -191,14 +191,21 @@ def _too_few(a: list[np.ndarray], b: list[np.ndarray]) -> Change:
                   f"(A has {na}, B has {nb})", len(a), len(b))
 
 
+def noise_band(detectable_pct: float) -> str:
+    """The minimum detectable change as a ratio in both directions: the interval's half-width
+    is symmetric in log space, so ``+50%`` reads ``between 0.67x and 1.5x`` (a step cannot get
+    more than 100% faster; a percentage beside a -76% change would read as one)."""
+    up = 1.0 + detectable_pct / 100.0
+    return f"changes between {1.0 / up:.2f}x and {up:.2f}x cannot be told from noise"
+
+
 def _decide(low_pct: float, high_pct: float, detectable_pct: float) -> tuple[SpeedVerdict, str]:
     if low_pct > 0:
         return "slower", "the whole interval lies above zero"
     if high_pct < 0:
         return "faster", "the whole interval lies below zero"
     return "no significant change", (
-        f"the interval includes zero: changes under {detectable_pct:.1f}% cannot be told "
-        f"from noise with these runs")
+        f"the interval includes zero: {noise_band(detectable_pct)} with these runs")
 
 
 def repeated_change(

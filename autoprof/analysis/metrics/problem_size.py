@@ -35,6 +35,15 @@ def _size_in_path(path: str) -> float:
     return np.nan
 
 
+def stated_size(record: Manifest | None, path: str = "") -> float:
+    """The problem size the user stated: the record's `size` / `n` / `problem_size`, else a
+    folder or file named like `n64`; NaN otherwise (never the first op's dimension, a guess
+    that may be an op of the caller's data loader). What a runs list shows."""
+    if record is not None and record.problem_size is not None:
+        return record.problem_size
+    return _size_in_path(path)
+
+
 def run_size(record: Manifest | None, events: pd.DataFrame, path: str = "") -> float:
     """The problem size: the record's `size` / `n` / `problem_size` (its own keys, else its
     options: ``Manifest.problem_size``), else the largest input dimension of the first op

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.analysis import Analysis
-from autoprof.analysis.metrics.problem_size import first_shapes, run_size
+from autoprof.analysis.metrics.problem_size import first_shapes, run_size, stated_size
 
 if TYPE_CHECKING:
     from autoprof.analysis.analysis import RunLike
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 COMPARE_COLUMNS = [
     "name", "path", "size", "input_dims", "verdict", "gpu_busy_pct", "self_cpu_us",
     "self_gpu_us", "cpu_gpu_ratio", "steps", "step_cpu_span_us_median",
-    "step_gpu_work_us_median", "kernels", "host_syncs_in_steps", "world_size",
+    "step_gpu_work_us_median", "kernels", "host_syncs_in_steps", "world_size", "size_stated",
 ]
 
 
@@ -56,7 +56,8 @@ def compare(runs: Sequence[RunLike]) -> pd.DataFrame:
         rows.append({
             "name": name,
             "path": str(run.path),
-            "size": run_size(analysis.record, events, str(run.path)),
+            "size": run_size(analysis.record, events, str(run.path)),  # a sweep's axis
+            "size_stated": stated_size(analysis.record, str(run.path)),  # never guessed
             "input_dims": first_shapes(events) if "input_dims" in events else "",
             "verdict": analysis.verdict.kind,
             "gpu_busy_pct": np.nan if ov.gpu_busy_pct is None else ov.gpu_busy_pct,

@@ -67,6 +67,7 @@ class Actions:
     warmup_between_ms: list[float]
     idle_sync_ms: list[float]
     call_input_bytes: int | None
+    call_inputs: list[str] | None
     _who: Identity
     _lock: threading.RLock
     _local: threading.local
@@ -132,7 +133,7 @@ class Actions:
     def _manifest(self, status: artifacts.Status) -> artifacts.Manifest:
         assert self._run is not None
         untraced = writer.Untraced(self.warmup_call_ms, self.warmup_between_ms, self.idle_sync_ms,
-                                   self.call_input_bytes)
+                                   self.call_input_bytes, self.call_inputs)
         return writer.manifest(self._who, self.options, self._run, untraced, status)
 
     # -- the actions of the table (see table.py) ----------------------------------------

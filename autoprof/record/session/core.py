@@ -37,7 +37,7 @@ from autoprof.record.session.driver import (
     torch_module,
     total_steps,
 )
-from autoprof.record.session.inputs import cuda_input_bytes
+from autoprof.record.session.inputs import read_inputs
 from autoprof.record.session.owner import Owner, registry
 from autoprof.record.session.table import TRANSITIONS, Event, State, step
 from autoprof.record.session.writer import Identity, RunState
@@ -70,8 +70,9 @@ class Session(Actions):
         # sync) to the start of the next (before its opening one): the caller's loop, untraced
         self.warmup_between_ms: list[float] = []
         self.idle_sync_ms: list[float] = []  # a closing sync's own cost, nothing to wait for
-        # the bytes of the call's CUDA tensor arguments, read on its first warm-up call
-        self.call_input_bytes: int | None = None
+        # the bytes of the call's CUDA tensor arguments, and the arguments themselves
+        self.call_input_bytes: int | None = None  # (inputs.py), read on the first warm-up call
+        self.call_inputs: list[str] | None = None
         self._warmup_begun = 0
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -207,7 +208,7 @@ class Session(Actions):
         if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
             self._warmup_begun += 1
             if self.call_input_bytes is None and kwargs is not None:  # before it is timed
-                self.call_input_bytes = cuda_input_bytes(args, kwargs)
+                self.call_input_bytes, self.call_inputs = read_inputs(args, kwargs)
             self._note_between(now_ns)
             sync_if_cuda_in_use()
             return (WARMUP, time.perf_counter_ns())

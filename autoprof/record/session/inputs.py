@@ -44,3 +44,33 @@ def _nbytes(tensor: Any) -> int:
         return int(tensor.numel()) * int(tensor.element_size())
     except Exception:  # a user's tensor subclass: its size is not worth the call's failure
         return 0
+
+
+def describe_inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
+    """What the decorated call was called with, one entry an argument (keyword ones named):
+    a tensor's dtype and shape (``float32[256, 64]``), a tuple, list or dict of them one level
+    deep, any other value's type name. Never the values themselves (they may be private)."""
+    described = [_describe(v, deep=True) for v in args]
+    described += [f"{k}={_describe(v, deep=True)}" for k, v in kwargs.items()]
+    return described
+
+
+def _describe(value: Any, deep: bool) -> str:
+    if isinstance(value, torch_module().Tensor):
+        try:
+            dtype = str(value.dtype).removeprefix("torch.")
+            return f"{dtype}[{', '.join(str(int(d)) for d in value.shape)}]"
+        except Exception:  # a user's tensor subclass whose accessors raise
+            return type(value).__name__
+    if deep and isinstance(value, tuple | list):
+        inner = ", ".join(_describe(v, deep=False) for v in value)
+        return f"{type(value).__name__}({inner})"
+    if deep and isinstance(value, Mapping):
+        inner = ", ".join(f"{k}: {_describe(v, deep=False)}" for k, v in value.items())
+        return f"{type(value).__name__}({inner})"
+    return type(value).__name__
+
+
+def read_inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """The call's CUDA input bytes and its arguments described (what the manifest keeps)."""
+    return cuda_input_bytes(args, kwargs), describe_inputs(args, kwargs)

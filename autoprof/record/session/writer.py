@@ -44,6 +44,7 @@ class Untraced:
     between_ms: list[float]
     idle_sync_ms: list[float]
     call_input_bytes: int | None = None
+    call_inputs: list[str] | None = None  # the first call's arguments (inputs.describe_inputs)
 
 
 @dataclass
@@ -174,6 +175,8 @@ def manifest(who: Identity, options: Options, run: RunState, untraced: Untraced,
         extra["profiler_start_ms"] = round(run.profiler_start_ms, 3)
     if untraced.call_input_bytes is not None:
         extra["call_input_bytes"] = untraced.call_input_bytes
+    if untraced.call_inputs is not None:
+        extra["call_inputs"] = untraced.call_inputs
     return built.replace(requested_status=run.requested, extra=extra)
 
 

@@ -10,6 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from autoprof.analysis.diff import Diff, diff
+from autoprof.analysis.diff.significance import noise_band
+from autoprof.units import fmt_us
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import readable
 
@@ -18,10 +20,17 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
 
 
+def _signed_us(value: float) -> str:
+    return ("+" if value >= 0 else "-") + fmt_us(abs(value))
+
+
 def _causes(rows: list[Any]) -> pd.DataFrame:
+    """Times as text in the unit that reads best (the column names no unit: a ``_us`` name
+    above ms values would misstate them); the share as what it is, against the step's change."""
     return readable(pd.DataFrame(
-        [{"what": c.kind, "name": c.name, "A_us": c.a_us, "B_us": c.b_us,
-          "change_us": c.delta_us, "share_of_change_pct": c.share_pct, "note": c.note}
+        [{"what": c.kind, "name": c.name, "A (mean per step)": fmt_us(c.a_us),
+          "B (mean per step)": fmt_us(c.b_us), "change": _signed_us(c.delta_us),
+          "against_step_change_pct": c.share_pct, "note": c.note}
          for c in rows]))
 
 
@@ -36,11 +45,13 @@ def _verdict(result: Diff) -> None:
                 md_escape(step.verdict), _pct(step.change_pct), delta_color="inverse")
     right.metric("95% interval of the change", f"{_pct(step.ci_low_pct)} .. "
                  f"{_pct(step.ci_high_pct)}")
-    detectable = ("" if step.min_detectable_pct is None else
-                  f" Changes under {step.min_detectable_pct:.1f}% cannot be told from noise "
+    # the noise sentence once: a no-change reason already holds it
+    detectable = ("" if step.min_detectable_pct is None or "noise" in step.reason else
+                  f" {noise_band(step.min_detectable_pct).capitalize()} "
                   f"with these runs (between-run spread {step.between_run_pct or 0:.1f}%, "
                   f"from {step.between_run_source}).")
-    st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps; {step.reason}.{detectable} "
+    st.caption(md_escape(f"{step.samples_a} vs {step.samples_b} steps (step time: the median; "
+                         f"rows below: means per step); {step.reason}.{detectable} "
                          "Method: the median step's change; a bootstrap of each run's steps "
                          "plus the spread between runs (docs/diff.md)."))
     if on_gpu and result.step is not None:

@@ -78,7 +78,8 @@ def test_a_change_under_the_floor_of_between_run_noise_is_no_significant_change(
     assert change.verdict == "no significant change"
     assert change.between_run_source == "floor" and change.between_run_pct == pytest.approx(1.0)
     assert change.min_detectable_pct is not None and 2.5 < change.min_detectable_pct < 3.2
-    assert f"changes under {change.min_detectable_pct:.1f}% cannot be told" in change.reason
+    up = 1 + change.min_detectable_pct / 100
+    assert f"changes between {1 / up:.2f}x and {up:.2f}x cannot be told" in change.reason
     assert median_change(a, [v * 1.01 for v in a], noise_floor_pct=0.1).verdict == "slower"
     # the default (CPU) floor, 13%: a 10% change of one run a side is no verdict
     default = median_change(a, [v * 1.10 for v in a])
