@@ -167,6 +167,16 @@ def _whatif_numbers(r: dict[str, Any]) -> str:
             + (f"{calls:,} calls" if calls else "-"))
 
 
+def _po_share(po: dict[str, Any]) -> str:
+    """The profiler's share, only when its interval supports it (profiler_overhead.py)."""
+    if po.get("overhead_told") is False:
+        return str(po.get("overhead_note") or "the profiler's share cannot be told")
+    low, high = po.get("overhead_pct_low"), po.get("overhead_pct_high")
+    band = f", 95% {low:.0f}-{high:.0f}%" if isinstance(low, float) and isinstance(high, float) \
+        else ""
+    return f"{_pct(po['overhead_pct'])} of the call is the profiler's{band}"
+
+
 _MEASURED = ("faster", "slower", "cannot tell", "no change")
 
 
@@ -334,7 +344,7 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
                 f"{fmt_us(iteration)}" if iteration else "")
         lines += _wrap(f"profiler overhead: a profiled call takes {fmt_us(po['profiled_step_us'])}"
                        f", an untraced call {fmt_us(po['untraced_call_us'])} "
-                       f"({_pct(po['overhead_pct'])} of the call is the profiler's){loop}", "  ")
+                       f"({_po_share(po)}){loop}", "  ")
     return lines
 
 
