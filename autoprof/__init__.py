@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from autoprof.record.decorator import flush, region
     from autoprof.record.options import Schedule
     from autoprof.record.warn import AutoprofWarning
+    from autoprof.record.whatif.ab import compare
 
 __all__ = [
     "__version__",
@@ -46,6 +47,7 @@ __all__ = [
     "Run",
     "TraceError",
     "diff",
+    "compare",
 ]
 
 # name -> module that defines it; resolved on first attribute access (PEP 562).
@@ -60,6 +62,7 @@ _LAZY: dict[str, str] = {
     "Run": "autoprof.analysis",
     "TraceError": "autoprof.analysis",
     "diff": "autoprof.analysis.diff",
+    "compare": "autoprof.record.whatif.ab",
 }
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

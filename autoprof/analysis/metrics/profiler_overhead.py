@@ -20,6 +20,12 @@ nothing measurable from 4096. The first warm-up call is
 left out when there are others (it carries one-time start-up costs). In a multi-rank run the
 calls are those of the manifest's rank, compared with that rank's steps. Untraced calls over
 NOT_COMPARABLE (2x) a profiled step did other work than the steps: no overhead is reported.
+
+The share is stated only when the noise supports it (`share_interval`): profiled / untraced
+gets a 95% interval from the log times (Welch's t; one profiled step is taken as exact, fewer
+than 2 untraced calls give no interval). `overhead_told` is True only when the interval lies
+above 1; otherwise `overhead_note` says the share cannot be told and what would settle it, the
+report says that instead of a percentage, and the verdict note is not given.
 """
 
 from __future__ import annotations
@@ -39,6 +45,52 @@ if TYPE_CHECKING:
 # an untraced call this many times slower than a profiled step did other work (a first
 # call's setup, a different input): no overhead can be read from it
 NOT_COMPARABLE = 2.0
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 8: 2.306, 10: 2.228,
+         15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def _t975(df: float) -> float:
+    """The two-sided 95% t quantile, conservative (the nearest tabled df at or below)."""
+    if df > 30:
+        return 1.96 + 2.4 / df
+    return _T975[max(k for k in _T975 if k <= max(1.0, df))]
+
+
+def share_interval(steps_us: list[float], calls_us: list[float]) -> tuple[float, float] | None:
+    """95% interval of profiled / untraced (Welch's t on log times; a single profiled step
+    is taken as exact, so the untraced calls' spread alone sets the width); None with fewer
+    than 2 untraced calls, no step or a non-positive time."""
+    a = np.log([v for v in steps_us if v > 0])
+    b = np.log([v for v in calls_us if v > 0])
+    if len(a) < 1 or len(b) < 2:
+        return None
+    va = float(np.var(a, ddof=1)) / len(a) if len(a) > 1 else 0.0
+    vb = float(np.var(b, ddof=1)) / len(b)
+    d = float(a.mean() - b.mean())
+    if va + vb == 0:
+        return float(np.exp(d)), float(np.exp(d))
+    parts = [vb ** 2 / (len(b) - 1)] + ([va ** 2 / (len(a) - 1)] if len(a) > 1 else [])
+    half = _t975((va + vb) ** 2 / sum(parts)) * float(np.sqrt(va + vb))
+    return float(np.exp(d - half)), float(np.exp(d + half))
+
+
+def share_told(steps_us: list[float], calls_us: list[float]) -> dict[str, Any]:
+    """`overhead_told`, the share's interval in percent and, when not told, `overhead_note`."""
+    iv = share_interval(steps_us, calls_us)
+    if iv is None:
+        return {"overhead_told": False, "overhead_note": (
+            f"cannot tell the profiler's share from {len(calls_us)} untraced call(s) and "
+            f"{len(steps_us)} profiled step(s): at least 2 untraced calls are needed")}
+    low, high = iv
+    out: dict[str, Any] = {"overhead_pct_low": max(0.0, 100 * (1 - 1 / low)),
+                           "overhead_pct_high": max(0.0, 100 * (1 - 1 / high)),
+                           "overhead_told": low > 1.0}
+    if low <= 1.0:
+        out["overhead_note"] = (
+            f"cannot tell the profiler's share: profiled / untraced is {low:.2f}x-{high:.2f}x "
+            f"(95%) from {len(calls_us)} untraced calls, which holds 1x; more untraced calls "
+            "(a longer warm-up or wait) or a quieter machine would settle it")
+    return out
 
 
 def untraced_calls_us(record: Manifest | None) -> list[float]:
@@ -127,6 +179,7 @@ def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool
         "overhead_pct": max(100.0 * overhead / profiled, 0.0) if profiled > 0 else None,
         "estimated_host_us": est_host,
         "gpu_us": gpu,
+        **share_told([float(v) for v in steps["step_us"]], calls),
         "verdict_with_profiler": with_profiler,
         "verdict_without_profiler": without,
         "changes_verdict": without != with_profiler,
@@ -135,7 +188,8 @@ def profiler_overhead(bd: Breakdown, record: Manifest | None, has_gpu: bool
 
 def verdict_note(po: dict[str, Any]) -> str | None:
     """A sentence for the verdict's reason when the unprofiled run would get another verdict."""
-    if not po.get("available") or not po.get("changes_verdict"):
+    if not po.get("available") or not po.get("changes_verdict") \
+            or po.get("overhead_told") is False:
         return None
     return (f"without the profiler a call takes {fmt_us(po['untraced_call_us'])} instead of "
             f"{fmt_us(po['profiled_step_us'])} (the profiler's share: "

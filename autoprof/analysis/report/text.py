@@ -123,13 +123,15 @@ def _ranks(s: dict[str, Any]) -> list[str]:
 def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[str]:
     """One row per fix tried (autoprof.check(..., try_fixes=...)), then what the fixes each
     finding suggested measured (diagnostics first, then the verdict and opportunities)."""
-    head = (f"  {'fix':<24} {'result':<15} {'speedup (IQR)':<20} {'original -> fixed':<22} "
+    head = (f"  {'fix':<24} {'result':<15} {'speedup (95% CI)':<20} {'original -> fixed':<22} "
             f"{'outputs':<18} {'setup':>8}  break-even")
     lines = [head]
     for r in results:
         lines.append(f"  {_short(str(r.get('fix')), 24):<24} {str(r.get('status', '')):<15} "
                      + (_whatif_numbers(r) if r.get("fixed_us") is not None else
                         str(r.get("reason") or "")))
+        if r.get("settle"):
+            lines += _wrap(f"cannot tell: {r['settle']}", "      ")
         if isinstance(r.get("prediction_error_pct"), int | float):
             lines.append(f"      replay predicted {r['predicted_speedup']:.2f}x, "
                          f"{r['prediction_error_pct']:+.0f}% off the measured speedup"
@@ -165,11 +167,35 @@ def _whatif_numbers(r: dict[str, Any]) -> str:
             + (f"{calls:,} calls" if calls else "-"))
 
 
+def _po_share(po: dict[str, Any]) -> str:
+    """The profiler's share, only when its interval supports it (profiler_overhead.py)."""
+    if po.get("overhead_told") is False:
+        return str(po.get("overhead_note") or "the profiler's share cannot be told")
+    low, high = po.get("overhead_pct_low"), po.get("overhead_pct_high")
+    band = f", 95% {low:.0f}-{high:.0f}%" if isinstance(low, float) and isinstance(high, float) \
+        else ""
+    return f"{_pct(po['overhead_pct'])} of the call is the profiler's{band}"
+
+
+_MEASURED = ("faster", "slower", "cannot tell", "no change")
+
+
+def _measured_label(r: dict[str, Any]) -> str:
+    """'faster, 1.52x (95% CI 1.40-1.66x)'; an old file's 'no change' with an interval that
+    leaves 1 is not repeated: it reads 'cannot tell' unless the interval holds 1."""
+    low, high = r.get("speedup_low"), r.get("speedup_high")
+    band = (f" (95% CI {low:.2f}-{high:.2f}x)" if isinstance(low, int | float)
+            and isinstance(high, int | float) else "")
+    status = "cannot tell" if r.get("status") == "no change" else r.get("status")
+    text = f"{status}, {r['speedup']:.2f}x{band}"
+    return text + (f"; {r['settle']}" if status == "cannot tell" and r.get("settle") else "")
+
+
 def _whatif_outcome(r: dict[str, Any]) -> str:
     status = r.get("status")
-    if status in ("faster", "slower", "no change") and r.get("speedup") is not None:
+    if status in _MEASURED and r.get("speedup") is not None:
         compared = "outputs match" if r.get("outputs_match") else "outputs not compared"
-        return f"{status}, {r['speedup']:.2f}x, {compared}"
+        return f"{_measured_label(r)}, {compared}"
     return f"{status}: {r.get('reason') or ''}".rstrip(": ")
 
 
@@ -318,7 +344,7 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
                 f"{fmt_us(iteration)}" if iteration else "")
         lines += _wrap(f"profiler overhead: a profiled call takes {fmt_us(po['profiled_step_us'])}"
                        f", an untraced call {fmt_us(po['untraced_call_us'])} "
-                       f"({_pct(po['overhead_pct'])} of the call is the profiler's){loop}", "  ")
+                       f"({_po_share(po)}){loop}", "  ")
     return lines
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Status = Literal["faster", "slower", "no change", "outputs differ", "raised", "not applicable"]
-NOISE = 0.05  # a speedup within 5% of 1, or with overlapping quartiles, is "no change"
+# "no change" is only read from whatif.json files written before the interval rule
+Status = Literal["faster", "slower", "cannot tell", "no change", "outputs differ", "raised",
+                 "not applicable"]
+MEASURED = ("faster", "slower", "cannot tell", "no change")  # statuses that carry a speedup
 PREDICTION_MISS = 0.25  # a prediction further than 25% from the measured speedup is flagged
 
 
@@ -14,7 +16,10 @@ PREDICTION_MISS = 0.25  # a prediction further than 25% from the measured speedu
 class FixResult:
     """``speedup`` is ``baseline_us / fixed_us``, None when the fix was not measured or changed
     the outputs (a fix that changes the answer is never called a speedup). ``speedup_low`` and
-    ``speedup_high`` pair the quartiles (baseline p25 / fixed p75, baseline p75 / fixed p25).
+    ``speedup_high``: its 95% interval from the interleaved samples taken as pairs (the paired
+    log-ratio t interval, ``ab.paired_ratio``); ``faster``/``slower`` only when the whole
+    interval is on one side of 1, else ``cannot tell``, and ``settle`` says what would settle
+    it (more samples, a quieter machine).
     ``setup_s``: the first call's time above a normal call (compilation, graph capture);
     ``break_even_calls``: calls after which the setup has paid for itself. ``harness_us``:
     the timing loop's own cost per call, measured beside the fix (an identity call timed the
@@ -53,6 +58,7 @@ class FixResult:
     fixed_verdict: str | None = None
     fixed_verdict_reason: str | None = None
     fixed_run: str | None = None
+    settle: str | None = None  # what would settle a "cannot tell"
     suggested_by: list[str] | None = None  # the run's findings that pointed at this fix
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,13 +83,13 @@ def prediction_check(predicted: float | None,
     return error * 100.0, abs(error) > PREDICTION_MISS
 
 
-def classify(speedup: float, low: float, high: float) -> Status:
-    """faster / slower only when the quartile ranges do not overlap and the change is > NOISE."""
-    if speedup >= 1 + NOISE and low > 1:
+def classify(low: float, high: float) -> Status:
+    """faster / slower only when the speedup's whole interval is on one side of 1."""
+    if low > 1:
         return "faster"
-    if speedup <= 1 - NOISE and high < 1:
+    if high < 1:
         return "slower"
-    return "no change"
+    return "cannot tell"
 
 
 def break_even(setup_s: float, baseline_us: float, fixed_us: float) -> int | None:

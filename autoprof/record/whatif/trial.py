@@ -12,11 +12,13 @@ call (``harness_us``), reported, inside every time, never subtracted.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autoprof.record.whatif.ab import paired_ratio, settle_text
 from autoprof.record.whatif.call import Args, Call
 from autoprof.record.whatif.compare import Comparison, compare_outputs
 from autoprof.record.whatif.fixes import FIXES, Applied, Fix, NotApplicable
@@ -161,12 +163,15 @@ def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
         result.reason = f"the fix changes the outputs: {comparison.problem}"
         return
     if ratio is None:
-        result.status = "no change"
+        result.status, result.reason = "cannot tell", "the fix's calls took no measurable time"
         return
-    low = baseline.p25_us / timing.p75_us if timing.p75_us > 0 else ratio
-    high = baseline.p75_us / timing.p25_us if timing.p25_us > 0 else ratio
+    # fixed / baseline over the interleaved pairs; a speedup is its inverse
+    iv = paired_ratio(list(baseline.samples_us), list(timing.samples_us))
+    low = 1 / iv.high if iv.high > 0 else 0.0
+    high = 1 / iv.low if iv.low > 0 else math.inf
     result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
-    result.status = classify(ratio, low, high)
+    result.status = classify(low, high)
+    result.settle = settle_text(iv) if result.status == "cannot tell" else None
     result.break_even_calls = break_even(setup_s, baseline.median_us, timing.median_us)
 
 

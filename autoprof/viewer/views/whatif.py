@@ -17,7 +17,8 @@ from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import current_run, show_error
 
-_STATUS_COLORS = {"faster": "#54a24b", "no change": "#9ecae9", "slower": "#e45756",
+_STATUS_COLORS = {"faster": "#54a24b", "cannot tell": "#9ecae9", "no change": "#9ecae9",
+                  "slower": "#e45756",
                   "outputs differ": "#eeca3b"}
 HOW = ("No fixes were tried for this run. Measure them on your function with "
        "`autoprof.check(fn, *args, try_fixes=\"auto\")` (or a tuple of fix names: compile, "
@@ -165,6 +166,12 @@ def show_best(run: Any) -> None:
 
 
 def _outcome(r: dict[str, Any]) -> str:
-    if r.get("status") in ("faster", "slower", "no change") and r.get("speedup") is not None:
-        return f"{r['status']} ({float(r['speedup']):.2f}x)"
+    if r.get("status") in ("faster", "slower", "cannot tell", "no change") \
+            and r.get("speedup") is not None:
+        status = "cannot tell" if r.get("status") == "no change" else r.get("status")
+        low, high = r.get("speedup_low"), r.get("speedup_high")
+        band = f", 95% CI {float(low):.2f}-{float(high):.2f}x" if low is not None \
+            and high is not None else ""
+        settle = f"; {r['settle']}" if status == "cannot tell" and r.get("settle") else ""
+        return f"{status} ({float(r['speedup']):.2f}x{band}{settle})"
     return f"{r.get('status')} ({r.get('reason') or ''})"
