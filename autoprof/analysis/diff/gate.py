@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from autoprof.analysis.diff.significance import Change
+from autoprof.student_t import t975
 
 GateKind = Literal["pass", "fail", "cannot tell"]
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_TELL = 0, 1, 3
@@ -29,9 +30,6 @@ GATE_EXITS: dict[GateKind, int] = {"pass": EXIT_PASS, "fail": EXIT_FAIL,
                                    "cannot tell": EXIT_CANNOT_TELL}
 MAX_SUGGESTED_RUNS = 30  # beyond this many runs a side the gate is out of this machine's reach
 
-# Student's t, two-sided 95%, by degrees of freedom (past the table: its last row)
-_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
-        10: 2.23, 12: 2.18, 14: 2.14, 16: 2.12, 20: 2.09, 30: 2.04, 60: 2.00}
 _SOURCES = {"repeats": "measured from the repeats", "blocks": "from the run's own blocks",
             "floor": "the floor assumed for one run a side"}
 
@@ -94,18 +92,11 @@ def settle(change: Change, gate_pct: float) -> str:
             f"process; the between-run spread is {spread_pct:.1f}%, {source})")
 
 
-def t95(df: int) -> float:
-    """Student's t two-sided 95% quantile for ``df`` degrees of freedom (a table; between
-    its rows the next smaller df's, which errs wide)."""
-    below = [k for k in _T95 if k <= df]
-    return _T95[max(below)] if below else _T95[1]
-
-
 def runs_needed(spread: float, distance: float, have: int) -> int | None:
     """The fewest runs a side (more than ``have``) whose interval half-width, for a log
     between-run spread ``spread``, is below ``distance`` (the change's log distance from the
     gate); None when more than MAX_SUGGESTED_RUNS would be needed."""
     for runs in range(have + 1, MAX_SUGGESTED_RUNS + 1):
-        if t95(2 * runs - 2) * spread * math.sqrt(2.0 / runs) < distance:
+        if t975(2 * runs - 2) * spread * math.sqrt(2.0 / runs) < distance:
             return runs
     return None

@@ -37,6 +37,7 @@ import numpy as np
 from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.replay.baseline import Reference
 from autoprof.analysis.metrics.verdict import GPU_SIDE, HOST_SIDE, classify_sides
+from autoprof.student_t import t975
 from autoprof.units import fmt_us
 
 if TYPE_CHECKING:
@@ -45,17 +46,6 @@ if TYPE_CHECKING:
 # an untraced call this many times slower than a profiled step did other work (a first
 # call's setup, a different input): no overhead can be read from it
 NOT_COMPARABLE = 2.0
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 8: 2.306, 10: 2.228,
-         15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def _t975(df: float) -> float:
-    """The two-sided 95% t quantile, conservative (the nearest tabled df at or below)."""
-    if df > 30:
-        return 1.96 + 2.4 / df
-    return _T975[max(k for k in _T975 if k <= max(1.0, df))]
-
-
 def share_interval(steps_us: list[float], calls_us: list[float]) -> tuple[float, float] | None:
     """95% interval of profiled / untraced (Welch's t on log times; a single profiled step
     is taken as exact, so the untraced calls' spread alone sets the width); None with fewer
@@ -70,7 +60,7 @@ def share_interval(steps_us: list[float], calls_us: list[float]) -> tuple[float,
     if va + vb == 0:
         return float(np.exp(d)), float(np.exp(d))
     parts = [vb ** 2 / (len(b) - 1)] + ([va ** 2 / (len(a) - 1)] if len(a) > 1 else [])
-    half = _t975((va + vb) ** 2 / sum(parts)) * float(np.sqrt(va + vb))
+    half = t975(max(1.0, (va + vb) ** 2 / sum(parts))) * float(np.sqrt(va + vb))
     return float(np.exp(d - half)), float(np.exp(d + half))
 
 

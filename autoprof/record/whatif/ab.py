@@ -23,23 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autoprof.record.whatif.harness import DEFAULT_WARMUP, measure_interleaved
+from autoprof.student_t import t975
 
 Answer = Literal["faster", "slower", "cannot tell"]
 DEFAULT_BLOCKS = 20
-# two-sided 95% Student's t quantiles by degrees of freedom; above 30 the normal's 1.96 + 2.4/df
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
-
-
-def t975(df: int) -> float:
-    """The two-sided 95% t quantile (conservative: the nearest tabled df at or below)."""
-    if df < 1:
-        return math.inf
-    if df > 30:
-        return 1.96 + 2.4 / df
-    return _T975[max(k for k in _T975 if k <= df)]
-
-
 @dataclass(frozen=True)
 class Interval:
     """A ratio ``b / a`` with its 95% interval and the smallest change these pairs resolve."""
