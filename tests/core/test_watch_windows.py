@@ -6,10 +6,14 @@ call; the triggered run is a folder beside the first, its manifest saying why.""
 from __future__ import annotations
 
 import json
+import shutil
 
+import pytest
 import torch
 
+import autoprof as package
 from autoprof import autoprof
+from autoprof.analysis.report.schema import validate_summary
 from autoprof.cli import main
 from tests.core.conftest import manifest, run_dirs
 
@@ -67,6 +71,7 @@ def test_a_slowdown_is_recorded_within_100_calls_and_named(traces_root, capsys):
     capsys.readouterr()
     assert main(["summary", str(triggered), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
+    validate_summary(summary)
     assert next(iter(summary)) == "comparison"  # it leads
     compared = summary["comparison"]
     assert compared["problem"] is None and compared["trigger"]["at_call"] == trigger["at_call"]
@@ -99,8 +104,6 @@ def test_a_call_number_records_at_that_call_and_the_count_holds(traces_root):
 
 
 def test_a_summary_whose_healthy_window_is_gone_says_so(traces_root, capsys):
-    import shutil
-
     @autoprof(name="gone", activities=["cpu"], watch={"at_calls": [20]})
     def f(x):
         return x + 1
@@ -112,7 +115,9 @@ def test_a_summary_whose_healthy_window_is_gone_says_so(traces_root, capsys):
     shutil.rmtree(healthy)
     capsys.readouterr()
     assert main(["summary", str(triggered), "--json"]) == 0
-    compared = json.loads(capsys.readouterr().out)["comparison"]
+    summary = json.loads(capsys.readouterr().out)
+    validate_summary(summary)
+    compared = summary["comparison"]
     assert compared["diff"] is None and "not there" in compared["problem"]
 
 
@@ -125,3 +130,26 @@ def test_without_watch_nothing_is_watched(traces_root):
         f(1)
     assert not hasattr(f.autoprof_session, "watcher")
     assert f.__code__.co_code != f.autoprof_session.__class__.__init__.__code__.co_code
+
+
+def test_autoprof_trigger_records_at_the_next_call_and_errors_stay_the_programs(traces_root):
+    @autoprof(name="manual", activities=["cpu"], watch=True)
+    def f(x, fail=False):
+        if fail:
+            raise KeyError("mine")
+        return x + 1
+
+    for _ in range(20):
+        f(1)
+    with pytest.raises(KeyError, match="mine"):  # a watched call raises the program's own
+        f(1, fail=True)
+    assert package.trigger("manual") == 1
+    with pytest.warns(package.AutoprofWarning, match="no watched function 'nobody'"):
+        assert package.trigger("nobody") == 0
+    for _ in range(20):
+        assert f(1) == 2
+    _flush_all(f)
+    healthy, triggered = _runs(traces_root, "manual")
+    trigger = manifest(triggered)["trigger"]
+    assert trigger["kind"] == "manual" and trigger["at_call"] == 22
+    assert trigger["healthy_run_id"] == healthy.name
