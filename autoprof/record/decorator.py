@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from autoprof.record import session as _session
 from autoprof.record.compile import skip_autoprof_in_dynamo
 from autoprof.record.options import Options, env_enabled, make_options
-from autoprof.record.watch.window import start_watching, window_call
+from autoprof.record.watch.window import WatchedRegion, start_watching, window_call
 from autoprof.runfolder import kineto_label
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -153,7 +153,7 @@ def decorate(fn: F, options: Options) -> F:
     def fast_path() -> None:
         if session.covered:  # nested in another session's run: label whenever one records
             wrapper.__code__ = _LABELLED_CODE
-        elif options.watch is not None and start_watching(session):
+        elif options.watch is not None and start_watching(session) is not None:
             wrapper.__code__ = _WATCH_CODE
         else:  # the schedule is over: straight to the function
             wrapper.__code__ = _DIRECT_CODE
@@ -247,6 +247,8 @@ def region(name: str, **options: Any) -> Any:
         session = _new_region(name, options)
     if session is _OFF:
         return _NULL
+    if session.__class__ is WatchedRegion:  # past its first window, watched: times entries
+        return session
     if session.done:
         check = _enabled_check
         if check is None:
@@ -273,6 +275,10 @@ def _new_region(name: str, options: dict[str, Any]) -> Any:
 
         def settle() -> None:
             _cache_enabled_check()  # torch is imported by now: bind its check once
+            watcher = start_watching(session) if opts.watch is not None else None
+            if watcher is not None:
+                _regions[name] = WatchedRegion(watcher)  # each entry timed
+                return
             _settled[name] = True
 
         session.on_done = settle

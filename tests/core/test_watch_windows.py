@@ -153,3 +153,71 @@ def test_autoprof_trigger_records_at_the_next_call_and_errors_stay_the_programs(
     trigger = manifest(triggered)["trigger"]
     assert trigger["kind"] == "manual" and trigger["at_call"] == 22
     assert trigger["healthy_run_id"] == healthy.name
+
+
+def test_a_watched_region_records_again_at_a_call_number(traces_root):
+    x = torch.ones(4)
+    for _ in range(60):
+        with package.region("watched_region", activities=["cpu"], watch={"at_calls": [30]}):
+            x = x * 1.0
+    from autoprof.record.decorator import _regions
+
+    watcher = _regions["watched_region"].watcher
+    assert watcher.calls == 60 and watcher.windows == 1
+    package.flush()
+    for window in watcher.opened:
+        window.flush()
+    healthy, triggered = _runs(traces_root, "watched_region")
+    trigger = manifest(triggered)["trigger"]
+    assert trigger["kind"] == "call" and trigger["at_call"] == 30
+    assert trigger["healthy_run_id"] == healthy.name
+    assert manifest(triggered)["steps_recorded"] == 3
+
+
+def test_a_window_whose_call_raises_fails_and_watching_goes_on(traces_root):
+    calls = []
+
+    @autoprof(name="raises", activities=["cpu"], watch={"at_calls": [20, 40]})
+    def f(x):
+        calls.append(1)
+        if len(calls) == 25:  # inside the first triggered window's schedule
+            raise ValueError("the program's own")
+        return x
+
+    for i in range(60):
+        if i + 1 == 25:
+            with pytest.raises(ValueError, match="the program's own"):
+                f(1)
+        else:
+            assert f(1) == 1
+    _flush_all(f)
+    healthy, failed, second = _runs(traces_root, "raises")
+    assert manifest(failed)["status"] == "failed"
+    assert manifest(failed)["trigger"]["at_call"] == 20
+    assert manifest(second)["trigger"]["at_call"] == 40
+    assert manifest(second)["status"] == "complete"
+
+
+def test_a_watched_region_nested_in_itself_and_raising_keeps_its_pairs(traces_root):
+    def enter():
+        return package.region("nested_region", activities=["cpu"], watch={"at_calls": [20]})
+
+    for i in range(40):
+        with enter():
+            with enter():  # nested inside itself: its label only, in the window too
+                pass
+            if i == 25:
+                try:
+                    with enter():
+                        raise KeyError("mine")
+                except KeyError:
+                    pass
+    from autoprof.record.decorator import _regions
+
+    region = _regions["nested_region"]
+    assert region._open == 0 and not getattr(region._local, "stack", [])
+    package.flush()
+    for window in region.watcher.opened:
+        window.flush()
+    healthy, triggered = _runs(traces_root, "nested_region")
+    assert manifest(triggered)["trigger"]["kind"] == "call"

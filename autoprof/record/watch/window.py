@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,13 +33,13 @@ def calls_so_far(session: Session) -> int:
     return calls
 
 
-def start_watching(session: Session) -> bool:
+def start_watching(session: Session) -> Watcher | None:
     """The first window of a watched function is over (its session retires): watch its next
-    calls. False (a plain pass-through) when there is nothing to compare with (no run
-    folder was written) or autoprof has no watch options for it."""
+    calls (the watcher, also set as ``session.watcher``). None (a plain pass-through) when
+    there is nothing to compare with (no run folder was written) or no watch options."""
     watch = session.options.watch
     if watch is None or session.run_dir is None:
-        return False
+        return None
     healthy_run_id = session.run_dir.name
     pid = os.getpid()
 
@@ -52,7 +53,7 @@ def start_watching(session: Session) -> bool:
     watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
-    return True
+    return watcher
 
 
 def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
@@ -63,6 +64,7 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
                            baseline_ms=trigger.baseline_ms, current_ms=trigger.current_ms,
                            healthy_run_id=healthy_run_id, window=watcher.windows + 1)
     window.manifest_extra = {"trigger": record.to_json()}
+    window.times_after_window = first.times_after_window  # a region's: not timed
     window.on_done = lambda: watcher.window_over(calls_so_far(window) - 1)
     watcher.opened.append(window)  # kept: a flush waits for its finisher
     note(f"autoprof: {first.name!r} records again ({record.describe()})")
@@ -84,3 +86,50 @@ def window_call(watcher: Watcher, fn: Callable[..., Any], args: tuple[Any, ...],
         raise
     window.end(token, None)
     return result
+
+
+class WatchedRegion:
+    """What ``autoprof.region(name)`` returns once the region's first window is over and it
+    is watched: the context manager itself (no object made per entry). Each entry's start
+    goes to the watcher; an entry that begins (or falls in) a triggered window is that
+    window's, its token kept on this thread's stack until its exit. While no window entry
+    is open (``_open``, every thread) an entry only ticks and its exit does nothing; while
+    one is, every entry pushes (None when it is not a window's) and every exit pops, last-in
+    first-out, as ``with`` blocks nest on one thread."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self._local = threading.local()
+        self._open = 0  # window entries not yet exited (every thread)
+
+    def __enter__(self) -> None:
+        watcher = self.watcher
+        if watcher.window is None and not watcher.tick(time.perf_counter_ns()):
+            if self._open:  # inside an open window entry: pair on this thread's stack
+                self._stack().append(None)
+            return
+        window = watcher.window
+        entry = (window, window.begin()) if isinstance(window, Session) else (None, None)
+        with _lock:
+            self._open += 1
+        self._stack().append(entry)
+
+    def _stack(self) -> list[tuple[Session | None, Any] | None]:
+        stack: list[tuple[Session | None, Any] | None] | None = getattr(
+            self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if not self._open:
+            return
+        stack = self._stack()
+        entry = stack.pop() if stack else None
+        if entry is None:
+            return
+        with _lock:
+            self._open -= 1
+        window, token = entry
+        if window is not None:
+            window.end(token, exc)
