@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from autoprof.record.decorator import flush, region
     from autoprof.record.options import Schedule
     from autoprof.record.warn import AutoprofWarning
+    from autoprof.record.watch import Watch, trigger
     from autoprof.record.whatif.ab import compare
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "flush",
     "AutoprofWarning",
     "Schedule",
+    "Watch",
+    "trigger",
     "load",
     "Run",
     "TraceError",
@@ -58,6 +61,8 @@ _LAZY: dict[str, str] = {
     "flush": "autoprof.record.decorator",
     "AutoprofWarning": "autoprof.record.warn",
     "Schedule": "autoprof.record.options",
+    "Watch": "autoprof.record.watch",
+    "trigger": "autoprof.record.watch",
     "load": "autoprof.analysis",
     "Run": "autoprof.analysis",
     "TraceError": "autoprof.analysis",

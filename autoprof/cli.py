@@ -188,14 +188,19 @@ def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
     _memory_notes(path, run.load_warnings)
     with PhaseLine(str(path)):
         summary = run.summary()  # cached beside big traces (analysis._summary_cache)
+    from autoprof.analysis.diff.triggered import lead
+
+    first = lead(run)  # a triggered window: the comparison with its healthy one comes first
     if args.json:
+        if first is not None:
+            summary = {"comparison": first.to_json(), **summary}
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
     elif args.format == "markdown":
         from autoprof.analysis.report.markdown import render_markdown
 
-        sys.stdout.write(render_markdown(summary))
+        sys.stdout.write((first.markdown() if first else "") + render_markdown(summary))
     else:
-        sys.stdout.write(render_summary(summary))
+        sys.stdout.write((first.text() if first else "") + render_summary(summary))
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, overload
 
 from autoprof.record.decorator import decorate, flush, region
 from autoprof.record.options import Schedule, make_options
+from autoprof.record.watch import Watch, trigger
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,6 +22,7 @@ class Autoprof:
     ``region``, ``check``, ``flush``, ``Schedule`` and (lazily) ``load``."""
 
     Schedule = Schedule
+    Watch = Watch
 
     @overload
     def __call__(self, fn: F, /) -> F: ...
@@ -49,6 +51,7 @@ class Autoprof:
         return check(fn, *args, **kwargs)
 
     flush = staticmethod(flush)
+    trigger = staticmethod(trigger)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("load", "Run", "TraceError"):

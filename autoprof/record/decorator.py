@@ -18,6 +18,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -25,6 +26,7 @@ from typing import Any, TypeVar, cast
 from autoprof.record import session as _session
 from autoprof.record.compile import skip_autoprof_in_dynamo
 from autoprof.record.options import Options, env_enabled, make_options
+from autoprof.record.watch.window import WatchedRegion, start_watching, window_call
 from autoprof.runfolder import kineto_label
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,14 +93,30 @@ def _labelled(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
     return wrapper
 
 
+def _watching(fn: Callable[..., Any], session: Any) -> Callable[..., Any]:
+    """After the first window of ``@autoprof(watch=...)``: the call's start on the host
+    clock to the watcher; a call that begins (or falls in) a triggered window is recorded."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        watcher = session.watcher
+        if watcher.window is None and not watcher.tick(_clock()):
+            return fn(*args, **kwargs)
+        return window_call(watcher, fn, args, kwargs)
+
+    return wrapper
+
+
 _native_id = threading.get_native_id
+_clock = time.perf_counter_ns
 # Once a session is done its wrapper's code object is swapped for one of these: the same
 # closure cells (fn, session); _DIRECT_CODE's body is exactly a plain functools.wraps
 # wrapper's, _LABELLED_CODE's adds the label while another session's profiler records.
 _DIRECT_CODE = _direct(len, len).__code__
 _LABELLED_CODE = _labelled(len, len).__code__
+_WATCH_CODE = _watching(len, len).__code__
 _FREEVARS = _through(len, len).__code__.co_freevars
-if not _DIRECT_CODE.co_freevars == _LABELLED_CODE.co_freevars == _FREEVARS:  # pragma: no cover
+if not (_DIRECT_CODE.co_freevars == _LABELLED_CODE.co_freevars == _FREEVARS
+        == _WATCH_CODE.co_freevars):  # pragma: no cover
     raise ImportError("autoprof: the fast-path wrappers must share their free variables")
 
 _NOT_PLAIN = (
@@ -135,6 +153,8 @@ def decorate(fn: F, options: Options) -> F:
     def fast_path() -> None:
         if session.covered:  # nested in another session's run: label whenever one records
             wrapper.__code__ = _LABELLED_CODE
+        elif options.watch is not None and start_watching(session) is not None:
+            wrapper.__code__ = _WATCH_CODE
         else:  # the schedule is over: straight to the function
             wrapper.__code__ = _DIRECT_CODE
 
@@ -227,6 +247,8 @@ def region(name: str, **options: Any) -> Any:
         session = _new_region(name, options)
     if session is _OFF:
         return _NULL
+    if session.__class__ is WatchedRegion:  # past its first window, watched: times entries
+        return session
     if session.done:
         check = _enabled_check
         if check is None:
@@ -253,6 +275,10 @@ def _new_region(name: str, options: dict[str, Any]) -> Any:
 
         def settle() -> None:
             _cache_enabled_check()  # torch is imported by now: bind its check once
+            watcher = start_watching(session) if opts.watch is not None else None
+            if watcher is not None:
+                _regions[name] = WatchedRegion(watcher)  # each entry timed
+                return
             _settled[name] = True
 
         session.on_done = settle

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from autoprof import env
+from autoprof.record.watch.config import Watch
 
 Activity = Literal["cpu", "cuda"]
 # Where a profiled call falls in the schedule ("warmup" is the untraced warm-up before it).
@@ -114,6 +115,8 @@ class Options:
     sync: bool = False
     enabled: bool = True
     try_fixes: str | tuple[str, ...] | None = None  # what-if: autoprof.record.whatif
+    # after the first window: time every call, record again on a trigger (record.watch)
+    watch: Watch | None = None
 
     def __post_init__(self) -> None:
         calls = self.warmup_calls
@@ -157,6 +160,8 @@ def make_options(**kwargs: Any) -> Options:
         kwargs["warmup_calls"] = kwargs.pop("warmup")
     if "schedule" in kwargs:
         kwargs["schedule"] = Schedule.coerce(kwargs["schedule"])
+    if "watch" in kwargs:
+        kwargs["watch"] = Watch.coerce(kwargs["watch"])
     if kwargs.get("activities") is not None:
         acts = kwargs["activities"]
         acts = [acts] if isinstance(acts, str) else list(acts)

@@ -58,6 +58,8 @@ class Actions:
     # the calls after the window are timed (a region's entries are not: once its session is
     # done a finished region costs one dict lookup, and ``region()`` never asks it again)
     times_after_window = True
+    # keys a triggered window adds to its manifests (``trigger``: autoprof.record.watch)
+    manifest_extra: dict[str, Any] | None = None
 
     name: str
     options: Options
@@ -134,7 +136,10 @@ class Actions:
         assert self._run is not None
         untraced = writer.Untraced(self.warmup_call_ms, self.warmup_between_ms, self.idle_sync_ms,
                                    self.call_input_bytes, self.call_inputs)
-        return writer.manifest(self._who, self.options, self._run, untraced, status)
+        built = writer.manifest(self._who, self.options, self._run, untraced, status)
+        if self.manifest_extra:
+            built = built.replace(extra={**built.extra, **self.manifest_extra})
+        return built
 
     # -- the actions of the table (see table.py) ----------------------------------------
 

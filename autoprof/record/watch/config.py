@@ -1,0 +1,79 @@
+"""``@autoprof(watch=...)``: the options of watching a function after its first window.
+
+``watch=True`` takes the defaults; a dict or a :class:`Watch` sets them. Plain data, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+_INT_KEYS = ("drift_calls", "baseline_calls", "cooldown_calls", "max_windows")
+
+
+@dataclass(frozen=True)
+class Watch:
+    """How a watched function is timed after its first window, and when it records again.
+
+    Every call's start is read on the host clock (no profiler, no device sync): the time from
+    one call's start to the next one's is the job's step time, its loop (the loader, the
+    logging) included. The baseline is the median of the last ``baseline_calls`` step times
+    that were not above it by more than ``threshold_pct`` (so a slowdown never becomes its own
+    baseline), recomputed every ``baseline_calls`` calls. A drift is ``drift_calls`` such
+    calls above it more than below it (a counter that counts up on a call above the limit and
+    down on one below it: a few slow calls among normal ones never reach it). A drift is
+    not looked for during ``cooldown_calls`` calls after a triggered window, whose calls then
+    learn the baseline afresh; ``max_windows`` bounds the triggered windows of the function,
+    whatever triggered them. ``at_calls``: call numbers (the function's calls, counted from 1)
+    that start a window. ``signal``: SIGUSR2 starts a window (installed from the main thread,
+    only where the program has no handler of its own for it).
+    """
+
+    threshold_pct: float = 20.0
+    drift_calls: int = 20
+    baseline_calls: int = 50
+    cooldown_calls: int = 1000
+    max_windows: int = 3
+    at_calls: tuple[int, ...] = ()
+    signal: bool = True
+
+    def __post_init__(self) -> None:
+        for key in _INT_KEYS:
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"Watch.{key} must be an int >= 0, got {value!r}")
+        if self.drift_calls < 1 or self.baseline_calls < 1:
+            raise ValueError("Watch.drift_calls and Watch.baseline_calls must be >= 1")
+        pct = self.threshold_pct
+        if isinstance(pct, bool) or not isinstance(pct, int | float) or not pct > 0:
+            raise ValueError(f"Watch.threshold_pct must be a number > 0, got {pct!r}")
+        bad = [c for c in self.at_calls if isinstance(c, bool) or not isinstance(c, int) or c < 1]
+        if bad:
+            raise ValueError(f"Watch.at_calls must be call numbers >= 1, got {bad}")
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["at_calls"] = list(self.at_calls)
+        return data
+
+    @classmethod
+    def coerce(cls, value: object) -> Watch | None:
+        """``True`` -> the defaults; ``False``/``None`` -> not watched; a dict -> its keys."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, Watch):
+            return value
+        if isinstance(value, Mapping):
+            known = set(cls.__dataclass_fields__)
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise ValueError(f"unknown watch keys {unknown}; Watch takes {sorted(known)}")
+            data = dict(value)
+            if "at_calls" in data:
+                calls = data["at_calls"]
+                data["at_calls"] = (calls,) if isinstance(calls, int) else tuple(calls)
+            return cls(**data)
+        raise TypeError(f"watch must be True, a dict or autoprof.Watch, got {type(value).__name__}")

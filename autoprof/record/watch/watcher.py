@@ -1,0 +1,140 @@
+"""The watching of one function after its first window: a step time per call against a
+rolling baseline, and the triggers that start one more window. Plain Python, no torch.
+
+:meth:`Watcher.tick` runs at the start of every watched call with the host clock already
+read, and does a handful of comparisons (the cost is measured in
+``benchmarks/watch_cost.py``); it returns True when this call begins a window. What a window
+is, the watcher does not know: ``start_window`` (given by :mod:`autoprof.record.watch.window`)
+opens it and returns whether it did.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autoprof.record.watch.config import Watch
+
+Kind = str  # "drift", "manual", "signal", "call": what triggered a window
+_NEVER = 1 << 62
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why a window starts: the kind, the call that begins it (counted from the function's
+    first call), the baseline's and the recent step time (milliseconds; None while no
+    baseline has been learnt)."""
+
+    kind: Kind
+    at_call: int
+    baseline_ms: float | None
+    current_ms: float | None
+
+
+class Watcher:
+    """A watched function's step times, baseline and triggers (one per decorated function)."""
+
+    def __init__(self, name: str, watch: Watch, calls_before: int,
+                 start_window: Callable[[Trigger], bool]) -> None:
+        self.name = name
+        self.watch = watch
+        self.calls = calls_before  # the function's calls so far (the watched ones included)
+        self.windows = 0  # triggered windows opened
+        self.window: object | None = None  # the window in progress (window.py's object)
+        self.pending: Kind | None = None  # a manual or signal trigger waiting for a call
+        self.opened: list[object] = []  # every triggered window's session, in order
+        self._start_window = start_window
+        self._at_calls = sorted(c for c in set(watch.at_calls) if c > calls_before)
+        self._next_at = self._at_calls.pop(0) if self._at_calls else _NEVER
+        self._recent_ns = [0] * watch.drift_calls  # every call's step time, a ring
+        self._recent_i = 0
+        self._relearn()
+        self._cool_until = 0
+
+    # -- the baseline -------------------------------------------------------------------
+
+    def _relearn(self) -> None:
+        """Forget the baseline: the next calls learn it (at the start, after a window)."""
+        self._ring_ns: list[int] = []
+        self._ring_i = 0
+        self.baseline_ns: float | None = None
+        self._limit_ns = float(_NEVER)
+        self._over = 0
+        self._last_ns: int | None = None  # the previous call's start: none yet
+
+    def _learn(self, period_ns: int) -> None:
+        ring, size = self._ring_ns, self.watch.baseline_calls
+        if len(ring) < size:
+            ring.append(period_ns)
+        else:
+            ring[self._ring_i] = period_ns
+        self._ring_i = (self._ring_i + 1) % size
+        if self._ring_i == 0:  # every `size` kept calls: the median again
+            self.baseline_ns = statistics.median(ring)
+            self._limit_ns = self.baseline_ns * (1.0 + self.watch.threshold_pct / 100.0)
+
+    # -- one call -----------------------------------------------------------------------
+
+    def tick(self, now_ns: int) -> bool:
+        """A watched call starts at ``now_ns`` (perf_counter_ns): count it, time the step
+        since the last one, and say whether a window begins with it."""
+        self.calls += 1
+        last, self._last_ns = self._last_ns, now_ns
+        if self.pending is not None or self.calls >= self._next_at:
+            return self._manual_or_call()
+        if last is None:
+            return False
+        period_ns = now_ns - last
+        self._recent_ns[self._recent_i] = period_ns
+        self._recent_i = (self._recent_i + 1) % self.watch.drift_calls
+        if period_ns <= self._limit_ns:
+            self._learn(period_ns)
+            if self._over:
+                self._over -= 1
+            return False
+        self._over += 1
+        if self._over >= self.watch.drift_calls and self.calls >= self._cool_until:
+            return self._begin("drift")
+        return False
+
+    def _manual_or_call(self) -> bool:
+        if self.calls >= self._next_at:
+            self._next_at = self._at_calls.pop(0) if self._at_calls else _NEVER
+            kind = "call"
+        else:
+            kind = self.pending or "manual"
+        self.pending = None
+        return self._begin(kind)
+
+    def _begin(self, kind: Kind) -> bool:
+        self._over = 0
+        if self.windows >= self.watch.max_windows:
+            return False
+        trigger = Trigger(kind, self.calls, _ms(self.baseline_ns), self._current_ms())
+        if not self._start_window(trigger):
+            return False
+        self.windows += 1
+        return True
+
+    def _current_ms(self) -> float | None:
+        recent = [p for p in self._recent_ns if p > 0]
+        return _ms(statistics.median(recent)) if recent else None
+
+    def window_over(self, calls: int) -> None:
+        """The triggered window ended after ``calls`` calls besides the one that began it
+        (counted here): learn the baseline afresh, drift not looked for during the
+        cool-down."""
+        self.calls += max(0, calls)
+        self.window = None
+        self._relearn()
+        self._recent_ns = [0] * self.watch.drift_calls
+        self._cool_until = self.calls + self.watch.cooldown_calls
+
+    def ask(self, kind: Kind) -> None:
+        """A manual or signal trigger: the next call begins a window."""
+        self.pending = kind
+
+
+def _ms(value_ns: float | None) -> float | None:
+    return None if value_ns is None else round(value_ns / 1e6, 6)

@@ -1,0 +1,135 @@
+"""A watched function's triggered windows: each is a fresh session with the function's own
+options (its warm-up calls and schedule), whose run folder goes beside the first one's and
+whose manifest says why it was recorded (``trigger``, :mod:`autoprof.runfolder.trigger`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from autoprof.record.session import Session
+from autoprof.record.warn import note
+from autoprof.record.watch import signals
+from autoprof.record.watch.watcher import Trigger, Watcher
+from autoprof.runfolder.trigger import TriggerRecord
+
+_lock = threading.Lock()
+
+
+def calls_so_far(session: Session) -> int:
+    """The calls a session took before its watching begins: its warm-up calls, its profiler
+    steps, and the calls after its window (the timed ones, then on CUDA the block of calls
+    timed back to back and the call that ended it)."""
+    run = session._run
+    calls = len(session.warmup_call_ms)
+    if run is None:
+        return calls
+    calls += run.steps_done + len(run.after_window_call_ms)
+    if run.pace is not None:
+        calls += run.pace.ended + 1  # the call that read the block ended it, uncounted
+    return calls
+
+
+def start_watching(session: Session) -> Watcher | None:
+    """The first window of a watched function is over (its session retires): watch its next
+    calls (the watcher, also set as ``session.watcher``). None (a plain pass-through) when
+    there is nothing to compare with (no run folder was written) or no watch options."""
+    watch = session.options.watch
+    if watch is None or session.run_dir is None:
+        return None
+    healthy_run_id = session.run_dir.name
+    pid = os.getpid()
+
+    def start_window(trigger: Trigger) -> bool:
+        with _lock:
+            if watcher.window is not None or os.getpid() != pid:
+                return False  # one at a time; never in a forked child
+            watcher.window = _open_window(session, watcher, trigger, healthy_run_id)
+            return True
+
+    watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
+    session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
+    signals.register(watcher)
+    return watcher
+
+
+def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
+                 healthy_run_id: str) -> Session:
+    window = Session(first.name, first.options, first.qualname, first.source_file,
+                     first.source_line)
+    record = TriggerRecord(kind=trigger.kind, at_call=trigger.at_call,
+                           baseline_ms=trigger.baseline_ms, current_ms=trigger.current_ms,
+                           healthy_run_id=healthy_run_id, window=watcher.windows + 1)
+    window.manifest_extra = {"trigger": record.to_json()}
+    window.times_after_window = first.times_after_window  # a region's: not timed
+    window.on_done = lambda: watcher.window_over(calls_so_far(window) - 1)
+    watcher.opened.append(window)  # kept: a flush waits for its finisher
+    note(f"autoprof: {first.name!r} records again ({record.describe()})")
+    return window
+
+
+def window_call(watcher: Watcher, fn: Callable[..., Any], args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    """One call of the function while a triggered window records (its session's two halves,
+    as the decorator's wrapper does for the first window)."""
+    window = watcher.window
+    if not isinstance(window, Session):  # ended meanwhile (another thread's call)
+        return fn(*args, **kwargs)
+    token = window.begin(args, kwargs)
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException as exc:
+        window.end(token, exc)
+        raise
+    window.end(token, None)
+    return result
+
+
+class WatchedRegion:
+    """What ``autoprof.region(name)`` returns once the region's first window is over and it
+    is watched: the context manager itself (no object made per entry). Each entry's start
+    goes to the watcher; an entry that begins (or falls in) a triggered window is that
+    window's, its token kept on this thread's stack until its exit. While no window entry
+    is open (``_open``, every thread) an entry only ticks and its exit does nothing; while
+    one is, every entry pushes (None when it is not a window's) and every exit pops, last-in
+    first-out, as ``with`` blocks nest on one thread."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self._local = threading.local()
+        self._open = 0  # window entries not yet exited (every thread)
+
+    def __enter__(self) -> None:
+        watcher = self.watcher
+        if watcher.window is None and not watcher.tick(time.perf_counter_ns()):
+            if self._open:  # inside an open window entry: pair on this thread's stack
+                self._stack().append(None)
+            return
+        window = watcher.window
+        entry = (window, window.begin()) if isinstance(window, Session) else (None, None)
+        with _lock:
+            self._open += 1
+        self._stack().append(entry)
+
+    def _stack(self) -> list[tuple[Session | None, Any] | None]:
+        stack: list[tuple[Session | None, Any] | None] | None = getattr(
+            self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if not self._open:
+            return
+        stack = self._stack()
+        entry = stack.pop() if stack else None
+        if entry is None:
+            return
+        with _lock:
+            self._open -= 1
+        window, token = entry
+        if window is not None:
+            window.end(token, exc)
