@@ -227,7 +227,8 @@ def test_the_report_says_what_each_findings_fix_measured():
     ]
     text = render_summary(summary)
     block = text[text.index("WHAT-IF"):]
-    assert "cpu-only: suggests compile; measured: faster, 3.00x, outputs match" in block
+    assert ("cpu-only: suggests compile; measured: faster, 3.00x (95% CI 2.80-3.20x), "
+            "outputs match") in block
     assert "cpu-only: suggests cuda-graph; measured: not applicable: no CUDA device" in block
     row = next(line for line in block.splitlines() if line.lstrip().startswith("compile"))
     assert "3.00x (2.80-3.20)" in row and "90 µs -> 30 µs" in row and "41,667 calls" in row
