@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from autoprof import env as settings
 from autoprof import runfolder
-from autoprof.cli_common import EXIT_BAD_INPUT, PROGRESS_AFTER_S, error_line, say
-from autoprof.cli_diff import add_diff_parser
-from autoprof.cli_lines import add_lines_parser
-from autoprof.cli_runs import is_folder_of_runs, runs_markdown, summary_of_runs
+from autoprof.cli.common import EXIT_BAD_INPUT, PROGRESS_AFTER_S, error_line, say
+from autoprof.cli.diff import add_diff_parser
+from autoprof.cli.lines import add_lines_parser
+from autoprof.cli.runs import is_folder_of_runs, runs_markdown, summary_of_runs
 
 if TYPE_CHECKING:
     from autoprof.analysis import AnalysisOptions
@@ -236,7 +236,7 @@ def _finish_left_recording(path: Path) -> None:
 
 def viewer_app() -> Path:
     """The viewer's entry script, shipped in the package (autoprof/viewer/app.py)."""
-    return Path(__file__).resolve().parent / "viewer" / "app.py"
+    return Path(__file__).resolve().parents[1] / "viewer" / "app.py"
 
 
 def view_command(app: Path, directory: Path | None, address: str, port: int | None
