@@ -154,5 +154,5 @@ def finish_timeout_s() -> float:
 
 def finish_yield_s() -> float:
     """``AUTOPROF_FINISH_YIELD_S``: how long the finisher waits for the program to leave a
-    core idle before it works anyway (0: it never waits; record/cpu_gate.py)."""
+    core idle before it works anyway (0: it never waits; record/finisher/cpu_gate.py)."""
     return non_negative_float("AUTOPROF_FINISH_YIELD_S", DEFAULT_FINISH_YIELD_S)

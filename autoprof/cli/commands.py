@@ -219,7 +219,7 @@ def _finish_left_recording(path: Path) -> None:
     first, with one line on stderr. Anything wrong with the folder is the loader's to say."""
     if not (path.is_dir() and (path / runfolder.MANIFEST).is_file()):
         return
-    from autoprof.record.finish import FinishError, finish_folder
+    from autoprof.record.finisher.folder import FinishError, finish_folder
 
     try:
         result = finish_folder(path, this_host_only=True)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import autoprof
-import autoprof.record.finish as finish
+import autoprof.record.finisher.folder as finish
 from autoprof import runfolder as rf
 from autoprof.runfolder.manifest import NO_TRACE_DIED
 from tests.core.conftest import manifest, only_run
