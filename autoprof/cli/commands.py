@@ -141,8 +141,8 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     """The command line's analysis flags as the typed options the analysis takes."""
     from autoprof.analysis import AnalysisOptions
 
-    return AnalysisOptions(peak_tflops=getattr(args, "peak_tflops", None),
-                           peak_gbps=getattr(args, "peak_gbps", None))
+    return AnalysisOptions(peak_tflops=getattr(args, "peak_tflops", None) or settings.peak_tflops(),
+                           peak_gbps=getattr(args, "peak_gbps", None) or settings.peak_gbps())
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
