@@ -152,7 +152,24 @@ def finish_timeout_s() -> float:
     return positive_float("AUTOPROF_FINISH_TIMEOUT_S", DEFAULT_FINISH_TIMEOUT_S)
 
 
+def peak_tflops() -> float | None:
+    """``AUTOPROF_PEAK_TFLOPS``: the device's peak TFLOP/s for the efficiency analysis (every
+    dtype), when the peaks table lacks the device; None when unset or unreadable."""
+    return positive_float("AUTOPROF_PEAK_TFLOPS", 0.0) or None
+
+
+def peak_gbps() -> float | None:
+    """``AUTOPROF_PEAK_GBPS``: the device's peak memory bandwidth in GB/s; None when unset."""
+    return positive_float("AUTOPROF_PEAK_GBPS", 0.0) or None
+
+
+def lock_wait_s(default_s: float) -> float:
+    """``AUTOPROF_LOCK_WAIT_S``: how long to wait for a run folder's lock (the caller's
+    default differs for readers and writers)."""
+    return positive_float("AUTOPROF_LOCK_WAIT_S", default_s)
+
+
 def finish_yield_s() -> float:
     """``AUTOPROF_FINISH_YIELD_S``: how long the finisher waits for the program to leave a
-    core idle before it works anyway (0: it never waits; record/cpu_gate.py)."""
+    core idle before it works anyway (0: it never waits; record/finisher/cpu_gate.py)."""
     return non_negative_float("AUTOPROF_FINISH_YIELD_S", DEFAULT_FINISH_YIELD_S)

@@ -10,7 +10,7 @@ the finisher at its end), then 3 s more while the finisher works; the loop's cal
 counted per 100 ms bucket. The pace before is the median bucket of the 1.5 s before the
 window; the slowdown is that pace over the worst bucket after the window (1.0: untouched;
 the goal is at most 1.2). Three variants, interleaved: ``shipped`` (the finisher waits at
-nice 19 for an idle core, then works at ``SCHED_IDLE``: ``record/cpu_gate.py``),
+nice 19 for an idle core, then works at ``SCHED_IDLE``: ``record/finisher/cpu_gate.py``),
 ``no_wait`` (it works at ``SCHED_IDLE`` at once: ``AUTOPROF_FINISH_YIELD_S=0``, the finisher
 as it was before the wait) and ``no_finisher`` (no finisher process at all: the loop's own
 spread after a window). Results print as JSON, side by side, with each variant's median over

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 import pandas as pd
 
+from autoprof import env
 from autoprof.analysis.diagnose.called_steps import without_unfilled_last_steps
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
@@ -41,12 +42,18 @@ class AnalysisOptions:
     """What a caller may change about the analysis of a run.
 
     ``peak_tflops`` / ``peak_gbps``: the device's roof for the efficiency analysis, replacing
-    the peaks table's figures (None: the table, else ``AUTOPROF_PEAK_TFLOPS`` /
-    ``AUTOPROF_PEAK_GBPS``, metrics/peaks.py).
+    the peaks table's figures (None: the table, metrics/peaks.py). A run loaded without
+    options gets ``default_options()``.
     """
 
     peak_tflops: float | None = None
     peak_gbps: float | None = None
+
+
+def default_options() -> AnalysisOptions:
+    """The options of a run loaded without any: the peaks from ``AUTOPROF_PEAK_TFLOPS`` /
+    ``AUTOPROF_PEAK_GBPS`` (read by ``autoprof.env``, here at the edge, never by a metric)."""
+    return AnalysisOptions(peak_tflops=env.peak_tflops(), peak_gbps=env.peak_gbps())
 
 
 class RunLike(Protocol):
@@ -102,7 +109,7 @@ class Analysis:
 
     def __init__(self, data: RunLike, options: AnalysisOptions | None = None) -> None:
         self.data = data
-        self.options = options if options is not None else AnalysisOptions()
+        self.options = options if options is not None else default_options()
         self.record: Manifest | None = record_of(data)  # the typed manifest; None: a trace
         self.events: pd.DataFrame = without_unfilled_last_steps(
             data.events, self.call_region)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from autoprof.analysis.analysis import Analysis, AnalysisOptions
+from autoprof.analysis.analysis import Analysis, AnalysisOptions, default_options
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.load import Progress, RunData, load_data
 from autoprof.analysis.loader.remote import TracePath
@@ -31,7 +31,7 @@ class Run:
 
     def __init__(self, data: RunData, options: AnalysisOptions | None = None) -> None:
         self.data = data
-        self.options = options if options is not None else AnalysisOptions()
+        self.options = options if options is not None else default_options()
         self._analysis: Analysis | None = None
 
     # --- the record ---------------------------------------------------------------------

@@ -31,8 +31,8 @@ from autoprof import runfolder as rf
 if TYPE_CHECKING:
     from autoprof.runfolder import Manifest
 
-FINISHER_MODULE = "autoprof.record.finish"
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
+FINISHER_MODULE = "autoprof.record.finisher.folder"
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding autoprof/
 
 _finishers: list[Finisher] = []  # open pipes a forked child must close
 _finishers_lock = threading.Lock()

@@ -128,8 +128,7 @@ def lock_wait_s(reader: bool = False) -> float:
     :data:`READER_LOCK_WAIT_S` for readers, :data:`WRITER_LOCK_WAIT_S` for writers."""
     from autoprof import env
 
-    return env.positive_float("AUTOPROF_LOCK_WAIT_S",
-                              READER_LOCK_WAIT_S if reader else WRITER_LOCK_WAIT_S)
+    return env.lock_wait_s(READER_LOCK_WAIT_S if reader else WRITER_LOCK_WAIT_S)
 
 
 @contextlib.contextmanager

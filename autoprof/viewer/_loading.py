@@ -221,7 +221,7 @@ def finish_left_recording(path: Path) -> bool:
     the run's pages. Anything wrong with the folder is the loader's to say."""
     if not (path.is_dir() and _says_recording(path)):
         return False
-    from autoprof.record.finish import FinishError, finish_folder
+    from autoprof.record.finisher.folder import FinishError, finish_folder
 
     try:
         result = finish_folder(path, this_host_only=True)

@@ -11,7 +11,7 @@ import time
 import torch
 
 from autoprof import autoprof
-from autoprof.record.finish_after import Pipe, record_after_window
+from autoprof.record.finisher.after_window import Pipe, record_after_window
 from autoprof.record.options import Schedule
 from autoprof.record.session import State
 from autoprof.record.session.actions import AFTER_WINDOW_CALLS

@@ -1,5 +1,5 @@
-"""The finisher waits for an idle core (record/cpu_gate.py): it starts once the program waits
-itself, leaves a core idle, or has ended, and never waits longer than its budget."""
+"""The finisher waits for an idle core (record/finisher/cpu_gate.py): it starts once the program
+waits itself, leaves a core idle, or has ended, and never waits longer than its budget."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ import sys
 import pytest
 
 from autoprof import env
-from autoprof.record import cpu_gate
-from autoprof.record.cpu_gate import CONFIRM, SAMPLE_S, CpuGate, Sample, may_run, read_sample
+from autoprof.record.finisher import cpu_gate
+from autoprof.record.finisher.cpu_gate import (
+    CONFIRM,
+    SAMPLE_S,
+    CpuGate,
+    Sample,
+    may_run,
+    read_sample,
+)
 
 CPUS = 2
 
@@ -133,7 +140,7 @@ def test_the_wait_reads_the_pipe_meanwhile_and_ends_at_its_eof() -> None:
 
 
 def test_the_finisher_entry_point_loads_only_the_standard_library_before_it_waits() -> None:
-    code = ("import sys; import autoprof.env, autoprof.record.cpu_gate; "
+    code = ("import sys; import autoprof.env, autoprof.record.finisher.cpu_gate; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('pandas', 'numpy', 'pyarrow', 'msgspec', 'torch', 'json')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -19,7 +19,7 @@ import torch
 
 import autoprof
 import autoprof.record.export as export
-import autoprof.record.finish as finish
+import autoprof.record.finisher.folder as finish
 from autoprof import AutoprofWarning
 from autoprof import runfolder as rf
 from tests.core.conftest import TINY, manifest, only_run, trace_files
@@ -132,7 +132,7 @@ def test_recording_process_never_imports_pandas_pyarrow_msgspec(tmp_path, traces
 
 def test_the_finisher_never_imports_torch(monkeypatch, traces_root):
     run = _handed_over_run(monkeypatch, traces_root, "notorch")
-    code = ("import sys; from autoprof.record.finish import main; main([sys.argv[1]]); "
+    code = ("import sys; from autoprof.record.finisher.folder import main; main([sys.argv[1]]); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(run)], env=_env(traces_root),
                          capture_output=True, text=True, timeout=120)

@@ -86,7 +86,7 @@ def test_a_rank_that_never_finishes_makes_rank0_partial(tmp_path, traces_root):
     assert top["status"] == "partial" and top["missing_ranks"] == [1]
     assert manifest(run, "rank0.manifest.json")["status"] == "complete"
     assert manifest(run, "rank1.manifest.json")["status"] == "recording"
-    from autoprof.record.finish import main
+    from autoprof.record.finisher.folder import main
 
     assert main([str(run)]) == 0  # finishing the missing rank later completes rank 0's
     top = manifest(run)

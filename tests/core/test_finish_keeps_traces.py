@@ -15,7 +15,7 @@ import pytest
 from support.manifests import write_manifest
 
 from autoprof import runfolder as rf
-from autoprof.record import finish
+from autoprof.record.finisher import folder as finish
 from autoprof.runfolder import trace_check
 
 FINAL = "host_1.1000.pt.trace.json.gz"

@@ -111,7 +111,7 @@ def test_raw_and_final_trace_names_round_trip():
 
 
 def test_a_rank_removes_only_its_own_stale_temporaries():
-    from autoprof.record.finish import _owned
+    from autoprof.record.finisher.folder import _owned
 
     assert _owned(".rank1.manifest.json.99.abc.tmp", "rank1.", 1)
     assert _owned(".rank1.17.pt.trace.json.gz.99.abc.tmp", "rank1.", 1)

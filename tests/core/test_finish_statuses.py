@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import autoprof
-import autoprof.record.finish as finish
+import autoprof.record.finisher.folder as finish
 from autoprof import runfolder as rf
 from autoprof.runfolder.manifest import NO_TRACE_DIED
 from tests.core.conftest import manifest, only_run
@@ -95,7 +95,7 @@ def test_a_partial_rank_makes_the_run_partial(tmp_path):
 
 
 def test_a_run_finished_with_missing_ranks_is_not_rewritten_on_each_read(tmp_path, capsys):
-    from autoprof.cli import _finish_left_recording
+    from autoprof.cli.commands import _finish_left_recording
 
     run = _two_ranks(tmp_path, KILLED)
     _finish_left_recording(run)

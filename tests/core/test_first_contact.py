@@ -111,7 +111,7 @@ def test_the_finisher_starts_at_the_lowest_nice_and_works_at_idle_priority(tmp_p
     finally:
         finisher.proc.kill()
         finisher.proc.wait()
-    code = ("import os; from autoprof.record.cpu_gate import work_at_idle_priority as w; "
+    code = ("import os; from autoprof.record.finisher.cpu_gate import work_at_idle_priority as w; "
             "print(w(), os.sched_getscheduler(0) == getattr(os, 'SCHED_IDLE', None))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)

@@ -137,7 +137,7 @@ def test_missing_analysis_still_completes(monkeypatch, traces_root):
     import sys
 
     import autoprof.record.export as export
-    import autoprof.record.finish as finish
+    import autoprof.record.finisher.folder as finish
 
     monkeypatch.setattr(export, "FINISHER_MODULE", "autoprof_no_such_finisher")
     fn = autoprof(name="notables", warmup=0, schedule=TINY)(_matmul_add)

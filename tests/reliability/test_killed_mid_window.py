@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.record import finish
+from autoprof.record.finisher import folder as finish
 from autoprof.runfolder import Manifest
 
 REPO = Path(__file__).resolve().parents[2]

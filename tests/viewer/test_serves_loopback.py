@@ -13,7 +13,7 @@ from support.apptest import markdown_texts
 from support.viewer import APP, REPO
 
 from autoprof import env
-from autoprof.cli import view_command
+from autoprof.cli.commands import view_command
 from autoprof.viewer._guard import unbound_refusal
 
 CPU_EXAMPLES = REPO / "traces" / "examples"

@@ -1,10 +1,12 @@
 """The cached columnar form of a loaded trace: ``<trace>.autoprof.arrow`` beside the trace.
 
 An Arrow IPC file holding the events table, keyed by the trace's size, ``mtime_ns``,
-``ctime_ns``, inode and ``CACHE_VERSION`` (all in the schema metadata, with the trace's
-top-level metadata, the load warnings and a SHA-256 of the tables' content). A cache whose
-key does not match, whose content does not match its checksum (rows removed, reordered or
-garbled under the right key), or that cannot be read, is ignored and rewritten; a folder
+``ctime_ns`` and inode, and by the code that built the table (``analysis/cache_key.py``: the
+source files the writing process had imported, and their hash), all in the schema metadata
+with the trace's top-level metadata, the load warnings and a SHA-256 of the tables'
+content. A cache whose key does not match, whose code changed since, whose content does
+not match its checksum (rows removed, reordered or garbled under the right key), or that
+cannot be read, is ignored and rewritten; a folder
 that cannot be written just means no cache. It is opened only when it is a regular file
 (``runfolder.open_regular``: a link or a FIFO named like a cache is no cache, never waited
 on). Writes go through ``runfolder.atomic_open`` (created exclusively, never through a link),
@@ -34,10 +36,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from autoprof import env, runfolder
-from autoprof._version import __version__
+from autoprof.analysis.cache_key import code_key, code_key_valid
 from autoprof.analysis.loader.memory_events import empty_memory, from_ipc, to_ipc
 
-CACHE_VERSION = 9  # 9: the content's SHA-256 in the metadata
 SUFFIX = ".autoprof.arrow"
 _KEY = b"autoprof"
 _MEMORY_KEY = b"autoprof.memory"  # the [memory] events table, Arrow IPC stream bytes
@@ -59,8 +60,8 @@ def cache_path(trace: Path) -> Path:
 
 
 def _key(trace: Path) -> dict[str, Any] | None:
-    """What a cache must match: the trace as it is now, and the code that built the table
-    (bump CACHE_VERSION when the table's rules change; the autoprof version is included).
+    """What a cache must match: the trace as it is now (the code that built the table is
+    checked on its own: ``code_key_valid``).
 
     Size and mtime alone match another trace copied in with its times kept (``cp -p``,
     ``rsync -t``, an unpacked archive); the inode and ``ctime_ns``, which no copy keeps and
@@ -70,8 +71,7 @@ def _key(trace: Path) -> dict[str, Any] | None:
     except OSError:
         return None
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-            "inode": st.st_ino, "device": st.st_dev, "version": CACHE_VERSION,
-            "autoprof": __version__}
+            "inode": st.st_ino, "device": st.st_dev}
 
 
 def _enabled() -> bool:
@@ -122,6 +122,8 @@ def _read_matching(reader: ipc.RecordBatchFileReader, key: dict[str, Any]) -> Ca
     stored = reader.schema.metadata or {}
     meta = msgspec.json.decode(stored.get(_KEY, b"{}"))
     if not isinstance(meta, dict) or meta.get("key") != key:
+        return None
+    if not code_key_valid(meta.get("code")):
         return None
     events = reader.read_all().to_pandas(split_blocks=True)
     _check_columns(events, _expected_events())
@@ -197,6 +199,7 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         return False
     meta = {
         "key": key,
+        "code": code_key(),
         "metadata": cached.metadata,
         "warnings": cached.warnings,
     }

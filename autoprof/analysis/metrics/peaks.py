@@ -13,8 +13,9 @@ that print only the sparse figure are halved.
 | NVIDIA A100-SXM4-80GB | 312 | 2039 |
 
 A device not in the table still gets every absolute figure; its shares of peak are null unless
-``AUTOPROF_PEAK_TFLOPS`` / ``AUTOPROF_PEAK_GBPS`` (or the ``peak_tflops`` / ``peak_gbps``
-arguments of ``efficiency``) supply them.
+the ``peak_tflops`` / ``peak_gbps`` arguments of ``efficiency`` (the analysis's options: a
+flag, else ``AUTOPROF_PEAK_TFLOPS`` / ``AUTOPROF_PEAK_GBPS``) supply them. Nothing here reads
+the environment.
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
-
-from autoprof import env
-
-ENV_TFLOPS = "AUTOPROF_PEAK_TFLOPS"
-ENV_GBPS = "AUTOPROF_PEAK_GBPS"
 
 
 @dataclass(frozen=True)
@@ -114,23 +110,16 @@ def lookup(device: str | None) -> Peak | None:
     return Peak(device=device, tflops=dict(tflops), gbps=gbps, source=source)
 
 
-def _env_peak(name: str) -> float | None:
-    """A positive number from the environment; None when unset (or unreadable: env.py's
-    rule for numbers)."""
-    value = env.positive_float(name, 0.0)
-    return value if value > 0 else None
-
-
 def peak_for(device: str | None, peak_tflops: float | None = None,
              peak_gbps: float | None = None) -> Peak:
     """The roof to measure against: the table's figures for ``device``, with a given peak
-    (argument first, then ``AUTOPROF_PEAK_TFLOPS`` / ``AUTOPROF_PEAK_GBPS``) replacing them.
+    replacing them (the analysis's options: a flag, else ``AUTOPROF_PEAK_TFLOPS`` /
+    ``AUTOPROF_PEAK_GBPS``, read at the edge by ``analysis.default_options``).
 
     A given TFLOP/s figure applies to every dtype (it is what the user says the device does).
     An unknown device without overrides gets an empty Peak: shares of peak come out null.
     """
-    tflops = peak_tflops if peak_tflops is not None else _env_peak(ENV_TFLOPS)
-    gbps = peak_gbps if peak_gbps is not None else _env_peak(ENV_GBPS)
+    tflops, gbps = peak_tflops, peak_gbps
     base = lookup(device) or Peak(device=device or "unknown")
     if tflops is None and gbps is None:
         return base

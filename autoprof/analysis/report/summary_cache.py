@@ -2,11 +2,11 @@
 
 ``Run.summary()`` reads it when its key matches, else computes ``summarize(run)`` and writes
 it. The key is what the summary depends on: every trace as it is now (the loader cache's own
-key, ``_cache._key``: size, ``mtime_ns``, ``ctime_ns``, inode, cache and autoprof versions)
-and, by the same key, the run folder's source-lines traces (``lines.<worker>.json.gz``),
-``code_hash()`` (a
-SHA-256 of every source file of the analysis package, so any change to a metric, a check or the
-report invalidates every cached summary without a hand-bumped version), the run's path, name
+key, ``_cache._key``: size, ``mtime_ns``, ``ctime_ns``, inode) and, by the same key, the run
+folder's source-lines traces (``lines.<worker>.json.gz``), the code that computed it
+(``analysis/cache_key.py``: the source files the process had imported, and their hash, so a
+change to a metric, a check or the report the summary ran invalidates it without a
+hand-bumped version), the run's path, name
 and world size, its manifest (a SHA-256 of its canonical JSON: a manifest rewritten with a new
 status counts), and a
 fingerprint of the events table (row count, columns, sums of ``ts_us`` and ``dur_us``), so a
@@ -28,7 +28,6 @@ can be). Nothing here ever makes ``summary()`` fail.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from autoprof import runfolder
+from autoprof.analysis.cache_key import code_key, code_key_valid
 from autoprof.analysis.loader import cache as _cache
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.loader.remote import RemoteFile
@@ -47,18 +47,6 @@ if TYPE_CHECKING:  # the analysis modules load only when the summary must be com
 
 SUFFIX = ".autoprof.summary.json"
 MAX_CACHE_BYTES = 64 * 1024**2  # a larger file named like a cache is not one of ours
-
-
-@functools.cache
-def code_hash() -> str:
-    """SHA-256 over the analysis package's sources (path and bytes of every .py file)."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for source in sorted(root.rglob("*.py")):
-        digest.update(source.relative_to(root).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(source.read_bytes())
-    return digest.hexdigest()
 
 
 def summary_path(trace: Path) -> Path:
@@ -90,7 +78,6 @@ def summary_key(run: RunLike) -> dict[str, Any] | None:
     manifest = run.manifest
     manifest_text = json.dumps(manifest, sort_keys=True, default=str)
     return {
-        "analysis_code": code_hash(),
         "traces": [[str(t), k] for t, k in zip(traces, keys, strict=True)],
         "lines": [[str(p), k] for p, k in zip(lines, lines_keys, strict=True)],
         "path": str(run.path),
@@ -111,6 +98,8 @@ def read_summary(run: RunLike, key: dict[str, Any]) -> dict[str, Any] | None:
         stored = json.loads(data)
         if not isinstance(stored, dict) or stored.get("key") != key:
             return None
+        if not code_key_valid(stored.get("code")):
+            return None
         summary = stored.get("summary")
         if not isinstance(summary, dict) or stored.get("summary_sha256") != _digest(summary):
             return None
@@ -123,8 +112,8 @@ def write_summary(run: RunLike, key: dict[str, Any], summary: dict[str, Any]) ->
     """Write the cache atomically; False (silently) when it cannot be written."""
     target = summary_path(_traces(run)[0])
     try:
-        text = json.dumps({"key": key, "summary": summary, "summary_sha256": _digest(summary)},
-                          allow_nan=False)
+        text = json.dumps({"key": key, "code": code_key(), "summary": summary,
+                           "summary_sha256": _digest(summary)}, allow_nan=False)
         runfolder.atomic_write_text(target, text, fsync=False)
         return True
     except (OSError, ValueError, TypeError, RecursionError):

@@ -11,7 +11,7 @@ number of ranks.
 
 The result is written beside the trace as ``<trace>.autoprof.rank`` (JSON; a name no trace
 reader takes), keyed by the trace as it is now (size, ``mtime_ns``, ``ctime_ns``, inode), the
-run's manifest and world size, and the code the map ran (``code_key.py``: the package's
+run's manifest and world size, and the code the map ran (``analysis/cache_key.py``: the package's
 source files the process had imported when the result was computed, and their hash; an edit
 to any other file keeps the cache), so a second open reads a few kilobytes per rank. The
 result is stored as its JSON text beside that text's SHA-256: a key that differs, a result
@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import env, runfolder
+from autoprof.analysis.cache_key import code_key, code_key_valid
 from autoprof.analysis.loader import remote
 from autoprof.analysis.loader.errors import TraceError
-from autoprof.analysis.scale.code_key import code_entry, code_entry_valid
 from autoprof.analysis.scale.result import FORMAT_VERSION, RankResult
 from autoprof.runfolder import Manifest
 
@@ -109,7 +109,7 @@ def read_cached(task: RankTask) -> RankResult | None:
         raw = json.loads(data) if data is not None else None
     except (ValueError, RecursionError):
         return None
-    if not isinstance(raw, dict) or raw.get("key") != key or not code_entry_valid(raw.get("code")):
+    if not isinstance(raw, dict) or raw.get("key") != key or not code_key_valid(raw.get("code")):
         return None
     text = raw.get("result")
     if not isinstance(text, str) or raw.get("result_sha256") != _sha256(text):
@@ -129,7 +129,7 @@ def write_cached(task: RankTask, result: RankResult) -> bool:
         return False
     target = cache_path(task.trace)
     result_text = result.to_json()
-    text = json.dumps({"key": key, "code": code_entry(), "result": result_text,
+    text = json.dumps({"key": key, "code": code_key(), "result": result_text,
                        "result_sha256": _sha256(result_text)})
     try:
         if remote.is_url(task.trace):

@@ -4,7 +4,7 @@ the run to its finisher, and read back what the finisher decided.
 Every manifest goes through ``autoprof.runfolder`` (its builder, names and atomic writes);
 the facts only the recording process knows are written here once: the device, the calls
 recorded (``steps_recorded``) and the status it asks for (``requested_status``, after the
-``repeat`` rule of :func:`requested_status`). The finisher (``autoprof.record.finish``)
+``repeat`` rule of :func:`requested_status`). The finisher (``autoprof.record.finisher.folder``)
 decides the final status after its writes.
 """
 

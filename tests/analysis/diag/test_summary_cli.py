@@ -15,7 +15,7 @@ import pytest
 
 from autoprof.analysis import compare, load
 from autoprof.analysis.report.summary import summarize
-from autoprof.cli import Progress, build_parser, view_command, viewer_app
+from autoprof.cli.commands import Progress, build_parser, view_command, viewer_app
 
 REPO = Path(__file__).resolve().parents[3]
 N64 = REPO / "tests" / "data" / "h200" / "matmul_add" / "n64_cold" / "trace.json"

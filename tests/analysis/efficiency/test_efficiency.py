@@ -9,10 +9,11 @@ import pytest
 from support.efficiency_trace import BF16, FP32, TraceBuilder, add, mm
 
 import autoprof.analysis as analysis
-from autoprof.analysis.metrics.efficiency import NO_SHAPES, efficiency, roof_lines
-from autoprof.analysis.metrics.peaks import ENV_GBPS, ENV_TFLOPS
+from autoprof.analysis.analysis import Analysis
+from autoprof.analysis.metrics.efficiency import NO_SHAPES, roof_lines
 
 H200_BF16, H200_FP32, H200_GBPS = 989.5, 67.0, 4800.0
+ENV_TFLOPS, ENV_GBPS = "AUTOPROF_PEAK_TFLOPS", "AUTOPROF_PEAK_GBPS"
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +115,7 @@ def test_unknown_device_keeps_absolute_figures_and_nulls_the_shares(
     assert any("AUTOPROF_PEAK_TFLOPS" in note for note in eff.notes)
     monkeypatch.setenv(ENV_TFLOPS, "2000")
     monkeypatch.setenv(ENV_GBPS, "8000")
-    told = efficiency(run.events, "NVIDIA B300", steps=run.analysis.steps)
+    told = Analysis(run.data).efficiency  # options from the environment, read at the edge
     assert told.kernels.iloc[0]["pct_of_peak_flops"] == pytest.approx(
         100 * gemm["tflops"] / 2000)
     assert told.mfu_pct == pytest.approx(100 * told.step_tflops / 2000)

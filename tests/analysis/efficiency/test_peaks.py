@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from autoprof.analysis.metrics.peaks import ENV_GBPS, ENV_TFLOPS, known_devices, lookup, peak_for
+from autoprof.analysis.analysis import default_options
+from autoprof.analysis.metrics.peaks import known_devices, lookup, peak_for
+
+ENV_TFLOPS = "AUTOPROF_PEAK_TFLOPS"
+ENV_GBPS = "AUTOPROF_PEAK_GBPS"
 
 REQUIRED = ["NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA H100 80GB HBM3",
             "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA L4", "NVIDIA L40S", "NVIDIA A10G",
@@ -38,11 +42,13 @@ def test_lookup_ignores_case_and_spacing_and_rejects_unknown() -> None:
 def test_unknown_device_gets_no_shares_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_TFLOPS, raising=False)
     monkeypatch.delenv(ENV_GBPS, raising=False)
-    bare = peak_for("NVIDIA B300")
+    bare = peak_for("NVIDIA B300", default_options().peak_tflops, default_options().peak_gbps)
     assert bare.tflops == {} and bare.gbps is None
     monkeypatch.setenv(ENV_TFLOPS, "2250")
     monkeypatch.setenv(ENV_GBPS, "8000")
-    told = peak_for("NVIDIA B300")
+    options = default_options()  # the environment is read here, at the edge
+    assert peak_for("NVIDIA B300") == bare  # never by the metric itself
+    told = peak_for("NVIDIA B300", options.peak_tflops, options.peak_gbps)
     assert told.for_dtype("bf16") == 2250 and told.gbps == 8000
     assert ENV_TFLOPS not in told.source and "given" in told.source
     assert peak_for("NVIDIA B300", peak_tflops=100).for_dtype("fp8") == 100  # argument wins
@@ -51,4 +57,6 @@ def test_unknown_device_gets_no_shares_unless_told(monkeypatch: pytest.MonkeyPat
 def test_unreadable_override_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_TFLOPS, "fast")
     monkeypatch.setenv(ENV_GBPS, "-3")
-    assert peak_for("NVIDIA H200") == lookup("NVIDIA H200")
+    options = default_options()
+    assert options.peak_tflops is None and options.peak_gbps is None
+    assert peak_for("NVIDIA H200", options.peak_tflops, options.peak_gbps) == lookup("NVIDIA H200")

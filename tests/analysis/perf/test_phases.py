@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import autoprof
-from autoprof import cli
 from autoprof.analysis.loader.phase import listening, phase
+from autoprof.cli import commands as cli
 
 EAGER = next((Path(__file__).resolve().parents[3] / "traces" / "examples" / "eager_100")
              .glob("*/manifest.json")).parent

@@ -159,3 +159,25 @@ def test_a_tampered_summary_under_a_matching_key_is_ignored(tmp_path: Path) -> N
     stored["summary"]["verdict"] = "planted"
     cache.write_text(json.dumps(stored))
     assert load(trace).summary() == expected
+
+
+def test_the_summary_cache_names_the_code_it_ran_and_a_change_to_it_recomputes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = _trace(tmp_path)
+    first = load(trace).summary()
+    cache = _summary_cache.summary_path(trace)
+    stored = json.loads(cache.read_text())
+    assert "analysis/report/summary.py" in stored["code"]["files"]  # the code that computed it
+    stored["code"]["hash"] = "0" * 64  # as after an edit to one of those files
+    cache.write_text(json.dumps(stored))
+    calls: list[object] = []
+    real = summary_module.summarize
+
+    def counting(run: object) -> dict[str, object]:
+        calls.append(run)
+        return real(run)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summary_module, "summarize", counting)
+    assert load(trace).summary() == first
+    assert len(calls) == 1  # recomputed, not read from the stale entry

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autoprof.analysis.scale import code_key, rank_map, summarize_ranks
+from autoprof.analysis import cache_key as code_key
+from autoprof.analysis.scale import rank_map, summarize_ranks
 
 REPO = Path(__file__).resolve().parents[3]
 STRAGGLER = next((REPO / "tests/data/gpu_h200_x2/runs/ddp_straggler").glob("*/"))
@@ -20,7 +21,7 @@ STRAGGLER = next((REPO / "tests/data/gpu_h200_x2/runs/ddp_straggler").glob("*/")
 MAP_ONE_RANK = r"""
 import json, sys
 from autoprof.analysis.scale import rank_map
-from autoprof.analysis.scale.code_key import loaded_files
+from autoprof.analysis.cache_key import loaded_files
 trace = sorted(__import__("pathlib").Path(sys.argv[1]).glob("rank0.*.pt.trace.json.gz"))[0]
 rank_map.compute_rank(rank_map.RankTask(str(trace), None, 2))
 print(json.dumps(loaded_files()))
@@ -43,18 +44,18 @@ def test_an_entry_is_valid_while_its_files_hash_the_same(tmp_path: Path) -> None
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 1\n")
     entry = {"files": ["a.py"], "hash": code_key.files_hash(("a.py",), tmp_path)}
-    assert code_key.code_entry_valid(entry, tmp_path)
+    assert code_key.code_key_valid(entry, tmp_path)
     (tmp_path / "b.py").write_text("y = 2\n")  # not a file the computation ran
     code_key.files_hash.cache_clear()  # a new process
-    assert code_key.code_entry_valid(entry, tmp_path)
+    assert code_key.code_key_valid(entry, tmp_path)
     (tmp_path / "a.py").write_text("x = 2\n")
     code_key.files_hash.cache_clear()
-    assert not code_key.code_entry_valid(entry, tmp_path)
+    assert not code_key.code_key_valid(entry, tmp_path)
     (tmp_path / "a.py").unlink()
     code_key.files_hash.cache_clear()
-    assert not code_key.code_entry_valid(entry, tmp_path)
+    assert not code_key.code_key_valid(entry, tmp_path)
     for bad in (None, {}, {"files": "a.py", "hash": "x"}, {"files": [1], "hash": "x"}):
-        assert not code_key.code_entry_valid(bad, tmp_path)
+        assert not code_key.code_key_valid(bad, tmp_path)
 
 
 def test_a_cache_whose_code_changed_is_recomputed(tmp_path: Path,

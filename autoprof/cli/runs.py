@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from autoprof import runfolder
-from autoprof.cli_common import EXIT_BAD_INPUT, MAX_PATH_CHARS, PROGRESS_AFTER_S, error_line
+from autoprof.cli.common import EXIT_BAD_INPUT, MAX_PATH_CHARS, PROGRESS_AFTER_S, error_line
 from autoprof.units import fmt_us, safe_text
 
 

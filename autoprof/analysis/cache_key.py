@@ -1,16 +1,16 @@
-"""The code a per-rank result depends on: the per-rank cache's code key.
+"""The one rule for "is this cache still valid": the code that made it hashes the same.
 
-A rank's result is computed by the modules ``rank_map.compute_rank`` runs, the ones it
-imports when it runs (the analyses are imported lazily, on first use). ``loaded_files()``
-names, after a computation, every source file of the ``autoprof`` package this process has
-imported: that computation's code, or more (whatever the process imported before). The
-cache entry stores those files' names and ``files_hash`` of them (a SHA-256 over each path
-and its bytes); the entry is valid while the same files hash the same. So an edit to any file
-the computation ran (a metric, the loader, the summary's helpers) recomputes the rank, one to
-a module it never imported (the viewer, the recorder, the CLI, the run diff, an analysis the
-map does not ask for) keeps the cache. A module that starts importing a new one is itself
-edited, so the key cannot miss new code. Imports outside ``autoprof`` (numpy, pandas) are
-versioned by the package manager, not here.
+Every cache autoprof writes (the events table beside a trace, ``loader/cache.py``; the
+summary beside a run, ``report/summary_cache.py``; a rank's result, ``scale/rank_map.py``)
+stores, next to what it holds, ``code_key()``: the names of the ``autoprof`` source files
+the writing process had imported when it computed the cached value, and ``files_hash`` of
+them (a SHA-256 over each path and its bytes). The entry is valid while
+``code_key_valid(entry)``: the same files still hash the same. The analyses load lazily, so
+the files a process imported are the code the value came from, or more (whatever the
+process imported before). An edit to any of them recomputes the value; one to a module
+the computation never imported keeps it; a module that starts importing a new one is
+itself edited, so the key cannot miss new code. No version is bumped by hand. Imports
+outside ``autoprof`` (numpy, pandas) are versioned by the package manager, not here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = "autoprof"
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # .../autoprof
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../autoprof
 
 
 def loaded_files(root: Path = PACKAGE_ROOT) -> tuple[str, ...]:
@@ -56,13 +56,13 @@ def files_hash(files: tuple[str, ...], root: Path = PACKAGE_ROOT) -> str | None:
     return digest.hexdigest()
 
 
-def code_entry(root: Path = PACKAGE_ROOT) -> dict[str, object]:
+def code_key(root: Path = PACKAGE_ROOT) -> dict[str, object]:
     """What a cache entry written now stores as its code key."""
     files = loaded_files(root)
     return {"files": list(files), "hash": files_hash(files, root)}
 
 
-def code_entry_valid(entry: object, root: Path = PACKAGE_ROOT) -> bool:
+def code_key_valid(entry: object, root: Path = PACKAGE_ROOT) -> bool:
     """Whether a stored code key still matches the files it names."""
     if not isinstance(entry, dict):
         return False

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoprof.cli_common import EXIT_BAD_INPUT, error_line, say
+from autoprof.cli.common import EXIT_BAD_INPUT, error_line, say
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from autoprof import env as settings
 from autoprof import runfolder
-from autoprof.cli_common import EXIT_BAD_INPUT, PROGRESS_AFTER_S, error_line, say
-from autoprof.cli_diff import add_diff_parser
-from autoprof.cli_lines import add_lines_parser
-from autoprof.cli_runs import is_folder_of_runs, runs_markdown, summary_of_runs
+from autoprof.cli.common import EXIT_BAD_INPUT, PROGRESS_AFTER_S, error_line, say
+from autoprof.cli.diff import add_diff_parser
+from autoprof.cli.lines import add_lines_parser
+from autoprof.cli.runs import is_folder_of_runs, runs_markdown, summary_of_runs
 
 if TYPE_CHECKING:
     from autoprof.analysis import AnalysisOptions
@@ -141,8 +141,8 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     """The command line's analysis flags as the typed options the analysis takes."""
     from autoprof.analysis import AnalysisOptions
 
-    return AnalysisOptions(peak_tflops=getattr(args, "peak_tflops", None),
-                           peak_gbps=getattr(args, "peak_gbps", None))
+    return AnalysisOptions(peak_tflops=getattr(args, "peak_tflops", None) or settings.peak_tflops(),
+                           peak_gbps=getattr(args, "peak_gbps", None) or settings.peak_gbps())
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -219,7 +219,7 @@ def _finish_left_recording(path: Path) -> None:
     first, with one line on stderr. Anything wrong with the folder is the loader's to say."""
     if not (path.is_dir() and (path / runfolder.MANIFEST).is_file()):
         return
-    from autoprof.record.finish import FinishError, finish_folder
+    from autoprof.record.finisher.folder import FinishError, finish_folder
 
     try:
         result = finish_folder(path, this_host_only=True)
@@ -236,7 +236,7 @@ def _finish_left_recording(path: Path) -> None:
 
 def viewer_app() -> Path:
     """The viewer's entry script, shipped in the package (autoprof/viewer/app.py)."""
-    return Path(__file__).resolve().parent / "viewer" / "app.py"
+    return Path(__file__).resolve().parents[1] / "viewer" / "app.py"
 
 
 def view_command(app: Path, directory: Path | None, address: str, port: int | None

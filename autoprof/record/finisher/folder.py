@@ -10,7 +10,7 @@ process starts one finisher per run (``--watch``: it waits on its stdin, gets th
 manifest when the run ends, or EOF when the process dies) in its own session and at low
 priority, so the program neither waits for this work nor shares its GIL, and a Ctrl+C of the
 job does not reach it; before it starts it waits while the program keeps every core busy
-(record/cpu_gate.py).
+(record/finisher/cpu_gate.py).
 
 Safe to run again or twice at once: a lock on the folder serializes finishers, and a folder
 already finished is left alone (unless it kept a plain trace: then it is finished again). A
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from autoprof import env
 from autoprof import runfolder as rf
-from autoprof.record.cpu_gate import CpuGate, work_at_idle_priority
-from autoprof.record.finish_after import Pipe, read_handoff, record_after_window
+from autoprof.record.finisher.after_window import Pipe, read_handoff, record_after_window
+from autoprof.record.finisher.cpu_gate import CpuGate, work_at_idle_priority
 from autoprof.runfolder import Manifest
 from autoprof.runfolder.trace_check import check_trace
 
