@@ -102,11 +102,13 @@ def unpredicted(opp: dict[str, Any]) -> dict[str, Any]:
 
 
 def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
-               step_us: float, worker_loop: bool = False) -> list[dict[str, Any]]:
+               step_us: float, worker_loop: bool = False,
+               device: str | None = None) -> list[dict[str, Any]]:
     """The opportunities of the module doc that a run shows, each with its prediction
     (`step_us`: the mean profiled step; `worker_loop`: the loop waits for DataLoader worker
     processes, so a fix the replay predicts a gain for is offered with its bound only,
-    `unpredicted`). Raises ValueError where the replay cannot run."""
+    `unpredicted`; `device`: the device's name, whose link sets a pinned copy's rate).
+    Raises ValueError where the replay cannot run."""
     host = _steps(events)
     n_steps = int(host["step"].nunique())
     if not n_steps or not step_us > 0:
@@ -114,7 +116,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
     found: list[tuple[dict[str, Any] | None, FixName, float]] = [
         (_optimizer(host, n_steps, step_us), "fused-optimizer", 1.0),
         (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm", 1.0)]
-    pageable = pageable_copies(events, n_steps, step_us)
+    pageable = pageable_copies(events, n_steps, step_us, device)
     if pageable is not None:
         found.append((pageable[0], "pin-memory", pageable[1]))
     out = []

@@ -138,17 +138,19 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                      ref: Reference | None, step_us: float = 0.0,
-                     input_copy_us: float = 0.0) -> list[dict[str, Any]]:
+                     input_copy_us: float = 0.0,
+                     device: str | None = None) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
     profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
-    inputs in, metrics/replay/changes.py)."""
+    inputs in, metrics/replay/changes.py; `device`: the device's name, for what its link
+    gives a pinned copy, metrics/host_link.py)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
         with shared_graphs():  # one table replayed many times: its graph built once
-            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us)
+            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device)
     except ValueError:
         return opps
     return ranked(one_per_fix(out))
@@ -175,8 +177,8 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
-                      ref: Reference | None, step_us: float, input_copy_us: float
-                      ) -> list[dict[str, Any]]:
+                      ref: Reference | None, step_us: float, input_copy_us: float,
+                      device: str | None = None) -> list[dict[str, Any]]:
     """`with_predictions` for a table with GPU work (unranked), its replays sharing one
     graph."""
     phase("predictions: the loop around the call")
@@ -191,7 +193,7 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
                             for o in out])
     phase("predictions: code fixes")
-    return out + code_fixes(events, call, baseline, step_us, workers)
+    return out + code_fixes(events, call, baseline, step_us, workers, device)
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
