@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
+from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
@@ -193,7 +194,9 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
                             for o in out])
     phase("predictions: code fixes")
-    return out + code_fixes(events, call, baseline, step_us, workers, device)
+    loop_fix = python_loop(events, step_us, call, ref) if not workers else None
+    return out + code_fixes(events, call, baseline, step_us, workers, device) + \
+        ([loop_fix] if loop_fix is not None else [])
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -222,21 +225,41 @@ def _has_prediction(opp: dict[str, Any]) -> bool:
 def ranked(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The opportunities with a prediction by `predicted_speedup`, largest first, then those
     with only a bound in their given order; each marked with what ranked it."""
-    predicted = sorted((o for o in opps if _has_prediction(o)),
-                       key=lambda o: -float(o["predicted_speedup"]))
+    predicted = _loop_before_graph(sorted((o for o in opps if _has_prediction(o)),
+                                          key=lambda o: -float(o["predicted_speedup"])))
     bound = [o for o in opps if not _has_prediction(o)]
     return [{**o, "ranked_by": "predicted_speedup",
              "predicted_interval": predicted_interval(o)} for o in predicted] + \
         [{**o, "ranked_by": "max_speedup"} for o in bound]
 
 
+def _loop_before_graph(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`opps` (ranked) with a vectorised loop (diagnose/op_loop.py) never below a CUDA graph:
+    the graph would replay the loop's launches, vectorising removes them, so the graph is
+    offered after it and says so."""
+    loop = next((o for o in opps if o.get("fix") == "vectorise"), None)
+    if loop is None:
+        return opps
+    rest = [o if o.get("fix") != "cuda-graph" else
+            {**o, "hint": f"{o['hint']} (vectorise the Python loop first: a graph would "
+                          "replay its launches, one op over the batch removes them)"}
+            for o in opps if o is not loop]
+    at = next((i for i, o in enumerate(rest) if o.get("fix") == "cuda-graph"), len(rest))
+    at = min(at, next((i for i, o in enumerate(rest)
+                       if float(o["predicted_speedup"]) < float(loop["predicted_speedup"])),
+                      len(rest)))
+    return rest[:at] + [loop] + rest[at:]
+
+
 def predicted_interval(opp: dict[str, Any]) -> dict[str, float]:
     """The interval a measured gain of `opp`'s fix is expected in: the prediction's own spread
-    over the steps, widened to PREDICTION_ERROR either way of the measured gain
-    (|predicted / measured - 1| <= PREDICTION_ERROR); `low` <= the estimate <= `high`, so no
+    over the steps, widened to PREDICTION_ERROR (or the fix's own `prediction_error`, where its
+    model's error was measured apart) either way of the measured gain
+    (|predicted / measured - 1| <= the error); `low` <= the estimate <= `high`, so no
     ceiling ever reads below its estimate."""
     value = float(opp["predicted_speedup"])
     spread = opp.get("predicted_spread") or {}
-    low = [value / (1.0 + PREDICTION_ERROR), float(spread.get("min", value))]
-    high = [value / (1.0 - PREDICTION_ERROR), float(spread.get("max", value))]
+    error = float(opp.get("prediction_error", PREDICTION_ERROR))
+    low = [value / (1.0 + error), float(spread.get("min", value))]
+    high = [value / (1.0 - error), float(spread.get("max", value))]
     return {"low": min(*low, value), "high": max(*high, value)}
