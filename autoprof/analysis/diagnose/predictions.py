@@ -87,6 +87,11 @@ SYNC_FREE_GRAPH_HINT = ("remove the sync inside the call first (capture refuses 
                         "and AdamW with capturable=True)")
 LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
              "the loop, or overlap it (a background thread, CUDA streams)")
+# what another finding shows that a CUDA graph cannot capture as written, by its cause
+GRAPH_BLOCKERS: dict[str, str] = {
+    "amp_scaler": "GradScaler's step reads found_inf with .item() each step (bf16 autocast "
+                  "without a scaler, or a fused optimizer, first)",
+}
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
 # how far a measured gain strays from its prediction: on the held-out sets judged in fresh
 # profiler-free processes 54 of 58 fixes were within 25% (docs/analysis.md, "The judge")
@@ -195,8 +200,20 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
                             for o in out])
     phase("predictions: code fixes")
     loop_fix = python_loop(events, step_us, call, ref) if not workers else None
-    return out + code_fixes(events, call, baseline, step_us, workers, device) + \
-        ([loop_fix] if loop_fix is not None else [])
+    return _graph_blockers(out + code_fixes(events, call, baseline, step_us, workers, device)
+                           + ([loop_fix] if loop_fix is not None else []))
+
+
+def _graph_blockers(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A CUDA graph's hint names what in the call cannot be captured as written, where
+    another finding shows it (GRAPH_BLOCKERS)."""
+    causes = {str(o.get("cause")) for o in opps}
+    named = [text for cause, text in GRAPH_BLOCKERS.items() if cause in causes]
+    if not named:
+        return opps
+    note = "; ".join(named)
+    return [{**o, "hint": f"{o['hint']} (cannot be captured as written: {note})"}
+            if o.get("fix") == "cuda-graph" else o for o in opps]
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
