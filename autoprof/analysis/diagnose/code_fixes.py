@@ -9,6 +9,7 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | `bias_add` | `addmm` | an `aten::add` of a bias right after its matrix product |
 | `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
 | `amp_scaler` | `bf16-autocast` | GradScaler's unscale op and its found_inf `.item()` sync |
+| `fp32_matmul` | `tf32` | fp32 GEMMs on CUDA cores of a GPU with TF32 tensor cores (tf32.py) |
 
 The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
 `x.pin_memory()` and `.to(device, non_blocking=True)`, `torch.autocast(..., dtype=
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.pageable import pageable_copies
+from autoprof.analysis.diagnose.tf32 import fp32_matmuls
 from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
@@ -146,4 +148,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         got = predict_fix(events, fix, call or "", baseline, copy_speedup=copy_speedup)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
+    tf32 = fp32_matmuls(events, n_steps, step_us, device, baseline)
+    if tf32 is not None and tf32["predicted_speedup"] >= MIN_SPEEDUP:
+        out.append(unpredicted(tf32) if worker_loop else tf32)
     return out
