@@ -102,9 +102,10 @@ class FoldBiasAdd:
 
 @dataclass(frozen=True)
 class RemoveScaler:
-    """GradScaler gone (`bf16-autocast`): its unscale and inf check, the found_inf `.item()`
-    sync after it and its scale update lose their host time, their launches' cost, their GPU
-    work and their waits (`scaler.py`)."""
+    """GradScaler gone (`bf16-autocast`): the host stretches of its unscale and inf check,
+    the found_inf `.item()` sync after it and its scale update (the scaler's Python between
+    them included) lose their host time, their launches' cost, their GPU work and their
+    waits (`scaler.py`)."""
 
 
 @dataclass(frozen=True)

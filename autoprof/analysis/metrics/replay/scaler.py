@@ -15,7 +15,8 @@ range of fp32, no loss scaling) the scaler goes, and with it these ops and that 
 | the casts, `reciprocal`, `full` just before the unscale | yes (the inverse scale, found_inf) |
 | `aten::mul` of the loss by the scale | no: named like any op's, in the forward |
 
-`scaler_rows` gives the outermost rows of these, by row.
+`scaler_rows_of` gives these rows; `scaler_spans` the host stretches they hold, the scaler's
+Python between them included.
 """
 
 from __future__ import annotations
@@ -32,11 +33,29 @@ PREP = frozenset({"aten::to", "aten::_to_copy", "aten::reciprocal", "aten::full"
                   "aten::copy_", "aten::empty"})
 
 
-def scaler_rows(g: Graph) -> np.ndarray:
-    """The rows of the scaler's own ops and of each found_inf `.item()` (the module doc)."""
+def scaler_spans(g: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """The host stretches the scaler holds (starts, ends in us): from the first of its rows
+    (the module doc) to the last of each back-to-back run of them, the Python between those
+    rows included (the scaler's own, in `scaler.step` and `scaler.update`)."""
     ev = g.events
-    return scaler_rows_of(ev["name"].astype(str).to_numpy(), ev["ts_us"].to_numpy(float),
-                          np.asarray(g.row_parent, dtype=np.int64))
+    parent = np.asarray(g.row_parent, dtype=np.int64)
+    names = ev["name"].astype(str).to_numpy()
+    ts = ev["ts_us"].to_numpy(float)
+    end = ev["end_us"].to_numpy(float)
+    rows = scaler_rows_of(names, ts, parent)
+    starts: list[float] = []
+    ends: list[float] = []
+    last = -1
+    for row in sorted(rows.tolist(), key=lambda r: ts[r]):
+        sib = _siblings(parent, ts, row)
+        joined = last >= 0 and last in sib and sib.index(row) == sib.index(last) + 1
+        if joined:
+            ends[-1] = max(ends[-1], float(end[row]))
+        else:
+            starts.append(float(ts[row]))
+            ends.append(float(end[row]))
+        last = row
+    return np.asarray(starts), np.asarray(ends)
 
 
 def _siblings(parent: np.ndarray, ts_us: np.ndarray, row: int) -> list[int]:
@@ -56,7 +75,8 @@ def _before(names: np.ndarray, sib: list[int], at: int, most: int) -> list[int]:
 
 
 def scaler_rows_of(names: np.ndarray, ts_us: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """`scaler_rows` over a table's names, start times and parents (positions, -1 for none):
+    """The scaler's rows of a table, by its names, start times and parents (positions, -1 for
+    none):
     each unscale op with the run of PREP ops just before it and the `.item()` just after it
     (among its siblings), each update op with the cast just before it."""
     out: set[int] = set()

@@ -47,7 +47,7 @@ from autoprof.analysis.metrics.replay.changes import (
 )
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.hide import hide_calls
-from autoprof.analysis.metrics.replay.scaler import scaler_rows
+from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
@@ -98,7 +98,7 @@ def _apply_op_change(g: Graph, plan: Plan,
     if isinstance(change, RemoveSelection):
         _remove_rows(g, plan, selection_rows(g))
     elif isinstance(change, RemoveScaler):
-        _remove_rows(g, plan, scaler_rows(g))
+        _remove_spans(g, plan, *scaler_spans(g))
     elif isinstance(change, FuseOptimizer):
         _fuse_optimizer(g, plan, change)
     else:
