@@ -11,13 +11,21 @@ H100 SXM. The evidence and the gain:
   finding is left out;
 - fix: `tf32`: `torch.backends.cuda.matmul.allow_tf32 = True` (or
   `torch.set_float32_matmul_precision("high")`), or bf16 autocast;
-- gain: those kernels replayed `tf32 / fp32` peak times faster (`FasterKernels`), the rest of
-  the step as it was, at the untraced call's pace.
+- gain: each such kernel (by name, at its median duration) replayed `tf32 / fp32` peak times
+  faster, but no shorter than MIN_TF32_KERNEL_US (`FasterKernels`), the rest of the step as
+  it was, at the untraced call's pace.
 
 Measured: on the H100 catalogue's fp32 matmul (2048 x 2048, TF32 off) this predicts 7.2x
 against 6.87x measured without the profiler (+5%): the SIMT kernel reached 75% of the fp32
-peak and the TF32 one 70% of the tf32 peak, so the ratio of peaks held there. One program:
-smaller products, whose kernels reach less of either peak, are not measured.
+peak and the TF32 one 70% of the tf32 peak, so the ratio of peaks held there. Square fp32
+products timed on the same H100 with TF32 off and on (CUDA events over 20 back-to-back
+products): 256: 27.8 -> 20.1 us (1.38x), 512: 21.2 -> 12.5 (1.70x), 1024: 57.3 -> 25.9
+(2.21x), 2048: 343 -> 51.0 (6.72x), 4096: 2660 -> 346 (7.68x). Below 2048 the TF32 kernel
+does not shrink with the peak ratio (too few output tiles for the SMs): the floor
+MIN_TF32_KERNEL_US is the 1024 product's TF32 time, so 1024 is predicted 2.3x, 512 and 256
+no gain (a safe under-estimate). On the catalogue's pageable MLP (fp32 Linear layers of
+1024-2048 on a batch of 4096) this predicts 1.15x; timed by hand on the H100, 1.03x (medians
+of 3 blocks, one process; the step is held by its pageable copy).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from autoprof.analysis.metrics.replay.replay import predict_speedups
 SIMT_GEMM = ("sgemm", "simt")  # the CUDA-core fp32 GEMM kernels (cuBLAS, CUTLASS)
 TF32_MARKS = ("tf32", "tensorop", "xmma", "hmma")
 MIN_SHARE = 0.10  # of the steps' GPU time: below it the fix is not worth a line
+MIN_TF32_KERNEL_US = 25.0  # the shortest TF32 product kernel seen (module doc, the H100)
 HINT = ("fp32 matrix products run on the CUDA cores: allow TF32 on the tensor cores "
         "(torch.backends.cuda.matmul.allow_tf32 = True, or "
         "torch.set_float32_matmul_precision('high'); 10 mantissa bits, fp32's range), or "
@@ -61,10 +70,16 @@ def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str
     if gemm_us < MIN_SHARE * float(busy["dur_us"].sum()):
         return None
     factor = tf32 / fp32
-    kernels = sorted(set(gemms["name"].astype(str)))
-    got = predict_speedups(events, [FasterKernels(factor, kernel=k) for k in kernels],
+    median_us = gemms.groupby(gemms["name"].astype(str))["dur_us"].median()
+    faster = {str(k): min(factor, max(1.0, float(v) / MIN_TF32_KERNEL_US))
+              for k, v in median_us.items()}
+    kernels = sorted(k for k, f in faster.items() if f > 1.0)
+    if not kernels:
+        return None
+    got = predict_speedups(events, [FasterKernels(faster[k], kernel=k) for k in kernels],
                            baseline=baseline)
-    us = gemm_us / n_steps * (1.0 - 1.0 / factor)
+    per_name_us = gemms.groupby(gemms["name"].astype(str))["dur_us"].sum()
+    us = sum(float(per_name_us[k]) * (1.0 - 1.0 / faster[k]) for k in kernels) / n_steps
     return {"cause": "fp32_matmul", "us_per_step": us, "pct_of_step": 100.0 * us / step_us,
             "max_speedup": step_us / (step_us - us) if step_us > us else None,
             "where": [{"name": kernels[0], "us_per_step": gemm_us / n_steps}], "hint": HINT,

@@ -13,7 +13,10 @@ shows no pinned copy. It is read from the device name:
 "measured": the median rate of the 36 pinned host-to-device copies of at least 1 MiB in the
 committed H200 recordings (tests/data, the `*_pin` loader runs): 48.0 GB/s, quartiles
 43.8-49.6 GB/s (-9%, +3%), well inside the 25% a replayed fix's interval allows. On the H100
-the catalogue's pageable program copied 16 MiB at 6.5 GB/s. "derived": half the PCIe 5.0
+the catalogue's pageable program copied 16 MiB at 6.5 GB/s under the profiler; timed there
+without it (wall clock, medians of 20 copies) pinned copies ran 35.4, 38.9, 53.2 and 54.7 GB/s
+at 1, 4, 16 and 64 MiB, pageable ones 9-15 GB/s: the figure is 10% under the large copies'
+rate and above the small ones' (their fixed cost is not the link's). "derived": half the PCIe 5.0
 figure (a PCIe 4.0 lane carries half as much); not measured on such a device. A device not in
 the table gets the PCIe 4.0 figure, the lower one, so pinning is never promised more than the
 slower link gives.

@@ -12,7 +12,7 @@ import pytest
 from support.attrbuild import Trace
 
 import autoprof
-from autoprof.analysis.diagnose.tf32 import fp32_matmuls
+from autoprof.analysis.diagnose.tf32 import MIN_TF32_KERNEL_US, fp32_matmuls
 from autoprof.analysis.metrics.peaks import peak_for
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
@@ -45,11 +45,19 @@ def test_simt_gemms_holding_the_gpu_are_offered_tf32_at_the_ratio_of_peaks() -> 
     assert "allow_tf32" in got["hint"]
 
 
+def test_a_mid_sized_product_is_sped_up_only_to_the_shortest_tf32_kernel() -> None:
+    """A 50 us SIMT GEMM: its TF32 kernel takes MIN_TF32_KERNEL_US, 2x, not the peak ratio."""
+    got = fp32_matmuls(_trace(SGEMM, 50.0, other_us=5.0).frame(), 3, 1000.0, H100)
+    assert got is not None
+    assert got["us_per_step"] == pytest.approx(50.0 - MIN_TF32_KERNEL_US)
+
+
 @pytest.mark.parametrize("gemm,gemm_us,device", [
     ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn", 800.0, H100),  # TF32 already
     (SGEMM, 800.0, None),  # no device: no tensor-core figure
     (SGEMM, 800.0, "Tesla V100-SXM2-16GB"),  # no TF32 on the device
     (SGEMM, 4.0, H100),  # 4 of 54 us of GPU time: under MIN_SHARE
+    (SGEMM, 20.0, H100),  # a small product: its TF32 kernel would take no less
 ])
 def test_no_finding_without_its_evidence_or_below_its_share(gemm: str, gemm_us: float,
                                                             device: str | None) -> None:
