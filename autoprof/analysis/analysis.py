@@ -171,12 +171,14 @@ class Analysis:
         from autoprof.analysis.diagnose.opportunities import opportunities
         from autoprof.analysis.diagnose.predictions import with_predictions
         from autoprof.analysis.metrics.cpu_ops import heavy_ops
+        from autoprof.analysis.metrics.device import device_name
 
         bd = self.breakdown
         opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
         return with_predictions(opps, self.events, self.call_region, self.reference,
                                 float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0,
-                                self.graph_input_copy_us)
+                                self.graph_input_copy_us,
+                                device_name(self.record, list(self.data.trace_metadata)))
 
     @cached_property
     def graph_input_copy_us(self) -> float:

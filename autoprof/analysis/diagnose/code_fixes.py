@@ -8,9 +8,12 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | `optimizer_ops` | `fused-optimizer` | an `Optimizer.step#<Name>.step` region, no fused op in it |
 | `bias_add` | `addmm` | an `aten::add` of a bias right after its matrix product |
 | `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
+| `amp_scaler` | `bf16-autocast` | GradScaler's unscale op and its found_inf `.item()` sync |
+| `fp32_matmul` | `tf32` | fp32 GEMMs on CUDA cores of a GPU with TF32 tensor cores (tf32.py) |
 
 The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
-`x.pin_memory()` and `.to(device, non_blocking=True)`.
+`x.pin_memory()` and `.to(device, non_blocking=True)`, `torch.autocast(..., dtype=
+torch.bfloat16)` without a GradScaler.
 
 Each is offered only when its replayed gain, at the untraced call's pace, is at least
 MIN_SPEEDUP: a smaller one is within what two runs of the same program differ by. Its
@@ -28,15 +31,17 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.pageable import pageable_copies
+from autoprof.analysis.diagnose.tf32 import fp32_matmuls
 from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
+from autoprof.analysis.metrics.replay.scaler import UNSCALE, scaler_rows_of
 from autoprof.analysis.metrics.stats import cpu_mask, name_matches
 
 MIN_SPEEDUP = 1.03
 OPTIMIZER_PREFIX = "Optimizer.step#"
 FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
-HOST_COLUMNS = ("name", "step", "dur_us", "parent")  # what the checks below read
+HOST_COLUMNS = ("name", "step", "dur_us", "parent", "ts_us")  # what the checks below read
 
 # why a fix of the call is not predicted in a loop that waits for DataLoader worker processes
 WORKERS_UNSEEN = ("not predicted: the loop waits for the DataLoader's worker processes, whose "
@@ -95,6 +100,22 @@ def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
                         [{"name": "aten::add after aten::matmul", "us_per_step": us}], hint)
 
 
+def _scaler(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
+    if not (host["name"] == UNSCALE).any():
+        return None
+    parent = host.index.get_indexer(host["parent"].fillna(-1).astype("int64"))
+    rows = host.iloc[scaler_rows_of(host["name"].astype(str).to_numpy(),
+                                    host["ts_us"].to_numpy(float), parent)]
+    us = _per_step_us(rows, n_steps)
+    hint = ("GradScaler syncs every step: scaler.step() reads found_inf with .item() after "
+            "unscaling, the host waiting for the whole backward pass. On a GPU with bf16 "
+            "(Ampere or newer) use torch.autocast(device_type='cuda', dtype=torch.bfloat16) "
+            "and drop the GradScaler (bf16 has fp32's range: no loss scaling); or keep fp16 "
+            "with a fused optimizer (fused=True), whose step reads found_inf on the device")
+    return _opportunity("amp_scaler", us, step_us,
+                        [{"name": UNSCALE, "us_per_step": us}], hint)
+
+
 def unpredicted(opp: dict[str, Any]) -> dict[str, Any]:
     """`opp` offered with its bound only, in a loop that waits for DataLoader worker
     processes (`baseline.worker_loop`), and the reason."""
@@ -102,19 +123,22 @@ def unpredicted(opp: dict[str, Any]) -> dict[str, Any]:
 
 
 def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
-               step_us: float, worker_loop: bool = False) -> list[dict[str, Any]]:
+               step_us: float, worker_loop: bool = False,
+               device: str | None = None) -> list[dict[str, Any]]:
     """The opportunities of the module doc that a run shows, each with its prediction
     (`step_us`: the mean profiled step; `worker_loop`: the loop waits for DataLoader worker
     processes, so a fix the replay predicts a gain for is offered with its bound only,
-    `unpredicted`). Raises ValueError where the replay cannot run."""
+    `unpredicted`; `device`: the device's name, whose link sets a pinned copy's rate).
+    Raises ValueError where the replay cannot run."""
     host = _steps(events)
     n_steps = int(host["step"].nunique())
     if not n_steps or not step_us > 0:
         return []
     found: list[tuple[dict[str, Any] | None, FixName, float]] = [
         (_optimizer(host, n_steps, step_us), "fused-optimizer", 1.0),
-        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm", 1.0)]
-    pageable = pageable_copies(events, n_steps, step_us)
+        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm", 1.0),
+        (_scaler(host, n_steps, step_us), "bf16-autocast", 1.0)]
+    pageable = pageable_copies(events, n_steps, step_us, device)
     if pageable is not None:
         found.append((pageable[0], "pin-memory", pageable[1]))
     out = []
@@ -124,4 +148,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         got = predict_fix(events, fix, call or "", baseline, copy_speedup=copy_speedup)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
+    tf32 = fp32_matmuls(events, n_steps, step_us, device, baseline)
+    if tf32 is not None and tf32["predicted_speedup"] >= MIN_SPEEDUP:
+        out.append(unpredicted(tf32) if worker_loop else tf32)
     return out

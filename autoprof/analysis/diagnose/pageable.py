@@ -11,10 +11,10 @@ and a CUDA graph is offered for it. This entry finds it from the copies themselv
   the host no longer stages nor waits), `max_speedup` the step without it;
 - fix: `pin-memory` (`x.pin_memory()` or `DataLoader(pin_memory=True)`, then
   `.to(device, non_blocking=True)`), replayed (`NonBlockingCopies`): each call costs a
-  launch, the host goes on, and each copy runs at most `copy_speedup` times faster on the GPU:
-  the fastest host-to-device rate this trace reaches over these copies' median rate (copies
-  of at least MIN_RATE_BYTES; no faster when the trace shows no faster copy, since a pinned
-  copy's own rate is not in it);
+  launch, the host goes on, and each copy runs `copy_speedup` times faster on the GPU: the
+  pinned rate over these copies' median rate (copies of at least MIN_RATE_BYTES), the pinned
+  rate being the faster of the device's link (metrics/host_link.py: 48 GB/s on PCIe 5.0,
+  measured on the H200) and the fastest host-to-device copy of the trace;
 - where: the op that made the copies (`aten::to`, `aten::copy_`), outermost under its region.
 """
 
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.host_link import HostLink, host_link
 from autoprof.analysis.metrics.stats import cpu_mask, name_matches
 
 PAGEABLE_HTOD = "Memcpy HtoD (Pageable"
@@ -51,19 +52,27 @@ def pageable_rows(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return copies[inside], calls[inside]
 
 
-def copy_speedup(events: pd.DataFrame, copies: pd.DataFrame) -> float:
-    """How much faster a pinned copy would run than these copies' median rate: the fastest
-    host-to-device rate of the trace (copies of MIN_RATE_BYTES or more) over it; 1.0 when
-    the trace shows nothing faster or no rate at all."""
+def _rated(copies: pd.DataFrame) -> pd.DataFrame:
+    """The copies whose rate is the link's (MIN_RATE_BYTES or more, a duration)."""
+    return copies[(copies["bytes"].fillna(0) >= MIN_RATE_BYTES) & (copies["dur_us"] > 0)]
+
+
+def copy_speedup(events: pd.DataFrame, copies: pd.DataFrame,
+                 link: HostLink | None = None) -> float:
+    """How much faster a pinned copy would run than these copies' median rate: the faster of
+    `link`'s pinned rate (None: not used) and the trace's fastest host-to-device copy (both in
+    bytes per us), over that median; 1.0 when neither is faster or the copies have no
+    rate."""
     if "bytes" not in copies.columns:
         return 1.0
-    big = copies[(copies["bytes"].fillna(0) >= MIN_RATE_BYTES) & (copies["dur_us"] > 0)]
-    every = _gpu_copies(events, HTOD)
-    every = every[(every["bytes"].fillna(0) >= MIN_RATE_BYTES) & (every["dur_us"] > 0)]
-    if big.empty or every.empty:
+    big = _rated(copies)
+    if big.empty:
         return 1.0
     own = float(np.median(big["bytes"] / big["dur_us"]))
-    best = float((every["bytes"] / every["dur_us"]).max())
+    every = _rated(_gpu_copies(events, HTOD))
+    best = float((every["bytes"] / every["dur_us"]).max()) if not every.empty else 0.0
+    if link is not None:
+        best = max(best, link.pinned_gbps * 1e3)  # GB/s -> bytes per us
     return max(1.0, best / own) if own > 0 else 1.0
 
 
@@ -81,10 +90,11 @@ def _maker(events: pd.DataFrame, row: int) -> str:
     return best
 
 
-def pageable_copies(events: pd.DataFrame, n_steps: int, step_us: float
-                    ) -> tuple[dict[str, Any], float] | None:
+def pageable_copies(events: pd.DataFrame, n_steps: int, step_us: float,
+                    device: str | None = None) -> tuple[dict[str, Any], float] | None:
     """The `pageable_copies` opportunity (before its prediction) and the copy speed-up the
-    replay gives pinned copies; None when the steps make no pageable host-to-device copy."""
+    replay gives pinned copies (at `device`'s link, metrics/host_link.py: PCIe 4.0 when not
+    known); None when the steps make no pageable host-to-device copy."""
     copies, calls = pageable_rows(events)
     if copies.empty or not n_steps or not step_us > 0:
         return None
@@ -94,7 +104,8 @@ def pageable_copies(events: pd.DataFrame, n_steps: int, step_us: float
     per_maker = calls["dur_us"].groupby(makers.to_numpy()).sum().sort_values(ascending=False)
     where = [{"name": str(n), "us_per_step": float(v) / n_steps}
              for n, v in per_maker.head(3).items()]
-    speedup = copy_speedup(events, copies)
+    link = host_link(device)
+    speedup = copy_speedup(events, copies, link)
     hint = (f"{len(copies) / n_steps:g} host-to-device copies a step come from pageable "
             f"memory: the host stages each one and waits in the copy call "
             f"({us:.0f} us a step; the copies run {gpu_us:.0f} us on the GPU). Pin the source "
@@ -108,5 +119,6 @@ def pageable_copies(events: pd.DataFrame, n_steps: int, step_us: float
                         "copy_gpu_us_per_step": gpu_us,
                         "copy_bytes_per_step": float(copies["bytes"].fillna(0).sum()) / n_steps
                         if "bytes" in copies.columns else None,
-                        "pinned_copy_speedup": speedup}}
+                        "pinned_copy_speedup": speedup,
+                        "link": link.name, "pinned_gbps": link.pinned_gbps}}
     return opp, speedup

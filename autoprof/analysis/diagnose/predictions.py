@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
+from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
@@ -86,6 +87,11 @@ SYNC_FREE_GRAPH_HINT = ("remove the sync inside the call first (capture refuses 
                         "and AdamW with capturable=True)")
 LOOP_HINT = ("the caller's loop between two calls holds the GPU idle: move that work out of "
              "the loop, or overlap it (a background thread, CUDA streams)")
+# what another finding shows that a CUDA graph cannot capture as written, by its cause
+GRAPH_BLOCKERS: dict[str, str] = {
+    "amp_scaler": "GradScaler's step reads found_inf with .item() each step (bf16 autocast "
+                  "without a scaler, or a fused optimizer, first)",
+}
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
 # how far a measured gain strays from its prediction: on the held-out sets judged in fresh
 # profiler-free processes 54 of 58 fixes were within 25% (docs/analysis.md, "The judge")
@@ -138,17 +144,19 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                      ref: Reference | None, step_us: float = 0.0,
-                     input_copy_us: float = 0.0) -> list[dict[str, Any]]:
+                     input_copy_us: float = 0.0,
+                     device: str | None = None) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
     profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
-    inputs in, metrics/replay/changes.py)."""
+    inputs in, metrics/replay/changes.py; `device`: the device's name, for what its link
+    gives a pinned copy, metrics/host_link.py)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
         with shared_graphs():  # one table replayed many times: its graph built once
-            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us)
+            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device)
     except ValueError:
         return opps
     return ranked(one_per_fix(out))
@@ -175,8 +183,8 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
-                      ref: Reference | None, step_us: float, input_copy_us: float
-                      ) -> list[dict[str, Any]]:
+                      ref: Reference | None, step_us: float, input_copy_us: float,
+                      device: str | None = None) -> list[dict[str, Any]]:
     """`with_predictions` for a table with GPU work (unranked), its replays sharing one
     graph."""
     phase("predictions: the loop around the call")
@@ -191,7 +199,21 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
                             for o in out])
     phase("predictions: code fixes")
-    return out + code_fixes(events, call, baseline, step_us, workers)
+    loop_fix = python_loop(events, step_us, call, ref) if not workers else None
+    return _graph_blockers(out + code_fixes(events, call, baseline, step_us, workers, device)
+                           + ([loop_fix] if loop_fix is not None else []))
+
+
+def _graph_blockers(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A CUDA graph's hint names what in the call cannot be captured as written, where
+    another finding shows it (GRAPH_BLOCKERS)."""
+    causes = {str(o.get("cause")) for o in opps}
+    named = [text for cause, text in GRAPH_BLOCKERS.items() if cause in causes]
+    if not named:
+        return opps
+    note = "; ".join(named)
+    return [{**o, "hint": f"{o['hint']} (cannot be captured as written: {note})"}
+            if o.get("fix") == "cuda-graph" else o for o in opps]
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -220,21 +242,41 @@ def _has_prediction(opp: dict[str, Any]) -> bool:
 def ranked(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The opportunities with a prediction by `predicted_speedup`, largest first, then those
     with only a bound in their given order; each marked with what ranked it."""
-    predicted = sorted((o for o in opps if _has_prediction(o)),
-                       key=lambda o: -float(o["predicted_speedup"]))
+    predicted = _loop_before_graph(sorted((o for o in opps if _has_prediction(o)),
+                                          key=lambda o: -float(o["predicted_speedup"])))
     bound = [o for o in opps if not _has_prediction(o)]
     return [{**o, "ranked_by": "predicted_speedup",
              "predicted_interval": predicted_interval(o)} for o in predicted] + \
         [{**o, "ranked_by": "max_speedup"} for o in bound]
 
 
+def _loop_before_graph(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`opps` (ranked) with a vectorised loop (diagnose/op_loop.py) never below a CUDA graph:
+    the graph would replay the loop's launches, vectorising removes them, so the graph is
+    offered after it and says so."""
+    loop = next((o for o in opps if o.get("fix") == "vectorise"), None)
+    if loop is None:
+        return opps
+    rest = [o if o.get("fix") != "cuda-graph" else
+            {**o, "hint": f"{o['hint']} (vectorise the Python loop first: a graph would "
+                          "replay its launches, one op over the batch removes them)"}
+            for o in opps if o is not loop]
+    at = next((i for i, o in enumerate(rest) if o.get("fix") == "cuda-graph"), len(rest))
+    at = min(at, next((i for i, o in enumerate(rest)
+                       if float(o["predicted_speedup"]) < float(loop["predicted_speedup"])),
+                      len(rest)))
+    return rest[:at] + [loop] + rest[at:]
+
+
 def predicted_interval(opp: dict[str, Any]) -> dict[str, float]:
     """The interval a measured gain of `opp`'s fix is expected in: the prediction's own spread
-    over the steps, widened to PREDICTION_ERROR either way of the measured gain
-    (|predicted / measured - 1| <= PREDICTION_ERROR); `low` <= the estimate <= `high`, so no
+    over the steps, widened to PREDICTION_ERROR (or the fix's own `prediction_error`, where its
+    model's error was measured apart) either way of the measured gain
+    (|predicted / measured - 1| <= the error); `low` <= the estimate <= `high`, so no
     ceiling ever reads below its estimate."""
     value = float(opp["predicted_speedup"])
     spread = opp.get("predicted_spread") or {}
-    low = [value / (1.0 + PREDICTION_ERROR), float(spread.get("min", value))]
-    high = [value / (1.0 - PREDICTION_ERROR), float(spread.get("max", value))]
+    error = float(opp.get("prediction_error", PREDICTION_ERROR))
+    low = [value / (1.0 + error), float(spread.get("min", value))]
+    high = [value / (1.0 - error), float(spread.get("max", value))]
     return {"low": min(*low, value), "high": max(*high, value)}

@@ -3,11 +3,14 @@ report shows an "up to" below it."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import autoprof
 from autoprof.analysis.diagnose.predictions import PREDICTION_ERROR, predicted_interval, ranked
 from autoprof.analysis.report.markdown import _opportunities as markdown_opportunities
 from autoprof.analysis.report.speed import speed_text
@@ -48,3 +51,21 @@ def test_a_bound_alone_still_reads_up_to() -> None:
     assert speed_text(opp) == "up to 1.50x"
     assert "predicted_interval" not in opp
     assert not math.isnan(opp["max_speedup"])
+
+
+@pytest.mark.slow
+def test_no_report_of_the_h100_catalogue_shows_a_bound_beside_or_below_an_estimate() -> None:
+    """Every predicted fix of the nine H100 catalogue programs reads as one estimate with an
+    interval that holds it, in the text and the Markdown report alike."""
+    catalogue = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
+    truth = json.loads((catalogue / "catalogue_truth.json").read_text())["cases"]
+    for about in truth.values():
+        opps = autoprof.load(catalogue / about["record"]["run"]).analysis.opportunities
+        md = "\n".join(markdown_opportunities({"opportunities": opps}))
+        for o in opps:
+            if o.get("ranked_by") != "predicted_speedup":
+                continue
+            band, value = o["predicted_interval"], float(o["predicted_speedup"])
+            assert band["low"] <= value <= band["high"]
+            assert "up to" not in speed_text(o)
+            assert f"{value:.2f}x" in md

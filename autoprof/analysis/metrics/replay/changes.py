@@ -101,6 +101,14 @@ class FoldBiasAdd:
 
 
 @dataclass(frozen=True)
+class RemoveScaler:
+    """GradScaler gone (`bf16-autocast`): the host stretches of its unscale and inf check,
+    the found_inf `.item()` sync after it and its scale update (the scaler's Python between
+    them included) lose their host time, their launches' cost, their GPU work and their
+    waits (`scaler.py`)."""
+
+
+@dataclass(frozen=True)
 class FuseOptimizer:
     """The optimizer's per-parameter or foreach ops replaced by one fused op per step
     (`torch.optim.AdamW(fused=True)`), inside the host rows whose name starts with
@@ -189,4 +197,4 @@ class SyncEachStep:
 
 Change = CudaGraph | RemoveSync | RemoveSelection | FoldBiasAdd | FuseOptimizer | \
     OverlapBetweenCalls | HideLoader | NonBlockingCopies | FasterKernels | ScaleHost | \
-    SyncEachStep
+    SyncEachStep | RemoveScaler

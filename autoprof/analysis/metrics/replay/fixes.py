@@ -24,7 +24,10 @@ between two calls.
 - `fused-optimizer`: `fused=True` on the optimizer: its ops become one fused op per step,
   the kernels keep their durations (`FuseOptimizer`);
 - `addmm`: `x @ w + b` as `torch.addmm(b, x, w)`: the bias add folded into the GEMM
-  (`FoldBiasAdd`).
+  (`FoldBiasAdd`);
+- `bf16-autocast`: an fp16 AMP step's GradScaler dropped for bf16 autocast: the scaler's
+  unscale, its found_inf sync and its update go (`RemoveScaler`); the matrix products keep
+  their durations (bf16 and fp16 run at one rate on the tensor cores).
 
 What a fix changes that the trace cannot show is not modelled: torch.compile's fusions and its
 own wrapper, a fused optimizer's fewer bytes, a replacement op's own kernels (`torch.where` for a
@@ -46,6 +49,7 @@ from autoprof.analysis.metrics.replay.changes import (
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
+    RemoveScaler,
     RemoveSelection,
     RemoveSync,
 )
@@ -54,10 +58,11 @@ from autoprof.analysis.metrics.stats import Coverage, isin_mask
 from autoprof.analysis.metrics.sync import host_syncs, of_batch_copy
 
 FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
-                  "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm"]
+                  "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm",
+                  "bf16-autocast"]
 FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
                                   "sync-free-cuda-graph", "loader-workers", "pin-memory",
-                                  "no-loader", "fused-optimizer", "addmm")
+                                  "no-loader", "fused-optimizer", "addmm", "bf16-autocast")
 WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
@@ -81,6 +86,7 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
         "no-loader": [HideLoader(), OverlapBetweenCalls(call, keep_fetches=True), _GONE],
         "fused-optimizer": [FuseOptimizer()],
         "addmm": [FoldBiasAdd()],
+        "bf16-autocast": [RemoveScaler()],
     }
     return table[fix]
 

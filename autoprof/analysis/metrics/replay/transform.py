@@ -9,6 +9,7 @@
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
 - `FoldBiasAdd`: the bias adds after a matrix product go, host and GPU.
+- `RemoveScaler`: GradScaler's ops and its found_inf sync go, host and GPU (`scaler.py`).
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
   `workers`, each step takes at least its fetch time over the workers.
@@ -38,6 +39,7 @@ from autoprof.analysis.metrics.replay.changes import (
     HideLoader,
     NonBlockingCopies,
     OverlapBetweenCalls,
+    RemoveScaler,
     RemoveSelection,
     RemoveSync,
     ScaleHost,
@@ -45,6 +47,7 @@ from autoprof.analysis.metrics.replay.changes import (
 )
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.hide import hide_calls
+from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
@@ -89,10 +92,13 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
 
 
 def _apply_op_change(g: Graph, plan: Plan,
-                     change: RemoveSelection | FuseOptimizer | FoldBiasAdd) -> None:
+                     change: RemoveSelection | FuseOptimizer | FoldBiasAdd | RemoveScaler
+                     ) -> None:
     """The changes that remove or fuse ops the trace's shapes and names pick."""
     if isinstance(change, RemoveSelection):
         _remove_rows(g, plan, selection_rows(g))
+    elif isinstance(change, RemoveScaler):
+        _remove_spans(g, plan, *scaler_spans(g))
     elif isinstance(change, FuseOptimizer):
         _fuse_optimizer(g, plan, change)
     else:

@@ -1,0 +1,90 @@
+"""`fp32_matmul`: fp32 matrix products on CUDA cores of a GPU whose tensor cores take TF32.
+
+With `torch.backends.cuda.matmul.allow_tf32 = False` (the default since torch 1.12) an fp32
+matrix product runs a SIMT kernel (`sgemm`, `simt` in its name) on the CUDA cores; with TF32
+allowed it runs on the tensor cores (`tf32`, `tensorop` in the name), 7.4x the peak on an
+H100 SXM. The evidence and the gain:
+
+- evidence: GPU kernels of the profiled steps whose name holds SIMT_GEMM and no TF32 mark,
+  on a device whose peak table (metrics/peaks.py) gives both an fp32 and a tf32 figure
+  (Ampere and newer); they must hold at least MIN_SHARE of the steps' GPU time, or the
+  finding is left out;
+- fix: `tf32`: `torch.backends.cuda.matmul.allow_tf32 = True` (or
+  `torch.set_float32_matmul_precision("high")`), or bf16 autocast;
+- gain: each such kernel (by name, at its median duration) replayed `tf32 / fp32` peak times
+  faster, but no shorter than MIN_TF32_KERNEL_US (`FasterKernels`), the rest of the step as
+  it was, at the untraced call's pace.
+
+Measured: on the H100 catalogue's fp32 matmul (2048 x 2048, TF32 off) this predicts 7.2x
+against 6.87x measured without the profiler (+5%): the SIMT kernel reached 75% of the fp32
+peak and the TF32 one 70% of the tf32 peak, so the ratio of peaks held there. Square fp32
+products timed on the same H100 with TF32 off and on (CUDA events over 20 back-to-back
+products): 256: 27.8 -> 20.1 us (1.38x), 512: 21.2 -> 12.5 (1.70x), 1024: 57.3 -> 25.9
+(2.21x), 2048: 343 -> 51.0 (6.72x), 4096: 2660 -> 346 (7.68x). Below 2048 the TF32 kernel
+does not shrink with the peak ratio (too few output tiles for the SMs): the floor
+MIN_TF32_KERNEL_US is the 1024 product's TF32 time, so 1024 is predicted 2.3x, 512 and 256
+no gain (a safe under-estimate). On the catalogue's pageable MLP (fp32 Linear layers of
+1024-2048 on a batch of 4096) this predicts 1.15x; timed by hand on the H100, 1.03x (medians
+of 3 blocks, one process; the step is held by its pageable copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from autoprof.analysis.metrics.peaks import peak_for
+from autoprof.analysis.metrics.replay.changes import Change, FasterKernels
+from autoprof.analysis.metrics.replay.replay import predict_speedups
+
+SIMT_GEMM = ("sgemm", "simt")  # the CUDA-core fp32 GEMM kernels (cuBLAS, CUTLASS)
+TF32_MARKS = ("tf32", "tensorop", "xmma", "hmma")
+MIN_SHARE = 0.10  # of the steps' GPU time: below it the fix is not worth a line
+MIN_TF32_KERNEL_US = 25.0  # the shortest TF32 product kernel seen (module doc, the H100)
+HINT = ("fp32 matrix products run on the CUDA cores: allow TF32 on the tensor cores "
+        "(torch.backends.cuda.matmul.allow_tf32 = True, or "
+        "torch.set_float32_matmul_precision('high'); 10 mantissa bits, fp32's range), or "
+        "run them in bf16 (torch.autocast('cuda', dtype=torch.bfloat16))")
+
+
+def _fp32_gemms(events: pd.DataFrame) -> pd.DataFrame:
+    gpu = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
+    names = gpu["name"].astype(str).str.lower()
+    simt = names.str.contains("|".join(SIMT_GEMM)) & ~names.str.contains("|".join(TF32_MARKS))
+    return gpu[simt.to_numpy()]
+
+
+def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,
+                 baseline: Sequence[Change] = ()) -> dict[str, Any] | None:
+    """The `fp32_matmul` opportunity with its prediction (`baseline`: the changes pacing the
+    host to the untraced call), or None (the module doc's evidence absent or too small)."""
+    peak = peak_for(device)
+    fp32, tf32 = peak.for_dtype("fp32"), peak.for_dtype("tf32")
+    gemms = _fp32_gemms(events)
+    if not fp32 or not tf32 or tf32 <= fp32 or gemms.empty or not n_steps or not step_us > 0:
+        return None
+    busy = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
+    gemm_us = float(gemms["dur_us"].sum())
+    if gemm_us < MIN_SHARE * float(busy["dur_us"].sum()):
+        return None
+    factor = tf32 / fp32
+    median_us = gemms.groupby(gemms["name"].astype(str))["dur_us"].median()
+    faster = {str(k): min(factor, max(1.0, float(v) / MIN_TF32_KERNEL_US))
+              for k, v in median_us.items()}
+    kernels = sorted(k for k, f in faster.items() if f > 1.0)
+    if not kernels:
+        return None
+    got = predict_speedups(events, [FasterKernels(faster[k], kernel=k) for k in kernels],
+                           baseline=baseline)
+    per_name_us = gemms.groupby(gemms["name"].astype(str))["dur_us"].sum()
+    us = sum(float(per_name_us[k]) * (1.0 - 1.0 / faster[k]) for k in kernels) / n_steps
+    return {"cause": "fp32_matmul", "us_per_step": us, "pct_of_step": 100.0 * us / step_us,
+            "max_speedup": step_us / (step_us - us) if step_us > us else None,
+            "where": [{"name": kernels[0], "us_per_step": gemm_us / n_steps}], "hint": HINT,
+            "evidence": {"gemm_us_per_step": gemm_us / n_steps, "kernels": len(kernels),
+                         "tf32_over_fp32_peak": factor},
+            "fix": "tf32", "predicted_speedup": got.median,
+            "predicted_spread": {"median": got.median, "q1": got.q1, "q3": got.q3,
+                                 "min": got.low, "max": got.high}}

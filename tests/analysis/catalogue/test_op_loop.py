@@ -1,0 +1,87 @@
+"""A Python loop of tiny ops (diagnose/op_loop.py): found from the repeated outermost ops of a
+step, predicted from the ops it removes, ranked above a CUDA graph; not found where the ops
+are large, too few, or the optimizer's; on the H100 catalogue held to the gain measured
+without the profiler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.events_table import CPU_PID, GPU_PID, events_table, kineto_event
+
+import autoprof
+from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, python_loop
+from autoprof.analysis.diagnose.predictions import ranked
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
+ROW = [[512], []]
+
+
+def _step(n_items: int, dims: list[Any], region: str | None = None) -> list[dict[str, Any]]:
+    """One 10 ms step: `unbind`, then `norm` and `div` per item (10 us each, a 2 us kernel
+    each), `stack`, then a `matmul` whose kernel runs 100 us; ops under `region` when
+    given."""
+    ev = [kineto_event("ProfilerStep#1", "user_annotation", 0, 10000)]
+    t = 10.0
+    if region is not None:
+        ev.append(kineto_event(region, "user_annotation", 5, 9900))
+    ev.append(kineto_event("aten::unbind", "cpu_op", t, 8, **{"Input Dims": [[256, 512], []]}))
+    t += 10
+    corr = 1
+    names = [("aten::linalg_vector_norm", "aten::div")[i % 2] for i in range(2 * n_items)]
+    for name in names + ["aten::stack", "aten::matmul"]:
+        dims_here = [[256, 512], [512, 512]] if name == "aten::matmul" else \
+            [[], []] if name == "aten::stack" else dims
+        ev.append(kineto_event(name, "cpu_op", t, 8, **{"Input Dims": dims_here}))
+        ev.append(kineto_event("cudaLaunchKernel", "cuda_runtime", t + 2, 4, correlation=corr))
+        ev.append(kineto_event("k", "kernel", t + 5, 100 if name == "aten::matmul" else 2,
+                               tid=7, pid=GPU_PID, correlation=corr))
+        corr += 1
+        t += 10
+    return [e if e["pid"] == GPU_PID else {**e, "pid": CPU_PID} for e in ev]
+
+
+def test_a_loop_of_tiny_ops_is_found_and_predicted_from_the_ops_it_removes() -> None:
+    got = python_loop(events_table(_step(64, ROW)), 10000.0)
+    assert got is not None and got["fix"] == "vectorise"
+    assert got["evidence"]["body"] == ["aten::linalg_vector_norm", "aten::div"]
+    assert got["evidence"]["repeats_per_step"] == 64
+    assert got["where"][0]["name"] == "aten::linalg_vector_norm"
+    # 131 outermost ops, 130 in the loop (unbind + 128 + stack): after, the matmul and one
+    # iteration, 3 ops of 10000/131 us each (229 us, above the matmul kernel's 100 us)
+    ops, after_ops = 131, 3
+    assert got["predicted_speedup"] == pytest.approx(ops / after_ops)
+    assert got["max_speedup"] >= got["predicted_speedup"]
+
+
+def test_large_ops_few_items_and_the_optimizers_loop_are_not_a_loop_to_vectorise() -> None:
+    assert python_loop(events_table(_step(64, [[4096, 4096], []])), 10000.0) is None
+    assert python_loop(events_table(_step(MIN_REPEATS - 1, ROW)), 10000.0) is None
+    assert python_loop(events_table(_step(64, ROW, "Optimizer.step#SGD.step")),
+                       10000.0) is None
+
+
+def test_a_cuda_graph_never_outranks_vectorising() -> None:
+    loop = {"cause": "python_loop", "fix": "vectorise", "predicted_speedup": 4.0, "hint": "v"}
+    graph = {"cause": "host_launch", "fix": "cuda-graph", "predicted_speedup": 5.0, "hint": "g"}
+    out = ranked([graph, loop])
+    assert [o["fix"] for o in out] == ["vectorise", "cuda-graph"]
+    assert "vectorise the Python loop first" in out[1]["hint"]
+
+
+@pytest.mark.slow
+def test_the_h100_row_loop_is_vectorised_first_and_no_other_program_has_a_loop() -> None:
+    truth = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]
+    for case, about in truth.items():
+        run = autoprof.load(CATALOGUE / about["record"]["run"])
+        causes = [o["cause"] for o in run.analysis.opportunities]
+        if case != "row_loop":
+            assert "python_loop" not in causes, case
+            continue
+        top = run.analysis.opportunities[0]
+        assert top["fix"] == "vectorise"
+        band = top["predicted_interval"]
+        assert band["low"] <= about["measured_speedup"] <= band["high"]

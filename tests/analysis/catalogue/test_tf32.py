@@ -1,0 +1,73 @@
+"""fp32 matrix products on CUDA cores (diagnose/tf32.py): found from SIMT GEMM kernels on a
+device with TF32 tensor cores, only when they hold a large share of the GPU's time, and
+predicted as those kernels sped up by the ratio of peaks; on the H100 catalogue held to the
+gain measured without the profiler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.attrbuild import Trace
+
+import autoprof
+from autoprof.analysis.diagnose.tf32 import MIN_TF32_KERNEL_US, fp32_matmuls
+from autoprof.analysis.metrics.peaks import peak_for
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
+H100 = "NVIDIA H100 80GB HBM3"
+SGEMM = "ampere_sgemm_128x64_nn"
+
+
+def _trace(gemm: str, gemm_us: float, other_us: float = 50.0) -> Trace:
+    """Three 1000 us steps, each a GEMM kernel of `gemm_us` and another of `other_us`, the
+    host waiting at the end of each."""
+    tr = Trace()
+    for n in (1, 2, 3):
+        t0 = 1000.0 * (n - 1)
+        (tr.step(n, t0, 1000)
+         .cpu("aten::mm", t0 + 5, 10)
+         .launch(t0 + 6, 5, t0 + 20, gemm_us, kernel=gemm)
+         .launch(t0 + 20, 5, t0 + 25 + gemm_us, other_us, kernel="elementwise_kernel")
+         .cpu("cudaDeviceSynchronize", t0 + 30, gemm_us + other_us + 10, "cuda_runtime"))
+    return tr
+
+
+def test_simt_gemms_holding_the_gpu_are_offered_tf32_at_the_ratio_of_peaks() -> None:
+    got = fp32_matmuls(_trace(SGEMM, 800.0).frame(), 3, 1000.0, H100)
+    assert got is not None and got["fix"] == "tf32" and got["cause"] == "fp32_matmul"
+    peak = peak_for(H100)
+    factor = float(peak.for_dtype("tf32") or 0) / float(peak.for_dtype("fp32") or 1)
+    assert got["evidence"]["tf32_over_fp32_peak"] == pytest.approx(factor)
+    # the GEMM shrinks from 800 us to 800/factor: the step gains, no more than if it vanished
+    assert 1.5 < got["predicted_speedup"] <= 1000.0 / (1000.0 - 800.0) * 1.001
+    assert "allow_tf32" in got["hint"]
+
+
+def test_a_mid_sized_product_is_sped_up_only_to_the_shortest_tf32_kernel() -> None:
+    """A 50 us SIMT GEMM: its TF32 kernel takes MIN_TF32_KERNEL_US, 2x, not the peak ratio."""
+    got = fp32_matmuls(_trace(SGEMM, 50.0, other_us=5.0).frame(), 3, 1000.0, H100)
+    assert got is not None
+    assert got["us_per_step"] == pytest.approx(50.0 - MIN_TF32_KERNEL_US)
+
+
+@pytest.mark.parametrize("gemm,gemm_us,device", [
+    ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn", 800.0, H100),  # TF32 already
+    (SGEMM, 800.0, None),  # no device: no tensor-core figure
+    (SGEMM, 800.0, "Tesla V100-SXM2-16GB"),  # no TF32 on the device
+    (SGEMM, 4.0, H100),  # 4 of 54 us of GPU time: under MIN_SHARE
+    (SGEMM, 20.0, H100),  # a small product: its TF32 kernel would take no less
+])
+def test_no_finding_without_its_evidence_or_below_its_share(gemm: str, gemm_us: float,
+                                                            device: str | None) -> None:
+    assert fp32_matmuls(_trace(gemm, gemm_us).frame(), 3, 1000.0, device) is None
+
+
+@pytest.mark.slow
+def test_the_h100_fp32_matmul_is_offered_tf32_first_within_its_interval() -> None:
+    about = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]["fp32_matmul"]
+    top = autoprof.load(CATALOGUE / about["record"]["run"]).analysis.opportunities[0]
+    assert top["fix"] == "tf32"
+    band = top["predicted_interval"]
+    assert band["low"] <= about["measured_speedup"] <= band["high"]
