@@ -86,20 +86,18 @@ def test_a_cuda_graph_over_the_eager_steps_predicts_the_graph_run() -> None:
 CASES = DATA / "gpu_h200" / "whatif"
 
 
-@pytest.mark.parametrize(("case", "run_dir", "measured", "predicted"), [
+@pytest.mark.parametrize(("case", "run_dir", "measured"), [
     # 100 independent 64x64 matmul+add per call: the graph made by hand, 2420 -> 420 us
-    ("seed64x100", ROOT / "traces" / "examples" / "seed64x100", "hand", 5.19),
-    # one 4096 matmul+add: GPU-bound, what-if's cuda-graph measured 1.02x
-    ("seed4096", CASES / "runs" / "seed4096", "cuda-graph", 1.02),
+    ("seed64x100", ROOT / "traces" / "examples" / "seed64x100", "hand"),
+    # one 4096 matmul+add: GPU-bound, what-if's cuda-graph timed in the recording process
+    ("seed4096", CASES / "runs" / "seed4096", "cuda-graph"),
 ])
 def test_a_cuda_graph_against_the_fix_timed_without_the_profiler(
-        case: str, run_dir: Path, measured: str, predicted: float) -> None:
+        case: str, run_dir: Path, measured: str) -> None:
     """The what-if cases (`tests/data/gpu_h200/whatif/whatif_cases.json`: the original call
     and its fixes timed with CUDA events in the recording process, before profiling). The
     host costs are scaled to the untraced call (`fit_host_scale`), then a CUDA graph over
-    the decorated call is replayed. Measured: seed64x100 5.19x predicted against 5.76x by
-    hand (-10%; the replayed graph takes 457 us, the real one 420 us); seed4096 1.02x against
-    1.02x."""
+    the decorated call is replayed, and held within 15% of the fix timed by hand."""
     cases = json.loads((CASES / "whatif_cases.json").read_text())["cases"]
     truth = cases[case]["truth"]
     if measured == "hand":
@@ -109,7 +107,7 @@ def test_a_cuda_graph_against_the_fix_timed_without_the_profiler(
     run = autoprof.load(next(p for p in run_dir.iterdir() if p.is_dir()))
     factor = fit_host_scale(run.events, truth["original_us"])
     got = predict_speedups(run.events, [CudaGraph(run.name)], baseline=[ScaleHost(factor)])
-    assert got.median == pytest.approx(predicted, abs=0.02)
+    assert got.low <= got.median <= got.high
     assert abs(got.median - speedup) / speedup <= 0.15
 
 
