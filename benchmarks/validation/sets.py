@@ -1,9 +1,9 @@
 """Where the lab's truth sets live, and the truth scripts it drives.
 
 A truth set is a folder holding `ground_truth.json` (each workload's fixes timed without a
-profiler) and the run folders it names. The sets recorded first stay under `tests/data/`
-because unit tests load their runs as real-trace fixtures; later sets live under
-`benchmarks/validation/data/<set>/`.
+profiler) and the run folders it names. The two tuned first recordings stay under
+`tests/data/` because many unit tests load their runs as real-trace fixtures; every held-out
+set lives under `benchmarks/validation/data/<set>/`.
 """
 
 from __future__ import annotations

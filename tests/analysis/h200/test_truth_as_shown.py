@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
 import pytest
 from support.store import committed
+from support.truth import truth_dir
 
 from benchmarks.validation.tables import evaluate, shown_workloads
 
-ROOT = Path(__file__).resolve().parents[3]
-DATA = ROOT / "tests" / "data"
 # the sets on which the goal is reported met as shown (docs/validation.md)
 GOAL_MET = ("gpu_h200_truth_heldout12", "gpu_h200_truth_same_process3")
 MEDIAN_GOAL = 0.10
@@ -41,13 +39,13 @@ def _held_to_the_goal(workloads: list[Any]) -> None:
 @pytest.mark.parametrize("name", GOAL_MET)
 def test_each_shown_prediction_is_within_the_goal_of_the_fix_timed_by_hand(name: str) -> None:
     notes: list[str] = []
-    _held_to_the_goal(shown_workloads(DATA / name, notes))
+    _held_to_the_goal(shown_workloads(truth_dir(name), notes))
     assert notes == []
 
 
 @pytest.mark.slow
 def test_the_replay_with_the_baseline_known_is_within_the_goal_too() -> None:
-    folder = evaluate.evaluate_folder(DATA / "gpu_h200_truth_same_process3")
+    folder = evaluate.evaluate_folder(truth_dir("gpu_h200_truth_same_process3"))
     _held_to_the_goal(folder.workloads)
 
 
@@ -55,7 +53,7 @@ def test_the_fourth_set_holds_what_the_recorder_now_times() -> None:
     """Every run of the fourth set has the untraced time between calls and the closing
     sync's own cost, and the reference reads them (microseconds)."""
 
-    folder = DATA / "gpu_h200_truth_heldout4"
+    folder = truth_dir("gpu_h200_truth_heldout4")
     data = json.loads((folder / "ground_truth.json").read_text())
     for name, w in data["workloads"].items():
         ref = committed.run(folder / w["record"]["run"]).analysis.reference
@@ -71,7 +69,7 @@ def test_the_time_between_calls_is_shown_beside_its_untraced_time() -> None:
     time, the warm-up gaps do not show a prefetching loader's pace."""
     from autoprof.analysis.report.text import untraced_between_clause
 
-    folder = DATA / "gpu_h200_truth_heldout4"
+    folder = truth_dir("gpu_h200_truth_heldout4")
     data = json.loads((folder / "ground_truth.json").read_text())
     seed = committed.run(folder / data["workloads"]["seed_256"]["record"]["run"]).summary()
     bd = seed["breakdown"]

@@ -5,22 +5,20 @@ and left out where the trace shows the fused form or the gain is within noise.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from support.store import committed
-from support.truth import measured_speedup, within_goal
+from support.truth import measured_speedup, truth_dir, within_goal
 
 import autoprof
 from autoprof.analysis.diagnose.code_fixes import MIN_SPEEDUP, code_fixes
 
-DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
-
 
 def _run(folder: str, workload: str) -> autoprof.Run:
-    truth = json.loads((DATA / folder / "ground_truth.json").read_text())["workloads"][workload]
-    return committed.run(DATA / folder / truth["record"]["run"])
+    root = truth_dir(folder)
+    truth = json.loads((root / "ground_truth.json").read_text())["workloads"][workload]
+    return committed.run(root / truth["record"]["run"])
 
 
 def _by_cause(run: autoprof.Run) -> dict[str, dict[str, Any]]:

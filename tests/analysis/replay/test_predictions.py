@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from support.store import committed
-from support.truth import measured_speedup, within_goal
+from support.truth import measured_speedup, truth_dir, within_goal
 
 import autoprof
 from autoprof.analysis.diagnose.code_fixes import WORKERS_UNSEEN
@@ -163,7 +163,7 @@ def test_a_fix_replayed_to_gain_nothing_is_no_fix_with_or_without_a_reference() 
 
 
 def _held_out(folder: str, workload: str) -> autoprof.Run:
-    root = TRUTH.parent / folder
+    root = truth_dir(folder)
     truth = json.loads((root / "ground_truth.json").read_text())["workloads"][workload]
     return committed.run(root / truth["record"]["run"])
 
