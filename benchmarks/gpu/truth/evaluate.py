@@ -12,7 +12,7 @@ call's own host first to the run's untraced calls), then the fix's changes are r
 steps (min-max), *measured* the ratio of the medians of the whole iteration (baseline q1 /
 fix q3 to baseline q3 / fix q1), *error* (predicted - measured) / measured.
 
-Prints the markdown table of docs/gpu-validation.md ("Predicted against fixed by hand"),
+Prints the markdown table of the pairs (docs/validation.md has the summaries per set),
 then per folder and over all folders: the pairs, median |error|, the largest |error|, how
 many within 25%, and in how many workloads the fix with the largest prediction is the best
 fix measured (of every fix tried, modelled or not). A fix it cannot map, a fix that failed on

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.store import committed
+from support.truth import measured_speedup, within_goal
 
 import autoprof
 from autoprof.analysis.metrics.replay.fixes import predict_fix
@@ -66,8 +67,10 @@ def test_the_loader_fix_is_predicted_with_its_spread() -> None:
     spread = got["predicted_spread"]
     assert got["predicted_speedup"] == spread["median"]
     assert spread["min"] <= spread["q1"] <= spread["median"] <= spread["q3"] <= spread["max"]
-    # 4 workers fetch no faster than the 11 ms fetch over 4: the step's floor
-    assert spread["median"] == pytest.approx(4.89, abs=0.02)
+    # 4 workers fetch no faster than the 11 ms fetch over 4: the step's floor; against the
+    # fix timed by hand
+    measured = measured_speedup("gpu_h200_truth", "mlp_loader_w0", "workers4_pin_nonblocking")
+    assert within_goal(spread["median"], measured), (spread, measured)
 
 
 def test_a_call_that_is_not_in_the_trace_is_named() -> None:

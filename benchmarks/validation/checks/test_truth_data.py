@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from support.store import committed
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_truth"
+DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
 TRUTH = json.loads((DATA / "ground_truth.json").read_text())
 WORKLOADS: dict[str, Any] = TRUTH["workloads"]
 NAMES = sorted(WORKLOADS)

@@ -130,5 +130,6 @@ def test_loader_workloads_are_timed_isolated_and_the_second_set_is_marked_held_o
     assert all(WORKLOADS[n].isolate for n in WORKLOADS if "loader" in n)
     assert not any(WORKLOADS[n].isolate for n in WORKLOADS if "loader" not in n)
     held_out = {n for n, w in WORKLOADS.items() if w.held_out == 2}
-    data = json.loads((ROOT / "tests/data/gpu_h200_truth_heldout2/ground_truth.json").read_text())
+    held_out2 = ROOT / "benchmarks" / "validation" / "data" / "gpu_h200_truth_heldout2"
+    data = json.loads((held_out2 / "ground_truth.json").read_text())
     assert held_out == set(data["workloads"])

@@ -1,0 +1,28 @@
+"""as_shown.py's pairing: which measured fix a shown opportunity is held against. Its table
+over every truth set is `results/as_shown.json` (`python -m benchmarks.validation --tables
+as_shown`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.validation.sets import truth_code_on_path, truth_sets
+
+truth_code_on_path()
+
+import as_shown  # noqa: E402
+
+
+def test_a_shown_graph_pairs_with_the_sync_free_graph_only_where_no_plain_one_was_timed() -> None:
+    by_named = as_shown._measured_by_named(["cuda_graph", "graph_without_sync"])
+    assert by_named["cuda-graph"] == ["cuda_graph"]
+    assert as_shown._measured_by_named(["graph_without_sync"])["cuda-graph"] == [
+        "graph_without_sync"]
+
+
+def test_every_truth_set_is_found_in_order_and_a_wrong_name_is_named() -> None:
+    names = [p.name for p in truth_sets()]
+    assert names.index("gpu_h200_truth_heldout2") < names.index("gpu_h200_truth_heldout10")
+    assert len(names) == len(set(names))
+    with pytest.raises(SystemExit, match="no_such_set"):
+        truth_sets(["no_such_set"])
