@@ -13,7 +13,7 @@ from typing import Any
 
 from autoprof.record.session import Session
 from autoprof.record.warn import note
-from autoprof.record.watch import budget, signals
+from autoprof.record.watch import budget, signals, terminate
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -93,8 +93,14 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
                            healthy_run_id=fitted.from_run, window=watcher.windows + 1)
     window.manifest_extra = {"trigger": record.to_json(), "budget": fitted.to_json()}
     window.times_after_window = first.times_after_window  # a region's: not timed
-    window.on_done = lambda: watcher.window_over(calls_so_far(window) - 1)
+
+    def on_done() -> None:
+        terminate.uninstall()
+        watcher.window_over(calls_so_far(window) - 1)
+
+    window.on_done = on_done
     watcher.opened.append(window)  # kept: a flush waits for its finisher
+    terminate.install()
     note(f"autoprof: {first.name!r} records again ({record.describe()})")
     return window
 
