@@ -13,8 +13,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from autoprof.record.watch.config import Watch
+from autoprof.record.watch.timeline import Timeline
 
 Kind = str  # "drift", "manual", "signal", "call": what triggered a window
 _NEVER = 1 << 62
@@ -40,6 +42,8 @@ class Watcher:
         self.name = name
         self.watch = watch
         self.calls = calls_before  # the function's calls so far (the watched ones included)
+        self.first_window_calls = calls_before  # the first window's (warm-up, steps, after)
+        self.home: Path | None = None  # the healthy run folder (watch.json goes there)
         self.windows = 0  # triggered windows opened
         self.window: object | None = None  # the window in progress (window.py's object)
         self.pending: Kind | None = None  # a manual or signal trigger waiting for a call
@@ -47,6 +51,7 @@ class Watcher:
         self._start_window = start_window
         self._at_calls = sorted(c for c in set(watch.at_calls) if c > calls_before)
         self._next_at = self._at_calls.pop(0) if self._at_calls else _NEVER
+        self.timeline = Timeline()  # every step time, in bounded memory (the viewer's)
         self._recent_ns = [0] * watch.drift_calls  # every call's step time, a ring
         self._recent_i = 0
         self._relearn()
@@ -86,6 +91,7 @@ class Watcher:
         if last is None:
             return False
         period_ns = now_ns - last
+        self.timeline.add(self.calls, period_ns)
         self._recent_ns[self._recent_i] = period_ns
         self._recent_i = (self._recent_i + 1) % self.watch.drift_calls
         if period_ns <= self._limit_ns:

@@ -4,6 +4,7 @@ whose manifest says why it was recorded (``trigger``, :mod:`autoprof.runfolder.t
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -13,7 +14,7 @@ from typing import Any
 
 from autoprof.record.session import Session
 from autoprof.record.warn import note
-from autoprof.record.watch import budget, signals, terminate
+from autoprof.record.watch import budget, signals, terminate, timeline
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -58,6 +59,8 @@ def start_watching(session: Session) -> Watcher | None:
     watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
+    watcher.home = session.run_dir
+    _register_exit()
     return watcher
 
 
@@ -94,15 +97,49 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
     window.manifest_extra = {"trigger": record.to_json(), "budget": fitted.to_json()}
     window.times_after_window = first.times_after_window  # a region's: not timed
 
+    marked = {"kind": trigger.kind, "at_call": trigger.at_call, "window": record.window,
+              "run_id": None, "calls": None}
+
     def on_done() -> None:
         terminate.uninstall()
-        watcher.window_over(calls_so_far(window) - 1)
+        calls = calls_so_far(window)
+        watcher.window_over(calls - 1)
+        marked.update(run_id=None if window.run_dir is None else window.run_dir.name,
+                      calls=calls)
+        write_timeline(watcher)
 
     window.on_done = on_done
     watcher.opened.append(window)  # kept: a flush waits for its finisher
+    watcher.timeline.cut()
+    watcher.timeline.windows.append(marked)
+    write_timeline(watcher)
     terminate.install()
     note(f"autoprof: {first.name!r} records again ({record.describe()})")
     return window
+
+
+def write_timeline(watcher: Watcher) -> None:
+    """The watcher's step times and windows, into its healthy run folder's ``watch.json``."""
+    run_dir = watcher.home
+    if run_dir is not None:
+        timeline.write(run_dir, watcher.timeline.as_json(
+            watcher.name, run_dir.name, watcher.calls, watcher.first_window_calls))
+
+
+_exit_registered = False
+
+
+def _register_exit() -> None:
+    global _exit_registered
+    if not _exit_registered:
+        _exit_registered = True
+        atexit.register(_write_all)
+
+
+def _write_all() -> None:
+    """At exit: every live watcher's step times (a folder that cannot be written is let be)."""
+    for watcher in list(signals.live()):
+        write_timeline(watcher)
 
 
 def window_call(watcher: Watcher, fn: Callable[..., Any], args: tuple[Any, ...],
