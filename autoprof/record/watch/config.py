@@ -31,6 +31,8 @@ class Watch:
     trace a triggered window may record (uncompressed, on one rank), predicted from the healthy
     window's trace per recorded step; its schedule's ``active`` (then ``repeat``) steps are cut
     to fit, and a window whose one step would not fit is not recorded (:mod:`.budget`).
+    ``peers``: under torch.distributed, a drift or a signal on one rank asks every other rank
+    for a window too (kind ``peer``, :mod:`.peers`).
     """
 
     threshold_pct: float = 20.0
@@ -41,6 +43,7 @@ class Watch:
     at_calls: tuple[int, ...] = ()
     signal: bool = True
     max_trace_mb: float = 256.0
+    peers: bool = True
 
     def __post_init__(self) -> None:
         for key in _INT_KEYS:

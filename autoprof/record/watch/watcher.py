@@ -18,7 +18,7 @@ from pathlib import Path
 from autoprof.record.watch.config import Watch
 from autoprof.record.watch.timeline import Timeline
 
-Kind = str  # "drift", "manual", "signal", "call": what triggered a window
+Kind = str  # "drift", "manual", "signal", "call", "peer": what triggered a window
 _NEVER = 1 << 62
 
 
@@ -26,12 +26,13 @@ _NEVER = 1 << 62
 class Trigger:
     """Why a window starts: the kind, the call that begins it (counted from the function's
     first call), the baseline's and the recent step time (milliseconds; None while no
-    baseline has been learnt)."""
+    baseline has been learnt); ``from_rank``: the rank whose drift asked for it (``peer``)."""
 
     kind: Kind
     at_call: int
     baseline_ms: float | None
     current_ms: float | None
+    from_rank: int | None = None
 
 
 class Watcher:
@@ -47,6 +48,8 @@ class Watcher:
         self.windows = 0  # triggered windows opened
         self.window: object | None = None  # the window in progress (window.py's object)
         self.pending: Kind | None = None  # a manual or signal trigger waiting for a call
+        self.pending_from: int | None = None  # the rank that asked (a ``peer`` trigger)
+        self.peer_seen = 0  # the other ranks' asks read so far (record.watch.peers)
         self.opened: list[object] = []  # every triggered window's session, in order
         self._start_window = start_window
         self._at_calls = sorted(c for c in set(watch.at_calls) if c > calls_before)
@@ -110,14 +113,15 @@ class Watcher:
             kind = "call"
         else:
             kind = self.pending or "manual"
-        self.pending = None
-        return self._begin(kind)
+        from_rank, self.pending, self.pending_from = self.pending_from, None, None
+        return self._begin(kind, from_rank)
 
-    def _begin(self, kind: Kind) -> bool:
+    def _begin(self, kind: Kind, from_rank: int | None = None) -> bool:
         self._over = 0
         if self.windows >= self.watch.max_windows:
             return False
-        trigger = Trigger(kind, self.calls, _ms(self.baseline_ns), self._current_ms())
+        trigger = Trigger(kind, self.calls, _ms(self.baseline_ns), self._current_ms(),
+                          from_rank)
         if not self._start_window(trigger):
             return False
         self.windows += 1
@@ -137,9 +141,11 @@ class Watcher:
         self._recent_ns = [0] * self.watch.drift_calls
         self._cool_until = self.calls + self.watch.cooldown_calls
 
-    def ask(self, kind: Kind) -> None:
-        """A manual or signal trigger: the next call begins a window."""
-        self.pending = kind
+    def ask(self, kind: Kind, from_rank: int | None = None) -> None:
+        """A manual, signal or peer trigger: the next call begins a window (dropped while one
+        records)."""
+        if self.window is None:
+            self.pending, self.pending_from = kind, from_rank
 
 
 def _ms(value_ns: float | None) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from autoprof.record.session import Session
 from autoprof.record.warn import note
-from autoprof.record.watch import budget, signals, terminate, timeline
+from autoprof.record.watch import budget, peers, signals, terminate, timeline
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -54,12 +54,14 @@ def start_watching(session: Session) -> Watcher | None:
             if not fits[0].fits:
                 return False
             watcher.window = _open_window(session, watcher, trigger, fits[0])
-            return True
+        peers.publish(watcher, trigger.kind)
+        return True
 
     watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
     watcher.home = session.run_dir
+    peers.start()
     _register_exit()
     return watcher
 
@@ -93,7 +95,8 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
                      first.source_line)
     record = TriggerRecord(kind=trigger.kind, at_call=trigger.at_call,
                            baseline_ms=trigger.baseline_ms, current_ms=trigger.current_ms,
-                           healthy_run_id=fitted.from_run, window=watcher.windows + 1)
+                           healthy_run_id=fitted.from_run, window=watcher.windows + 1,
+                           from_rank=trigger.from_rank)
     window.manifest_extra = {"trigger": record.to_json(), "budget": fitted.to_json()}
     window.times_after_window = first.times_after_window  # a region's: not timed
 
