@@ -80,3 +80,24 @@ def test_watch_json_marks_the_windows(traces_root):
     for window in data["windows"]:  # no point falls inside a window
         inside = range(window["at_call"], window["at_call"] + window["calls"])
         assert not any(c in inside for c in calls), (window, calls)
+
+
+def test_a_garbled_watch_file_is_left_out(tmp_path):
+    from autoprof.runfolder import watchfile
+
+    (tmp_path / "healthy").mkdir()
+    (tmp_path / "healthy" / WATCH_FILE).write_text("{not json")
+    assert watchfile.read(tmp_path / "healthy" / WATCH_FILE) is None
+    triggered = tmp_path / "triggered"
+    triggered.mkdir()
+    for healthy_id in ("../healthy", "healthy"):
+        (triggered / "manifest.json").write_text(
+            json.dumps({"trigger": {"healthy_run_id": healthy_id}}))
+        found = watchfile.find(triggered)
+        assert found == (None if "/" in healthy_id else tmp_path / "healthy" / WATCH_FILE)
+    (tmp_path / "healthy" / WATCH_FILE).write_text(json.dumps(
+        {"name": "f", "points": [[5, 1.5], ["x", 2], [6, float("inf")]],
+         "windows": [{"at_call": 9, "kind": "drift"}, "junk"]}))
+    log = watchfile.read(tmp_path / "healthy" / WATCH_FILE)
+    assert log is not None and log.points == ((5, 1.5),)
+    assert [(w.at_call, w.kind, w.run_id) for w in log.windows] == [(9, "drift", None)]

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-WATCH_FILE = "watch.json"
+from autoprof.runfolder.watchfile import WATCH_FILE
+
 MAX_POINTS = 512
 SCHEMA = 1
 
