@@ -40,18 +40,20 @@ class Timeline:
     _first: int = 0
 
     def add(self, call: int, period_ns: int) -> None:
-        """The step time that ended at call ``call`` (its number, counted from 1)."""
+        """The step time that ended at call ``call`` (its number, counted from 1). The
+        watcher keeps the bucket in progress itself (cheaper per call) and :meth:`push`-es
+        it; this is the same, for one step time."""
         if not self._count:
             self._first = call
         self._sum_ns += period_ns
         self._count += 1
         if self._count >= self.width:
-            self._push()
+            self.cut()
 
-    def _push(self) -> None:
-        self.first_calls.append(self._first)
-        self.mean_ms.append(self._sum_ns / self._count / 1e6)
-        self._sum_ns = self._count = 0
+    def push(self, first_call: int, sum_ns: int, count: int) -> None:
+        """A bucket of ``count`` step times from call ``first_call`` on, summing ``sum_ns``."""
+        self.first_calls.append(first_call)
+        self.mean_ms.append(sum_ns / count / 1e6)
         if len(self.mean_ms) >= MAX_POINTS:
             self._merge()
 
@@ -67,7 +69,8 @@ class Timeline:
         """A window begins: the bucket in progress becomes a point (a narrower one), so no
         point spans the window."""
         if self._count:
-            self._push()
+            self.push(self._first, self._sum_ns, self._count)
+            self._sum_ns = self._count = 0
 
     def as_json(self, name: str, healthy_run_id: str, calls: int,
                 window_calls: int) -> dict[str, Any]:

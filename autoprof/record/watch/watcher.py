@@ -36,7 +36,14 @@ class Trigger:
 
 
 class Watcher:
-    """A watched function's step times, baseline and triggers (one per decorated function)."""
+    """A watched function's step times, baseline and triggers (one per decorated function).
+    Slots: every call reads a dozen of these (measured in ``benchmarks/watch_cost.py``)."""
+
+    __slots__ = ("name", "watch", "calls", "first_window_calls", "home", "windows", "window",
+                 "pending", "pending_from", "peer_seen", "opened", "timeline", "baseline_ns",
+                 "_start_window", "_at_calls", "_next_at", "_tl_sum_ns", "_tl_count",
+                 "_drift_calls", "_recent_ns", "_recent_i", "_ring_ns", "_ring_i", "_limit_ns",
+                 "_over", "_last_ns", "_cool_until", "__weakref__")
 
     def __init__(self, name: str, watch: Watch, calls_before: int,
                  start_window: Callable[[Trigger], bool]) -> None:
@@ -55,6 +62,8 @@ class Watcher:
         self._at_calls = sorted(c for c in set(watch.at_calls) if c > calls_before)
         self._next_at = self._at_calls.pop(0) if self._at_calls else _NEVER
         self.timeline = Timeline()  # every step time, in bounded memory (the viewer's)
+        self._tl_sum_ns = self._tl_count = 0  # its bucket in progress (kept here: per call)
+        self._drift_calls = watch.drift_calls
         self._recent_ns = [0] * watch.drift_calls  # every call's step time, a ring
         self._recent_i = 0
         self._relearn()
@@ -71,41 +80,54 @@ class Watcher:
         self._over = 0
         self._last_ns: int | None = None  # the previous call's start: none yet
 
-    def _learn(self, period_ns: int) -> None:
-        ring, size = self._ring_ns, self.watch.baseline_calls
-        if len(ring) < size:
-            ring.append(period_ns)
-        else:
-            ring[self._ring_i] = period_ns
-        self._ring_i = (self._ring_i + 1) % size
-        if self._ring_i == 0:  # every `size` kept calls: the median again
-            self.baseline_ns = statistics.median(ring)
-            self._limit_ns = self.baseline_ns * (1.0 + self.watch.threshold_pct / 100.0)
+    def _relimit(self) -> None:
+        """Every ``baseline_calls`` normal calls: the baseline is their median again."""
+        self._ring_i = 0
+        baseline = self.baseline_ns = statistics.median(self._ring_ns)
+        self._limit_ns = baseline * (1.0 + self.watch.threshold_pct / 100.0)
 
     # -- one call -----------------------------------------------------------------------
 
     def tick(self, now_ns: int) -> bool:
         """A watched call starts at ``now_ns`` (perf_counter_ns): count it, time the step
         since the last one, and say whether a window begins with it."""
-        self.calls += 1
+        calls = self.calls = self.calls + 1
         last, self._last_ns = self._last_ns, now_ns
-        if self.pending is not None or self.calls >= self._next_at:
+        if self.pending is not None or calls >= self._next_at:
             return self._manual_or_call()
         if last is None:
             return False
         period_ns = now_ns - last
-        self.timeline.add(self.calls, period_ns)
-        self._recent_ns[self._recent_i] = period_ns
-        self._recent_i = (self._recent_i + 1) % self.watch.drift_calls
-        if period_ns <= self._limit_ns:
-            self._learn(period_ns)
+        self._tl_sum_ns += period_ns  # the timeline's bucket in progress
+        self._tl_count += 1
+        if self._tl_count >= self.timeline.width:
+            self.cut_timeline()
+        i = self._recent_i
+        self._recent_ns[i] = period_ns
+        self._recent_i = i + 1 if i + 1 < self._drift_calls else 0
+        if period_ns <= self._limit_ns:  # a normal call: into the baseline's ring (inline)
+            ring, j = self._ring_ns, self._ring_i
+            if j < len(ring):
+                ring[j] = period_ns
+            else:
+                ring.append(period_ns)
+            self._ring_i = j = j + 1
+            if j >= self.watch.baseline_calls:
+                self._relimit()
             if self._over:
                 self._over -= 1
             return False
         self._over += 1
-        if self._over >= self.watch.drift_calls and self.calls >= self._cool_until:
+        if self._over >= self._drift_calls and calls >= self._cool_until:
             return self._begin("drift")
         return False
+
+    def cut_timeline(self) -> None:
+        """The timeline's bucket in progress becomes a point (full, or a window begins)."""
+        if self._tl_count:
+            self.timeline.push(self.calls - self._tl_count + 1, self._tl_sum_ns,
+                               self._tl_count)
+            self._tl_sum_ns = self._tl_count = 0
 
     def _manual_or_call(self) -> bool:
         if self.calls >= self._next_at:
@@ -139,6 +161,7 @@ class Watcher:
         self.window = None
         self._relearn()
         self._recent_ns = [0] * self.watch.drift_calls
+        self._recent_i = 0
         self._cool_until = self.calls + self.watch.cooldown_calls
 
     def ask(self, kind: Kind, from_rank: int | None = None) -> None:

@@ -113,7 +113,7 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
 
     window.on_done = on_done
     watcher.opened.append(window)  # kept: a flush waits for its finisher
-    watcher.timeline.cut()
+    watcher.cut_timeline()
     watcher.timeline.windows.append(marked)
     write_timeline(watcher)
     terminate.install()
