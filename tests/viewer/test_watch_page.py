@@ -41,3 +41,14 @@ def test_the_steps_page_marks_the_windows(tmp_path, monkeypatch):
         rules = [f for f in frames if "trigger" in f.columns]
         assert rules and rules[0]["call"].tolist() == [40]
         assert rules[0]["run"].tolist() == [triggered.name]
+
+
+def test_a_triggered_window_s_overview_leads_with_its_comparison(tmp_path, monkeypatch):
+    healthy, triggered = _watched_job(tmp_path)
+    at = visit(select_run(open_app(tmp_path, monkeypatch), triggered.name), "overview")
+    assert at.warning and at.warning[0].value.startswith("**Triggered window 1**")
+    assert healthy.name in at.warning[0].value.replace("\\", "")  # markdown-escaped
+    (code,) = [c.value for c in at.code if c.value.startswith("TRIGGERED WINDOW 1")]
+    assert "VERDICT" in code
+    at = visit(select_run(open_app(tmp_path, monkeypatch), healthy.name), "overview")
+    assert not any(str(c.value).startswith("TRIGGERED") for c in at.code)

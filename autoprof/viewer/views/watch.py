@@ -10,11 +10,27 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis.diff.triggered import lead, trigger_of
+from autoprof.analysis.run import Run
 from autoprof.runfolder import watchfile
 from autoprof.viewer._text import md_escape
 
 KIND_COLORS = {"drift": "#e45756", "manual": "#4c78a8", "signal": "#b279a2",
                "call": "#54a24b", "peer": "#f58518"}
+
+
+def comparison(run: Run) -> None:
+    """A triggered window's page leads with its comparison against its healthy window (the
+    summary's, as plain text: op names are never read as markup); nothing for another run."""
+    triggered = trigger_of(run)
+    if triggered is None:
+        return
+    st.warning(f"**Triggered window {triggered.window}**: "
+               f"{md_escape(triggered.describe())}; compared below with the healthy window "
+               f"{md_escape(triggered.healthy_run_id)}.")
+    found = lead(run)
+    if found is not None:
+        st.code(found.text(), language=None)
 
 
 def render(run_path: Path) -> None:
