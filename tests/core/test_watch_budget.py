@@ -48,6 +48,7 @@ def test_the_window_is_cut_to_the_budget_and_its_trace_fits(traces_root):
     healthy, triggered = _watched(traces_root, "tight", max_mb)
     fitted = manifest(triggered)["budget"]
     assert fitted["asked_active"] == 3 and fitted["active"] == 1
+    assert fitted["max_host_mb"] == 4096.0 and fitted["predicted_host_mb"] > 0
     assert fitted["from_run"] == healthy.name == manifest(triggered)["trigger"]["healthy_run_id"]
     assert manifest(triggered)["steps_recorded"] == 1
     assert _uncompressed_bytes(triggered) <= max_mb * MB  # the budget held, on the real trace
@@ -72,6 +73,10 @@ def test_fit_cuts_active_then_repeat():
     some = budget.fit(schedule, 10.0, 1.2 * MB, "r")  # 8 steps fit: 4 active x 2 cycles
     assert (some.active, some.repeat) == (4, 2)
     assert not budget.fit(schedule, 1.0, 2 * MB, "r").fits
+    # the trace's budget holds 100 steps, the host memory's 10: 4 active x 2 cycles
+    host = budget.fit(schedule, 100.0, 1 * MB, "r", max_host_mb=10 * budget.HOST_PER_TRACE)
+    assert (host.active, host.repeat) == (4, 2)
+    assert host.predicted_host_mb == 8 * budget.HOST_PER_TRACE
     assert budget.fitted_schedule(schedule, kept) is schedule
     assert budget.fitted_schedule(schedule, some) == Schedule(wait=1, warmup=1, active=4,
                                                               repeat=2)
@@ -87,6 +92,7 @@ def test_bytes_per_step_reads_gzip_trailers_and_raw_traces(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, True, "big"])
-def test_a_bad_budget_is_refused(bad):
-    with pytest.raises(ValueError, match="max_trace_mb"):
-        Watch(max_trace_mb=bad)
+@pytest.mark.parametrize("key", ["max_trace_mb", "max_host_mb"])
+def test_a_bad_budget_is_refused(key, bad):
+    with pytest.raises(ValueError, match=key):
+        Watch(**{key: bad})

@@ -3,9 +3,10 @@ recorded steps, and its schedule fitted to ``Watch.max_trace_mb``.
 
 The healthy window ran the same function with the same options, so its trace per recorded
 step (the uncompressed size of its traces, read from each gzip file's trailer, or a raw trace
-not yet compressed, over its recorded steps and its ranks) predicts a triggered window's. The
-trace is what torch.profiler holds in host memory until the window's cycle ends, so a window
-whose trace fits the budget holds about that much. Plain files, no torch.
+not yet compressed, over its recorded steps and its ranks) predicts a triggered window's.
+torch.profiler holds its events in host memory until the window's cycle ends, about
+``HOST_PER_TRACE`` times the trace they become (measured by ``benchmarks/watch_memory.py``):
+the window is fitted to both ``max_trace_mb`` and ``max_host_mb``. Plain files, no torch.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from autoprof import runfolder
 from autoprof.record.options import Schedule
 
 _MB = 1024 * 1024
+# host memory a window's events take per byte of its uncompressed trace (CPU events, torch
+# 2.13: 10.1 and 10.0 at 2 and 8 steps of 4000 ops; benchmarks/results-watch-memory.json)
+HOST_PER_TRACE = 10.0
 
 
 @dataclass(frozen=True)
@@ -26,9 +30,10 @@ class Fit:
     """The budget of one triggered window, as its manifest's ``budget`` key says it:
     ``trace_mb_per_step`` predicted from ``from_run`` (None: nothing to predict from, the
     schedule is kept), the schedule's ``active`` and ``repeat`` asked and kept, and
-    ``predicted_trace_mb`` of the window as fitted."""
+    ``predicted_trace_mb`` and ``predicted_host_mb`` of the window as fitted."""
 
     max_trace_mb: float
+    max_host_mb: float
     trace_mb_per_step: float | None
     from_run: str
     asked_active: int
@@ -36,6 +41,7 @@ class Fit:
     asked_repeat: int
     repeat: int
     predicted_trace_mb: float | None
+    predicted_host_mb: float | None = None
 
     @property
     def fits(self) -> bool:
@@ -75,22 +81,24 @@ def bytes_per_step(run_dir: Path, recorded_steps: int) -> float | None:
 
 
 def fit(schedule: Schedule, max_trace_mb: float, per_step_bytes: float | None,
-        from_run: str) -> Fit:
-    """The schedule's recorded steps cut to what the budget holds: ``active`` first, then
-    ``repeat`` (``repeat=0``, cycles until a flush: each cycle fits)."""
+        from_run: str, max_host_mb: float = float("inf")) -> Fit:
+    """The schedule's recorded steps cut to what the budgets hold (the trace's, and the host
+    memory's at ``HOST_PER_TRACE``): ``active`` first, then ``repeat`` (``repeat=0``, cycles
+    until a flush: each cycle fits)."""
     asked_active, asked_repeat = schedule.active, schedule.repeat
     if per_step_bytes is None or per_step_bytes <= 0:
-        return Fit(max_trace_mb, None, from_run, asked_active, asked_active, asked_repeat,
-                   asked_repeat, None)
-    steps = int(max_trace_mb * _MB // per_step_bytes)
+        return Fit(max_trace_mb, max_host_mb, None, from_run, asked_active, asked_active,
+                   asked_repeat, asked_repeat, None)
+    steps = int(min(max_trace_mb, max_host_mb / HOST_PER_TRACE) * _MB // per_step_bytes)
     active = min(asked_active, steps)
     repeat = asked_repeat
     if active >= 1 and asked_repeat > 1:
         repeat = max(1, min(asked_repeat, steps // active))
     cycles = repeat if repeat > 0 else 1
     predicted = per_step_bytes * max(active, 0) * cycles / _MB
-    return Fit(max_trace_mb, round(per_step_bytes / _MB, 6), from_run, asked_active, active,
-               asked_repeat, repeat, round(predicted, 6))
+    return Fit(max_trace_mb, max_host_mb, round(per_step_bytes / _MB, 6), from_run,
+               asked_active, active, asked_repeat, repeat, round(predicted, 6),
+               round(predicted * HOST_PER_TRACE, 6))
 
 
 def fitted_schedule(schedule: Schedule, fitted: Fit) -> Schedule:

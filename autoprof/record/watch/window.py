@@ -50,7 +50,7 @@ def start_watching(session: Session) -> Watcher | None:
             if watcher.window is not None or os.getpid() != pid:
                 return False  # one at a time; never in a forked child
             if not fits:
-                fits.append(_fit(session, watch.max_trace_mb))
+                fits.append(_fit(session, watch.max_trace_mb, watch.max_host_mb))
             if not fits[0].fits:
                 return False
             watcher.window = _open_window(session, watcher, trigger, fits[0])
@@ -66,17 +66,19 @@ def start_watching(session: Session) -> Watcher | None:
     return watcher
 
 
-def _fit(first: Session, max_trace_mb: float) -> budget.Fit:
+def _fit(first: Session, max_trace_mb: float, max_host_mb: float) -> budget.Fit:
     """The triggered windows' budget, predicted from the healthy window's trace per step
     (a note when it cuts the schedule, or when not even one step fits)."""
     run_dir, run = first.run_dir, first._run
     assert run_dir is not None
     per_step = budget.bytes_per_step(run_dir, run.recorded if run is not None else 0)
-    fitted = budget.fit(first.options.schedule, max_trace_mb, per_step, run_dir.name)
+    fitted = budget.fit(first.options.schedule, max_trace_mb, per_step, run_dir.name,
+                        max_host_mb)
     per_mb = fitted.trace_mb_per_step
     if not fitted.fits:
         note(f"autoprof: {first.name!r} records no triggered window: one step's trace "
-             f"({per_mb:.3g} MB) is over Watch.max_trace_mb={max_trace_mb:g}")
+             f"({per_mb:.3g} MB) is over Watch.max_trace_mb={max_trace_mb:g} or its host "
+             f"memory over Watch.max_host_mb={max_host_mb:g}")
     elif (fitted.active, fitted.repeat) != (fitted.asked_active, fitted.asked_repeat):
         note(f"autoprof: {first.name!r}'s triggered windows record {fitted.active} active "
              f"step(s) x {fitted.repeat} cycle(s), not {fitted.asked_active} x "
