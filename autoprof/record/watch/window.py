@@ -61,7 +61,8 @@ def start_watching(session: Session) -> Watcher | None:
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
     watcher.home = session.run_dir
-    peers.start()
+    if watch.peers:
+        peers.start()  # the other ranks' asks, polled off the watched calls
     _register_exit()
     return watcher
 
