@@ -2,7 +2,7 @@
 ``functools.wraps`` wrapper and against autoprof without watching, side by side in one
 process, interleaved rounds, best loop of each round, the median over rounds.
 
-    python benchmarks/watch_cost.py [--rounds 7] [--loop-s 0.2] [--out results-watch-cost.json]
+    python benchmarks/watch_cost.py [--rounds 7] [--loop-s 0.2] [--clock cpu|wall] [--out FILE]
 
 Regions: ``with autoprof.region(name): pass`` finished, and watched, against a ``with`` of an
 empty context manager (a function entering it, each; the region's options passed as keywords
@@ -17,6 +17,7 @@ measurement; the tick's code is the same up to its very last comparison. Goals (
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
 import json
 import os
@@ -24,6 +25,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import time
 import timeit
 from pathlib import Path
 from typing import Any
@@ -85,8 +87,8 @@ def _plain_with(x: Any) -> Any:
         return x
 
 
-def _best_ns(fn: Any, loop_s: float) -> float:
-    timer = timeit.Timer(lambda: fn(1))
+def _best_ns(fn: Any, loop_s: float, clock: Any = time.perf_counter) -> float:
+    timer = timeit.Timer(lambda: fn(1), timer=clock)
     per_call_s = timer.timeit(1000) / 1000
     number = max(1000, int(loop_s / max(per_call_s, 1e-9)))
     return min(timer.repeat(repeat=3, number=number)) / number * 1e9
@@ -97,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--loop-s", type=float, default=0.2)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="cpu: the process's CPU time (time.process_time; on a shared "
+                        "machine the time other processes held the core is left out); "
+                        "wall: time.perf_counter")
     args = parser.parse_args(argv)
     import autoprof
 
@@ -111,14 +117,19 @@ def main(argv: list[str] | None = None) -> int:
                     "region_done": region_done, "region_watch": region_watched}
         watcher = watched.autoprof_session.watcher
         assert watcher.baseline_ns is not None, "the baseline is not learnt yet"
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
         rounds: dict[str, list[float]] = {k: [] for k in subjects}
         for _ in range(args.rounds):
             for name, fn in subjects.items():
-                rounds[name].append(_best_ns(fn, args.loop_s))
+                rounds[name].append(_best_ns(fn, args.loop_s, clock))
         assert watcher.windows == 0
     med = {k: statistics.median(v) for k, v in rounds.items()}
     extra_ns = med["autoprof_watch"] - med["plain_wraps"]
     result = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python", "benchmarks/watch_cost.py", *(argv or sys.argv[1:])]),
+        "load_average_1_5_15": list(os.getloadavg()),
+        "clock": args.clock,
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "python": sys.version.split()[0], "processor": platform.processor()},
         "rounds_ns_per_call": rounds,

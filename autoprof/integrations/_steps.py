@@ -61,6 +61,9 @@ class StepRecorder:
         schedule = autoprof.Schedule.coerce(opts.get("schedule"))
         total = schedule.total_steps
         self.last_step: int | None = None if total is None else self.warmup_calls + total
+        # watched (watch=...): every step stays a region entry after the first window, timed
+        # by the region's watcher, and a triggered window records its steps' phases too
+        self.watching = opts.get("watch") not in (None, False)
         self.steps_begun = 0
         self._step: Any = None  # the entered region of the step in progress
         self._phase: Any = None  # the record_function of the phase in progress
@@ -73,9 +76,13 @@ class StepRecorder:
         return self._step is not None
 
     def _recording(self) -> bool:
-        """Can the profiler be on in the step in progress (past the warm-up, in the schedule)?"""
+        """Can the profiler be on in the step in progress (past the warm-up, in the schedule,
+        or in a triggered window of a watched region)?"""
         n = self.steps_begun
-        return n > self.warmup_calls and (self.last_step is None or n <= self.last_step)
+        if n > self.warmup_calls and (self.last_step is None or n <= self.last_step):
+            return True
+        watcher = getattr(self._step, "watcher", None)  # a watched region's (record.watch)
+        return watcher is not None and watcher.window is not None
 
     def begin_step(self) -> None:
         """A step starts (a step left open by a missed end hook is ended first)."""
@@ -83,7 +90,8 @@ class StepRecorder:
             return
         if self._step is not None:
             self.end_step()
-        if self.last_step is not None and self.steps_begun >= self.last_step:
+        if (self.last_step is not None and self.steps_begun >= self.last_step
+                and not self.watching):
             return  # the schedule is over: the region is a pass-through, skip even that
         region = autoprof.region(self.name, **self.options)
         region.__enter__()
@@ -128,7 +136,7 @@ class StepRecorder:
             return
         self.end_step(exc)
         if self.steps_begun > self.warmup_calls:
-            autoprof.flush()
+            autoprof.flush()  # a triggered window still recording too
 
     def give_up(self, hook: str, problem: Exception) -> None:
         """A hook failed inside autoprof: one warning, the step in progress is let go, and

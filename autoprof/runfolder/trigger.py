@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("drift", "manual", "signal", "call")
+KINDS = ("drift", "manual", "signal", "call", "peer")
 _RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 
 
@@ -23,7 +23,8 @@ class TriggerRecord:
     (the function's calls counted from 1); ``baseline_ms`` and ``current_ms``: the step time
     of the baseline and of the last calls before it (None when not yet known);
     ``healthy_run_id``: the run folder beside this one it is compared with; ``window``: the
-    triggered windows of this function so far, this one included."""
+    triggered windows of this function so far, this one included; ``from_rank``: the rank
+    whose drift or signal asked this one for a window (kind ``peer``; None otherwise)."""
 
     kind: str
     at_call: int
@@ -31,13 +32,15 @@ class TriggerRecord:
     current_ms: float | None
     healthy_run_id: str
     window: int = 1
+    from_rank: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
         why = {"drift": "the step time drifted", "manual": "autoprof.trigger()",
-               "signal": "a signal", "call": "the call number asked for"}.get(self.kind, self.kind)
+               "signal": "a signal", "call": "the call number asked for",
+               "peer": f"rank {self.from_rank} asked"}.get(self.kind, self.kind)
         text = f"{why}, at call {self.at_call}"
         if self.baseline_ms is not None and self.current_ms is not None:
             text += f": {self.current_ms:.3g} ms a step against {self.baseline_ms:.3g} ms"
@@ -54,9 +57,11 @@ class TriggerRecord:
         if (kind not in KINDS or not isinstance(at_call, int) or isinstance(at_call, bool)
                 or not isinstance(healthy, str) or not _RUN_ID.match(healthy)):
             return None
-        window = raw.get("window")
+        window, rank = raw.get("window"), raw.get("from_rank")
         return cls(str(kind), at_call, _ms(raw.get("baseline_ms")), _ms(raw.get("current_ms")),
-                   healthy, window if isinstance(window, int) and window > 0 else 1)
+                   healthy, window if isinstance(window, int) and window > 0 else 1,
+                   rank if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0
+                   else None)
 
 
 def _ms(value: object) -> float | None:

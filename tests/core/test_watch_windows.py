@@ -83,6 +83,42 @@ def test_a_slowdown_is_recorded_within_100_calls_and_named(traces_root, capsys):
     assert text.startswith("TRIGGERED WINDOW 1") and "cumsum" in text.split("autoprof summary")[0]
 
 
+def test_a_slower_loader_is_recorded_within_100_calls_and_named(traces_root, capsys):
+    """The slowdown between the calls (the loop's loader), not in them: the comparison's
+    largest change is the untraced host time between the steps."""
+    import time
+
+    w = torch.randn(64, 64)
+
+    @autoprof(name="loader", activities=["cpu"],
+              watch={"threshold_pct": 300.0, "drift_calls": 10, "baseline_calls": 30})
+    def step(x):
+        time.sleep(0.003)  # a 3 ms step: a loaded machine's scheduler noise is no drift
+        return x @ w
+
+    x = torch.randn(64, 64)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # intra-op threads spinning on 2 shared cores slow every op
+    try:
+        for call in range(1, SLOW_AT + 120):
+            if call >= SLOW_AT:
+                time.sleep(0.02)  # the loader takes 20 ms more before each call
+            step(x)
+    finally:
+        torch.set_num_threads(threads)
+    _flush_all(step)
+    healthy, triggered = _runs(traces_root, "loader")
+    trigger = manifest(triggered)["trigger"]
+    assert trigger["kind"] == "drift"
+    assert SLOW_AT <= trigger["at_call"] and trigger["at_call"] + WINDOW_CALLS <= SLOW_AT + 100
+    capsys.readouterr()
+    assert main(["summary", str(triggered), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["comparison"]["diff"]
+    assert result["verdict"] == "slower", result["step_time"]
+    largest = max(result["buckets"], key=lambda b: b["delta_us_per_step"])
+    assert largest["name"] == "host_untraced" and largest["share_of_change_pct"] > 50
+
+
 def test_a_call_number_records_at_that_call_and_the_count_holds(traces_root):
     calls = []
 

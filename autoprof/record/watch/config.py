@@ -27,7 +27,13 @@ class Watch:
     learn the baseline afresh; ``max_windows`` bounds the triggered windows of the function,
     whatever triggered them. ``at_calls``: call numbers (the function's calls, counted from 1)
     that start a window. ``signal``: SIGUSR2 starts a window (installed from the main thread,
-    only where the program has no handler of its own for it).
+    only where the program has no handler of its own for it). ``max_trace_mb``: the most
+    trace a triggered window may record (uncompressed, on one rank), predicted from the healthy
+    window's trace per recorded step; its schedule's ``active`` (then ``repeat``) steps are cut
+    to fit, and a window whose one step would not fit is not recorded (:mod:`.budget`);
+    ``max_host_mb`` likewise, for the host memory its events take while it records.
+    ``peers``: under torch.distributed, a drift or a signal on one rank asks every other rank
+    for a window too (kind ``peer``, :mod:`.peers`).
     """
 
     threshold_pct: float = 20.0
@@ -37,6 +43,9 @@ class Watch:
     max_windows: int = 3
     at_calls: tuple[int, ...] = ()
     signal: bool = True
+    max_trace_mb: float = 256.0
+    max_host_mb: float = 4096.0
+    peers: bool = True
 
     def __post_init__(self) -> None:
         for key in _INT_KEYS:
@@ -48,6 +57,10 @@ class Watch:
         pct = self.threshold_pct
         if isinstance(pct, bool) or not isinstance(pct, int | float) or not pct > 0:
             raise ValueError(f"Watch.threshold_pct must be a number > 0, got {pct!r}")
+        for key in ("max_trace_mb", "max_host_mb"):
+            budget = getattr(self, key)
+            if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
+                raise ValueError(f"Watch.{key} must be a number > 0, got {budget!r}")
         bad = [c for c in self.at_calls if isinstance(c, bool) or not isinstance(c, int) or c < 1]
         if bad:
             raise ValueError(f"Watch.at_calls must be call numbers >= 1, got {bad}")

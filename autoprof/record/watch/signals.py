@@ -26,6 +26,11 @@ def register(watcher: Watcher) -> None:
         _install()
 
 
+def live() -> list[Watcher]:
+    """Every watcher of this process still alive."""
+    return list(_watchers)
+
+
 def trigger(name: str | None = None) -> int:
     """Record one more window of every watched function (or of the one called ``name``),
     beginning at its next call; returns how many were asked. A function not watched

@@ -13,10 +13,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from autoprof.record.watch.config import Watch
+from autoprof.record.watch.timeline import Timeline
 
-Kind = str  # "drift", "manual", "signal", "call": what triggered a window
+Kind = str  # "drift", "manual", "signal", "call", "peer": what triggered a window
 _NEVER = 1 << 62
 
 
@@ -24,29 +26,44 @@ _NEVER = 1 << 62
 class Trigger:
     """Why a window starts: the kind, the call that begins it (counted from the function's
     first call), the baseline's and the recent step time (milliseconds; None while no
-    baseline has been learnt)."""
+    baseline has been learnt); ``from_rank``: the rank whose drift asked for it (``peer``)."""
 
     kind: Kind
     at_call: int
     baseline_ms: float | None
     current_ms: float | None
+    from_rank: int | None = None
 
 
 class Watcher:
-    """A watched function's step times, baseline and triggers (one per decorated function)."""
+    """A watched function's step times, baseline and triggers (one per decorated function).
+    Slots: every call reads a dozen of these (measured in ``benchmarks/watch_cost.py``)."""
+
+    __slots__ = ("name", "watch", "calls", "first_window_calls", "home", "windows", "window",
+                 "pending", "pending_from", "peer_seen", "opened", "timeline", "baseline_ns",
+                 "_start_window", "_at_calls", "_next_at", "_tl_sum_ns", "_tl_count",
+                 "_drift_calls", "_recent_ns", "_recent_i", "_ring_ns", "_ring_i", "_limit_ns",
+                 "_over", "_last_ns", "_cool_until", "__weakref__")
 
     def __init__(self, name: str, watch: Watch, calls_before: int,
                  start_window: Callable[[Trigger], bool]) -> None:
         self.name = name
         self.watch = watch
         self.calls = calls_before  # the function's calls so far (the watched ones included)
+        self.first_window_calls = calls_before  # the first window's (warm-up, steps, after)
+        self.home: Path | None = None  # the healthy run folder (watch.json goes there)
         self.windows = 0  # triggered windows opened
         self.window: object | None = None  # the window in progress (window.py's object)
         self.pending: Kind | None = None  # a manual or signal trigger waiting for a call
+        self.pending_from: int | None = None  # the rank that asked (a ``peer`` trigger)
+        self.peer_seen = 0  # the other ranks' asks read so far (record.watch.peers)
         self.opened: list[object] = []  # every triggered window's session, in order
         self._start_window = start_window
         self._at_calls = sorted(c for c in set(watch.at_calls) if c > calls_before)
         self._next_at = self._at_calls.pop(0) if self._at_calls else _NEVER
+        self.timeline = Timeline()  # every step time, in bounded memory (the viewer's)
+        self._tl_sum_ns = self._tl_count = 0  # its bucket in progress (kept here: per call)
+        self._drift_calls = watch.drift_calls
         self._recent_ns = [0] * watch.drift_calls  # every call's step time, a ring
         self._recent_i = 0
         self._relearn()
@@ -63,40 +80,54 @@ class Watcher:
         self._over = 0
         self._last_ns: int | None = None  # the previous call's start: none yet
 
-    def _learn(self, period_ns: int) -> None:
-        ring, size = self._ring_ns, self.watch.baseline_calls
-        if len(ring) < size:
-            ring.append(period_ns)
-        else:
-            ring[self._ring_i] = period_ns
-        self._ring_i = (self._ring_i + 1) % size
-        if self._ring_i == 0:  # every `size` kept calls: the median again
-            self.baseline_ns = statistics.median(ring)
-            self._limit_ns = self.baseline_ns * (1.0 + self.watch.threshold_pct / 100.0)
+    def _relimit(self) -> None:
+        """Every ``baseline_calls`` normal calls: the baseline is their median again."""
+        self._ring_i = 0
+        baseline = self.baseline_ns = statistics.median(self._ring_ns)
+        self._limit_ns = baseline * (1.0 + self.watch.threshold_pct / 100.0)
 
     # -- one call -----------------------------------------------------------------------
 
     def tick(self, now_ns: int) -> bool:
         """A watched call starts at ``now_ns`` (perf_counter_ns): count it, time the step
         since the last one, and say whether a window begins with it."""
-        self.calls += 1
+        calls = self.calls = self.calls + 1
         last, self._last_ns = self._last_ns, now_ns
-        if self.pending is not None or self.calls >= self._next_at:
+        if self.pending is not None or calls >= self._next_at:
             return self._manual_or_call()
         if last is None:
             return False
         period_ns = now_ns - last
-        self._recent_ns[self._recent_i] = period_ns
-        self._recent_i = (self._recent_i + 1) % self.watch.drift_calls
-        if period_ns <= self._limit_ns:
-            self._learn(period_ns)
+        self._tl_sum_ns += period_ns  # the timeline's bucket in progress
+        self._tl_count += 1
+        if self._tl_count >= self.timeline.width:
+            self.cut_timeline()
+        i = self._recent_i
+        self._recent_ns[i] = period_ns
+        self._recent_i = i + 1 if i + 1 < self._drift_calls else 0
+        if period_ns <= self._limit_ns:  # a normal call: into the baseline's ring (inline)
+            ring, j = self._ring_ns, self._ring_i
+            if j < len(ring):
+                ring[j] = period_ns
+            else:
+                ring.append(period_ns)
+            self._ring_i = j = j + 1
+            if j >= self.watch.baseline_calls:
+                self._relimit()
             if self._over:
                 self._over -= 1
             return False
         self._over += 1
-        if self._over >= self.watch.drift_calls and self.calls >= self._cool_until:
+        if self._over >= self._drift_calls and calls >= self._cool_until:
             return self._begin("drift")
         return False
+
+    def cut_timeline(self) -> None:
+        """The timeline's bucket in progress becomes a point (full, or a window begins)."""
+        if self._tl_count:
+            self.timeline.push(self.calls - self._tl_count + 1, self._tl_sum_ns,
+                               self._tl_count)
+            self._tl_sum_ns = self._tl_count = 0
 
     def _manual_or_call(self) -> bool:
         if self.calls >= self._next_at:
@@ -104,14 +135,15 @@ class Watcher:
             kind = "call"
         else:
             kind = self.pending or "manual"
-        self.pending = None
-        return self._begin(kind)
+        from_rank, self.pending, self.pending_from = self.pending_from, None, None
+        return self._begin(kind, from_rank)
 
-    def _begin(self, kind: Kind) -> bool:
+    def _begin(self, kind: Kind, from_rank: int | None = None) -> bool:
         self._over = 0
         if self.windows >= self.watch.max_windows:
             return False
-        trigger = Trigger(kind, self.calls, _ms(self.baseline_ns), self._current_ms())
+        trigger = Trigger(kind, self.calls, _ms(self.baseline_ns), self._current_ms(),
+                          from_rank)
         if not self._start_window(trigger):
             return False
         self.windows += 1
@@ -129,11 +161,14 @@ class Watcher:
         self.window = None
         self._relearn()
         self._recent_ns = [0] * self.watch.drift_calls
+        self._recent_i = 0
         self._cool_until = self.calls + self.watch.cooldown_calls
 
-    def ask(self, kind: Kind) -> None:
-        """A manual or signal trigger: the next call begins a window."""
-        self.pending = kind
+    def ask(self, kind: Kind, from_rank: int | None = None) -> None:
+        """A manual, signal or peer trigger: the next call begins a window (dropped while one
+        records)."""
+        if self.window is None:
+            self.pending, self.pending_from = kind, from_rank
 
 
 def _ms(value_ns: float | None) -> float | None:

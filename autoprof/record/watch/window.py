@@ -4,15 +4,17 @@ whose manifest says why it was recorded (``trigger``, :mod:`autoprof.runfolder.t
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from autoprof.record.session import Session
 from autoprof.record.warn import note
-from autoprof.record.watch import signals
+from autoprof.record.watch import budget, peers, signals, terminate, timeline
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -40,35 +42,110 @@ def start_watching(session: Session) -> Watcher | None:
     watch = session.options.watch
     if watch is None or session.run_dir is None:
         return None
-    healthy_run_id = session.run_dir.name
     pid = os.getpid()
+    fits: list[budget.Fit] = []  # the budget, fitted at the first trigger
 
     def start_window(trigger: Trigger) -> bool:
         with _lock:
             if watcher.window is not None or os.getpid() != pid:
                 return False  # one at a time; never in a forked child
-            watcher.window = _open_window(session, watcher, trigger, healthy_run_id)
-            return True
+            if not fits:
+                fits.append(_fit(session, watch.max_trace_mb, watch.max_host_mb))
+            if not fits[0].fits:
+                return False
+            watcher.window = _open_window(session, watcher, trigger, fits[0])
+        peers.publish(watcher, trigger.kind)
+        return True
 
     watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
+    watcher.home = session.run_dir
+    if watch.peers:
+        peers.start()  # the other ranks' asks, polled off the watched calls
+    _register_exit()
     return watcher
 
 
+def _fit(first: Session, max_trace_mb: float, max_host_mb: float) -> budget.Fit:
+    """The triggered windows' budget, predicted from the healthy window's trace per step
+    (a note when it cuts the schedule, or when not even one step fits)."""
+    run_dir, run = first.run_dir, first._run
+    assert run_dir is not None
+    per_step = budget.bytes_per_step(run_dir, run.recorded if run is not None else 0)
+    fitted = budget.fit(first.options.schedule, max_trace_mb, per_step, run_dir.name,
+                        max_host_mb)
+    per_mb = fitted.trace_mb_per_step
+    if not fitted.fits:
+        note(f"autoprof: {first.name!r} records no triggered window: one step's trace "
+             f"({per_mb:.3g} MB) is over Watch.max_trace_mb={max_trace_mb:g} or its host "
+             f"memory over Watch.max_host_mb={max_host_mb:g}")
+    elif (fitted.active, fitted.repeat) != (fitted.asked_active, fitted.asked_repeat):
+        note(f"autoprof: {first.name!r}'s triggered windows record {fitted.active} active "
+             f"step(s) x {fitted.repeat} cycle(s), not {fitted.asked_active} x "
+             f"{fitted.asked_repeat}: {per_mb:.3g} MB of trace a step, "
+             f"Watch.max_trace_mb={max_trace_mb:g}")
+    return fitted
+
+
 def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
-                 healthy_run_id: str) -> Session:
-    window = Session(first.name, first.options, first.qualname, first.source_file,
+                 fitted: budget.Fit) -> Session:
+    options = first.options
+    schedule = budget.fitted_schedule(options.schedule, fitted)
+    if schedule is not options.schedule:
+        options = replace(options, schedule=schedule)
+    window = Session(first.name, options, first.qualname, first.source_file,
                      first.source_line)
     record = TriggerRecord(kind=trigger.kind, at_call=trigger.at_call,
                            baseline_ms=trigger.baseline_ms, current_ms=trigger.current_ms,
-                           healthy_run_id=healthy_run_id, window=watcher.windows + 1)
-    window.manifest_extra = {"trigger": record.to_json()}
+                           healthy_run_id=fitted.from_run, window=watcher.windows + 1,
+                           from_rank=trigger.from_rank)
+    window.manifest_extra = {"trigger": record.to_json(), "budget": fitted.to_json()}
     window.times_after_window = first.times_after_window  # a region's: not timed
-    window.on_done = lambda: watcher.window_over(calls_so_far(window) - 1)
+
+    marked = {"kind": trigger.kind, "at_call": trigger.at_call, "window": record.window,
+              "run_id": None, "calls": None}
+
+    def on_done() -> None:
+        terminate.uninstall()
+        calls = calls_so_far(window)
+        watcher.window_over(calls - 1)
+        marked.update(run_id=None if window.run_dir is None else window.run_dir.name,
+                      calls=calls)
+        write_timeline(watcher)
+
+    window.on_done = on_done
     watcher.opened.append(window)  # kept: a flush waits for its finisher
+    watcher.cut_timeline()
+    watcher.timeline.windows.append(marked)
+    write_timeline(watcher)
+    terminate.install()
     note(f"autoprof: {first.name!r} records again ({record.describe()})")
     return window
+
+
+def write_timeline(watcher: Watcher) -> None:
+    """The watcher's step times and windows, into its healthy run folder's ``watch.json``."""
+    run_dir = watcher.home
+    if run_dir is not None:
+        timeline.write(run_dir, watcher.timeline.as_json(
+            watcher.name, run_dir.name, watcher.calls, watcher.first_window_calls))
+
+
+_exit_registered = False
+
+
+def _register_exit() -> None:
+    global _exit_registered
+    if not _exit_registered:
+        _exit_registered = True
+        atexit.register(_write_all)
+
+
+def _write_all() -> None:
+    """At exit: every live watcher's step times (a folder that cannot be written is let be)."""
+    for watcher in list(signals.live()):
+        write_timeline(watcher)
 
 
 def window_call(watcher: Watcher, fn: Callable[..., Any], args: tuple[Any, ...],

@@ -15,7 +15,7 @@ from autoprof.units import fmt_pct, fmt_us, fmt_value
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
-from autoprof.viewer.views import breakdown, roofline, whatif
+from autoprof.viewer.views import breakdown, roofline, watch, whatif
 from autoprof.viewer.views._common import current_run, dash, device_name, readable
 
 _VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success,
@@ -32,6 +32,7 @@ def render(ctx: Context) -> None:
     if isinstance(run, RunAnswer):
         _rank_by_rank(run)
         return
+    watch.comparison(run)  # a triggered window leads with its comparison (else nothing)
     verdict = run.analysis.verdict
     box = _VERDICT_BOX.get(verdict.kind, st.info)
     box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")

@@ -11,6 +11,7 @@ from autoprof.analysis.analysis import record_of
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
+from autoprof.viewer.views import watch
 from autoprof.viewer.views._common import current_run, readable
 
 FIRST = "first profiled step"
@@ -26,6 +27,8 @@ def render(ctx: Context) -> None:
         rank = int(st.selectbox("Rank", list(range(run.world_size)), key="steps_rank"))
     _steps(run.steps(rank=rank))
     _warmup(run)
+    if ctx.current is not None:
+        watch.render(ctx.current.path)
 
 
 def _steps(steps: pd.DataFrame) -> None:

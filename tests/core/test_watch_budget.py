@@ -1,0 +1,98 @@
+"""A triggered window fits ``Watch.max_trace_mb``: its schedule is cut to the steps the
+healthy window's trace per step says fit, its manifest says so under ``budget``, and the
+trace it writes is within the budget (its real, uncompressed size); a budget below one step
+records no window at all."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+
+from autoprof import autoprof
+from autoprof.record.options import Schedule
+from autoprof.record.watch import Watch, budget
+from tests.core.conftest import manifest, run_dirs
+
+MB = 1024 * 1024
+
+
+def _uncompressed_bytes(run_dir: Path) -> int:
+    return sum(len(gzip.decompress(p.read_bytes())) for p in run_dir.glob("*.pt.trace.json.gz"))
+
+
+def _watched(root: Path, name: str, max_trace_mb: float, calls: int = 60):
+    w = torch.randn(32, 32)
+
+    @autoprof(name=name, activities=["cpu"],
+              watch={"at_calls": [30], "max_trace_mb": max_trace_mb})
+    def f(x):
+        return (x @ w).relu().sum()
+
+    x = torch.randn(32, 32)
+    for _ in range(calls):
+        f(x)
+    autoprof.flush()
+    for window in f.autoprof_session.watcher.opened:
+        window.flush()
+    return sorted(run_dirs(root, name), key=lambda r: manifest(r)["started_at"])
+
+
+def test_the_window_is_cut_to_the_budget_and_its_trace_fits(traces_root):
+    healthy = _watched(traces_root, "roomy", 256.0)[0]  # its trace per step, measured
+    per_step = _uncompressed_bytes(healthy) / manifest(healthy)["steps_recorded"]
+    max_mb = 1.6 * per_step / MB  # one step fits (a step's size varies by a few percent)
+    healthy, triggered = _watched(traces_root, "tight", max_mb)
+    fitted = manifest(triggered)["budget"]
+    assert fitted["asked_active"] == 3 and fitted["active"] == 1
+    assert fitted["max_host_mb"] == 4096.0 and fitted["predicted_host_mb"] > 0
+    assert fitted["from_run"] == healthy.name == manifest(triggered)["trigger"]["healthy_run_id"]
+    assert manifest(triggered)["steps_recorded"] == 1
+    assert _uncompressed_bytes(triggered) <= max_mb * MB  # the budget held, on the real trace
+    # the prediction against the window's real trace: within 25%
+    assert fitted["predicted_trace_mb"] * MB == pytest.approx(_uncompressed_bytes(triggered),
+                                                              rel=0.25)
+
+
+def test_a_budget_below_one_step_records_no_window(traces_root, caplog):
+    caplog.set_level(logging.INFO, logger="autoprof")
+    runs = _watched(traces_root, "too_small", 1e-6)
+    assert len(runs) == 1 and "trigger" not in manifest(runs[0])
+    assert "records no triggered window" in caplog.text
+
+
+def test_fit_cuts_active_then_repeat():
+    schedule = Schedule(wait=1, warmup=1, active=4, repeat=3)
+    kept = budget.fit(schedule, 10.0, None, "r")
+    assert (kept.active, kept.repeat, kept.predicted_trace_mb) == (4, 3, None)
+    cut = budget.fit(schedule, 10.0, 3 * MB, "r")  # 3 steps fit: 3 active x 1 cycle
+    assert (cut.active, cut.repeat) == (3, 1) and cut.predicted_trace_mb == 9.0
+    some = budget.fit(schedule, 10.0, 1.2 * MB, "r")  # 8 steps fit: 4 active x 2 cycles
+    assert (some.active, some.repeat) == (4, 2)
+    assert not budget.fit(schedule, 1.0, 2 * MB, "r").fits
+    # the trace's budget holds 100 steps, the host memory's 10: 4 active x 2 cycles
+    host = budget.fit(schedule, 100.0, 1 * MB, "r", max_host_mb=10 * budget.HOST_PER_TRACE)
+    assert (host.active, host.repeat) == (4, 2)
+    assert host.predicted_host_mb == 8 * budget.HOST_PER_TRACE
+    assert budget.fitted_schedule(schedule, kept) is schedule
+    assert budget.fitted_schedule(schedule, some) == Schedule(wait=1, warmup=1, active=4,
+                                                              repeat=2)
+
+
+def test_bytes_per_step_reads_gzip_trailers_and_raw_traces(tmp_path):
+    (tmp_path / "w.1.pt.trace.json.gz").write_bytes(gzip.compress(b"x" * 3000))
+    (tmp_path / ".w.2.pt.trace.json.raw").write_bytes(b"y" * 1000)
+    (tmp_path / "table.txt").write_text("not a trace")
+    assert budget.bytes_per_step(tmp_path, 4) == 1000.0
+    assert budget.bytes_per_step(tmp_path, 0) is None
+    assert budget.bytes_per_step(tmp_path / "gone", 4) is None
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, True, "big"])
+@pytest.mark.parametrize("key", ["max_trace_mb", "max_host_mb"])
+def test_a_bad_budget_is_refused(key, bad):
+    with pytest.raises(ValueError, match=key):
+        Watch(**{key: bad})
