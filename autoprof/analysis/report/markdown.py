@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autoprof.analysis.kinds import BUCKETS_SHOWN
 from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
-BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_communication",
-           "host_launch", "host_sync", "host_cpu_work", "host_untraced")
 TOP_OPS = 5
 _SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 NAME_WIDTH = 60  # op and kernel names are cut to this in tables (C++ templates run long)
@@ -77,7 +76,7 @@ def _head(s: dict[str, Any]) -> list[str]:
 def _breakdown(s: dict[str, Any]) -> list[str]:
     bd = s.get("breakdown") or {}
     us, pct = bd.get("buckets_us") or {}, bd.get("buckets_pct") or {}
-    rows = [b for b in BUCKETS if pct.get(b)]
+    rows = [b for b in BUCKETS_SHOWN if pct.get(b)]
     if not bd.get("steps") or not rows:
         return []
     lines = ["", f"**Where the time goes** (mean of {bd['steps']} steps: "

@@ -13,17 +13,16 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from autoprof.analysis.report.markdown import BUCKETS, best_fix, fix_sentence, render_markdown
+from autoprof.analysis.kinds import (
+    BUCKET_COLOURS,
+    BUCKETS_SHOWN,
+    NEUTRAL_COLOUR,
+    SEVERITY_COLOURS,
+    VERDICT_COLOURS,
+)
+from autoprof.analysis.report.markdown import best_fix, fix_sentence, render_markdown
 from autoprof.analysis.report.speed import speed_text
 from autoprof.units import fmt_pct, fmt_us
-
-COLOURS = {"gpu_compute": "#2e7d32", "gpu_memory": "#66bb6a", "gpu_communication": "#8e24aa",
-           "host_launch": "#ef6c00", "host_sync": "#c62828", "host_cpu_work": "#fbc02d",
-           "host_untraced": "#9e9e9e", "host_communication": "#ce93d8"}
-_VERDICT_COLOURS = {"compute-bound": "#2e7d32", "overhead-bound": "#ef6c00",
-                    "communication-bound": "#8e24aa", "mixed": "#1565c0", "cpu-only": "#616161",
-                    "input-bound": "#fbc02d"}
-_SEVERITY_COLOURS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 
 
 def _e(value: object) -> str:
@@ -32,7 +31,7 @@ def _e(value: object) -> str:
 
 def _head(s: dict[str, Any]) -> str:
     verdict = str(s.get("verdict"))
-    colour = _VERDICT_COLOURS.get(verdict, "#616161")
+    colour = VERDICT_COLOURS.get(verdict, NEUTRAL_COLOUR)
     device = s.get("device")
     if isinstance(device, dict):
         device = device.get("name")
@@ -52,15 +51,16 @@ def breakdown_bar(s: dict[str, Any]) -> str:
     """The mean step as one stacked bar plus its legend; '' without step buckets."""
     bd = s.get("breakdown") or {}
     pct, us = bd.get("buckets_pct") or {}, bd.get("buckets_us") or {}
-    shown = [b for b in BUCKETS if float(pct.get(b) or 0) > 0]
+    shown = [b for b in BUCKETS_SHOWN if float(pct.get(b) or 0) > 0]
     if not bd.get("steps") or not shown:
         return ""
     segments = "".join(
         f'<div title="{_e(b)}: {_e(fmt_us(us.get(b)))} ({_e(fmt_pct(pct.get(b)))})" '
-        f'style="width:{float(pct[b]):.3f}%;background:{COLOURS[b]}"></div>' for b in shown)
+        f'style="width:{float(pct[b]):.3f}%;background:{BUCKET_COLOURS[b]}"></div>' for b in shown)
     legend = " ".join(
         f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;'
-        f'height:10px;background:{COLOURS[b]}"></span> {_e(b)} {_e(fmt_pct(pct.get(b)))}</span>'
+        f'height:10px;background:{BUCKET_COLOURS[b]}"></span> '
+        f'{_e(b)} {_e(fmt_pct(pct.get(b)))}</span>'
         for b in shown)
     return (f'<div style="margin-top:6px"><b>Where the time goes</b> (mean step '
             f'{_e(fmt_us(bd.get("step_us")))}, {bd["steps"]} steps)</div>'
@@ -106,7 +106,7 @@ def _diagnostics(s: dict[str, Any]) -> str:
     if not diags:
         return "<p><b>Diagnostics</b>: no findings</p>"
     items = "".join(
-        f'<li><span style="color:{_SEVERITY_COLOURS.get(str(d.get("severity")), "#616161")}">'
+        f'<li><span style="color:{SEVERITY_COLOURS.get(str(d.get("severity")), NEUTRAL_COLOUR)}">'
         f"[{_e(d.get('severity'))}]</span> <code>{_e(d.get('id'))}</code>: "
         f"{_e(d.get('message'))}"
         + (f"<br><i>hint:</i> {_e(d['hint'])}" if d.get("hint") else "") + "</li>"
