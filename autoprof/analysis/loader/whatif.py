@@ -85,12 +85,19 @@ def whatif_problem(run_path: str | Path | None) -> str | None:
     return None
 
 
+def measured_win(status: object, outputs_match: object, speedup: object) -> bool:
+    """Whether a what-if result counts as a fix that works: measured ``faster``, with a
+    speedup, and outputs that matched or could not be compared (``outputs_match`` None: the
+    original's own outputs change from call to call, as a training step's do). The one rule
+    every report's "best measured fix" applies."""
+    return (status == "faster" and outputs_match is not False
+            and isinstance(speedup, int | float) and not isinstance(speedup, bool))
+
+
 def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The result measured ``faster`` with the largest speedup, or None. Its outputs matched,
-    or could not be compared (``outputs_match`` None: the original's own outputs change from
-    call to call, as a training step's do)."""
-    good = [r for r in results if r.get("status") == "faster"
-            and r.get("outputs_match") is not False and isinstance(r.get("speedup"), int | float)]
+    """The result that ``measured_win`` with the largest speedup, or None."""
+    good = [r for r in results
+            if measured_win(r.get("status"), r.get("outputs_match"), r.get("speedup"))]
     return max(good, key=lambda r: float(r["speedup"]), default=None)
 
 

@@ -20,7 +20,9 @@ from autoprof.analysis.kinds import (
     SEVERITY_COLOURS,
     VERDICT_COLOURS,
 )
-from autoprof.analysis.report.markdown import best_fix, fix_sentence, render_markdown
+from autoprof.analysis.loader.whatif import best_fix
+from autoprof.analysis.report.markdown import fix_sentence, render_markdown
+from autoprof.analysis.report.model import WhatIfResult
 from autoprof.analysis.report.speed import speed_text
 from autoprof.units import fmt_pct, fmt_us
 
@@ -95,10 +97,11 @@ def _opportunities(s: dict[str, Any]) -> str:
 
 
 def _fix(s: dict[str, Any]) -> str:
-    fix = best_fix(s)
+    fix = best_fix(s.get("whatif") or [])
     if fix is None:
         return ""
-    return f'<p><b>Best measured fix</b> (what-if): {_e(fix_sentence(fix))}</p>'
+    sentence = fix_sentence(WhatIfResult.from_dict(fix, where="whatif"))
+    return f'<p><b>Best measured fix</b> (what-if): {_e(sentence)}</p>'
 
 
 def _diagnostics(s: dict[str, Any]) -> str:

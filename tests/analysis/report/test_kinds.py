@@ -43,7 +43,8 @@ def test_the_analysis_and_the_measuring_side_use_the_same_objects() -> None:
     from autoprof.record.whatif import FIXES
 
     assert breakdown.BUCKETS is kinds.BUCKETS
-    assert verdict.VerdictKind is kinds.VerdictKind
+    assert verdict.Verdict.__annotations__["kind"] == "VerdictKind"
+    assert verdict.VerdictKind is kinds.VerdictKind  # type: ignore[attr-defined]
     assert fixes.FixName is kinds.FixName
     assert tuple(FIXES) == kinds.MEASURED_FIX_NAMES  # the order they are tried in
 

@@ -16,6 +16,11 @@ Json = dict[str, Any]
 UNSET: Any = msgspec.UNSET  # typed Any so a field reads ``x: str | None = UNSET``
 
 
+def given(value: Any) -> Any:
+    """``value``, or None where the key was absent (``UNSET``)."""
+    return None if value is msgspec.UNSET else value
+
+
 class Model(msgspec.Struct, kw_only=True):
     """A record of the report: ``from_dict``/``from_json`` read it, ``to_dict``/``to_json``
     write it."""

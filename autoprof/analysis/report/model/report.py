@@ -9,7 +9,7 @@ otherwise; the fields are in the order the JSON lists them.
 from __future__ import annotations
 
 from autoprof.analysis.kinds import VerdictKind
-from autoprof.analysis.report.model.base import UNSET, Json, Model, Num
+from autoprof.analysis.report.model.base import UNSET, Json, Model, Num, given
 from autoprof.analysis.report.model.rows import (
     Diagnostic,
     Opportunity,
@@ -78,6 +78,11 @@ class Report(Model, kw_only=True):
     whatif: list[WhatIfResult]
     memory: Json | None
     source_lines: Json = UNSET
+
+    def best_fix(self) -> WhatIfResult | None:
+        """The fix what-if measured as the largest win (``WhatIfResult.is_win``), or None."""
+        wins = [r for r in self.whatif if r.is_win()]
+        return max(wins, key=lambda r: float(given(r.speedup)), default=None)
 
 
 class FolderLine(Model, kw_only=True):

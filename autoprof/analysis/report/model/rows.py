@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from autoprof.analysis.kinds import Severity
-from autoprof.analysis.report.model.base import UNSET, Json, Model, Num
+from autoprof.analysis.loader.whatif import measured_win
+from autoprof.analysis.report.model.base import UNSET, Json, Model, Num, given
 
 
 class Diagnostic(Model, kw_only=True):
@@ -136,3 +137,8 @@ class WhatIfResult(Model, kw_only=True):
     fixed_verdict_reason: str | None = UNSET
     fixed_run: str | None = UNSET
     suggested_by: list[str] = UNSET
+
+    def is_win(self) -> bool:
+        """Measured faster with outputs that match or were not compared
+        (loader/whatif.measured_win: the rule every report applies)."""
+        return measured_win(self.status, given(self.outputs_match), given(self.speedup))
