@@ -18,7 +18,13 @@ from typing import Any
 
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.runfolder import confine
-from autoprof.runfolder.whatif import MAX_WHATIF_BYTES, WHATIF_NAME, WHATIF_SCHEMA_VERSION
+from autoprof.runfolder.whatif import (
+    MAX_WHATIF_BYTES,
+    WHATIF_NAME,
+    WHATIF_SCHEMA_VERSION,
+    WhatIfRecord,
+    measured_win,
+)
 
 REQUIRED = ("fix", "applicable")
 NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
@@ -61,7 +67,11 @@ def _results(path: Path, raw: Any) -> list[dict[str, Any]]:
         if problem:
             raise TraceError(path, problem)
         out.append(record)
-    return out
+    try:  # typed when read: the same record the writer built (runfolder/whatif.py)
+        typed = WhatIfRecord.from_dict({**raw, "results": out}, where=str(path))
+    except ValueError as exc:
+        raise TraceError(path, str(exc).removeprefix(f"{path}: ")) from None
+    return [r.to_dict() for r in typed.results]
 
 
 def wrong_type(record: dict[str, Any]) -> str | None:
@@ -83,15 +93,6 @@ def whatif_problem(run_path: str | Path | None) -> str | None:
     except TraceError as err:
         return str(err)
     return None
-
-
-def measured_win(status: object, outputs_match: object, speedup: object) -> bool:
-    """Whether a what-if result counts as a fix that works: measured ``faster``, with a
-    speedup, and outputs that matched or could not be compared (``outputs_match`` None: the
-    original's own outputs change from call to call, as a training step's do). The one rule
-    every report's "best measured fix" applies."""
-    return (status == "faster" and outputs_match is not False
-            and isinstance(speedup, int | float) and not isinstance(speedup, bool))
 
 
 def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -9,9 +9,9 @@ from autoprof.analysis.report.model.rows import (
     RankRow,
     StepRow,
     TopOps,
-    WhatIfResult,
     Where,
 )
+from autoprof.runfolder.whatif import WhatIfResult
 
 __all__ = ["Breakdown", "Diagnostic", "FolderLine", "FolderSummary", "Model", "OpRow",
            "Opportunity", "RankRow", "Report", "StepRow", "TopOps", "WhatIfResult", "Where"]

@@ -16,9 +16,9 @@ from autoprof.analysis.report.model.rows import (
     RankRow,
     StepRow,
     TopOps,
-    WhatIfResult,
     Where,
 )
+from autoprof.runfolder.whatif import WhatIfResult
 
 
 class Breakdown(Model, kw_only=True):

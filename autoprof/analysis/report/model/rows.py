@@ -1,13 +1,11 @@
-"""The rows of the report: a diagnostic, an opportunity, a top op, a step, a rank, a what-if
-result. Times in microseconds unless the name says otherwise; field order is the JSON's."""
+"""The rows of the report: a diagnostic, an opportunity, a top op, a step, a rank, and the
+what-if result (runfolder/whatif.py, the record whatif.json stores). Times in microseconds
+unless the name says otherwise; field order is the JSON's."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from autoprof.analysis.kinds import Severity
-from autoprof.analysis.loader.whatif import measured_win
-from autoprof.analysis.report.model.base import UNSET, Json, Model, Num, given
+from autoprof.analysis.report.model.base import UNSET, Json, Model, Num
 
 
 class Diagnostic(Model, kw_only=True):
@@ -100,45 +98,3 @@ class RankRow(Model, kw_only=True):
     self_gpu_us: Num | None = UNSET
     breakdown: Json = UNSET
     opportunities: list[Json] = UNSET
-
-
-class WhatIfResult(Model, kw_only=True):
-    """One fix ``check(..., try_fixes=...)`` measured (record/whatif/result.FixResult as
-    whatif.json stores it, plus which signals of the run suggested it)."""
-
-    fix: str
-    doc: str | None = UNSET
-    applicable: bool | None = UNSET
-    status: str
-    reason: str | None = UNSET
-    error: Any = UNSET
-    baseline_us: Num | None = UNSET
-    baseline_spread_us: Num | None = UNSET
-    fixed_us: Num | None = UNSET
-    fixed_spread_us: Num | None = UNSET
-    measured_speedup: Num | None = UNSET
-    speedup: Num | None = UNSET
-    speedup_low: Num | None = UNSET
-    speedup_high: Num | None = UNSET
-    outputs_match: bool | None = UNSET
-    max_abs_error: Num | None = UNSET
-    tolerance: Num | None = UNSET
-    mismatch: str | None = UNSET
-    setup_s: Num | None = UNSET
-    break_even_calls: int | None = UNSET
-    samples: int | None = UNSET
-    calls_per_sample: int | None = UNSET
-    clock: str | None = UNSET
-    harness_us: Num | None = UNSET
-    predicted_speedup: Num | None = UNSET
-    prediction_error_pct: Num | None = UNSET
-    prediction_missed: bool | None = UNSET
-    fixed_verdict: str | None = UNSET
-    fixed_verdict_reason: str | None = UNSET
-    fixed_run: str | None = UNSET
-    suggested_by: list[str] = UNSET
-
-    def is_win(self) -> bool:
-        """Measured faster with outputs that match or were not compared
-        (loader/whatif.measured_win: the rule every report applies)."""
-        return measured_win(self.status, given(self.outputs_match), given(self.speedup))
