@@ -22,9 +22,8 @@ def render(report: Report, fmt: Format = "text") -> str:
     (``--format markdown``) or ``html`` (a notebook's ``Run._repr_html_``)."""
     if fmt == "markdown":
         return render_markdown(report)
-    summary = report.to_dict()
-    if fmt == "text":
-        return render_summary(summary)
     if fmt == "html":
-        return render_html(summary)
+        return render_html(report)
+    if fmt == "text":
+        return render_summary(report.to_dict())
     raise ValueError(f"render: unknown format {fmt!r}; one of {', '.join(FORMATS)}")
