@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from autoprof.analysis.kinds import BUCKETS_SHOWN
-from autoprof.analysis.report.model import Report, WhatIfResult
+from autoprof.analysis.report.model import Opportunity, Report, WhatIfResult
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.text import untraced_between_clause
@@ -91,13 +91,13 @@ def _breakdown(s: Report) -> list[str]:
     return lines
 
 
-def _opportunities(s: Report) -> list[str]:
-    if not s.opportunities:
+def _opportunities(found: list[Opportunity]) -> list[str]:
+    if not found:
         return []
     lines = ["", "**Opportunities** (largest first)", "",
              "| cause | per step | share | predicted or at most | where | hint |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
-    for o in s.opportunities:
+    for o in found:
         where = ", ".join(f"{code(w.name, NAME_WIDTH)} {fmt_us(w.us_per_step)}"
                           for w in o.where[:3])
         speed = speed_text(o.to_dict())
@@ -147,8 +147,8 @@ def render_markdown(report: Report | dict[str, Any]) -> str:
     escaped, long names cut)."""
     data = report.to_dict() if isinstance(report, Report) else report
     s = Report.from_dict(safe_strings(data))
-    lines = [*_head(s), *_breakdown(s), *_opportunities(s), *_whatif(s), *_diagnostics(s),
-             *_top_ops(s)]
+    lines = [*_head(s), *_breakdown(s), *_opportunities(s.opportunities), *_whatif(s),
+             *_diagnostics(s), *_top_ops(s)]
     return "\n".join(lines) + "\n"
 
 
