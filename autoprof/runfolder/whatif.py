@@ -29,8 +29,8 @@ class WhatIfResult(Model, kw_only=True):
 
     fix: str
     doc: str | None = UNSET
-    applicable: bool | None = UNSET
-    status: str
+    applicable: bool | None
+    status: str = UNSET
     reason: str | None = UNSET
     error: Any = UNSET
     baseline_us: Num | None = UNSET
@@ -63,7 +63,7 @@ class WhatIfResult(Model, kw_only=True):
     def is_win(self) -> bool:
         """Measured faster with outputs that match or were not compared
         (``measured_win``: the rule every report applies)."""
-        return measured_win(self.status, given(self.outputs_match), given(self.speedup))
+        return measured_win(given(self.status), given(self.outputs_match), given(self.speedup))
 
 
 class WhatIfRecord(Model, kw_only=True):

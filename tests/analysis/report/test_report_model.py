@@ -84,5 +84,6 @@ def test_a_summary_that_breaks_the_type_is_refused_naming_the_key() -> None:
 
 
 def test_keys_a_newer_autoprof_adds_are_read_past() -> None:
-    row = WhatIfResult.from_dict({"fix": "compile", "status": "faster", "a_later_key": 1})
-    assert row.to_dict() == {"fix": "compile", "status": "faster"}
+    row = WhatIfResult.from_dict({"fix": "compile", "applicable": True, "status": "faster",
+                                  "a_later_key": 1})
+    assert row.to_dict() == {"fix": "compile", "applicable": True, "status": "faster"}
