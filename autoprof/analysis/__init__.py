@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
     from autoprof.analysis.metrics.steps import per_step
     from autoprof.analysis.metrics.verdict import Verdict
+    from autoprof.analysis.report.build import report
+    from autoprof.analysis.report.model import Report
     from autoprof.analysis.report.side_by_side import compare
     from autoprof.analysis.report.summary import summarize
     from autoprof.analysis.report.tables import format_table, write_tables
@@ -62,6 +64,8 @@ _LAZY: dict[str, str] = {
     "straggler_rank": "autoprof.analysis.metrics.ranks",
     "per_step": "autoprof.analysis.metrics.steps",
     "Verdict": "autoprof.analysis.metrics.verdict",
+    "report": "autoprof.analysis.report.build",
+    "Report": "autoprof.analysis.report.model",
     "compare": "autoprof.analysis.report.side_by_side",
     "summarize": "autoprof.analysis.report.summary",
     "format_table": "autoprof.analysis.report.tables",
@@ -77,6 +81,7 @@ __all__ = [
     "Diagnostic",
     "Overhead",
     "Run",
+    "Report",
     "RunData",
     "TraceError",
     "TraceFile",
@@ -91,6 +96,7 @@ __all__ = [
     "per_step",
     "rank_table",
     "read_trace",
+    "report",
     "self_vs_total",
     "straggler_rank",
     "summarize",

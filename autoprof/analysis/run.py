@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from autoprof.analysis.diagnose.records import Diagnostic
     from autoprof.analysis.metrics.overhead import Overhead
     from autoprof.analysis.metrics.verdict import Verdict
+    from autoprof.analysis.report.model import Report
     from autoprof.runfolder import Manifest
 
 
@@ -159,6 +160,12 @@ class Run:
         from autoprof.analysis.report.summary_cache import cached_summary
 
         return cached_summary(self)
+
+    def report(self) -> Report:
+        """The summary as the typed record (report/model): ``Report.from_dict(summary())``."""
+        from autoprof.analysis.report.build import report
+
+        return report(self)
 
     def _repr_html_(self) -> str:
         """In a notebook: verdict, breakdown bar, opportunities, best measured fix, findings."""

@@ -31,9 +31,12 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from autoprof.integrations._steps import missing_extra
+
+if TYPE_CHECKING:
+    from autoprof.analysis import Report
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -116,6 +119,12 @@ class RunFolder:
         result: dict[str, Any] = summarize(self.load(run))
         return result
 
+    def report(self, run: str) -> Report:
+        """The run's summary as the typed record (report/model)."""
+        from autoprof.analysis import Report
+
+        return Report.from_dict(self.summary(run), where=run)
+
 
 def _changed_ns(path: Path) -> int:
     manifest = path / "manifest.json"
@@ -155,16 +164,17 @@ def top_ops(folder: RunFolder, run: str, by: Literal["self_cpu", "self_device"],
 
 def explain(folder: RunFolder, run: str, what: str) -> dict[str, Any]:
     """One diagnostic, opportunity or op of the run, with its numbers."""
-    summary = folder.summary(run)
-    for d in summary.get("diagnostics") or []:
-        if d.get("id") == what:
-            return {"kind": "diagnostic", **d}
-    for o in summary.get("opportunities") or []:
-        if o.get("cause") == what:
-            fixes = [r for r in summary.get("whatif") or []
-                     if what in (r.get("suggested_by") or [])]
-            return {"kind": "opportunity", **o, "measured_fixes": fixes}
-    return _explain_op(folder, run, what, summary)
+    from autoprof.analysis.loader.whatif import measured_for
+
+    report = folder.report(run)
+    for d in report.diagnostics:
+        if d.id == what:
+            return {"kind": "diagnostic", **d.to_dict()}
+    for o in report.opportunities:
+        if o.cause == what:
+            fixes = measured_for([r.to_dict() for r in report.whatif], what)
+            return {"kind": "opportunity", **o.to_dict(), "measured_fixes": fixes}
+    return _explain_op(folder, run, what, report)
 
 
 def diff(folder: RunFolder, a: str, b: str) -> dict[str, Any]:
@@ -177,20 +187,18 @@ def diff(folder: RunFolder, a: str, b: str) -> dict[str, Any]:
 
 
 def _explain_op(folder: RunFolder, run: str, name: str,
-                summary: dict[str, Any]) -> dict[str, Any]:
+                report: Report) -> dict[str, Any]:
     from autoprof.analysis.report.summary import jsonable
 
     ops = folder.load(run).ops()
     rows = ops[ops["name"] == name]
     if rows.empty:
-        known = [d["id"] for d in summary.get("diagnostics") or []]
-        known += [o["cause"] for o in summary.get("opportunities") or []]
+        known = [d.id for d in report.diagnostics] + [o.cause for o in report.opportunities]
         raise ValueError(f"{name!r} is no diagnostic id, opportunity cause or op name of this "
                          f"run (diagnostics and opportunities: {known})")
     self_cpu, self_dev = float(ops["self_cpu_us"].sum()), float(ops["self_device_us"].sum())
-    in_opportunities = [{"cause": o["cause"], "us_per_step": w["us_per_step"]}
-                        for o in summary.get("opportunities") or [] for w in o["where"]
-                        if w.get("name") == name]
+    in_opportunities = [{"cause": o.cause, "us_per_step": w.us_per_step}
+                        for o in report.opportunities for w in o.where if w.name == name]
     explained: dict[str, Any] = jsonable({
         "kind": "op", "name": name, "rows": rows.to_dict(orient="records"),
         "self_cpu_pct_of_run": 100 * float(rows["self_cpu_us"].sum()) / self_cpu

@@ -1,5 +1,8 @@
 """``whatif.json`` in the run folder: written atomically, then listed in the manifest.
 
+Typed both ways: ``whatif_record`` builds a ``WhatIfRecord`` (a result field the type does not
+name is refused when written, not lost when read) and the loader reads the file back into it.
+
 The one home of the file's name and schema version: the writer (``autoprof.record.whatif``,
 which may run where the analysis cannot be imported: a GPU box with torch only) and the
 reader (``autoprof.analysis.loader.whatif``) both import them from here.
@@ -13,10 +16,84 @@ from typing import Any
 
 from autoprof.runfolder.files import MANIFEST, MAX_MANIFEST_BYTES, atomic_write_json, folder_lock
 from autoprof.runfolder.manifest import ManifestError, read_manifest, write_manifest
+from autoprof.runfolder.typed import UNSET, Model, Num, given
 
 WHATIF_NAME = "whatif.json"
 WHATIF_SCHEMA_VERSION = 1
 MAX_WHATIF_BYTES = 16 * 1024**2
+
+
+class WhatIfResult(Model, kw_only=True):
+    """One fix ``check(..., try_fixes=...)`` measured (record/whatif/result.FixResult as
+    whatif.json stores it, plus which signals of the run suggested it)."""
+
+    fix: str
+    doc: str | None = UNSET
+    applicable: bool | None
+    status: str = UNSET
+    reason: str | None = UNSET
+    error: Any = UNSET
+    baseline_us: Num | None = UNSET
+    baseline_spread_us: Num | None = UNSET
+    fixed_us: Num | None = UNSET
+    fixed_spread_us: Num | None = UNSET
+    measured_speedup: Num | None = UNSET
+    speedup: Num | None = UNSET
+    speedup_low: Num | None = UNSET
+    speedup_high: Num | None = UNSET
+    outputs_match: bool | None = UNSET
+    max_abs_error: Num | None = UNSET
+    tolerance: Num | None = UNSET
+    mismatch: str | None = UNSET
+    setup_s: Num | None = UNSET
+    break_even_calls: int | None = UNSET
+    samples: int | None = UNSET
+    calls_per_sample: int | None = UNSET
+    clock: str | None = UNSET
+    harness_us: Num | None = UNSET
+    predicted_speedup: Num | None = UNSET
+    prediction_error_pct: Num | None = UNSET
+    prediction_missed: bool | None = UNSET
+    fixed_verdict: str | None = UNSET
+    fixed_verdict_reason: str | None = UNSET
+    fixed_run: str | None = UNSET
+    settle: str | None = UNSET
+    suggested_by: list[str] = UNSET
+
+    def is_win(self) -> bool:
+        """Measured faster with outputs that match or were not compared
+        (``measured_win``: the rule every report applies)."""
+        return measured_win(given(self.status), given(self.outputs_match), given(self.speedup))
+
+
+class WhatIfRecord(Model, kw_only=True):
+    """``whatif.json``: what was tried on which function, how the original was timed, and one
+    ``WhatIfResult`` per fix."""
+
+    schema_version: int
+    function: str = UNSET
+    tried: list[str] = UNSET
+    baseline_us: Num | None = UNSET
+    baseline_spread_us: Num | None = UNSET
+    clock: str | None = UNSET
+    harness_us: Num | None = UNSET
+    measured: str = UNSET
+    warmup_call_us_median: Num | None = UNSET
+    note: str = UNSET
+    results: list[WhatIfResult]
+
+
+def measured_win(status: object, outputs_match: object, speedup: object) -> bool:
+    """Whether a what-if result counts as a fix that works: measured ``faster``, with a
+    speedup, and outputs that matched or could not be compared (``outputs_match`` None: the
+    original's own outputs change from call to call, as a training step's do). The one rule
+    every report's "best measured fix" applies."""
+    return (status == "faster" and outputs_match is not False
+            and isinstance(speedup, int | float) and not isinstance(speedup, bool))
+
+
+def _unknown(raw: dict[str, Any], kind: type[Model]) -> list[str]:
+    return sorted(set(raw) - set(kind.__struct_fields__))
 
 
 def whatif_record(results: list[dict[str, Any]], **about: Any) -> dict[str, Any]:
@@ -25,7 +102,12 @@ def whatif_record(results: list[dict[str, Any]], **about: Any) -> dict[str, Any]
     so the file is strict JSON."""
     record: dict[str, Any] = _finite(
         {"schema_version": WHATIF_SCHEMA_VERSION, **about, "results": results})
-    return record
+    unknown = _unknown(record, WhatIfRecord) + [
+        k for r in results for k in _unknown(r, WhatIfResult)]
+    if unknown:  # a field the type does not name would be lost when the file is read back
+        raise ValueError(f"{WHATIF_NAME}: field(s) {sorted(set(unknown))} are not in "
+                         "runfolder.whatif.WhatIfRecord / WhatIfResult; add them there")
+    return WhatIfRecord.from_dict(record, where=WHATIF_NAME).to_dict()
 
 
 def _finite(value: Any) -> Any:

@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 
 from autoprof.analysis.diagnose.cpu_bounds import cpu_op_bounds
-from autoprof.analysis.metrics.breakdown import BUCKETS, COMMUNICATION_BUCKETS, Breakdown
+from autoprof.analysis.kinds import BUCKETS, COMMUNICATION_BUCKETS
+from autoprof.analysis.metrics.breakdown import Breakdown
 from autoprof.analysis.metrics.overhead import COLLECTIVE_NAME
 
 TOP_WHERE = 3

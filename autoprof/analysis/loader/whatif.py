@@ -18,7 +18,13 @@ from typing import Any
 
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.runfolder import confine
-from autoprof.runfolder.whatif import MAX_WHATIF_BYTES, WHATIF_NAME, WHATIF_SCHEMA_VERSION
+from autoprof.runfolder.whatif import (
+    MAX_WHATIF_BYTES,
+    WHATIF_NAME,
+    WHATIF_SCHEMA_VERSION,
+    WhatIfRecord,
+    measured_win,
+)
 
 REQUIRED = ("fix", "applicable")
 NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
@@ -61,7 +67,11 @@ def _results(path: Path, raw: Any) -> list[dict[str, Any]]:
         if problem:
             raise TraceError(path, problem)
         out.append(record)
-    return out
+    try:  # typed when read: the same record the writer built (runfolder/whatif.py)
+        typed = WhatIfRecord.from_dict({**raw, "results": out}, where=str(path))
+    except ValueError as exc:
+        raise TraceError(path, str(exc).removeprefix(f"{path}: ")) from None
+    return [r.to_dict() for r in typed.results]
 
 
 def wrong_type(record: dict[str, Any]) -> str | None:
@@ -86,11 +96,9 @@ def whatif_problem(run_path: str | Path | None) -> str | None:
 
 
 def best_fix(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The result measured ``faster`` with the largest speedup, or None. Its outputs matched,
-    or could not be compared (``outputs_match`` None: the original's own outputs change from
-    call to call, as a training step's do)."""
-    good = [r for r in results if r.get("status") == "faster"
-            and r.get("outputs_match") is not False and isinstance(r.get("speedup"), int | float)]
+    """The result that ``measured_win`` with the largest speedup, or None."""
+    good = [r for r in results
+            if measured_win(r.get("status"), r.get("outputs_match"), r.get("speedup"))]
     return max(good, key=lambda r: float(r["speedup"]), default=None)
 
 

@@ -33,11 +33,11 @@ the call's own launched before it returned, stays in the GPU buckets, not betwee
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.kinds import BUCKETS as BUCKETS  # re-exported: scale/heatmap reads it here
 from autoprof.analysis.metrics._tree import ancestors, has_ancestor_in
 from autoprof.analysis.metrics.breakdown_loop import (
     WHERE_BETWEEN_COLUMNS,
@@ -64,16 +64,6 @@ from autoprof.analysis.metrics.stats import (
 from autoprof.analysis.metrics.steps import launch_mask
 from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
 
-Bucket = Literal["gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
-                 "host_cpu_work", "host_untraced", "host_communication"]
-# host_communication last: GPU buckets are codes 0-2, host ones from host_launch's on
-BUCKETS: tuple[Bucket, ...] = ("gpu_compute", "gpu_memory", "gpu_communication", "host_launch",
-                               "host_sync", "host_cpu_work", "host_untraced",
-                               "host_communication")
-GPU_BUCKETS: tuple[Bucket, ...] = BUCKETS[:3]
-HOST_BUCKETS: tuple[Bucket, ...] = BUCKETS[3:]
-# the step's communication the GPU does not hide: NCCL alone on the GPU, gloo on the host
-COMMUNICATION_BUCKETS: tuple[Bucket, ...] = ("gpu_communication", "host_communication")
 _EXCLUDED = len(BUCKETS)  # the code of autoprof's own, GPU-idle time
 
 MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})

@@ -122,8 +122,8 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
 
 def exposed_comm_pct(buckets_pct: dict[str, float | None]) -> float:
     """The step's share of communication nothing hides: NCCL kernels alone on the GPU plus
-    host collectives (gloo) with the GPU idle (breakdown.COMMUNICATION_BUCKETS)."""
-    from autoprof.analysis.metrics.breakdown import COMMUNICATION_BUCKETS
+    host collectives (gloo) with the GPU idle (kinds.COMMUNICATION_BUCKETS)."""
+    from autoprof.analysis.kinds import COMMUNICATION_BUCKETS
 
     return float(sum(float(buckets_pct.get(b) or 0.0) for b in COMMUNICATION_BUCKETS))
 

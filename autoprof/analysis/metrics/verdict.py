@@ -40,10 +40,16 @@ profiled window stands in for the GPU side (`classify`): below OVERHEAD_BELOW_PC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from autoprof.analysis.kinds import (
+    COMMUNICATION_BUCKETS,
+    GPU_BUCKETS,
+    HOST_BUCKETS,
+    VerdictKind,
+)
 from autoprof.analysis.metrics.overhead import Overhead
 from autoprof.analysis.metrics.replay.loop import (
     INPUT_BOUND_PCT,
@@ -54,11 +60,6 @@ from autoprof.analysis.metrics.replay.replay import Spread
 from autoprof.analysis.metrics.stats import finite_or_none
 from autoprof.units import fmt_us
 
-VerdictKind = Literal["overhead-bound", "compute-bound", "communication-bound", "mixed",
-                      "cpu-only", "input-bound"]
-VERDICT_KINDS: tuple[VerdictKind, ...] = ("overhead-bound", "compute-bound",
-                                          "communication-bound", "mixed", "cpu-only",
-                                          "input-bound")
 INPUT_BOUND_MIN_US = 100.0
 
 OVERHEAD_BELOW_PCT = 15.0
@@ -66,9 +67,9 @@ COMPUTE_FROM_PCT = 60.0
 COMM_NOTE_PCT = 5.0  # the reason mentions communication kernels above this share
 DOMINANT_PCT = 200.0 / 3  # a side clearly dominates: two thirds of the step
 TYPICAL_FROM_STEPS = 3  # from this many steps the verdict reads the median step, not the mean
-HOST_SIDE = ("host_launch", "host_sync", "host_cpu_work", "host_untraced")
-GPU_SIDE = ("gpu_compute", "gpu_memory")
-COMMUNICATION_SIDE = ("gpu_communication", "host_communication")
+HOST_SIDE = tuple(b for b in HOST_BUCKETS if b not in COMMUNICATION_BUCKETS)
+GPU_SIDE = tuple(b for b in GPU_BUCKETS if b not in COMMUNICATION_BUCKETS)
+COMMUNICATION_SIDE = COMMUNICATION_BUCKETS
 
 
 @dataclass(frozen=True)

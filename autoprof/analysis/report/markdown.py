@@ -2,9 +2,10 @@
 
 For a pull request, an issue or a prompt: the verdict and its reason, where a mean step's time
 goes, the opportunities, the best fix what-if measured, the diagnostics with their hints and
-the top ops, each number with its unit (autoprof.units). Rendered from the summary dict that
-`--json` prints; computes no statistic. Names (ops, buckets, findings) are code spans and prose
-is escaped, so a name such as ``a|b`` or ``<script>`` stays text, in a table too.
+the top ops, each number with its unit (autoprof.units). Rendered from the typed report
+(report/model), the record `--json` prints; computes no statistic. Names (ops, buckets,
+findings) are code spans and prose is escaped, so a name such as ``a|b`` or ``<script>``
+stays text, in a table too.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autoprof.analysis.kinds import BUCKETS_SHOWN
+from autoprof.analysis.report.model import Opportunity, Report, WhatIfResult
+from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
-BUCKETS = ("gpu_compute", "gpu_memory", "gpu_communication", "host_communication",
-           "host_launch", "host_sync", "host_cpu_work", "host_untraced")
 TOP_OPS = 5
 _SEVERITY_MARK = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
 NAME_WIDTH = 60  # op and kernel names are cut to this in tables (C++ templates run long)
@@ -44,120 +46,109 @@ def code(text: object, width: int | None = None) -> str:
     return "`" + text.replace("|", "\\|") + "`"
 
 
-def best_fix(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The fastest fix what-if measured as faster with matching (or uncompared) outputs."""
-    faster = [r for r in summary.get("whatif") or []
-              if r.get("status") == "faster" and r.get("speedup") is not None
-              and r.get("outputs_match") is not False]
-    return max(faster, key=lambda r: float(r["speedup"])) if faster else None
-
-
-def fix_sentence(fix: dict[str, Any]) -> str:
+def fix_sentence(fix: WhatIfResult) -> str:
     """``compile: 1.43x faster (2.49 ms → 1.74 ms per call), outputs match``, plain text."""
     outputs = {True: "outputs match", None: "outputs not compared"}.get(
-        fix.get("outputs_match"), "outputs differ")
-    times = (f" ({fmt_us(fix['baseline_us'])} → {fmt_us(fix['fixed_us'])} per call)"
-             if fix.get("baseline_us") is not None and fix.get("fixed_us") is not None else "")
-    return f"{fix['fix']}: {float(fix['speedup']):.2f}x faster{times}, {outputs}"
+        given(fix.outputs_match), "outputs differ")
+    base, fixed = given(fix.baseline_us), given(fix.fixed_us)
+    times = (f" ({fmt_us(base)} → {fmt_us(fixed)} per call)"
+             if base is not None and fixed is not None else "")
+    return f"{fix.fix}: {float(given(fix.speedup) or 0):.2f}x faster{times}, {outputs}"
 
 
-def _head(s: dict[str, Any]) -> list[str]:
-    device = s.get("device")
-    if isinstance(device, dict):
-        device = device.get("name")
-    ranks = s.get("world_size") or 1
-    facts = [code(s.get("run_id") or s.get("path")), f"{ranks} rank{'s' * (ranks > 1)}",
-             md(device or "CPU"), f"{s.get('events', 0):,} events"]
-    if s.get("status"):
-        facts.append(f"status {md(s['status'])}")
-    return [f"### autoprof: {code(s.get('name') or s.get('path'))} is **{md(s['verdict'])}**",
-            "", " · ".join(facts), "", f"> {md(s.get('verdict_reason') or '')}"]
+def _head(s: Report) -> list[str]:
+    device = s.device.get("name") if isinstance(s.device, dict) else s.device
+    ranks = s.world_size or 1
+    facts = [code(s.run_id or s.path), f"{ranks} rank{'s' * (ranks > 1)}",
+             md(device or "CPU"), f"{s.events:,} events"]
+    if s.status:
+        facts.append(f"status {md(s.status)}")
+    return [f"### autoprof: {code(s.name or s.path)} is **{md(s.verdict)}**",
+            "", " · ".join(facts), "", f"> {md(s.verdict_reason or '')}"]
 
 
-def _breakdown(s: dict[str, Any]) -> list[str]:
-    bd = s.get("breakdown") or {}
-    us, pct = bd.get("buckets_us") or {}, bd.get("buckets_pct") or {}
-    rows = [b for b in BUCKETS if pct.get(b)]
-    if not bd.get("steps") or not rows:
+def _breakdown(s: Report) -> list[str]:
+    bd = s.breakdown
+    us, pct = bd.buckets_us or {}, bd.buckets_pct or {}
+    rows = [b for b in BUCKETS_SHOWN if pct.get(b)]
+    if not bd.steps or not rows:
         return []
-    lines = ["", f"**Where the time goes** (mean of {bd['steps']} steps: "
-                 f"{fmt_us(bd.get('step_us'))})", "", "| bucket | per step | share |",
+    lines = ["", f"**Where the time goes** (mean of {bd.steps} steps: "
+                 f"{fmt_us(given(bd.step_us))})", "", "| bucket | per step | share |",
              "| --- | ---: | ---: |"]
-    for b in sorted(rows, key=lambda b: -float(pct[b])):
+    for b in sorted(rows, key=lambda b: -float(pct[b] or 0)):
         lines.append(f"| {code(b)} | {fmt_us(us.get(b))} | {fmt_pct(pct.get(b))} |")
-    if bd.get("between_calls_us") is not None:
-        where = ", ".join(f"{code(w['name'], NAME_WIDTH)} {fmt_us(w['us_per_step'])}"
-                          for w in (bd.get("between_calls_where") or [])[:3])
+    between = given(bd.between_calls_us)
+    if between is not None:
+        where = ", ".join(f"{code(w.name, NAME_WIDTH)} {fmt_us(w.us_per_step)}"
+                          for w in (bd.between_calls_where or [])[:3])
         lines += ["", f"Between calls (the caller's loop, GPU idle): "
-                      f"{fmt_us(bd['between_calls_us'])} per step "
-                      f"({fmt_pct(bd.get('between_calls_pct'))})"
+                      f"{fmt_us(between)} per step "
+                      f"({fmt_pct(given(bd.between_calls_pct))})"
                       + (f", in {where}" if where else "")
-                      + untraced_between_clause(bd["between_calls_us"],
-                                                bd.get("between_calls_untraced_us")) + "."]
+                      + untraced_between_clause(between,
+                                                given(bd.between_calls_untraced_us)) + "."]
     return lines
 
 
-def _opportunities(s: dict[str, Any]) -> list[str]:
-    found = s.get("opportunities") or []
+def _opportunities(found: list[Opportunity]) -> list[str]:
     if not found:
         return []
     lines = ["", "**Opportunities** (largest first)", "",
              "| cause | per step | share | predicted or at most | where | hint |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
     for o in found:
-        where = ", ".join(f"{code(w['name'], NAME_WIDTH)} {fmt_us(w['us_per_step'])}"
-                          for w in o["where"][:3])
-        speed = speed_text(o)
-        lines.append(f"| {code(o['cause'])} | {fmt_us(o['us_per_step'])} | "
-                     f"{fmt_pct(o['pct_of_step'])} | {speed} | {where or '-'} | "
-                     f"{md(o.get('hint') or '')} |")
+        where = ", ".join(f"{code(w.name, NAME_WIDTH)} {fmt_us(w.us_per_step)}"
+                          for w in o.where[:3])
+        speed = speed_text(o.to_dict())
+        lines.append(f"| {code(o.cause)} | {fmt_us(o.us_per_step)} | "
+                     f"{fmt_pct(o.pct_of_step)} | {speed} | {where or '-'} | "
+                     f"{md(o.hint or '')} |")
     return lines
 
 
-def _whatif(s: dict[str, Any]) -> list[str]:
-    fix = best_fix(s)
+def _whatif(s: Report) -> list[str]:
+    fix = s.best_fix()
     if fix is not None:
         return ["", f"**Best measured fix** (what-if): {md(fix_sentence(fix))}"]
-    if s.get("whatif"):
-        return ["", f"**What-if**: {len(s['whatif'])} fix(es) tried, none measured faster"]
+    if s.whatif:
+        return ["", f"**What-if**: {len(s.whatif)} fix(es) tried, none measured faster"]
     return []
 
 
-def _diagnostics(s: dict[str, Any]) -> list[str]:
-    diags = s.get("diagnostics") or []
-    if not diags:
+def _diagnostics(s: Report) -> list[str]:
+    if not s.diagnostics:
         return ["", "**Diagnostics**: no findings"]
-    lines = ["", f"**Diagnostics** ({len(diags)})", ""]
-    for d in diags:
-        mark = _SEVERITY_MARK.get(str(d.get("severity")), "⚪")
-        hint = f" *Hint:* {md(d['hint'])}" if d.get("hint") else ""
-        lines.append(f"- {mark} {code(d['id'])} ({md(d['severity'])}): {md(d['message'])}"
-                     f"{hint}")
+    lines = ["", f"**Diagnostics** ({len(s.diagnostics)})", ""]
+    for d in s.diagnostics:
+        mark = _SEVERITY_MARK.get(d.severity, "⚪")
+        hint = f" *Hint:* {md(d.hint)}" if d.hint else ""
+        lines.append(f"- {mark} {code(d.id)} ({md(d.severity)}): {md(d.message)}{hint}")
     return lines
 
 
-def _top_ops(s: dict[str, Any], n: int = TOP_OPS) -> list[str]:
-    top = s.get("top_ops") or {}
+def _top_ops(s: Report, n: int = TOP_OPS) -> list[str]:
     lines: list[str] = []
-    for key, title in (("by_self_cpu", "Top ops by self CPU time"),
-                       ("by_self_device", "Top GPU work by self GPU time")):
-        rows = (top.get(key) or [])[:n]
+    for rows, title in ((s.top_ops.by_self_cpu, "Top ops by self CPU time"),
+                        (s.top_ops.by_self_device, "Top GPU work by self GPU time")):
         if not rows:
             continue
         lines += ["", f"**{title}**", "", "| op | calls | self CPU | CPU total | self GPU |",
                   "| --- | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {code(r['name'], NAME_WIDTH)} | {r['calls']:,} | "
-                  f"{fmt_us(r['self_cpu_us'])} | {fmt_us(r['cpu_total_us'])} | "
-                  f"{fmt_us(r['self_device_us'])} |" for r in rows]
+        lines += [f"| {code(r.name, NAME_WIDTH)} | {r.calls:,} | "
+                  f"{fmt_us(r.self_cpu_us)} | {fmt_us(r.cpu_total_us)} | "
+                  f"{fmt_us(r.self_device_us)} |" for r in rows[:n]]
     return lines
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
-    """The Markdown report of one run's summary dict (``autoprof summary --json``); every
-    string in it through units.safe_text (control characters escaped, long names cut)."""
-    summary = safe_strings(summary)
-    lines = [*_head(summary), *_breakdown(summary), *_opportunities(summary),
-             *_whatif(summary), *_diagnostics(summary), *_top_ops(summary)]
+def render_markdown(report: Report | dict[str, Any]) -> str:
+    """The Markdown report of one run (a summary dict, as ``--json`` prints it, is read into
+    the ``Report`` first); every string in it through units.safe_text (control characters
+    escaped, long names cut)."""
+    data = report.to_dict() if isinstance(report, Report) else report
+    s = Report.from_dict(safe_strings(data))
+    lines = [*_head(s), *_breakdown(s), *_opportunities(s.opportunities), *_whatif(s),
+             *_diagnostics(s), *_top_ops(s)]
     return "\n".join(lines) + "\n"
 
 

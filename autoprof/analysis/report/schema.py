@@ -1,11 +1,12 @@
 """The JSON Schemas of `autoprof summary --json` and `autoprof diff --json` (draft 2020-12),
 shipped beside this module.
 
-``summary.schema.json`` describes both shapes the command prints: one run's summary
-(``summarize()``) and one line per run for a folder of runs. ``SCHEMA_VERSION`` is bumped when a
-key is removed or renamed or changes type; keys are added without a bump (docs/json.md).
-``autoprof schema`` prints the file; ``validate_summary`` checks a dict against it (it needs
-the ``jsonschema`` package, which only the tests and tools that validate install).
+``summary.schema.json`` describes both shapes the command prints: one run's report
+(``model.Report``) and one line per run for a folder of runs (``model.FolderSummary``). It is
+generated from those types (``model/schema.py``), never edited by hand. ``SCHEMA_VERSION`` is
+bumped when a key is removed or renamed or changes type; keys are added without a bump
+(docs/json.md). ``autoprof schema`` prints the file; ``validate_summary`` checks a dict against
+it (it needs the ``jsonschema`` package, which only the tests and tools that validate install).
 
 ``diff.schema.json`` describes `autoprof diff --json` (``Diff.to_json()``), versioned the same
 way by ``DIFF_SCHEMA_VERSION`` (docs/diff.md); ``autoprof schema --diff`` prints it and
@@ -19,8 +20,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from autoprof.analysis.report.model.schema import SUMMARY_SCHEMA_VERSION
+
 SCHEMA_FILE = "summary.schema.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = SUMMARY_SCHEMA_VERSION
 DIFF_SCHEMA_FILE = "diff.schema.json"
 DIFF_SCHEMA_VERSION = 1
 
@@ -70,7 +73,7 @@ def summary_errors(summary: Any) -> list[str]:
     """Every way ``summary`` breaks the schema, one line each (``[]`` when it is valid)."""
     schema = load_schema()
     # check against the one shape it claims, so each error names a key, not "not any of"
-    shape = "folder_summary" if isinstance(summary, dict) and "runs" in summary else "run_summary"
+    shape = "FolderSummary" if isinstance(summary, dict) and "runs" in summary else "Report"
     del schema["oneOf"]
     schema["$ref"] = f"#/$defs/{shape}"
     return _errors(schema, summary)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from autoprof.analysis.kinds import BUCKET_MARKS
 from autoprof.analysis.report.lines import at_line, diagnostic_sources
 from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
@@ -267,9 +268,6 @@ def _memory(mem: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-_BUCKET_MARKS = {"gpu_compute": "#", "gpu_memory": "=", "gpu_communication": "~",
-                 "host_launch": "L", "host_sync": "S", "host_cpu_work": "C",
-                 "host_untraced": ".", "host_communication": "w"}
 
 
 MAX_STEP_BARS = 8
@@ -277,7 +275,7 @@ MAX_STEP_BARS = 8
 
 def _bucket_bar(pct: dict[str, Any]) -> str:
     """60 characters, one mark per bucket in proportion to its share."""
-    return "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in _BUCKET_MARKS.items())
+    return "".join(mark * round(0.6 * float(pct.get(b) or 0)) for b, mark in BUCKET_MARKS.items())
 
 
 def untraced_between_clause(profiled_us: float | None, untraced_us: float | None) -> str:
@@ -321,7 +319,7 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
         label = f"r{st['rank']} step {st['step']}"
         lines.append(f"  {label:>12} [{_bucket_bar(share)}] {fmt_us(st['step_us'])}")
     lines += _wrap("  ".join(f"{m} {b} {_pct(pct.get(b))}"
-                             for b, m in _BUCKET_MARKS.items() if pct.get(b)), "  ")
+                             for b, m in BUCKET_MARKS.items() if pct.get(b)), "  ")
     lines += _between_calls(bd)
     for o in s.get("opportunities") or []:
         where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"

@@ -15,20 +15,13 @@ import pandas as pd
 import streamlit as st
 
 from autoprof.analysis import Run
-from autoprof.analysis.metrics.breakdown import BUCKETS, idle_segments
+from autoprof.analysis.kinds import BUCKET_COLOURS, BUCKETS
+from autoprof.analysis.metrics.breakdown import idle_segments
 from autoprof.analysis.metrics.lines import with_where_lines
 from autoprof.analysis.report.lines import short_source
 from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.units import fmt_pct, fmt_us
 from autoprof.viewer import _charts
-
-# one colour per bucket: GPU side greens/blues, host side warm
-COLORS = {
-    "gpu_compute": "#2ca02c", "gpu_memory": "#17becf", "gpu_communication": "#9467bd",
-    "host_launch": "#ff7f0e", "host_sync": "#d62728", "host_cpu_work": "#8c564b",
-    "host_untraced": "#bcbd22", "host_communication": "#c5b0d5",
-}
-
 
 LEGEND_COLUMNS = 4
 
@@ -58,7 +51,7 @@ def show_breakdown(run: Run) -> None:
 
 
 def _chart(long: pd.DataFrame, present: Sequence[str], unit: str) -> alt.Chart:
-    scale = alt.Scale(domain=present, range=[COLORS[b] for b in present])
+    scale = alt.Scale(domain=present, range=[BUCKET_COLOURS[b] for b in present])
     legend = alt.Legend(orient="bottom", columns=LEGEND_COLUMNS, title="where the time goes",
                         labelLimit=200, symbolLimit=len(present))
     chart: alt.Chart = alt.Chart(long).mark_bar().encode(

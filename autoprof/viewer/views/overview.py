@@ -8,6 +8,7 @@ import streamlit as st
 
 from autoprof.analysis import Run
 from autoprof.analysis.diagnose.records import Diagnostic
+from autoprof.analysis.kinds import VERDICT_TONE
 from autoprof.analysis.metrics.ranks import ORDER_TEXT
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.analysis.scale.reduce import RunAnswer
@@ -18,8 +19,7 @@ from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import breakdown, roofline, watch, whatif
 from autoprof.viewer.views._common import current_run, dash, device_name, readable
 
-_VERDICT_BOX = {"overhead-bound": st.warning, "compute-bound": st.success,
-                "input-bound": st.warning}
+_TONE_BOX = {"warning": st.warning, "success": st.success}
 _SEVERITY_BOX = {"error": st.error, "warning": st.warning, "critical": st.error}
 _SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "info": 3}
 TOP_FINDINGS = 3  # diagnostics shown on the first screen, most severe first
@@ -34,7 +34,7 @@ def render(ctx: Context) -> None:
         return
     watch.comparison(run)  # a triggered window leads with its comparison (else nothing)
     verdict = run.analysis.verdict
-    box = _VERDICT_BOX.get(verdict.kind, st.info)
+    box = _TONE_BOX.get(VERDICT_TONE[verdict.kind], st.info)
     box(f"**{md_escape(verdict.kind)}**: {md_escape(verdict.reason)}")
     diags = ranked(run.analysis.diagnostics)
     _top_findings([d for d in diags if d.id != verdict.kind][:TOP_FINDINGS])

@@ -11,18 +11,16 @@ import pandas as pd
 import streamlit as st
 
 from autoprof.analysis import Run
+from autoprof.analysis.kinds import MEASURED_FIX_NAMES, OTHER_STATUS_COLOUR, WHATIF_STATUS_COLOURS
 from autoprof.analysis.loader.whatif import best_fix, measured_for, whatif_problem
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views._common import current_run, show_error
 
-_STATUS_COLORS = {"faster": "#54a24b", "cannot tell": "#9ecae9", "no change": "#9ecae9",
-                  "slower": "#e45756",
-                  "outputs differ": "#eeca3b"}
 HOW = ("No fixes were tried for this run. Measure them on your function with "
-       "`autoprof.check(fn, *args, try_fixes=\"auto\")` (or a tuple of fix names: compile, "
-       "compile-reduce-overhead, cuda-graph, inference-mode, bf16, channels-last).")
+       "`autoprof.check(fn, *args, try_fixes=\"auto\")` (or a tuple of fix names: "
+       f"{', '.join(MEASURED_FIX_NAMES)}).")
 
 
 NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
@@ -105,8 +103,8 @@ def _chart_frame(measured: list[dict[str, Any]]) -> pd.DataFrame:
 def speedup_chart(df: pd.DataFrame) -> alt.LayerChart | alt.FacetChart:
     """Bars of `speedup` per `fix` colored by `status`, a `low`-`high` rule, a line at 1x."""
     statuses = sorted(set(df["status"]))
-    color = alt.Color("status:N", title=None, scale=alt.Scale(
-        domain=statuses, range=[_STATUS_COLORS.get(s, "#bab0ac") for s in statuses]))
+    colours = [WHATIF_STATUS_COLOURS.get(s, OTHER_STATUS_COLOUR) for s in statuses]
+    color = alt.Color("status:N", title=None, scale=alt.Scale(domain=statuses, range=colours))
     base = alt.Chart(df).encode(y=alt.Y("fix:N", title=None, sort=None))
     bars = base.mark_bar().encode(
         x=alt.X("speedup:Q", title="speedup (x, original time / fixed time)"), color=color,

@@ -16,7 +16,8 @@ from support.store import committed
 import autoprof
 from autoprof.analysis.analysis import Analysis
 from autoprof.analysis.diagnose.opportunities import opportunities
-from autoprof.analysis.metrics.breakdown import BUCKETS, breakdown
+from autoprof.analysis.kinds import BUCKETS
+from autoprof.analysis.metrics.breakdown import breakdown
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 TRUTH = Path(__file__).resolve().parents[2] / "data" / "gpu_h200_truth"

@@ -7,7 +7,8 @@ import pytest
 from support.attrbuild import FakeRun, Trace
 
 from autoprof.analysis.analysis import Analysis
-from autoprof.analysis.metrics.breakdown import BUCKETS, breakdown
+from autoprof.analysis.kinds import BUCKETS
+from autoprof.analysis.metrics.breakdown import breakdown
 
 
 def buckets(trace: Trace, call_region: str | None = None, step: int = 0) -> dict[str, float]:

@@ -12,7 +12,7 @@ import pytest
 from support.store import committed
 
 from autoprof.analysis import Run
-from autoprof.analysis.metrics.breakdown import BUCKETS, GPU_BUCKETS
+from autoprof.analysis.kinds import BUCKETS, GPU_BUCKETS
 from autoprof.analysis.metrics.stats import merge_intervals
 from autoprof.analysis.metrics.verdict import classify_sides
 

@@ -13,6 +13,7 @@ import pytest
 import autoprof
 from autoprof.analysis.diagnose.predictions import PREDICTION_ERROR, predicted_interval, ranked
 from autoprof.analysis.report.markdown import _opportunities as markdown_opportunities
+from autoprof.analysis.report.model import Opportunity
 from autoprof.analysis.report.speed import speed_text
 
 
@@ -42,7 +43,7 @@ def test_a_bound_below_the_estimate_is_never_shown_as_up_to() -> None:
     assert "up to" not in text and text.startswith("cuda-graph 163.00x (likely")
     low, high = (float(v.rstrip("x)")) for v in text.split("likely ")[1].split("-"))
     assert low <= 163.0 <= high
-    md = "\n".join(markdown_opportunities({"opportunities": [opp]}))
+    md = "\n".join(markdown_opportunities([Opportunity.from_dict(opp)]))
     assert "up to 14.10x" not in md and "163.00x" in md
 
 

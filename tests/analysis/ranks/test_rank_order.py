@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 from support.diagbuild import Ev, Trace
 
-from autoprof.analysis.metrics.breakdown import BUCKETS, COMMUNICATION_BUCKETS, breakdown
+from autoprof.analysis.kinds import BUCKETS, COMMUNICATION_BUCKETS
+from autoprof.analysis.metrics.breakdown import breakdown
 from autoprof.analysis.metrics.ranks import RANK_COLUMNS, rank_order, rank_table, straggler_from
 from autoprof.analysis.scale import summarize_ranks
 from autoprof.analysis.scale.text import render

@@ -37,10 +37,11 @@ mask index), the cost of pinning in the main process.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
+from autoprof.analysis.kinds import FixName as FixName  # re-exported for older imports
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -57,12 +58,6 @@ from autoprof.analysis.metrics.replay.replay import predict_speedups
 from autoprof.analysis.metrics.stats import Coverage, isin_mask
 from autoprof.analysis.metrics.sync import host_syncs, of_batch_copy
 
-FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-graph",
-                  "loader-workers", "pin-memory", "no-loader", "fused-optimizer", "addmm",
-                  "bf16-autocast"]
-FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
-                                  "sync-free-cuda-graph", "loader-workers", "pin-memory",
-                                  "no-loader", "fused-optimizer", "addmm", "bf16-autocast")
 WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)

@@ -1,0 +1,18 @@
+"""``report(run)``: a run's analysis as the typed ``Report``.
+
+It reads the run's summary (``summarize``, cached beside the first trace by
+``summary_cache``) into the type, so the report and ``autoprof summary --json`` are the same
+record by construction.
+"""
+
+from __future__ import annotations
+
+from autoprof.analysis.analysis import RunLike
+from autoprof.analysis.report.model import Report
+
+
+def report(run: RunLike) -> Report:
+    """The run's report; ValueError naming the run when its summary does not fit the type."""
+    from autoprof.analysis.report.summary_cache import cached_summary
+
+    return Report.from_dict(cached_summary(run), where=str(run.path))
