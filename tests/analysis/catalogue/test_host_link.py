@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support import truth
 from support.attrbuild import Trace
 
 import autoprof
@@ -82,7 +83,10 @@ def test_a_copy_already_at_the_links_rate_is_promised_no_faster_copy() -> None:
 @pytest.mark.slow
 def test_the_pcie5_figure_is_the_median_pinned_copy_of_the_h200_recordings() -> None:
     rates = []
-    for trace in sorted(DATA.glob("gpu_h200_truth*/runs/*_pin/*/*.pt.trace.json.gz"))[:6]:
+    # the truth sets live under tests/data/ (tuned) and benchmarks/validation/data/ (held out)
+    traces = [t for root in truth.ROOTS
+              for t in root.glob("gpu_h200_truth*/runs/*_pin/*/*.pt.trace.json.gz")]
+    for trace in sorted(traces, key=lambda t: t.relative_to(t.parents[4]).as_posix())[:6]:
         for e in json.load(gzip.open(trace))["traceEvents"]:
             nbytes = (e.get("args") or {}).get("bytes", 0)
             if str(e.get("name", "")).startswith("Memcpy HtoD (Pinned") and \

@@ -62,7 +62,7 @@ def test_no_report_of_the_h100_catalogue_shows_a_bound_beside_or_below_an_estima
     truth = json.loads((catalogue / "catalogue_truth.json").read_text())["cases"]
     for about in truth.values():
         opps = autoprof.load(catalogue / about["record"]["run"]).analysis.opportunities
-        md = "\n".join(markdown_opportunities({"opportunities": opps}))
+        md = "\n".join(markdown_opportunities([Opportunity.from_dict(o) for o in opps]))
         for o in opps:
             if o.get("ranked_by") != "predicted_speedup":
                 continue

@@ -39,6 +39,7 @@ class Opportunity(Model, kw_only=True):
     evidence: Json = UNSET
     fix: str | None = UNSET
     predicted_speedup: Num | None = UNSET
+    prediction_error: Num | None = UNSET
     predicted_spread: Json = UNSET
     ranked_by: str = UNSET
     predicted_interval: Json = UNSET
