@@ -122,23 +122,21 @@ def test_runs_of_two_programs_are_no_repeats_one_line_exit_2(
 
 
 def _record_loader(out: Path, name: str, data: Any) -> Path:
-    """A training step decorated alone, fed by a DataLoader in the caller (its time falls
+    """A model's loss decorated alone, fed by a DataLoader in the caller (its time falls
     between the calls, inside the profiled steps)."""
     from torch.utils.data import DataLoader
 
     model = torch.nn.Linear(64, 10)
 
-    def train_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        return loss
+    def loss_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(model(x), y)
 
     wrapped = profile(name=name, out_dir=str(out), warmup_calls=1, source_lines=False,
-                      schedule=dict(wait=0, warmup=1, active=STEPS))(train_step)
+                      schedule=dict(wait=0, warmup=1, active=STEPS))(loss_of)
     batches = iter(DataLoader(data, batch_size=256))
     for _ in range(1 + 1 + STEPS):
         wrapped(*next(batches))
-    wrapped.autoprof_session.flush()
+    wrapped.autoprof_session.flush()  # type: ignore[attr-defined]
     return sorted((out / name).iterdir())[-1]
 
 
