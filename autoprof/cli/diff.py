@@ -4,7 +4,8 @@ Exit status, for CI, with ``--gate PCT`` (analysis/diff/gate.py): 0 pass (the 95
 the change lies at or below PCT), 1 fail (it lies above), 3 cannot tell (it holds PCT; with
 ``--cannot-tell-passes``, 0); without a gate, 1 when B is significantly slower, else 0; 2 for
 bad input or runs that cannot be compared, including
-a run whose step times cannot be read (missing, negative, absurd or text: too few steps),
+a run whose step times cannot be read (missing, negative, absurd or text: too few steps, or
+fewer readable than its manifest says it recorded),
 with one line naming it: a gate never passes a run it could not read.
 """
 
@@ -49,8 +50,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(text + (f"\n{found.text}\n" if found is not None else ""))
     judged = result.judged
     if judged is not None and judged.verdict == "too few steps":  # never a silent pass
-        return error_line(_short_side(args.before, args.after, judged.samples_a,
-                                      judged.samples_b),
+        sides = dict(zip("AB", (args.before, args.after), strict=True))
+        short = (" and ".join(sides[s] for s in result.unreadable_sides)
+                 or _short_side(args.before, args.after, judged.samples_a, judged.samples_b))
+        return error_line(short,
                           f"its step times cannot be read or are too few ({judged.reason}); "
                           f"not judged, exit {EXIT_BAD_INPUT}")
     return exit_status(result, args.gate, args.cannot_tell_passes)

@@ -1,5 +1,6 @@
 """``autoprof diff --gate`` never passes (exit 0) a run whose steps it could not read: steps
-missing, negative, 1e300 or text, on either side, exit 2 with one line naming the run."""
+missing, negative, 1e300 or text, on either side, exit 2 with one line naming the run; also
+when only some of them are (the rest would be judged in place of the run recorded)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ EXAMPLE = sorted((Path(__file__).resolve().parents[2] / "traces" / "examples"
                   / "eager_100").iterdir())[0]
 
 
-def _with_steps(tmp_path: Path, kind: str, value: Any) -> Path:
+def _with_steps(tmp_path: Path, kind: str, value: Any, only_first: bool = False) -> Path:
     run = tmp_path / kind
     shutil.copytree(EXAMPLE, run)
     for cached in ("ops.csv", "table.txt"):
@@ -26,7 +27,7 @@ def _with_steps(tmp_path: Path, kind: str, value: Any) -> Path:
     doc = json.loads(gzip.decompress(trace.read_bytes()))
     steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep")]
     assert len(steps) >= 3
-    for event in steps:
+    for event in steps[:1] if only_first else steps:
         if kind == "missing":
             doc["traceEvents"].remove(event)
         else:
@@ -47,6 +48,18 @@ def test_a_gate_never_passes_a_run_whose_steps_it_cannot_read(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"autoprof: error: {bad}: "), err
     assert "cannot be read" in err[0]
+
+
+@pytest.mark.parametrize(("kind", "value"), [("missing", None), ("negative", -5.0),
+                                             ("huge", 1e300), ("text", "slow")])
+def test_one_unreadable_step_of_five_is_not_judged_on_the_other_four(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, value: Any) -> None:
+    bad = _with_steps(tmp_path, kind, value, only_first=True)
+    for gate in (["--gate", "100"], []):  # a gate wide enough to pass, and no gate
+        assert main(["diff", str(EXAMPLE), str(bad), *gate]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"autoprof: error: {bad}: "), err
+        assert "1 of the 5 steps its manifest records have no readable time" in err[0]
 
 
 def test_a_readable_pair_is_judged_not_refused(capsys: pytest.CaptureFixture[str]) -> None:

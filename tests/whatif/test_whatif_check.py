@@ -221,7 +221,7 @@ def test_the_report_says_what_each_findings_fix_measured():
         {"fix": "compile", "applicable": True, "status": "faster", "baseline_us": 90.0,
          "fixed_us": 30.0, "speedup": 3.0, "speedup_low": 2.8, "speedup_high": 3.2,
          "outputs_match": True, "max_abs_error": 0.0, "setup_s": 2.5, "break_even_calls": 41667,
-         "suggested_by": ["cpu-only"]},
+         "settle": None, "suggested_by": ["cpu-only"]},
         {"fix": "cuda-graph", "applicable": False, "status": "not applicable",
          "reason": "no CUDA device", "suggested_by": ["cpu-only"]},
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autoprof.analysis.report.text import _whatif_outcome
+from autoprof.analysis.report.whatif_text import whatif_outcome
 from autoprof.record.whatif.compare import Comparison
 from autoprof.record.whatif.harness import Timing
 from autoprof.record.whatif.result import FixResult
@@ -30,7 +30,7 @@ def test_a_noisy_ratio_far_from_one_is_cannot_tell_with_what_would_settle_it() -
     assert r.speedup_low is not None and r.speedup_high is not None
     assert r.speedup_low < 1 < r.speedup_high
     assert r.status == "cannot tell" and r.settle
-    text = _whatif_outcome(r.to_dict())
+    text = whatif_outcome(r.to_dict())
     assert text.startswith("cannot tell") and "no change" not in text and "95% CI" in text
 
 
@@ -46,5 +46,17 @@ def test_a_consistent_speedup_is_faster_and_its_interval_is_stated() -> None:
 def test_an_old_no_change_record_is_not_shown_as_no_change() -> None:
     old = {"fix": "compile", "status": "no change", "speedup": 1.18, "speedup_low": 0.29,
            "speedup_high": 6.54, "outputs_match": True}
-    text = _whatif_outcome(old)
+    text = whatif_outcome(old)
     assert text.startswith("cannot tell, 1.18x") and "0.29-6.54" in text
+    # its 0.29-6.54 were quartile ratios, not an interval: never labelled a 95% CI
+    assert "95% CI" not in text and "quartile ratios" in text
+
+
+def test_the_viewer_states_what_the_report_states() -> None:
+    from autoprof.viewer.views.whatif import _outcome
+
+    r = _result([100.0] * 5, [30.0, 300.0, 85.0, 160.0, 60.0]).to_dict()
+    line = _outcome(r)
+    assert line.startswith("cannot tell, ") and "95% CI" in line and r["settle"] in line
+    old = {"status": "no change", "speedup": 1.18, "speedup_low": 0.29, "speedup_high": 6.54}
+    assert _outcome(old).startswith("cannot tell, 1.18x (quartile ratios")

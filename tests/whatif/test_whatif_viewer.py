@@ -87,7 +87,7 @@ def test_the_page_charts_the_measured_fixes_and_tables_all_of_them(root, monkeyp
 def test_the_overview_names_the_best_fix_only_when_there_is_one(root, monkeypatch):
     at = _visit(_open(root, monkeypatch, "tried"), "overview")
     assert any("Best measured fix: **compile**" in t for t in _texts(at))
-    assert any(c.startswith("cpu-only suggested compile: faster (3.00x")
+    assert any(c.startswith("cpu-only suggested compile: faster, 3.00x")
                and "; cuda-graph: not applicable (no CUDA device)" in c for c in _texts(at))
     at = _visit(_open(root, monkeypatch, "untried"), "overview")
     assert not any("Best measured fix" in t for t in _texts(at))

@@ -6,9 +6,10 @@ shape, each other argument's type), another problem size the run states (the man
 ``size``, a folder named like ``n64``), or the heaviest ops running on other input shapes
 (64x64 against 4096x4096 is another program, not a regression) - the last two unless the
 recorded call inputs are the same. ``comparable with caveats``: a problem size only guessed
-(the first op's largest dimension), another intra-op thread count, another torch or CUDA
-build, other profiler options or schedule, another function name, other step counts, or
-shapes that differ only on light ops (or anywhere, when the call inputs are the same).
+(the first op's largest dimension), another intra-op thread count, another host (machine),
+another torch, CUDA or Python build, other profiler options or schedule, another function
+name, other step counts, or shapes that differ only on light ops (or anywhere, when the call
+inputs are the same).
 ``comparable``: none of these.
 """
 
@@ -171,9 +172,18 @@ def _blocking(a: RunFacts, b: RunFacts) -> list[Difference | None]:
         _inputs_difference(a, b)]
 
 
+def _host_difference(a: RunFacts, b: RunFacts) -> Difference | None:
+    if a.host is None or b.host is None or a.host == b.host:
+        return None
+    return Difference("host", a.host, b.host, "caveat",
+                      f"host: {a.host!r} in A, {b.host!r} in B: another machine, whose "
+                      "speed is in the change")
+
+
 def _caveats(a: RunFacts, b: RunFacts) -> list[Difference | None]:
-    notes = [_differs(k, a.versions.get(k), b.versions.get(k)) for k in ("torch", "cuda")]
-    notes.append(_threads_difference(a, b))
+    notes = [_differs(k, a.versions.get(k), b.versions.get(k))
+             for k in ("torch", "cuda", "python")]
+    notes += [_host_difference(a, b), _threads_difference(a, b)]
     notes.append(_differs("function", a.name, b.name))
     if a.steps != b.steps:
         notes.append(Difference("steps", a.steps, b.steps, "caveat",

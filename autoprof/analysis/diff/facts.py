@@ -66,6 +66,9 @@ class RunFacts:
     call_inputs: tuple[str, ...] | None = None
     intra_op_threads: int | None = None
     problem_size_guessed: bool = False  # the first op's largest dim, not the manifest's or n64/
+    # the steps the manifest says the traces hold, for a one-process run (None: not said)
+    steps_recorded: int | None = None
+    host: str | None = None  # the machine's name the manifest records
 
     @property
     def steps(self) -> int:
@@ -195,4 +198,7 @@ def run_facts(run: Run) -> RunFacts:
         call_inputs=record.call_inputs if record is not None else None,
         intra_op_threads=record.intra_op_threads if record is not None else None,
         problem_size_guessed=bool(pd.isna(stated_size(record, str(run.path)))),
+        host=record.host if record is not None else None,
+        steps_recorded=(record.steps_recorded if record is not None
+                        and int(summary.get("world_size") or 1) == 1 else None),
     )

@@ -88,8 +88,11 @@ def settle(change: Change, gate_pct: float) -> str:
                    if change.between_run_source != "repeats" else
                    ": this machine cannot settle it (a quieter machine, or a gate further "
                    "from the change)"))
+    guess = ("" if change.between_run_source == "repeats" else
+             "; a guess until repeats measure this machine's own spread, which a loaded "
+             "machine makes larger")
     return (f"record {needed - have} more run(s) a side ({needed} in all, each a fresh "
-            f"process; the between-run spread is {spread_pct:.1f}%, {source})")
+            f"process; the between-run spread is {spread_pct:.1f}%, {source}{guess})")
 
 
 def runs_needed(spread: float, distance: float, have: int) -> int | None:

@@ -32,6 +32,7 @@ from autoprof.analysis.diff.causes import (
 from autoprof.analysis.diff.comparability import Comparability, comparability
 from autoprof.analysis.diff.facts import RunFacts, run_facts
 from autoprof.analysis.diff.gate import GateAnswer, answer
+from autoprof.analysis.diff.readable import damaged_sides, unreadable_change
 from autoprof.analysis.diff.significance import (
     CPU_NOISE_FLOOR_PCT,
     CUDA_GPU_NOISE_FLOOR_PCT,
@@ -85,6 +86,8 @@ class Diff:
     self_ops: list[Cause] = field(default_factory=list)  # ops by their own (self) time
     metrics: list[Metric] = field(default_factory=list)
     ranks: list[RankChange] = field(default_factory=list)  # per rank; [] without ranks
+    # "A", "B": the sides with recorded steps whose times cannot be read (readable.py)
+    unreadable_sides: tuple[str, ...] = ()
 
     @property
     def judged_on(self) -> str | None:
@@ -195,8 +198,8 @@ def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts
     gpu_floor_pct = CUDA_GPU_NOISE_FLOOR_PCT if noise_floor_pct is None else noise_floor_pct
     if noise_floor_pct is None:
         noise_floor_pct = default_noise_floor_pct(one_a, one_b)
-    step = repeated_change([r.step_us for r in runs_a], [r.step_us for r in runs_b],
-                           noise_floor_pct=noise_floor_pct)
+    step = unreadable_change(runs_a, runs_b) or repeated_change(
+        [r.step_us for r in runs_a], [r.step_us for r in runs_b], noise_floor_pct=noise_floor_pct)
     gpu = (repeated_change([r.gpu_us for r in runs_a], [r.gpu_us for r in runs_b],
                            noise_floor_pct=gpu_floor_pct)
            if one_a.is_cuda and one_b.is_cuda else None)
@@ -208,7 +211,8 @@ def diff_facts(a: RunFacts | Sequence[RunFacts], b: RunFacts | Sequence[RunFacts
                 kernels=kernel_causes(one_a, one_b, step_delta_us),
                 metrics=_metrics(one_a, one_b),
                 ranks=rank_changes(one_a, one_b, noise_floor_pct),
-                self_ops=self_op_causes(one_a, one_b, step_delta_us))
+                self_ops=self_op_causes(one_a, one_b, step_delta_us),
+                unreadable_sides=damaged_sides(runs_a, runs_b))
 
 
 Side = Run | str | os.PathLike[str]

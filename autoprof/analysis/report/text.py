@@ -11,6 +11,7 @@ from typing import Any
 from autoprof.analysis.kinds import BUCKET_MARKS
 from autoprof.analysis.report.lines import at_line, diagnostic_sources
 from autoprof.analysis.report.speed import predicted, speed_text
+from autoprof.analysis.report.whatif_text import whatif_outcome
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
 WIDTH = 100
@@ -147,7 +148,7 @@ def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[
         for r in results:
             if finding in (r.get("suggested_by") or []):
                 lines += _wrap(f"{finding}: suggests {r.get('fix')}; measured: "
-                               f"{_whatif_outcome(r)}", "  ")
+                               f"{whatif_outcome(r)}", "  ")
     return lines
 
 
@@ -176,28 +177,6 @@ def _po_share(po: dict[str, Any]) -> str:
     band = f", 95% {low:.0f}-{high:.0f}%" if isinstance(low, float) and isinstance(high, float) \
         else ""
     return f"{_pct(po['overhead_pct'])} of the call is the profiler's{band}"
-
-
-_MEASURED = ("faster", "slower", "cannot tell", "no change")
-
-
-def _measured_label(r: dict[str, Any]) -> str:
-    """'faster, 1.52x (95% CI 1.40-1.66x)'; an old file's 'no change' with an interval that
-    leaves 1 is not repeated: it reads 'cannot tell' unless the interval holds 1."""
-    low, high = r.get("speedup_low"), r.get("speedup_high")
-    band = (f" (95% CI {low:.2f}-{high:.2f}x)" if isinstance(low, int | float)
-            and isinstance(high, int | float) else "")
-    status = "cannot tell" if r.get("status") == "no change" else r.get("status")
-    text = f"{status}, {r['speedup']:.2f}x{band}"
-    return text + (f"; {r['settle']}" if status == "cannot tell" and r.get("settle") else "")
-
-
-def _whatif_outcome(r: dict[str, Any]) -> str:
-    status = r.get("status")
-    if status in _MEASURED and r.get("speedup") is not None:
-        compared = "outputs match" if r.get("outputs_match") else "outputs not compared"
-        return f"{_measured_label(r)}, {compared}"
-    return f"{status}: {r.get('reason') or ''}".rstrip(": ")
 
 
 def _num(key: str, value: Any) -> str:

@@ -13,6 +13,7 @@ import streamlit as st
 from autoprof.analysis import Run
 from autoprof.analysis.kinds import MEASURED_FIX_NAMES, OTHER_STATUS_COLOUR, WHATIF_STATUS_COLOURS
 from autoprof.analysis.loader.whatif import best_fix, measured_for, whatif_problem
+from autoprof.analysis.report.whatif_text import whatif_band, whatif_status
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
@@ -96,7 +97,7 @@ def _chart_frame(measured: list[dict[str, Any]]) -> pd.DataFrame:
                     for r in measured],
         "low": [r.get("speedup_low") for r in measured],
         "high": [r.get("speedup_high") for r in measured],
-        "status": [str(r.get("status")) for r in measured],
+        "status": [whatif_status(r) for r in measured],
     })
 
 
@@ -123,7 +124,7 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
         setup = r.get("setup_s")
         rows.append({
             "fix": r.get("fix"),
-            "result": r.get("status"),
+            "result": whatif_status(r),
             "speedup": None if r.get("speedup") is None else round(float(r["speedup"]), 2),
             "predicted": None if r.get("predicted_speedup") is None else
             round(float(r["predicted_speedup"]), 2),
@@ -166,10 +167,7 @@ def show_best(run: Any) -> None:
 def _outcome(r: dict[str, Any]) -> str:
     if r.get("status") in ("faster", "slower", "cannot tell", "no change") \
             and r.get("speedup") is not None:
-        status = "cannot tell" if r.get("status") == "no change" else r.get("status")
-        low, high = r.get("speedup_low"), r.get("speedup_high")
-        band = f", 95% CI {float(low):.2f}-{float(high):.2f}x" if low is not None \
-            and high is not None else ""
+        status = whatif_status(r)
         settle = f"; {r['settle']}" if status == "cannot tell" and r.get("settle") else ""
-        return f"{status} ({float(r['speedup']):.2f}x{band}{settle})"
+        return f"{status}, {float(r['speedup']):.2f}x{whatif_band(r)}{settle}"
     return f"{r.get('status')} ({r.get('reason') or ''})"

@@ -74,3 +74,17 @@ def test_same_or_unknown_threads_say_nothing() -> None:
     a = _facts([1000.0] * 5, intra_op_threads=2)
     for b in (a, replace(a, intra_op_threads=None)):
         assert checked(diff_facts(a, b)).comparability.status == "comparable"
+
+
+def test_another_machine_or_python_is_a_listed_caveat() -> None:
+    a = _facts([1000.0] * 5, host="vm", versions={"torch": "2.11.0+cu130", "cuda": "cu130",
+                                                   "python": "3.12.3"})
+    b = replace(a, host="gpu-box", versions={**a.versions, "python": "3.11.7"})
+    d = checked(diff_facts(a, b))
+    assert d.comparability.status == "comparable with caveats"
+    listed = {x.what: x for x in d.comparability.differences}
+    assert listed["host"].status == listed["python"].status == "caveat"
+    assert (listed["host"].a, listed["host"].b) == ("vm", "gpu-box")
+    assert "another machine" in listed["host"].text
+    unknown = replace(a, host=None)  # a trace without a manifest says nothing of its host
+    assert checked(diff_facts(a, unknown)).comparability.status == "comparable"

@@ -119,3 +119,47 @@ def test_runs_of_two_programs_are_no_repeats_one_line_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"autoprof: error: {tmp_path / 'mixed'}")
     assert "not repeats of one program" in err[0]
+
+
+def _record_loader(out: Path, name: str, data: Any) -> Path:
+    """A model's loss decorated alone, fed by a DataLoader in the caller (its time falls
+    between the calls, inside the profiled steps)."""
+    from torch.utils.data import DataLoader
+
+    model = torch.nn.Linear(64, 10)
+
+    def loss_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(model(x), y)
+
+    wrapped = profile(name=name, out_dir=str(out), warmup_calls=1, source_lines=False,
+                      schedule=dict(wait=0, warmup=1, active=STEPS))(loss_of)
+    batches = iter(DataLoader(data, batch_size=256))
+    for _ in range(1 + 1 + STEPS):
+        wrapped(*next(batches))
+    wrapped.autoprof_session.flush()  # type: ignore[attr-defined]
+    return sorted((out / name).iterdir())[-1]
+
+
+def test_a_dataloader_fix_is_compared_on_the_call_inputs_and_found_faster(
+        tmp_path: Path) -> None:
+    """A per-row Dataset (each row built in Python from a list) replaced by a TensorDataset:
+    the step gets identical float32[256, 64] / int64[256] batches both times, so the runs
+    compare (the loader's ops, on rows of other shapes, are no refusal) and B is faster."""
+    from torch.utils.data import Dataset, TensorDataset
+
+    torch.set_num_threads(1)
+    x, y = torch.randn(4096, 64), torch.randint(0, 10, (4096,))
+    rows = x.tolist()
+
+    class Rows(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+        def __len__(self) -> int:
+            return len(rows)
+
+        def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+            return torch.tensor([float(v) for v in rows[i]]), y[i]
+
+    d = diff(_record_loader(tmp_path, "step", Rows()),
+             _record_loader(tmp_path / "fixed", "step", TensorDataset(x, y)))
+    assert d.comparability.status != "not comparable", d.comparability.blocking
+    assert not any(diff_.what == "call inputs" for diff_ in d.comparability.differences)
+    assert d.verdict == "faster", d.step

@@ -65,3 +65,16 @@ def test_the_gate_in_json_is_valid_against_the_schema() -> None:
     assert errors == []
     obj["gate"]["answer"] = "maybe"
     assert any("gate" in e for e in diff_errors(obj))
+
+
+def test_runs_needed_from_an_assumed_spread_are_called_a_guess() -> None:
+    """One run a side: the spread is the floor, assumed, so the runs it asks for are a guess
+    that repeats correct; from repeats the count stands on the measured spread."""
+    rng = np.random.default_rng(3)
+    one = answer(repeated_change(_runs(rng, [100.0], steps=3), _runs(rng, [125.0], steps=3)),
+                 5.0)
+    assert one.kind == "cannot tell" and "a guess until repeats measure" in one.text
+    rep = answer(repeated_change(_runs(rng, [100.0, 104.0, 97.0]),
+                                 _runs(rng, [160.0, 150.0, 170.0])), 55.0)
+    assert rep.kind == "cannot tell" and "measured from the repeats" in rep.text
+    assert "a guess" not in rep.text
