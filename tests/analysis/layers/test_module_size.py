@@ -11,7 +11,6 @@ OVER_FOR_NOW = {
     "analysis/metrics/efficiency.py",
     "analysis/metrics/replay/transform.py",
     "analysis/report/text.py",
-    "analysis/loader/columns.py",
     "record/session/core.py",
     "record/session/actions.py",
 }
