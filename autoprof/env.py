@@ -97,6 +97,18 @@ def mmap_enabled() -> bool:
     return flag("AUTOPROF_MMAP", default=False)
 
 
+def default_off(name: str) -> None:
+    """Switch ``name`` off for this process (and the processes it starts) unless the user
+    set it: the viewer maps no trace (``AUTOPROF_MMAP``), the MCP server writes no cache
+    beside the traces it serves (``AUTOPROF_CACHE``)."""
+    os.environ.setdefault(name, "0")
+
+
+def streamlit_server_address() -> str:
+    """``STREAMLIT_SERVER_ADDRESS`` (streamlit's own variable), stripped; "" when unset."""
+    return os.environ.get("STREAMLIT_SERVER_ADDRESS", "").strip()
+
+
 def decode_helper_enabled() -> bool:
     """``AUTOPROF_DECODE_HELPER``: off decodes every trace in the process that loads it (on:
     a large trace's chunks are shared with a second process, loader/helper.py)."""

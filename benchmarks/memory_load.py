@@ -121,13 +121,14 @@ def without_memory(target: Path) -> Path:
     if _HAND_OFF not in text:
         raise SystemExit(f"{columns}: the memory hand-off is not where this script expects it")
     columns.write_text(text.replace(_HAND_OFF, "        if False:\n"))
-    coerce = columns.read_text()
-    for line in ("        **{f: _float_or_nan(raw_args.get(k)) "
+    loose = target / "autoprof/analysis/loader/loose_events.py"
+    coerce = loose.read_text()
+    for line in ("        **{f: float_or_nan(raw_args.get(k)) "
                  "for f, k in _MEMORY_ARGS.items()},\n",
                  '        device_id=int(ident(raw_args.get("Device Id"))),\n',
                  '        device_type=int(ident(raw_args.get("Device Type"))),\n'):
         coerce = coerce.replace(line, "")
-    columns.write_text(coerce)
+    loose.write_text(coerce)
     return target
 
 

@@ -20,7 +20,6 @@ from typing import Any, Literal, Protocol
 import pandas as pd
 
 from autoprof import env
-from autoprof.analysis.diagnose.called_steps import without_unfilled_last_steps
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.errors import TraceError
 from autoprof.analysis.loader.remote import RemoteFile
@@ -33,6 +32,7 @@ from autoprof.analysis.metrics.ranks import rank_table, straggler_from
 from autoprof.analysis.metrics.replay.baseline import Reference
 from autoprof.analysis.metrics.stats import ranks_of
 from autoprof.analysis.metrics.steps import per_step
+from autoprof.analysis.metrics.unfilled_steps import without_unfilled_last_steps
 from autoprof.analysis.metrics.verdict import Verdict, verdict_from
 from autoprof.runfolder import Manifest
 

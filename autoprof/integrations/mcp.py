@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
+from autoprof import env
 from autoprof.integrations._steps import missing_extra
 
 if TYPE_CHECKING:
@@ -278,6 +279,6 @@ def serve(root: Path) -> int:
     """Run the server on stdin/stdout until the client closes it (``autoprof mcp``). The
     loader's Arrow cache beside big traces stays off unless ``AUTOPROF_CACHE`` is set: the
     server writes nothing into the folder it serves."""
-    os.environ.setdefault("AUTOPROF_CACHE", "0")
+    env.default_off("AUTOPROF_CACHE")
     build_server(root).run("stdio")
     return 0

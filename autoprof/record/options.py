@@ -23,10 +23,11 @@ from autoprof import env
 from autoprof.record.watch.config import Watch
 
 Activity = Literal["cpu", "cuda"]
-# Where a profiled call falls in the schedule ("warmup" is the untraced warm-up before it).
+# Where a profiled call falls in the schedule ("warmup_calls": the untraced calls before it;
+# "profiler_warmup": the schedule's own warmup steps).
 # "lines": the step before torch's profiler first records, recorded by the source-lines profiler
 # (autoprof.record.lines) with stacks and modules, never one of the measured steps.
-Phase = Literal["warmup", "wait", "lines", "profiler_warmup", "active", "last_active", "done",
+Phase = Literal["warmup_calls", "wait", "lines", "profiler_warmup", "active", "last_active", "done",
                 "export"]
 
 DEFAULT_OUT_DIR = "traces"

@@ -41,21 +41,18 @@ from autoprof.runfolder.files import (
     versions,
     with_lines,
 )
+from autoprof.runfolder.final import cycles_status, final_status, reopened, steps_in
 from autoprof.runfolder.manifest import (
     RANK_MANIFEST_GLOB,
     Manifest,
     ManifestError,
     build_manifest,
-    cycles_status,
-    final_status,
     finite_numbers,
     manifest_name,
     positive_number,
     rank_manifest,
     rank_of_manifest,
     read_manifest,
-    reopened,
-    steps_in,
     write_manifest,
 )
 from autoprof.runfolder.owned import (

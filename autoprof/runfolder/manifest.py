@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from autoprof.runfolder.confine import ReadRefused, read_regular
 from autoprof.runfolder.files import (
@@ -66,9 +66,6 @@ def manifest_name(rank: int | None) -> str:
     """The file a process's record goes to: its rank's under torch.distributed, else
     ``MANIFEST``."""
     return MANIFEST if rank is None else rank_manifest(rank)
-Whole = Literal["complete", "partial"]
-
-
 class ManifestError(ValueError):
     """A manifest that cannot be read: ``str()`` is one line, ``<file>: <problem>``."""
 
@@ -100,7 +97,7 @@ def _world(value: object) -> int:
     return number if number is not None and number >= 1 else 1
 
 
-def _dict(value: object) -> dict[str, Any] | None:
+def dict_or_none(value: object) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
@@ -108,7 +105,7 @@ def _dict_or_empty(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _status(value: object) -> Status | None:
+def status_or_none(value: object) -> Status | None:
     for status in STATUSES:
         if value == status:
             return status
@@ -144,14 +141,14 @@ def _ranks(value: object) -> tuple[int, ...] | None:
 # The tolerant fields: key -> the rule that reads its JSON value (a wrong type: its default).
 _RULES: dict[str, Callable[[object], Any]] = {
     "qualname": _str, "source_file": _str, "source_line": _int, "run_id": _str,
-    "host": _str, "pid": _int, "rank": _rank, "world_size": _world, "device": _dict,
+    "host": _str, "pid": _int, "rank": _rank, "world_size": _world, "device": dict_or_none,
     "options": _dict_or_empty, "versions": _dict_or_empty, "started_at": _str,
     "ended_at": _str, "warmup_call_ms": finite_numbers, "wait_call_ms": finite_numbers,
     "warmup_between_ms": finite_numbers, "idle_sync_ms": finite_numbers,
     "after_window_call_ms": finite_numbers, "after_window_iter_ms": positive_number,
-    "steps_recorded": _int, "error": _dict,
-    "tables_error": _str, "requested_status": _status, "ended_by": _str, "ranks": _ranks,
-    "missing_ranks": _ranks, "missing_reason": _str, "retry": _dict,
+    "steps_recorded": _int, "error": dict_or_none,
+    "tables_error": _str, "requested_status": status_or_none, "ended_by": _str, "ranks": _ranks,
+    "missing_ranks": _ranks, "missing_reason": _str, "retry": dict_or_none,
 }
 # Written only when set (``ranks``: torch.distributed; ``requested_status``: handed over).
 _OMIT_WHEN_NONE = frozenset({"ranks", "requested_status", "ended_by", "missing_ranks",
@@ -292,7 +289,7 @@ def _schema_version(version: object, path: str | Path) -> int:
 
 
 def _read_status(value: object, path: str | Path) -> Status:
-    status = _status(value)
+    status = status_or_none(value)
     if status is None:
         raise ManifestError(path, f"manifest status {value!r} is not one of {STATUSES}",
                             "status")
@@ -316,67 +313,6 @@ def read_manifest(path: Path, max_bytes: int) -> Manifest:
     except OSError as exc:
         raise ManifestError(path, f"cannot read the manifest ({exc.strerror or exc})") from None
     return Manifest.from_json(data, path)
-
-
-# -- the final-status rule ---------------------------------------------------------------
-
-def reopened(manifest: Manifest) -> Manifest:
-    """A record whose last finish kept plain traces after an error (``retry``), as it was
-    before that finish, so the next one decides again; any other record unchanged."""
-    retry = manifest.retry
-    if retry is None:
-        return manifest
-    return manifest.replace(status="recording", requested_status=_status(
-        retry.get("requested_status")), error=_dict(retry.get("error")), retry=None)
-
-
-def cycles_status(repeat: int, cycles: int) -> Whole:
-    """Whole cycles kept, nothing asked: ``complete`` when every cycle the schedule asks for
-    was written (``repeat=0`` cycles until stopped, so any saved cycle is whole)."""
-    return "complete" if repeat == 0 or cycles >= repeat else "partial"
-
-
-def steps_in(manifest: Manifest, cycles: int) -> int:
-    """Steps recorded in ``cycles`` whole schedule cycles (what the folder tells when the
-    recording process died before saying so)."""
-    return manifest.active * cycles
-
-
-def held_steps(manifest: Manifest, cycles: int) -> int | None:
-    """``steps_recorded``, at most what ``cycles`` traces hold (none without a trace)."""
-    steps, most = manifest.steps_recorded, steps_in(manifest, cycles)
-    return steps if steps is None or (most == 0 and cycles) else min(steps, most)
-
-
-NO_TRACE_ASKED = "no trace was written"
-NO_TRACE_DIED = "the recording process ended before any trace was written"
-DIED = "the recording process ended before handing over its run"
-
-
-def final_status(manifest: Manifest, cycles: int,
-                 export_error: dict[str, str] | None = None) -> Manifest:
-    """The finished record: what the recording process asked for (``requested_status``),
-    unless the folder says no. Any error (the record's, else the finisher's ``export_error``)
-    fails the run; no trace fails it unless a ``partial`` run was asked for; a process that
-    died after exporting keeps its whole cycles (``cycles_status``); never more steps than
-    its traces hold (``held_steps``)."""
-    asked = manifest.requested_status
-    error = manifest.error if manifest.error is not None else export_error
-    changes: dict[str, Any] = {"requested_status": None, "error": error,
-                               "steps_recorded": held_steps(manifest, cycles)}
-    if error is not None:
-        changes["status"] = "failed"
-    elif cycles == 0 and asked != "partial":  # flushed before a recorded step: no trace
-        changes["status"] = "failed"
-        changes["error"] = {"type": "NoTrace",
-                            "message": NO_TRACE_ASKED if asked else NO_TRACE_DIED,
-                            "phase": "export"}
-    elif asked in FINAL_STATUSES:
-        changes["status"] = asked
-    else:  # the process died after exporting: whole cycles are kept
-        changes["status"] = cycles_status(manifest.repeat, cycles)
-        changes["ended_by"] = DIED
-    return manifest.replace(**changes)
 
 
 # -- the writers' side --------------------------------------------------------------------

@@ -58,10 +58,12 @@ class Readings:
         return 0 if value is None else value
 
     @property
-    def warmup(self) -> int | None:
-        """The decorator's ``warmup`` option (untraced calls before profiling); None when
-        not recorded as an integer."""
-        return _int(self.options.get("warmup"))
+    def warmup_calls(self) -> int | None:
+        """The decorator's ``warmup_calls`` option (untraced calls before profiling; older
+        runs wrote it as ``warmup`` only), not the schedule's ``warmup`` steps; None when not
+        recorded as an integer."""
+        calls = self.options.get("warmup_calls", self.options.get("warmup"))
+        return _int(calls)
 
     @property
     def device_name(self) -> str | None:

@@ -16,7 +16,6 @@ serving was asked for by autoprof's own switch (`AUTOPROF_VIEW_REMOTE=1`, which
 from __future__ import annotations
 
 import ipaddress
-import os
 import sys
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -102,7 +101,7 @@ def unbound_refusal(headers: Mapping[str, str], address: str | None,
         return ("Refused: this viewer was started without an address, so it listens on every "
                 f"network interface. Restart it with {START}; {REMOTE}.")
     source = (" (from STREAMLIT_SERVER_ADDRESS in the environment)"
-              if os.environ.get("STREAMLIT_SERVER_ADDRESS", "").strip() == text else "")
+              if env.streamlit_server_address() == text else "")
     return (f"Refused: this viewer serves this machine only, but it listens on {text!r}"
             f"{source}. Restart it with {START}; {REMOTE}.")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from autoprof import env
 from autoprof.viewer import _guard
 from autoprof.viewer._context import Context, publish
 from autoprof.viewer._loading import find_runs, load_run, load_upload
@@ -145,7 +146,7 @@ def main() -> None:
     _guard.enforce()
     # traces here may be rewritten by the programs that record them: read, never memory-map
     # (a mapped trace cut short while it is read ends the whole server with SIGBUS)
-    os.environ.setdefault("AUTOPROF_MMAP", "0")
+    env.default_off("AUTOPROF_MMAP")
     ctx = _folder()
     _sidebar_selection(ctx)
     first = "overview" if len(run_paths(ctx.runs)) == 1 else "runs"

@@ -16,7 +16,7 @@ import torch
 import autoprof
 import autoprof.record.finisher.folder as finish
 from autoprof import runfolder as rf
-from autoprof.runfolder.manifest import NO_TRACE_DIED
+from autoprof.runfolder.final import NO_TRACE_DIED
 from tests.core.conftest import manifest, only_run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -113,9 +113,9 @@ def _recording(**over: object) -> Manifest:
     ("complete", 2, 2, "complete", None),  # handed over: what was asked
     ("partial", 1, 2, "partial", None),
     ("partial", 0, 2, "partial", None),  # a flushed run with no trace is still partial
-    (None, 2, 2, "complete", rf.manifest.DIED),  # died after every cycle was written
-    (None, 1, 2, "partial", rf.manifest.DIED),  # died between cycles: whole ones kept
-    (None, 3, 0, "complete", rf.manifest.DIED),  # repeat=0 cycles until stopped
+    (None, 2, 2, "complete", rf.final.DIED),  # died after every cycle was written
+    (None, 1, 2, "partial", rf.final.DIED),  # died between cycles: whole ones kept
+    (None, 3, 0, "complete", rf.final.DIED),  # repeat=0 cycles until stopped
 ])
 def test_the_final_status_rule(asked, cycles, repeat, status, ended_by):
     m = _recording(requested_status=asked, options={"schedule": {"repeat": repeat}})
@@ -125,7 +125,7 @@ def test_the_final_status_rule(asked, cycles, repeat, status, ended_by):
 
 
 @pytest.mark.parametrize(("asked", "message"), [
-    ("complete", rf.manifest.NO_TRACE_ASKED), (None, rf.manifest.NO_TRACE_DIED)])
+    ("complete", rf.final.NO_TRACE_ASKED), (None, rf.final.NO_TRACE_DIED)])
 def test_no_trace_fails_the_run_unless_partial_was_asked(asked, message):
     final = final_status(_recording(requested_status=asked), 0)
     assert final.status == "failed"

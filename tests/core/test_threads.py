@@ -182,7 +182,7 @@ def test_state_changes_only_along_the_transition_table():
     for _ in range(2):
         f(torch.ones(1))
         seen.append(session.state)
-    assert seen == [State.WARMUP, State.PROFILING, State.AFTER]  # the next calls are timed
+    assert seen == [State.WARMUP_CALLS, State.PROFILING, State.AFTER]  # the next calls are timed
     assert all(pair in TRANSITIONS for pair in zip(seen, seen[1:], strict=False))
     with pytest.raises(RuntimeError, match="no transition after_window -> profiling"):
         session._enter(State.PROFILING)  # a finished session never records again

@@ -55,7 +55,7 @@ def _untraced_calls(ctx: Analysis) -> list[float]:
 
 
 def _warmup_was_off(ctx: Analysis) -> bool:
-    warmup = ctx.record.warmup if ctx.record is not None else None
+    warmup = ctx.record.warmup_calls if ctx.record is not None else None
     if warmup is not None:
         return warmup == 0
     return not _warmup_calls(ctx)

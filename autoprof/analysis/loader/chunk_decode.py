@@ -8,7 +8,8 @@ from __future__ import annotations
 import msgspec
 
 from autoprof.analysis.loader import schema
-from autoprof.analysis.loader.columns import Chunk, ColumnBuilder, coerce_loose
+from autoprof.analysis.loader.columns import Chunk, ColumnBuilder
+from autoprof.analysis.loader.loose_events import coerce_loose
 
 CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the CPU caches
 

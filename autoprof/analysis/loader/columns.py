@@ -8,7 +8,6 @@ hundreds of MB of repeated Python strings.
 from __future__ import annotations
 
 import json
-import math
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryColumns, memory_part
-from autoprof.analysis.loader.schema import RAW_EMPTY, Args, Event, LooseEvent
+from autoprof.analysis.loader.schema import Event
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
 KIND_X, KIND_FLOW_START, KIND_FLOW_END, KIND_META, KIND_OTHER = 0, 1, 2, 3, 4
@@ -42,7 +41,7 @@ def stable_negative_id(text: str) -> int:
     return -1 - zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
-def _id_or_none(value: Any) -> int | None:
+def id_or_none(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -50,13 +49,6 @@ def _id_or_none(value: Any) -> int | None:
     if isinstance(value, int) and -(2**62) < value < 2**62:
         return value
     return None
-
-
-def _float_or_nan(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
 
 
 class _Codes(dict[Any, int]):
@@ -111,7 +103,7 @@ def _ids(values: list[Any]) -> IntArray:
     try:
         return np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):
-        found = [_id_or_none(v) for v in values]
+        found = [id_or_none(v) for v in values]
         return np.array([-1 if v is None else v for v in found], dtype=np.int64)
 
 
@@ -247,8 +239,8 @@ class ColumnBuilder:
         return out
 
     def _add_metadata(self, name: Any, pid: Any, tid: Any, arg_name: Any, labels: Any) -> None:
-        pid = _id_or_none(pid)
-        tid = _id_or_none(tid)
+        pid = id_or_none(pid)
+        tid = id_or_none(tid)
         if pid is None:
             return
         if name == "process_labels" and isinstance(labels, str):
@@ -358,56 +350,3 @@ class RawColumns:
 
     def __len__(self) -> int:
         return len(self.kind)
-
-
-_MEMORY_ARGS = {"bytes_delta": "Bytes", "total_allocated": "Total Allocated",
-                "total_reserved": "Total Reserved", "addr": "Addr"}
-
-
-def coerce_loose(loose: LooseEvent) -> Event:
-    """An event with odd field types (null, float pid, nested name) as a typed Event."""
-    raw_args = loose.args if isinstance(loose.args, dict) else {}
-
-    def text(value: Any) -> str:
-        if value is None:
-            return ""
-        return value if isinstance(value, str) else msgspec.json.encode(value).decode()
-
-    def ident(value: Any) -> int | str:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        found = _id_or_none(value)
-        return -1 if found is None else found
-
-    dims = raw_args.get("Input Dims")
-    types = raw_args.get("Input type")
-    concrete = raw_args.get("Concrete Inputs")
-    args = Args(
-        correlation=int(ident(raw_args.get("correlation"))),
-        external_id=int(ident(raw_args.get("External id"))),
-        flops=_float_or_nan(raw_args.get("flops")),
-        copy_bytes=_float_or_nan(raw_args.get("bytes")),
-        input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,
-        input_types=(msgspec.Raw(msgspec.json.encode(types)) if types is not None
-                     else RAW_EMPTY),
-        input_values=(msgspec.Raw(msgspec.json.encode(concrete)) if concrete is not None
-                      else RAW_EMPTY),
-        device=int(ident(raw_args.get("device"))),
-        stream=int(ident(raw_args.get("stream"))),
-        name=raw_args.get("name"),
-        labels=raw_args.get("labels"),
-        **{f: _float_or_nan(raw_args.get(k)) for f, k in _MEMORY_ARGS.items()},
-        device_id=int(ident(raw_args.get("Device Id"))),
-        device_type=int(ident(raw_args.get("Device Type"))),
-    )
-    return Event(
-        ph=text(loose.ph),
-        cat=text(loose.cat),
-        name=text(loose.name),
-        pid=ident(loose.pid),
-        tid=ident(loose.tid),
-        ts=_float_or_nan(loose.ts),
-        dur=_float_or_nan(loose.dur),
-        args=args,
-        id=ident(loose.id),
-    )

@@ -1,6 +1,6 @@
 """One profiling session per decorated function or region name.
 
-``warmup`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
+``warmup_calls`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
 ``after_window`` (the next calls, timed) -> ``done`` (pass-through). ``_fire`` looks up
 (state, event) in :data:`table.TABLE`, enters the next state and runs the row's actions. The
 profiler is :class:`driver.Driver`; the run folder and the finisher hand-over are
@@ -61,7 +61,7 @@ class Session(Actions):
         self.source_file = source_file
         self.source_line = source_line
         self._who = Identity(name, qualname, source_file, source_line)
-        self.state = State.WARMUP
+        self.state = State.WARMUP_CALLS
         self.done = False  # recording is over (AFTER, DONE, COVERED); read without the lock
         self.run_dir: Path | None = None
         self.on_done: Callable[[], None] | None = None
@@ -205,14 +205,14 @@ class Session(Actions):
 
     def _begin_locked(self, now_ns: int, args: tuple[Any, ...], kwargs: dict[str, Any] | None
                       ) -> Token:
-        if self.state is State.WARMUP and self._warmup_begun < self.options.warmup_calls:
+        if self.state is State.WARMUP_CALLS and self._warmup_begun < self.options.warmup_calls:
             self._warmup_begun += 1
             if self.call_input_bytes is None and kwargs is not None:  # before it is timed
                 self.call_input_bytes, self.call_inputs = read_inputs(args, kwargs)
             self._note_between(now_ns)
             sync_if_cuda_in_use()
             return (WARMUP, time.perf_counter_ns())
-        if self.state is State.WARMUP and len(self.warmup_call_ms) >= self._warmup_begun:
+        if self.state is State.WARMUP_CALLS and len(self.warmup_call_ms) >= self._warmup_begun:
             self._try_start()  # not while another thread's warm-up call still runs
         if self.state not in _RECORDING or self._prof is None:
             return self._label()
@@ -270,7 +270,7 @@ class Session(Actions):
             self.warmup_call_ms.append(elapsed_ms)
             if sync_ms is not None:
                 self.idle_sync_ms.append(sync_ms)
-            if exc is not None and self.state is State.WARMUP:
+            if exc is not None and self.state is State.WARMUP_CALLS:
                 if self._open_run() is not None:
                     self._fire(Event.WARMUP_FAILED, "failed",
                                artifacts.error_record(exc, "warmup"))

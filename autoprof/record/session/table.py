@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 
 class State(enum.Enum):
-    WARMUP = "warmup"  # untraced, timed calls (``warmup_calls``)
+    WARMUP_CALLS = "warmup_calls"  # untraced, timed calls (``warmup_calls``)
     PROFILING = "profiling"  # torch.profiler runs on the owner thread, one step per call
     STOP_ASKED = "stop_asked"  # flushed from another thread: the owner stops at its next call
     AFTER = "after_window"  # the schedule ended: the next calls are timed, then DONE
@@ -71,7 +71,7 @@ _ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", 
             *_LAST)
 _DETACH = ("_detach", "_retire")
 
-W, P, S, D, C = State.WARMUP, State.PROFILING, State.STOP_ASKED, State.DONE, State.COVERED
+W, P, S, D, C = State.WARMUP_CALLS, State.PROFILING, State.STOP_ASKED, State.DONE, State.COVERED
 A = State.AFTER
 E = Event
 

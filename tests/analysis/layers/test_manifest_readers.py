@@ -66,7 +66,7 @@ def test_readings_of_options_and_extra_keys():
         "device": {"name": "NVIDIA H200", "index": 1, "properties": {"total_memory": 1024}},
         "options": {"warmup": 0, "n": 64, "schedule": {"warmup": 1, "active": 3, "repeat": 2}},
     }, "m.json")
-    assert (record.warmup, record.active, record.repeat) == (0, 3, 2)
+    assert (record.warmup_calls, record.active, record.repeat) == (0, 3, 2)  # an older run's key
     assert record.schedule == {"warmup": 1, "active": 3, "repeat": 2}
     assert record.device_name == "NVIDIA H200"
     assert record.device_memory_bytes == {"cuda:1": 1024}
@@ -74,7 +74,9 @@ def test_readings_of_options_and_extra_keys():
     assert record.problem_size == 64.0  # from the options
     bare = Manifest(name="g", options={"warmup": True, "schedule": [1]}, extra={"size": 8.5,
                                                                                "n": 3})
-    assert (bare.warmup, bare.schedule, bare.active, bare.repeat) == (None, {}, 0, 1)
+    assert (bare.warmup_calls, bare.schedule, bare.active, bare.repeat) == (None, {}, 0, 1)
+    new = Manifest(name="h", options={"warmup_calls": 2, "warmup": 5, "schedule": {"warmup": 1}})
+    assert new.warmup_calls == 2  # the untraced calls, never the schedule's warmup steps
     assert (bare.device_name, bare.device_memory_bytes) == (None, {})
     assert bare.problem_size == 8.5  # the record's own keys first, in SIZE_KEYS order
 

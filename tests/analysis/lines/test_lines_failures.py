@@ -89,7 +89,7 @@ def test_lines_profiler_does_not_stop(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_labels_and_hooks_that_fail_inside_the_call(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lines_mod, "is_user_file", _raise)
-    monkeypatch.setattr(lines_mod._ModulePaths, "_path", _raise)
+    monkeypatch.setattr(lines_mod.ModulePaths, "_path", _raise)
     run = record(tmp_path, "bad_labels")  # the same results, every call
     assert run.record is not None and run.record.status == "complete"
     assert len(run.steps()) == ACTIVE and find_lines_files(run.path)
