@@ -28,21 +28,22 @@ from heldout_driver import Case, measure  # noqa: E402
 
 CASES: dict[str, Case] = {
     "threads_oversubscribed": {
-        "about": "an MLP training step (batch 256, width 1024) with 8 intra-op threads set "
+        "about": "an MLP training step (batch 64, width 512) with 8 intra-op threads set "
                  "by hand on a machine with fewer cores",
         "setup": """
 CORES = len(os.sched_getaffinity(0))
 torch.set_num_threads({None: 8, 'threads_cores': CORES, 'threads_1': 1}[FIXED])
-W = 64 if DRY else 1024
+W = 64 if DRY else 512
 model = torch.nn.Sequential(torch.nn.Linear(W, W), torch.nn.ReLU(), torch.nn.Linear(W, W))
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(8 if DRY else 256, W)
+x = torch.randn(8 if DRY else 64, W)
 """,
         "base": """
 opt.zero_grad(set_to_none=True)
 model(x).square().mean().backward()
 opt.step()
 """,
+        "timing": {"warmup": 3, "blocks": 3, "iters": 5},
         "fixes": {
             "threads_cores": {"about": "torch.set_num_threads(number of cores)",
                               "match": ["set_num_threads", "intra-op", "oversubscri"]},
@@ -52,13 +53,13 @@ opt.step()
     },
     "compile_recompiles": {
         "about": "torch.compile(dynamic=False) over batches whose sequence length changes "
-                 "(8 lengths, each seen 3 times): one compile per new length",
+                 "(6 lengths, each seen twice): one compile per new length",
         "setup": """
 import torch._dynamo
 torch._dynamo.config.cache_size_limit = 64
 mlp = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
 step_fn = torch.compile(mlp, backend='aot_eager', dynamic=FIXED == 'dynamic')
-lengths = [16 * (1 + i % 8) for i in range(24)]
+lengths = [16 * (1 + i % 6) for i in range(12)]
 batches = [torch.randn(2 if DRY else 32, n, 64) for n in lengths]
 state = {'i': 0}
 """,
@@ -71,7 +72,7 @@ state['i'] += 1
             "dynamic": {"about": "torch.compile(..., dynamic=True): one compile for every length",
                         "match": ["dynamic", "recompil"]},
         },
-        "timing": {"warmup": 0, "blocks": 1, "iters": 24},
+        "timing": {"warmup": 0, "blocks": 1, "iters": 12},
     },
     "pandas_rows_loader": {
         "about": "a DataLoader over a Dataset that builds each sample from a pandas row "
@@ -93,8 +94,8 @@ class Rows(Dataset):
 class Batched(Rows):
     def __getitems__(self, idx):
         part = df.iloc[idx]
-        return (torch.from_numpy(part[FEATS].to_numpy('float32')),
-                torch.from_numpy(part['label'].to_numpy()))
+        return (torch.tensor(part[FEATS].to_numpy('float32')),
+                torch.tensor(part['label'].to_numpy()))
 def _whole(b):
     return b
 ds = Batched() if FIXED == 'getitems' else Rows()
@@ -125,7 +126,7 @@ opt.step()
             "workers_2": {"about": "DataLoader(num_workers=2, persistent_workers=True)",
                           "match": ["num_workers", "workers"]},
         },
-        "timing": {"warmup": 3, "blocks": 5, "iters": 6},
+        "timing": {"warmup": 2, "blocks": 3, "iters": 4},
     },
     "inference_with_grad": {
         "about": "inference of a 4-layer TransformerEncoder (d 256, 64 tokens x 16) with "
@@ -145,6 +146,7 @@ def infer():
                                "code": "y = infer()",
                                "match": ["inference_mode", "no_grad"]},
         },
+        "timing": {"warmup": 3, "blocks": 3, "iters": 5},
     },
 }
 
@@ -155,13 +157,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--compare", action="store_true",
                         help="read the recorded runs' advice beside the measured gains")
     parser.add_argument("--cases", nargs="*", help="only these programs")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="no timing round starts past this (the first always runs)")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes, one round")
     parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--record-calls", type=int, default=16)
-    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--record-calls", type=int, default=12)
+    parser.add_argument("--timeout-s", type=float, default=90.0)
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args.out)
