@@ -196,7 +196,7 @@ def summarise(results: dict[str, Any]) -> None:
 
 
 def _new_results(cases: dict[str, Case]) -> dict[str, Any]:
-    return {name: {"about": case["about"],
+    return {name: {"about": case["about"], "timing": {**DEFAULT_TIMING, **case.get("timing", {})},
                    "fixes": {k: {"about": v["about"], "match": v["match"]}
                              for k, v in case["fixes"].items()},
                    "rounds": {side or "as_written": [] for side in _sides(case)}}
@@ -216,35 +216,42 @@ def machine(device: str) -> dict[str, Any]:
     return info
 
 
+def _write(out: Path, results: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    summarise(results)
+    truth = {"meta": meta, "cases": results}
+    (out / "truth.json").write_text(json.dumps(truth, indent=1))
+    return truth
+
+
 def measure(cases: dict[str, Case], opts: dict[str, Any]) -> dict[str, Any]:
     """Rounds of interleaved timing (the first always, more while ``budget_s`` allows), the
-    recordings after the first round; writes ``OUT/truth.json`` and returns it."""
+    recordings after the first round; writes ``OUT/truth.json`` after every round (so a run
+    cut short keeps what it measured) and returns it."""
     out = Path(opts["out"])
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     results = _new_results(cases)
-    meta: dict[str, Any] = {"machine_start": machine(opts["device"])}
-    print("round 1", flush=True)
-    time_round(cases, opts, results)
-    first_round_s = time.monotonic() - started
-    if opts["record"]:
-        print("recording each program as written with @autoprof", flush=True)
-        record(cases, opts, out, results)
-    rounds = 1
-    while rounds < opts["rounds"] and \
-            time.monotonic() - started + first_round_s < opts["budget_s"]:
+    meta: dict[str, Any] = {
+        "machine_start": machine(opts["device"]), "dry_run": opts["dry"],
+        "timing": DRY_TIMING if opts["dry"] else DEFAULT_TIMING,
+        "clock": "CUDA events" if opts["device"] == "cuda" else "time.perf_counter"}
+    rounds, per_round_s = 0, 0.0
+    while rounds < opts["rounds"] and (rounds < 1 or time.monotonic() - started
+                                       + per_round_s < opts["budget_s"]):
         rounds += 1
         print(f"round {rounds}", flush=True)
+        round_started = time.monotonic()
         time_round(cases, opts, results)
-    summarise(results)
-    meta |= {"machine_end": machine(opts["device"]), "rounds": rounds, "dry_run": opts["dry"],
-             "timing": DRY_TIMING if opts["dry"] else DEFAULT_TIMING,
-             "wall_s": round(time.monotonic() - started, 1),
-             "clock": "CUDA events" if opts["device"] == "cuda" else "time.perf_counter"}
-    truth = {"meta": meta, "cases": results}
-    (out / "truth.json").write_text(json.dumps(truth, indent=1))
+        per_round_s = time.monotonic() - round_started
+        meta |= {"rounds": rounds, "machine_end": machine(opts["device"]),
+                 "wall_s": round(time.monotonic() - started, 1)}
+        _write(out, results, meta)
+        if rounds == 1 and opts["record"]:
+            print("recording each program as written with @autoprof", flush=True)
+            record(cases, opts, out, results)
+            _write(out, results, meta)
     for name, entry in results.items():
         gains = ", ".join(f"{k} {v['speedup']:.2f}x" if v["speedup"] else f"{k} n/a"
                           for k, v in entry["fixes"].items())
         print(f"{name:24s} {gains}")
-    return truth
+    return _write(out, results, meta)
