@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="no timing round starts past this (the first always runs)")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes, one round")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--resume", action="store_true",
+                        help="add --rounds more rounds to OUT/truth.json (no new recording)")
     parser.add_argument("--record-calls", type=int, default=12)
     parser.add_argument("--timeout-s", type=float, default=90.0)
     args = parser.parse_args(argv)
@@ -172,7 +174,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "out": args.out, "device": "cpu", "dry": args.dry_run,
         "rounds": 1 if args.dry_run else args.rounds, "budget_s": args.budget_s,
         "record": not args.no_record, "record_calls": args.record_calls,
-        "timeout_s": args.timeout_s})
+        "timeout_s": args.timeout_s, "resume": args.resume})
 
 
 if __name__ == "__main__":

@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dry-run", action="store_true",
                         help="every program on the CPU at tiny sizes, one round")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--resume", action="store_true",
+                        help="add --rounds more rounds to OUT/truth.json (no new recording)")
     parser.add_argument("--record-calls", type=int, default=20)
     parser.add_argument("--timeout-s", type=float, default=90.0)
     args = parser.parse_args(argv)
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "out": args.out, "device": "cpu" if args.dry_run else "cuda", "dry": args.dry_run,
         "rounds": 1 if args.dry_run else args.rounds, "budget_s": args.budget_s,
         "record": not args.no_record, "record_calls": args.record_calls,
-        "timeout_s": args.timeout_s})
+        "timeout_s": args.timeout_s, "resume": args.resume})
 
 
 if __name__ == "__main__":

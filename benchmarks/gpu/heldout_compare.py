@@ -62,9 +62,10 @@ def judge_case(entry: dict[str, Any], summary: dict[str, Any] | None) -> dict[st
     first = items[0] if items else None
     fixes = {label: judge_fix(items, fix) for label, fix in entry["fixes"].items()}
     best = entry.get("best_fix")
+    keys = ("kind", "name", "predicted", "interval", "max_speedup")
     return {"best_fix": best, "fixes": fixes,
-            "first_advice": None if first is None else
-            {k: first[k] for k in ("kind", "name", "predicted", "interval", "max_speedup")},
+            "first_advice": None if first is None else {k: first[k] for k in keys},
+            "advice_top5": [{k: item[k] for k in keys} for item in items[:5]],
             "best_offered": bool(best and fixes[best]["offered"]),
             "best_first": bool(best and fixes[best]["rank"] == 1),
             "recorded": summary is not None}

@@ -230,23 +230,26 @@ def measure(cases: dict[str, Case], opts: dict[str, Any]) -> dict[str, Any]:
     out = Path(opts["out"])
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results = _new_results(cases)
-    meta: dict[str, Any] = {
+    results, meta = _new_results(cases), {
         "machine_start": machine(opts["device"]), "dry_run": opts["dry"],
         "timing": DRY_TIMING if opts["dry"] else DEFAULT_TIMING,
         "clock": "CUDA events" if opts["device"] == "cuda" else "time.perf_counter"}
-    rounds, per_round_s = 0, 0.0
-    while rounds < opts["rounds"] and (rounds < 1 or time.monotonic() - started
-                                       + per_round_s < opts["budget_s"]):
+    if opts.get("resume") and (out / "truth.json").exists():
+        before = json.loads((out / "truth.json").read_text())
+        results, meta = before["cases"], before["meta"] | {"resumed": True}
+    done, wall_before_s = int(meta.get("rounds", 0)), float(meta.get("wall_s", 0.0))
+    rounds, per_round_s = done, 0.0
+    while rounds < done + opts["rounds"] and (rounds == done or time.monotonic() - started
+                                              + per_round_s < opts["budget_s"]):
         rounds += 1
         print(f"round {rounds}", flush=True)
         round_started = time.monotonic()
         time_round(cases, opts, results)
         per_round_s = time.monotonic() - round_started
         meta |= {"rounds": rounds, "machine_end": machine(opts["device"]),
-                 "wall_s": round(time.monotonic() - started, 1)}
+                 "wall_s": round(wall_before_s + time.monotonic() - started, 1)}
         _write(out, results, meta)
-        if rounds == 1 and opts["record"]:
+        if rounds == 1 and opts["record"] and not done:
             print("recording each program as written with @autoprof", flush=True)
             record(cases, opts, out, results)
             _write(out, results, meta)
