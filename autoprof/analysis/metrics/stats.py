@@ -226,7 +226,16 @@ class Coverage:
         return float(self._cum[i - 1] + min(x, self._e[i - 1]) - self._s[i - 1])
 
     def covered(self, lo: float, hi: float) -> float:
-        return max(self._upto(hi) - self._upto(lo), 0.0) if hi > lo else 0.0
+        """Covered length in [lo, hi]: `_upto(hi) - _upto(lo)`, floored at 0 (written out:
+        the replay asks it once per call and change, tens of thousands of times)."""
+        if not hi > lo:
+            return 0.0
+        starts, ends, cum = self._s, self._e, self._cum
+        i = bisect.bisect_right(starts, hi)
+        upto_hi = 0.0 if i == 0 else float(cum[i - 1] + min(hi, ends[i - 1]) - starts[i - 1])
+        i = bisect.bisect_right(starts, lo)
+        upto_lo = 0.0 if i == 0 else float(cum[i - 1] + min(lo, ends[i - 1]) - starts[i - 1])
+        return max(upto_hi - upto_lo, 0.0)
 
     def span_at(self, x: float) -> int:
         """Index of the merged interval [start, end) holding `x`; -1 when none does."""

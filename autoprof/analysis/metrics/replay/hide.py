@@ -12,6 +12,7 @@ once.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 import numpy as np
@@ -23,17 +24,18 @@ from autoprof.analysis.metrics.stats import Coverage
 Measure = Callable[[float, float], float]
 
 
-def _part(g: Graph, c: int, measured: Measure, region: Coverage | None) -> tuple[float, float]:
-    """Call `c`'s measured part (its length in the stretch before the call) and how much of
-    it lies inside `region`'s spans (0 without a region or without a part)."""
-    lo, hi = float(g.call_gap_lo_us[c]), float(g.call_ts_us[c])
+def _part(lo: float, hi: float, measured: Measure,
+          region: tuple[list[float], list[float]] | None) -> tuple[float, float]:
+    """The measured part of the stretch [lo, hi] before a call (its length) and how much of
+    it lies inside `region`'s spans, as (starts, ends) lists (0 without a region or part)."""
     total = measured(lo, hi)
     if total <= 0 or region is None:
         return total, 0.0
+    starts, ends = region
     inside = 0.0
-    k = int(np.searchsorted(region.e, lo, "right"))
-    while k < len(region.s) and region.s[k] < hi:
-        inside += measured(max(lo, float(region.s[k])), min(hi, float(region.e[k])))
+    k = bisect.bisect_right(ends, lo)
+    while k < len(starts) and starts[k] < hi:
+        inside += measured(max(lo, starts[k]), min(hi, ends[k]))
         k += 1
     return total, min(inside, total)
 
@@ -44,7 +46,9 @@ def _parts(g: Graph, calls: np.ndarray, measured: Measure, region: Coverage | No
     memo_key = None if key is None else f"hide:{key}"
     if memo_key is not None and memo_key in g.memo:
         return g.memo[memo_key]
-    out = np.array([_part(g, c, measured, region) for c in calls.tolist()],
+    lo, hi = g.call_gap_lo_us.tolist(), g.call_ts_us.tolist()  # plain floats: one per call
+    spans = None if region is None else (region.s.tolist(), region.e.tolist())
+    out = np.array([_part(lo[c], hi[c], measured, spans) for c in calls.tolist()],
                    dtype=float).reshape(-1, 2)
     if memo_key is not None:
         g.memo[memo_key] = out

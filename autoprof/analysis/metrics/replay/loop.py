@@ -141,8 +141,10 @@ class _UserRows:
         call, the rest as untraced."""
         ts, end, names = self.ts, self.end, self.names
         here = self.rows_in(lo, hi)
-        for r in np.flatnonzero(here).tolist():  # rows mostly inside a call are the call's
-            if calls.covered(float(ts[r]), float(end[r])) >= 0.5 * (end[r] - ts[r]):
+        rows = np.flatnonzero(here)
+        for r, lo_r, hi_r in zip(rows.tolist(), ts[rows].tolist(), end[rows].tolist(),
+                                 strict=True):  # rows mostly inside a call are the call's
+            if calls.covered(lo_r, hi_r) >= 0.5 * (hi_r - lo_r):
                 here[r] = False
         traced = 0.0
         for r in _outermost(self.parent, here).tolist():

@@ -163,10 +163,11 @@ def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
         float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
     last: dict[int, int] = {}
     items = np.argsort(g.item_call, kind="stable").tolist()  # launch order
-    k = 0
+    item_call, item_stream = g.item_call.tolist(), g.item_stream.tolist()
+    k, n_items = 0, len(items)
     for c in np.flatnonzero(g.call_kind == END).tolist():
-        while k < len(items) and int(g.item_call[items[k]]) < c:
-            last[int(g.item_stream[items[k]])] = items[k]
+        while k < n_items and item_call[items[k]] < c:
+            last[item_stream[items[k]]] = items[k]
             k += 1
         plan.call_waits[c] = sorted(set(plan.call_waits[c]) | set(last.values()))
         plan.call_wake_us[c] = wake_us
