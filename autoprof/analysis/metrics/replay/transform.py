@@ -44,7 +44,7 @@ from autoprof.analysis.metrics.replay.changes import (
     SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
-from autoprof.analysis.metrics.replay.hide import hide_calls
+from autoprof.analysis.metrics.replay.hide import hide_calls, uncovered_by
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
@@ -216,12 +216,10 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
     fetches = _minus(_not_capturable(g), calls) if change.keep_fetches else None
     region = _pace_spans(g, plan)
 
-    def measured(lo: float, hi: float) -> float:
-        out = steps.covered(lo, hi) - calls.covered(lo, hi)
-        return out - (fetches.covered(lo, hi) if fetches is not None else 0.0)
-
+    measured, measured_many = uncovered_by(steps, calls, fetches)
     hide_calls(g, plan, np.flatnonzero(g.call_thread == g.main_thread), measured, region,
-               1.0 - change.remaining, key=f"{change!r}|{plan.pace_region}")
+               1.0 - change.remaining, key=f"{change!r}|{plan.pace_region}",
+               measured_many=measured_many)
 
 
 def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
@@ -229,7 +227,7 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
     region = _pace_spans(g, plan)
     fetch_us = np.zeros(len(g.steps))  # each step's fetch time at the plan's host pace
     took_us = hide_calls(g, plan, np.arange(g.n_calls), fetches.covered, region,
-                         1.0 - change.remaining).tolist()
+                         1.0 - change.remaining, measured_many=fetches.covered_many).tolist()
     for c in range(g.n_calls):
         took = took_us[c]
         # other threads' stretches span the fetch too; the workers fetch in processes of
@@ -256,7 +254,8 @@ def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) ->
         return
     spans = Coverage(starts, ends)
     region = _pace_spans(g, plan)
-    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region)
+    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region,
+               measured_many=spans.covered_many)
     hit = (g.call_row >= 0) & (spans.spans_at(g.call_ts_us) >= 0)
     for c in np.flatnonzero(hit).tolist():
         plan.call_cost_us[c] = 0.0
@@ -292,7 +291,8 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
     region = _pace_spans(g, plan)
     seen: set[int] = set()
-    hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region)
+    hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region,
+               measured_many=ops.covered_many)
     for c in range(g.n_calls):
         span = regions.span_at(float(g.call_ts_us[c]))
         if span < 0 or g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
@@ -390,10 +390,8 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     copied: set[int] = set()
     region = _pace_spans(g, plan)
 
-    def measured(lo: float, hi: float) -> float:
-        return max(spans.covered(lo, hi) - kept.covered(lo, hi), 0.0)
-
-    hide_calls(g, plan, np.arange(g.n_calls), measured, region)
+    measured, measured_many = uncovered_by(spans, kept, floor=True)
+    hide_calls(g, plan, np.arange(g.n_calls), measured, region, measured_many=measured_many)
     for c in range(g.n_calls):
         if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
             continue
