@@ -121,7 +121,7 @@ def _item_terms(g: Graph, cost_us: np.ndarray
     prev: list[float] = []
     last: dict[int, float] = {}
     for i, (s, deps_of) in enumerate(zip(g.item_stream.tolist(), g.item_deps, strict=True)):
-        deps = max((item_end[d] for d in deps_of), default=-np.inf)
+        deps = max([item_end[d] for d in deps_of]) if deps_of else -np.inf
         prev.append(max(last.get(s, -np.inf), deps))
         last[s] = item_end[i]
     prev_end = np.array(prev, dtype=float).reshape(g.n_items)
@@ -166,7 +166,9 @@ def _sync_terms(g: Graph, mode: Calibration, launch_med: float
     """Each call's own (non-waiting) cost and each sync's wake-up after what it waited for."""
     item_end = g.item_ts_us + g.item_dur_us
     end = g.call_ts_us + g.call_dur_us
-    awaited = np.array([max((item_end[i] for i in w), default=-np.inf) for w in g.call_waits])
+    ends: list[float] = item_end.tolist()
+    awaited = np.array([max([ends[i] for i in w]) if w else -np.inf for w in g.call_waits],
+                       dtype=float).reshape(g.n_calls)
     has = np.isfinite(awaited)
     waited = has & (awaited > g.call_ts_us)
     idle = has & ~waited
