@@ -78,6 +78,8 @@ def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
         for config in CONFIGS:
             ratio = [r["open_s"] / r["load_s"] for r in runs[config]]
             print(f"| {name} | first open / load ({config}) | {_cell(ratio)} | | |")
+            cpu = [(r["load_cpu_s"] + r["summary_cpu_s"]) / r["load_cpu_s"] for r in runs[config]]
+            print(f"| {name} | first open / load, CPU time ({config}) | {_cell(cpu)} | | |")
         hashes = {r["summary_sha1"] for c in CONFIGS for r in runs[c]}
         print(f"| {name} | same summary on both sides | {len(hashes) == 1} | | |")
 

@@ -10,6 +10,8 @@ RSS from ``VmHWM`` and the children it waited for), the contenders alternating a
   its own in a process pool into a small per-rank result cached beside its trace, the run's answer a
   reduce over those (per-rank caches removed before each first open);
 - ``map-cached``: the same call again once the per-rank caches exist (the second open);
+- ``summary``: the plain ``autoprof summary DIR --json``, whichever path it takes by itself
+  (``analysis/scale/auto.py``: the map from 16 ranks, on one worker per core; no cache);
 - ``dask``: the map on a Dask ``LocalCluster`` (when dask is installed), to check it gives the
   same answer as one process.
 
@@ -59,6 +61,18 @@ if mode == "merged":
     answer = {"straggler_rank": s.get("straggler_rank"),
               "exposed_comm_pct": [round(float(r["exposed_comm_pct"]), 6) for r in s["ranks"]],
               "ranks": len(s["ranks"]), "events": s["events"]}
+elif mode == "summary":
+    import contextlib, io
+    from autoprof.cli import main
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        main(["summary", folder, "--json"])
+    s = json.loads(text.getvalue())
+    chosen = "ranks_analysed" in s  # the map's answer (analysis/scale/auto.py chose it)
+    jobs = __import__("os").cpu_count() if chosen else 0
+    answer = {"straggler_rank": s.get("straggler_rank"),
+              "exposed_comm_pct": [round(float(r["exposed_comm_pct"]), 6) for r in s["ranks"]],
+              "ranks": len(s["ranks"]), "events": s["events"], "map_chosen": chosen}
 else:
     from autoprof.analysis.scale import summarize_ranks
     executor = None
@@ -78,7 +92,8 @@ from _measure import proc_status_mb
 own = proc_status_mb("self", "VmHWM")
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 emit({"work_s": work_s, "parent_peak_mb": own, "worker_peak_mb": kids,
-      "all_processes_peak_bound_mb": own + (jobs if mode == "map" else 0) * kids, **answer})
+      "all_processes_peak_bound_mb": own + (jobs if mode in ("map", "summary") else 0) * kids,
+      **answer})
 """
 
 
@@ -98,7 +113,9 @@ def measure(mode: str, folder: Path, jobs: int, timeout_s: float) -> dict[str, A
     """One fresh process of ``mode`` on ``folder``: its wall time, peak RSS and answer."""
     if mode in ("merged", "map", "dask"):
         _clear_caches(folder)
-    env = {"AUTOPROF_CACHE": "0"} if mode == "merged" else {}
+    if mode == "summary":
+        _clear_caches(folder)
+    env = {"AUTOPROF_CACHE": "0"} if mode in ("merged", "summary") else {}
     argv = [sys.executable, "-c", _CHILD, str(REPO), mode if mode != "map-cached" else "map",
             str(folder), str(jobs)]
     try:

@@ -166,6 +166,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
             return runs_markdown(path)
         return summary_of_runs(path, args.json)
     _finish_left_recording(path)
+    from autoprof.analysis.scale.auto import reads_rank_by_rank
+
+    if args.format != "markdown" and reads_rank_by_rank(path):  # memory bounded in the ranks
+        from autoprof.analysis.scale.text import summary_at_scale
+
+        return summary_at_scale(path, None, None, args.json, chosen=True)
     return _print_summary(path, args)
 
 

@@ -1,11 +1,11 @@
 """Loading, cached: one analysis call per (path, modification times); errors kept as text.
 
 The viewer never parses a trace itself: it calls `autoprof.load` / `find_runs` / `compare`.
-A run that fails to load yields its one-line error; other runs are unaffected. A run of more
-than `SCALE_MIN_RANKS` rank traces is analysed rank by rank instead (analysis/scale: each
-rank on its own in a process pool, the run a reduce of their small results, cached beside
-the traces), so a thousand ranks never become one table in the server's memory: its outcome
-is a `RunAnswer`, which the Overview and Ranks pages show.
+A run that fails to load yields its one-line error; other runs are unaffected. A run of many
+rank traces (`analysis/scale/auto.py`, the rule `autoprof summary` follows) is analysed rank
+by rank instead (analysis/scale: each rank on its own in a process pool, the run a reduce of
+their small results, cached beside the traces), so a thousand ranks never become one table in
+the server's memory: its outcome is a `RunAnswer`, which the Overview and Ranks pages show.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from autoprof.viewer._paths import check_tree, inside
 
 Progress = Callable[..., None]
 _BLOCK = 1024**2
-SCALE_MIN_RANKS = 64  # a run of more rank traces is analysed rank by rank
 
 
 @dataclass
@@ -135,9 +134,9 @@ def _load(path: Path, progress: Progress | None) -> tuple[Any, str]:
 
     try:
         if path.is_dir():
-            from autoprof.analysis.scale import rank_tasks
+            from autoprof.analysis.scale.auto import reads_rank_by_rank
 
-            if len(rank_tasks(path)) > SCALE_MIN_RANKS:
+            if reads_rank_by_rank(path):
                 return _load_at_scale(path, progress), ""
         return autoprof.load(path, progress=progress), ""
     except Exception as e:  # noqa: BLE001 - any failure is shown for this run only

@@ -20,6 +20,7 @@ from autoprof.viewer import _guard
 from autoprof.viewer._context import Context, publish
 from autoprof.viewer._loading import find_runs, load_run, load_upload
 from autoprof.viewer._paths import default_root, resolve_root
+from autoprof.viewer._phases import analysing
 from autoprof.viewer._runlist import run_label, run_paths
 from autoprof.viewer._text import md_escape
 from autoprof.viewer.views import PAGE_FILES, PAGES
@@ -160,7 +161,8 @@ def main() -> None:
     st.sidebar.caption("autoprof: everything is computed by autoprof.analysis; nothing leaves "
                        "this machine.")
     publish(ctx)
-    page.run()
+    with analysing(ctx.current.label if ctx.current is not None else "the run"):
+        page.run()  # a first open's analysis phases are named while the page waits for them
 
 
 if __name__ == "__main__":  # `streamlit run` executes this file as __main__

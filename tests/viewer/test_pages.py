@@ -152,14 +152,14 @@ def test_many_ranks_draw_heatmaps_and_fold_the_table(roots, monkeypatch):
 
 
 def test_a_run_of_many_ranks_is_shown_rank_by_rank(tmp_path, monkeypatch):
-    """Past SCALE_MIN_RANKS rank traces the viewer analyses the run rank by rank (a process
+    """Past MAP_MIN_RANKS rank traces the viewer analyses the run rank by rank (a process
     pool, never one table of every rank): Overview and Ranks show the reduce, the other
     pages say where to look; the answer is the whole run's (straggler rank 1)."""
     from support.viewer import add_multirank
 
-    import autoprof.viewer._loading as loading
+    import autoprof.analysis.scale.auto as auto
 
-    monkeypatch.setattr(loading, "SCALE_MIN_RANKS", 1)
+    monkeypatch.setattr(auto, "MAP_MIN_RANKS", 2)
     add_multirank(tmp_path)  # a folder of its own: the server's run store is process-wide
     at = open_app(tmp_path, monkeypatch)
     texts = list(markdown_texts(at))

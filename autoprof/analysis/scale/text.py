@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from concurrent.futures import Executor
 from pathlib import Path
@@ -68,8 +69,10 @@ def render(answer: RunAnswer, path: str | Path, how: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_json: bool) -> int:
-    """The CLI's many-rank summary; returns the exit status."""
+def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_json: bool,
+                     chosen: bool = False) -> int:
+    """The CLI's many-rank summary; returns the exit status. ``chosen``: the plain summary
+    chose this path by itself (``auto.reads_rank_by_rank``), on one worker per core."""
     from autoprof.analysis import TraceError
     from autoprof.analysis.scale.ranks_run import (
         dask_executor,
@@ -82,6 +85,11 @@ def summary_at_scale(path: str | Path, jobs: int | None, dask: str | None, as_js
     except RuntimeError as err:  # DaskAddressError, or no distributed installed
         print(f"autoprof: error: {err}", file=sys.stderr)
         return 2
+
+    if chosen and not jobs:
+        jobs = os.cpu_count() or 1
+        print(f"autoprof: {path}: many ranks, analysed one by one (--jobs N sets the workers)",
+              file=sys.stderr)
 
     def progress(done: int, total: int) -> None:
         print(f"\rautoprof: {done}/{total} ranks analysed", end="", file=sys.stderr, flush=True)

@@ -141,9 +141,9 @@ class _UserRows:
         call, the rest as untraced."""
         ts, end, names = self.ts, self.end, self.names
         here = self.rows_in(lo, hi)
-        for r in np.flatnonzero(here).tolist():  # rows mostly inside a call are the call's
-            if calls.covered(float(ts[r]), float(end[r])) >= 0.5 * (end[r] - ts[r]):
-                here[r] = False
+        rows = np.flatnonzero(here)  # rows mostly inside a call are the call's
+        lo_r, hi_r = ts[rows], end[rows]
+        here[rows[calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r)]] = False
         traced = 0.0
         for r in _outermost(self.parent, here).tolist():
             us = max(min(end[r], hi) - max(ts[r], lo), 0.0)

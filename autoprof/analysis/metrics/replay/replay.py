@@ -91,9 +91,33 @@ def _windows(g: Graph, t: Timeline) -> tuple[np.ndarray, np.ndarray]:
     return start, np.maximum(end, start)
 
 
-def _host_busy(g: Graph, t: Timeline, plan_cost: np.ndarray, step: int,
-               lo: float, hi: float) -> float:
-    main = (g.call_thread == g.main_thread) & (g.call_step == step)
+def _step_groups(g: Graph) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per step, in index order: its main-thread calls and its replayed items (sorted once
+    per graph: a step's rows are read as one slice, not a mask over the whole trace)."""
+    if "step_calls" not in g.memo:
+        main = np.where(g.call_thread == g.main_thread, g.call_step, -1)
+        replayed = g.item_call >= 0
+        items = np.where(replayed, g.call_step[np.clip(g.item_call, 0, None)], -1)
+        g.memo["step_calls"] = np.argsort(main, kind="stable")
+        g.memo["step_call_bounds"] = np.searchsorted(main[g.memo["step_calls"]],
+                                                     np.arange(len(g.steps) + 1))
+        g.memo["step_items"] = np.argsort(items, kind="stable")
+        g.memo["step_item_bounds"] = np.searchsorted(items[g.memo["step_items"]],
+                                                     np.arange(len(g.steps) + 1))
+    return (_slices(g.memo["step_calls"], g.memo["step_call_bounds"]),
+            _slices(g.memo["step_items"], g.memo["step_item_bounds"]))
+
+
+def _slices(order: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
+    """The indices of each group k, ascending: order[bounds[k]:bounds[k + 1]]."""
+    at = bounds.tolist()
+    return [order[at[k]:at[k + 1]] for k in range(len(at) - 1)]
+
+
+def _host_busy(t: Timeline, plan_cost: np.ndarray, main: np.ndarray, lo: float,
+               hi: float) -> float:
+    """The step's host busy time: its window less the time its main-thread calls (`main`)
+    spent waiting beyond their own cost."""
     waiting = np.sum(np.maximum(t.call_end_us[main] - t.call_start_us[main]
                                 - plan_cost[main], 0.0))
     return max(hi - lo - float(waiting), 0.0)
@@ -103,16 +127,16 @@ def _results(g: Graph, t: Timeline, plan: Plan) -> list[ReplayResult]:
     plan_cost = plan.call_cost_us
     start, end = _windows(g, t)
     m_start, m_end = _windows(g, measured(g))
-    replayed = g.item_call >= 0
-    item_step = np.where(replayed, g.call_step[np.clip(g.item_call, 0, None)], -1)
+    calls_of, items_of = _step_groups(g)
     out = []
     for k, number in enumerate(g.steps.tolist()):
-        mine = item_step == k
+        mine = items_of[k]
         out.append(ReplayResult(
             step=int(number), step_us=max(float(end[k] - start[k]),
                                           float(plan.step_floor_us[k])),
             measured_step_us=float(m_end[k] - m_start[k]),
-            host_busy_us=_host_busy(g, t, plan_cost, k, float(start[k]), float(end[k])),
+            host_busy_us=_host_busy(t, plan_cost, calls_of[k], float(start[k]),
+                                    float(end[k])),
             gpu_busy_us=union_length(t.item_start_us[mine], t.item_end_us[mine])))
     return out
 

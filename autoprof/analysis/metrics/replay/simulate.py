@@ -82,7 +82,7 @@ class Plan:
                        pace_in=self.pace_in.copy(), pace_out=self.pace_out.copy(),
                        call_gap_us=self.call_gap_us.copy(),
                        call_wake_us=self.call_wake_us.copy(),
-                       call_waits=[list(w) for w in self.call_waits],
+                       call_waits=list(map(list, self.call_waits)),
                        item_dur_us=self.item_dur_us.copy(),
                        item_latency_us=self.item_latency_us.copy(),
                        item_gap_us=self.item_gap_us.copy())
@@ -117,13 +117,14 @@ def _item_terms(g: Graph, cost_us: np.ndarray
     whether it was queued (a predecessor was still running when the launch returned)."""
     call_end = g.call_ts_us + cost_us
     launch_end = np.where(g.item_call >= 0, call_end[np.clip(g.item_call, 0, None)], np.nan)
-    item_end = g.item_ts_us + g.item_dur_us
-    prev_end = np.full(g.n_items, -np.inf)
+    item_end: list[float] = (g.item_ts_us + g.item_dur_us).tolist()
+    prev: list[float] = []
     last: dict[int, float] = {}
-    for i, s in enumerate(g.item_stream.tolist()):
-        deps = max((item_end[d] for d in g.item_deps[i]), default=-np.inf)
-        prev_end[i] = max(last.get(s, -np.inf), deps)
+    for i, (s, deps_of) in enumerate(zip(g.item_stream.tolist(), g.item_deps, strict=True)):
+        deps = max([item_end[d] for d in deps_of]) if deps_of else -np.inf
+        prev.append(max(last.get(s, -np.inf), deps))
         last[s] = item_end[i]
+    prev_end = np.array(prev, dtype=float).reshape(g.n_items)
     latency = g.item_ts_us - launch_end
     gap = np.where(np.isfinite(prev_end), g.item_ts_us - prev_end, np.nan)
     return latency, gap, prev_end > launch_end
@@ -165,7 +166,9 @@ def _sync_terms(g: Graph, mode: Calibration, launch_med: float
     """Each call's own (non-waiting) cost and each sync's wake-up after what it waited for."""
     item_end = g.item_ts_us + g.item_dur_us
     end = g.call_ts_us + g.call_dur_us
-    awaited = np.array([max((item_end[i] for i in w), default=-np.inf) for w in g.call_waits])
+    ends: list[float] = item_end.tolist()
+    awaited = np.array([max([ends[i] for i in w]) if w else -np.inf for w in g.call_waits],
+                       dtype=float).reshape(g.n_calls)
     has = np.isfinite(awaited)
     waited = has & (awaited > g.call_ts_us)
     idle = has & ~waited
@@ -280,38 +283,35 @@ class _Pass:
         clock: dict[int, float] = {}
         call_start = [0.0] * len(self.thread)
         call_end = self.call_end
-        item_end = self.item_end
-        for c, th in enumerate(self.thread):
-            start = self._start(c, th, clock)
-            done = launch_end = start + self.cost[c]
-            if self.items[c]:
-                self._launch(self.items[c], start, launch_end)
-            waits = self.waits[c]
+        item_start, item_end, stream_last = self.item_start, self.item_end, self.stream_last
+        deps, stream, latency = self.deps, self.stream, self.latency
+        gap, dur, cost, wake = self.item_gap, self.dur, self.cost, self.wake
+        start_of, calls = self._start, zip(self.thread, self.items, self.waits, strict=True)
+        for c, (th, items, waits) in enumerate(calls):
+            start = start_of(c, th, clock)
+            done = launch_end = start + cost[c]
+            # each item launched (the rules in the module doc), inline: one per launch call.
+            # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
+            for i in items:
+                s = stream[i]
+                at = launch_end + latency[i]
+                at = start if start > at else at  # never before its call
+                waits_for = deps[i]
+                before = max([item_end[d] for d in waits_for]) if waits_for else -np.inf
+                last = stream_last.get(s)
+                if last is not None:
+                    end = item_end[last]
+                    before = end if end > before else before
+                queued = before + gap[i]
+                at = queued if queued > at else at
+                item_start[i], item_end[i] = at, at + dur[i]
+                stream_last[s] = i
             if waits:
-                done = max(done, max(item_end[w] for w in waits) + self.wake[c])
+                done = max(done, max(item_end[w] for w in waits) + wake[c])
             call_start[c], call_end[c] = start, done
             clock[th] = done
         return Timeline(np.asarray(call_start, float), np.asarray(call_end, float),
-                        np.asarray(self.item_start, float), np.asarray(item_end, float))
-
-    def _launch(self, items: list[int], start: float, launch_end: float) -> None:
-        item_end, stream_last, deps = self.item_end, self.stream_last, self.deps
-        stream, latency, gap, dur = self.stream, self.latency, self.item_gap, self.dur
-        # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
-        for i in items:
-            s = stream[i]
-            at = launch_end + latency[i]
-            at = start if start > at else at  # never before its call
-            waits_for = deps[i]
-            before = max([item_end[d] for d in waits_for]) if waits_for else -np.inf
-            last = stream_last.get(s)
-            if last is not None:
-                end = item_end[last]
-                before = end if end > before else before
-            queued = before + gap[i]
-            at = queued if queued > at else at
-            self.item_start[i], item_end[i] = at, at + dur[i]
-            stream_last[s] = i
+                        np.asarray(item_start, float), np.asarray(item_end, float))
 
     def _start(self, c: int, th: int, clock: dict[int, float]) -> float:
         """When call `c` starts on the replayed clock (the rules in the module docstring)."""

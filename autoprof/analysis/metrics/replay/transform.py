@@ -46,7 +46,7 @@ from autoprof.analysis.metrics.replay.changes import (
     SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.graph import Graph
-from autoprof.analysis.metrics.replay.hide import hide_calls
+from autoprof.analysis.metrics.replay.hide import hide_calls, uncovered_by
 from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
@@ -169,10 +169,11 @@ def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
         float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
     last: dict[int, int] = {}
     items = np.argsort(g.item_call, kind="stable").tolist()  # launch order
-    k = 0
+    item_call, item_stream = g.item_call.tolist(), g.item_stream.tolist()
+    k, n_items = 0, len(items)
     for c in np.flatnonzero(g.call_kind == END).tolist():
-        while k < len(items) and int(g.item_call[items[k]]) < c:
-            last[int(g.item_stream[items[k]])] = items[k]
+        while k < n_items and item_call[items[k]] < c:
+            last[item_stream[items[k]]] = items[k]
             k += 1
         plan.call_waits[c] = sorted(set(plan.call_waits[c]) | set(last.values()))
         plan.call_wake_us[c] = wake_us
@@ -221,12 +222,10 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
     fetches = _minus(_not_capturable(g), calls) if change.keep_fetches else None
     region = _pace_spans(g, plan)
 
-    def measured(lo: float, hi: float) -> float:
-        out = steps.covered(lo, hi) - calls.covered(lo, hi)
-        return out - (fetches.covered(lo, hi) if fetches is not None else 0.0)
-
+    measured, measured_many = uncovered_by(steps, calls, fetches)
     hide_calls(g, plan, np.flatnonzero(g.call_thread == g.main_thread), measured, region,
-               1.0 - change.remaining, key=f"{change!r}|{plan.pace_region}")
+               1.0 - change.remaining, key=f"{change!r}|{plan.pace_region}",
+               measured_many=measured_many)
 
 
 def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
@@ -234,7 +233,7 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
     region = _pace_spans(g, plan)
     fetch_us = np.zeros(len(g.steps))  # each step's fetch time at the plan's host pace
     took_us = hide_calls(g, plan, np.arange(g.n_calls), fetches.covered, region,
-                         1.0 - change.remaining).tolist()
+                         1.0 - change.remaining, measured_many=fetches.covered_many).tolist()
     for c in range(g.n_calls):
         took = took_us[c]
         # other threads' stretches span the fetch too; the workers fetch in processes of
@@ -261,7 +260,8 @@ def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) ->
         return
     spans = Coverage(starts, ends)
     region = _pace_spans(g, plan)
-    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region)
+    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region,
+               measured_many=spans.covered_many)
     hit = (g.call_row >= 0) & (spans.spans_at(g.call_ts_us) >= 0)
     for c in np.flatnonzero(hit).tolist():
         plan.call_cost_us[c] = 0.0
@@ -297,7 +297,8 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
     region = _pace_spans(g, plan)
     seen: set[int] = set()
-    hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region)
+    hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region,
+               measured_many=ops.covered_many)
     for c in range(g.n_calls):
         span = regions.span_at(float(g.call_ts_us[c]))
         if span < 0 or g.call_kind[c] != LAUNCH or g.call_is_sync[c]:
@@ -395,10 +396,8 @@ def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
     copied: set[int] = set()
     region = _pace_spans(g, plan)
 
-    def measured(lo: float, hi: float) -> float:
-        return max(spans.covered(lo, hi) - kept.covered(lo, hi), 0.0)
-
-    hide_calls(g, plan, np.arange(g.n_calls), measured, region)
+    measured, measured_many = uncovered_by(spans, kept, floor=True)
+    hide_calls(g, plan, np.arange(g.n_calls), measured, region, measured_many=measured_many)
     for c in range(g.n_calls):
         if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
             continue
