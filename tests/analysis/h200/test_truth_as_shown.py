@@ -40,6 +40,9 @@ class Pinned:
 
 
 SETS = [
+    # an fp32 MLP's inference at a batch of 2048 or more spends most of its GPU time in CUDA-core
+    # fp32 GEMMs and is offered tf32 first (diagnose/tf32.py), a fix these sets never timed:
+    # its top pick is not among the measured fixes (not_the_best)
     Pinned("gpu_h200_truth_heldout2", {
         ("mlp_loader_w2", "workers4_pin_nonblocking"): (2.64, 1.81),
         ("cnn_loader_w0", "workers4_pin_nonblocking"): (4.36, 3.47),
@@ -115,7 +118,7 @@ SETS = [
         ("sync_item_b512", "adamw_fused"): (1.41, 1.50),
         ("sync_nonzero_b2048", "graph_without_sync"): (5.05, 4.86),
         ("cnn_loader_w1", "workers4_pin_nonblocking"): (1.59, 3.19),
-    }, (11, 9, 7.8, 59.5), {"seed_1536"},
+    }, (11, 9, 7.8, 59.5), {"seed_1536", "mlp_infer_b4096"},
         ["sync_nonzero_b2048: shown `fused-optimizer` 1.42x: not tried on the GPU"],
         (20, 18, 6.2, 35.5), {"seed_1536"}),
     # the host ran slower in the recordings than in their ground truth: as shown misses,
@@ -132,7 +135,7 @@ SETS = [
         ("sync_print_b4096", "graph_without_sync"): (5.64, 5.48),
         ("sync_print_b4096", "adamw_fused"): (1.36, 1.45),
         ("mlp_loader_w1_pin", "workers4_pin_nonblocking"): (1.83, 5.72),
-    }, (11, 5, 32.2, 76.8), {"seed_2560", "sync_cpu_b2048"},
+    }, (11, 5, 32.2, 76.8), {"seed_2560", "sync_cpu_b2048", "mlp_infer_b2048"},
         # its ground truth process aborted on the GPU: recorded, never measured
         ["sync_cpu_b2048: no measured fix or no run folder"],
         (15, 12, 7.6, 46.3), {"sync_cpu_b2048"}),
@@ -157,7 +160,7 @@ SETS = [
         ("seed_768", "addmm"): (1.28, 1.30),
         ("sync_nonzero_b2048", "graph_without_sync"): (6.73, 6.78),
         ("sync_nonzero_b2048", "adamw_fused"): (1.26, 1.66),
-    }, (19, 13, 5.3, 73.3), set(), evaluated=(27, 23, 5.4, 41.6)),
+    }, (19, 13, 5.3, 73.3), {"mlp_infer_b4096"}, evaluated=(27, 23, 5.4, 41.6)),
     # loaders with worker processes, written after a loop that waits for them stopped
     # predicting the fixes of the call: mlp_loader_w3's graph (2.11x measured) and
     # cnn_loader_w2's (1.17x) are offered with their bounds only
@@ -180,7 +183,7 @@ SETS = [
         ("infer_b48", "cuda_graph"): (1.96, 1.93),
         ("sync_item_b256", "graph_without_sync"): (8.05, 7.73),
         ("sync_item_b256", "adamw_fused"): (1.38, 1.78),
-    }, (9, 8, 4.2, 42.2), {"sync_print_b512"},
+    }, (9, 8, 4.2, 42.2), {"sync_print_b512", "mlp_infer_b3072"},
         # its ground truth process aborted on the GPU: recorded, never measured
         ["sync_print_b512: no measured fix or no run folder"],
         (13, 13, 5.0, 22.0), {"sync_print_b512"}),
@@ -271,7 +274,7 @@ SETS = [
         ("seed_768", "addmm"): (1.23, 1.08),
         ("sync_nonzero_b2048", "graph_without_sync"): (6.48, 5.77),
         ("sync_nonzero_b2048", "adamw_fused"): (1.38, 1.79),
-    }, (18, 16, 7.4, 51.9), set(), evaluated=(27, 24, 7.2, 61.0),
+    }, (18, 16, 7.4, 51.9), {"mlp_infer_b4096", "mlp_infer_b2048"}, evaluated=(27, 24, 7.2, 61.0),
         evaluated_not_the_best={"seed_1536"}),
     # the tenth set's workloads, judged in their own process: the goal met
     Pinned("gpu_h200_truth_same_process3", {
@@ -284,7 +287,7 @@ SETS = [
         ("seed_3584", "addmm"): (1.28, 1.31),
         ("sync_item_b256", "graph_without_sync"): (8.21, 7.77),
         ("sync_item_b256", "adamw_fused"): (1.46, 1.36),
-    }, (9, 9, 4.3, 21.9), set(), evaluated=(13, 13, 3.1, 9.1)),
+    }, (9, 9, 4.3, 21.9), {"mlp_infer_b3072"}, evaluated=(13, 13, 3.1, 9.1)),
 ]
 
 
@@ -308,7 +311,8 @@ def test_the_shown_predictions_and_their_errors(pinned: Pinned) -> None:
         assert got[key][1] == pytest.approx(measured, abs=0.01), key
     assert _summary(evaluate.summarize(workloads)) == pytest.approx(pinned.summary, abs=0.1)
     assert {w.name for w in workloads if not w.top_is_best} == pinned.not_the_best
-    assert notes == pinned.notes
+    # tf32 was never timed in these sets: its "not tried on the GPU" notes are left out
+    assert [n for n in notes if "`tf32`" not in n] == pinned.notes
 
 
 @pytest.mark.slow
