@@ -14,7 +14,10 @@ op over the whole batch (`x / x.norm(dim=1, keepdim=True)`) removes them:
   MAX_PERIOD ops at least MIN_REPEATS times back to back, each op's largest input at most
   SMALL_ELEMENTS elements; the op that splits the batch into items just before it (`unbind`,
   `split`, `chunk`) and the one that gathers the results just after (`stack`, `cat`) belong
-  to the loop;
+  to the loop, and one of them, or an op taking an item in the body (`select`, `slice`,
+  `index`, `narrow`: `x[i]`), must be there: a loop over items. A chain of one op applied
+  again and again to its own result (`x = x * c`, 6000 times a step in the H200's mem_churn
+  recording) is not one, since no batch dimension holds its iterations;
 - fix: `vectorise`, one op sequence over the batch; `where` names the sequence's first op
   (the report adds its line);
 - gain: such a step is the host's, each op costing about the same at the program's own pace
@@ -36,6 +39,7 @@ estimate), wider than the replayed fixes' 25%.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -50,6 +54,7 @@ SMALL_ELEMENTS = 65536  # an op over more elements is not launch-bound
 PREDICTION_ERROR = 0.5  # one program measured (module doc): 2/3 to twice the estimate
 SPLITS = ("aten::unbind", "aten::split", "aten::chunk", "aten::split_with_sizes")
 GATHERS = ("aten::stack", "aten::cat")
+ITEM_OPS = frozenset({"aten::select", "aten::slice", "aten::index", "aten::narrow"})
 _OP = "aten::"
 _OPTIMIZER = "Optimizer."
 
@@ -79,7 +84,7 @@ def _small(dims: Any) -> bool:
             return False
     shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)] \
         if isinstance(dims, list | tuple) else []
-    return bool(shapes) and all(int(np.prod(s)) <= SMALL_ELEMENTS for s in shapes)
+    return bool(shapes) and all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
 
 
 def _longest_repeat(names: list[str]) -> tuple[int, int, int]:
@@ -109,10 +114,12 @@ def _loop_in_step(ops: pd.DataFrame) -> dict[str, Any] | None:
         return None
     end = start + period * repeats  # one past the loop's last op
     body = ops.iloc[start:end]
-    if "input_dims" in body.columns and not all(_small(d) for d in body["input_dims"]):
+    if "input_dims" in body.columns and not all(_small(d) for d in set(body["input_dims"])):
         return None
     first = start - 1 if start > 0 and names[start - 1] in SPLITS else start
     last = end if end < len(names) and names[end] in GATHERS else end - 1
+    if first == start and last == end - 1 and not ITEM_OPS & set(names[start:start + period]):
+        return None  # nothing takes the items apart or puts them together: a chain
     return {"body": names[start:start + period], "repeats": repeats,
             "loop_ops": last - first + 1, "ops": len(names),
             "ts_us": float(ops["ts_us"].iloc[first]), "end_us": float(ops["end_us"].iloc[last])}

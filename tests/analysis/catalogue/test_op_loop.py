@@ -85,3 +85,11 @@ def test_the_h100_row_loop_is_vectorised_first_and_no_other_program_has_a_loop()
         assert top["fix"] == "vectorise"
         band = top["predicted_interval"]
         assert band["low"] <= about["measured_speedup"] <= band["high"]
+
+
+def test_a_chain_of_one_op_on_its_own_result_is_not_a_loop_over_items() -> None:
+    """`acc = acc * c` 64 times: no split, no gather, no item taken: nothing to batch."""
+    ev = [kineto_event("ProfilerStep#1", "user_annotation", 0, 1000, pid=CPU_PID)]
+    ev += [kineto_event("aten::mul", "cpu_op", 10.0 + 10 * i, 8, pid=CPU_PID,
+                        **{"Input Dims": [[1024], []]}) for i in range(64)]
+    assert python_loop(events_table(ev), 1000.0) is None

@@ -71,3 +71,21 @@ def test_the_h100_fp32_matmul_is_offered_tf32_first_within_its_interval() -> Non
     assert top["fix"] == "tf32"
     band = top["predicted_interval"]
     assert band["low"] <= about["measured_speedup"] <= band["high"]
+
+
+@pytest.mark.slow
+def test_the_h200_fp32_gemm_at_8192_is_predicted_within_its_interval_of_the_tf32_run() -> None:
+    """The H200 efficiency runs record one 8192 product with TF32 off (an `xmma ... ffma`
+    kernel on the CUDA cores) and one with it on; the ratio of their untraced calls is the
+    gain measured without the profiler."""
+    runs = Path(__file__).resolve().parents[2] / "data" / "gpu_h200"
+
+    def run(name: str) -> autoprof.Run:
+        (manifest,) = runs.glob(f"**/{name}/*/manifest.json")
+        return autoprof.load(manifest.parent)
+
+    fp32, tf32 = run("eff_gemm_fp32_8192").analysis, run("eff_gemm_tf32_8192").analysis
+    assert fp32.reference.call_us and tf32.reference.call_us
+    measured = fp32.reference.call_us / tf32.reference.call_us
+    (found,) = [o for o in fp32.opportunities if o["cause"] == "fp32_matmul"]
+    assert found["predicted_interval"]["low"] <= measured <= found["predicted_interval"]["high"]
