@@ -16,15 +16,14 @@ the truth is a median of per-round ratios, its min and max are kept beside it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
 
-from heldout_compare import compare  # noqa: E402
-from heldout_driver import Case, measure  # noqa: E402
+import heldout_cli  # noqa: E402
+from heldout_driver import Case  # noqa: E402
 
 CASES: dict[str, Case] = {
     "threads_oversubscribed": {
@@ -152,29 +151,8 @@ def infer():
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", required=True, help="folder for truth.json, runs/, compare.*")
-    parser.add_argument("--compare", action="store_true",
-                        help="read the recorded runs' advice beside the measured gains")
-    parser.add_argument("--cases", nargs="*", help="only these programs")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--budget-s", type=float, default=420.0,
-                        help="no timing round starts past this (the first always runs)")
-    parser.add_argument("--dry-run", action="store_true", help="tiny sizes, one round")
-    parser.add_argument("--no-record", action="store_true")
-    parser.add_argument("--resume", action="store_true",
-                        help="add --rounds more rounds to OUT/truth.json (no new recording)")
-    parser.add_argument("--record-calls", type=int, default=12)
-    parser.add_argument("--timeout-s", type=float, default=90.0)
-    args = parser.parse_args(argv)
-    if args.compare:
-        return compare(args.out)
-    cases = {k: v for k, v in CASES.items() if not args.cases or k in args.cases}
-    return measure(cases, {
-        "out": args.out, "device": "cpu", "dry": args.dry_run,
-        "rounds": 1 if args.dry_run else args.rounds, "budget_s": args.budget_s,
-        "record": not args.no_record, "record_calls": args.record_calls,
-        "timeout_s": args.timeout_s, "resume": args.resume})
+    return heldout_cli.main(argv, (__doc__ or "").splitlines()[0], CASES, "cpu",
+                            {"rounds": 3, "budget_s": 420.0, "record_calls": 12})
 
 
 if __name__ == "__main__":
