@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from autoprof.analysis.metrics.ranks import rank_table, straggler_rank
     from autoprof.analysis.metrics.steps import per_step
     from autoprof.analysis.metrics.verdict import Verdict
-    from autoprof.analysis.report.build import report
+    from autoprof.analysis.report.build import build_report
     from autoprof.analysis.report.model import Report
     from autoprof.analysis.report.side_by_side import compare
     from autoprof.analysis.report.summary import summarize
@@ -64,7 +64,7 @@ _LAZY: dict[str, str] = {
     "straggler_rank": "autoprof.analysis.metrics.ranks",
     "per_step": "autoprof.analysis.metrics.steps",
     "Verdict": "autoprof.analysis.metrics.verdict",
-    "report": "autoprof.analysis.report.build",
+    "build_report": "autoprof.analysis.report.build",
     "Report": "autoprof.analysis.report.model",
     "compare": "autoprof.analysis.report.side_by_side",
     "summarize": "autoprof.analysis.report.summary",
@@ -96,7 +96,7 @@ __all__ = [
     "per_step",
     "rank_table",
     "read_trace",
-    "report",
+    "build_report",
     "self_vs_total",
     "straggler_rank",
     "summarize",

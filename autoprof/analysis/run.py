@@ -163,9 +163,9 @@ class Run:
 
     def report(self) -> Report:
         """The summary as the typed record (report/model): ``Report.from_dict(summary())``."""
-        from autoprof.analysis.report.build import report
+        from autoprof.analysis.report.build import build_report
 
-        return report(self)
+        return build_report(self)
 
     def _repr_html_(self) -> str:
         """In a notebook: verdict, breakdown bar, opportunities, best measured fix, findings."""

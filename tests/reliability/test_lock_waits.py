@@ -68,7 +68,7 @@ def test_summary_of_a_locked_run_left_recording_waits_only_the_bound(tmp_path, h
     run = _left_recording(tmp_path)
     proc = holder(run)  # type: ignore[operator]
     done = _cli("-m", "autoprof", "summary", str(run))
-    lines = [line for line in done.stderr.splitlines() if "locked" in line]
+    lines = [line for line in done.stderr.splitlines() if "locked by pid" in line]
     assert len(lines) == 1, done.stderr
     assert f"locked by pid {proc.pid}" in lines[0] and "waiting 1.0 s" in lines[0]  # type: ignore[attr-defined]
     assert "Traceback" not in done.stderr

@@ -1,4 +1,4 @@
-"""``report(run)``: a run's analysis as the typed ``Report``.
+"""``build_report(run)``: a run's analysis as the typed ``Report``.
 
 It reads the run's summary (``summarize``, cached beside the first trace by
 ``summary_cache``) into the type, so the report and ``autoprof summary --json`` are the same
@@ -11,7 +11,7 @@ from autoprof.analysis.analysis import RunLike
 from autoprof.analysis.report.model import Report
 
 
-def report(run: RunLike) -> Report:
+def build_report(run: RunLike) -> Report:
     """The run's report; ValueError naming the run when its summary does not fit the type."""
     from autoprof.analysis.report.summary_cache import cached_summary
 

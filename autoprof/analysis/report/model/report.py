@@ -1,6 +1,6 @@
 """The report: everything the analysis says about one run, as one typed record.
 
-``report(run)`` builds it; ``autoprof summary --json`` prints its JSON (``Report.to_dict``);
+``build_report(run)`` builds it; ``autoprof summary --json`` prints its JSON (``Report.to_dict``);
 ``Report.from_dict`` reads that JSON back into the same type, and the summary's JSON Schema
 is generated from it (``model/schema.py``). Times are in microseconds unless the name says
 otherwise; the fields are in the order the JSON lists them.
