@@ -57,12 +57,8 @@ def fix_sentence(fix: WhatIfResult) -> str:
 
 
 def _head(s: Report) -> list[str]:
-    device = s.device.get("name") if isinstance(s.device, dict) else s.device
-    ranks = s.world_size or 1
-    facts = [code(s.run_id or s.path), f"{ranks} rank{'s' * (ranks > 1)}",
-             md(device or "CPU"), f"{s.events:,} events"]
-    if s.status:
-        facts.append(f"status {md(s.status)}")
+    run, *rest = s.head_facts()
+    facts = [code(run), *(md(fact) for fact in rest)]
     return [f"### autoprof: {code(s.name or s.path)} is **{md(s.verdict)}**",
             "", " · ".join(facts), "", f"> {md(s.verdict_reason or '')}"]
 

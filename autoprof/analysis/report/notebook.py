@@ -33,12 +33,7 @@ def _e(value: object) -> str:
 
 def _head(s: Report) -> str:
     colour = VERDICT_COLOURS.get(s.verdict, NEUTRAL_COLOUR)
-    device = s.device.get("name") if isinstance(s.device, dict) else s.device
-    ranks = s.world_size or 1
-    facts = [str(s.run_id or s.path), f"{ranks} rank{'s' * (ranks > 1)}",
-             str(device or "CPU"), f"{s.events:,} events"]
-    if s.status:
-        facts.append(f"status {s.status}")
+    facts = s.head_facts()
     return (f'<div style="font-size:1.1em"><b>autoprof: {_e(s.name)}</b> '
             f'<span style="background:{colour};color:#fff;border-radius:3px;padding:1px 6px">'
             f'{_e(s.verdict)}</span></div>'
