@@ -171,29 +171,34 @@ class Analysis:
         from autoprof.analysis.diagnose.opportunities import opportunities
         from autoprof.analysis.diagnose.predictions import with_predictions
         from autoprof.analysis.metrics.cpu_ops import heavy_ops
-        from autoprof.analysis.metrics.device import device_name
 
         bd = self.breakdown
         opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
         return with_predictions(opps, self.events, self.call_region, self.reference,
                                 float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0,
-                                self.graph_input_copy_us,
-                                device_name(self.record, list(self.data.trace_metadata)))
+                                self.graph_input_copy_us, self.device_name)
+
+    @cached_property
+    def device_name(self) -> str | None:
+        """The device's name: the manifest's, else the traces' ``deviceProperties``; None on
+        a CPU-only run (metrics/device.py)."""
+        from autoprof.analysis.metrics.device import device_name
+
+        return device_name(self.record, list(self.data.trace_metadata))
 
     @cached_property
     def graph_input_copy_us(self) -> float:
         """The GPU time a CUDA graph of the call spends copying the call's CUDA inputs into
         its static ones (metrics/replay/changes.py); 0 when the recorder did not read them
         or the device's bandwidth is not known."""
-        from autoprof.analysis.metrics.device import device_name
         from autoprof.analysis.metrics.peaks import peak_for
         from autoprof.analysis.metrics.replay.changes import input_copy_us
 
         nbytes = self.record.call_input_bytes if self.record is not None else None
         if not nbytes:
             return 0.0
-        device = device_name(self.record, list(self.data.trace_metadata))
-        return input_copy_us(nbytes, peak_for(device, peak_gbps=self.options.peak_gbps).gbps)
+        return input_copy_us(nbytes,
+                             peak_for(self.device_name, peak_gbps=self.options.peak_gbps).gbps)
 
     @cached_property
     def reference(self) -> Reference:
@@ -282,11 +287,9 @@ class Analysis:
     @cached_property
     def efficiency(self) -> Efficiency:
         """Achieved TFLOP/s and GB/s against the device's roof (metrics/efficiency.py)."""
-        from autoprof.analysis.metrics.device import device_name
         from autoprof.analysis.metrics.efficiency import efficiency
 
-        device = device_name(self.record, list(self.data.trace_metadata))
-        return efficiency(self.events, device, steps=self.steps,
+        return efficiency(self.events, self.device_name, steps=self.steps,
                           peak_tflops=self.options.peak_tflops,
                           peak_gbps=self.options.peak_gbps)
 

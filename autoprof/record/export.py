@@ -31,7 +31,8 @@ from autoprof import runfolder as rf
 if TYPE_CHECKING:
     from autoprof.runfolder import Manifest
 
-FINISHER_MODULE = "autoprof.record.finisher.folder"
+# the entry point, which waits for an idle core before it loads the finisher's code
+FINISHER_MODULE = "autoprof.finish"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding autoprof/
 
 _finishers: list[Finisher] = []  # open pipes a forked child must close

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 from autoprof import env
+from autoprof.record import export
 from autoprof.record.finisher import cpu_gate
 from autoprof.record.finisher.cpu_gate import (
     CONFIRM,
@@ -146,3 +149,53 @@ def test_the_finisher_entry_point_loads_only_the_standard_library_before_it_wait
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+# Loaded into the finisher by PYTHONPATH: on the first look at the program's CPU time (the
+# gate's first sample opens /proc/<program>/stat), say which of the finisher's own modules
+# were already loaded.
+FIRST_LOOK_PROBE = textwrap.dedent(
+    """
+    import os, sys
+
+    def _first_look(event, args):
+        if (event == "open" and not _first_look.seen
+                and str(args[0]) == f"/proc/{os.getppid()}/stat"):
+            _first_look.seen = True
+            loaded = sorted(m for m in sys.modules if m == "autoprof.record.finisher.folder"
+                            or m.startswith("autoprof.runfolder"))
+            sys.stderr.write(f"FIRST LOOK loaded={loaded}\\n")
+
+    _first_look.seen = False
+    sys.addaudithook(_first_look)
+    """
+)
+
+
+def test_the_recording_starts_a_finisher_that_waits_before_loading_its_code(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    def popen(argv: list[str], **kwargs: object) -> None:
+        env_ = kwargs["env"]
+        assert isinstance(env_, dict)
+        started.append((argv, env_))
+        raise OSError("not started in this test")
+
+    monkeypatch.setattr(export.subprocess, "Popen", popen)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with pytest.raises(OSError, match="not started in this test"):
+        export.Finisher.start(run_dir, None)
+    monkeypatch.undo()
+    [(argv, child_env)] = started
+
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(FIRST_LOOK_PROBE)
+    child_env = {**child_env, "AUTOPROF_FINISH_YIELD_S": "5",
+                 "PYTHONPATH": os.pathsep.join(
+                     [str(probe), *filter(None, [child_env.get("PYTHONPATH")])])}
+    done = subprocess.run(argv, env=child_env, input=b"", capture_output=True, timeout=60)
+    looks = [line for line in done.stderr.decode().splitlines() if line.startswith("FIRST LOOK")]
+    assert looks == ["FIRST LOOK loaded=[]"], done.stderr.decode()

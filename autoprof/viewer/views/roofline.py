@@ -9,7 +9,8 @@ import altair as alt
 import streamlit as st
 
 from autoprof.analysis import Run
-from autoprof.analysis.metrics.efficiency import Efficiency, roof_lines
+from autoprof.analysis.metrics.efficiency import Efficiency
+from autoprof.analysis.metrics.roofline import roof_lines
 from autoprof.units import fmt_pct, fmt_value
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape

@@ -7,13 +7,8 @@ writes it, against the same fix applied by hand and timed without a profiler.
 baseline: the model's error when the baseline is known. A user's run does not know it; the
 summary scales to the run's own untraced calls, or not at all. This script reads the summary
 of each workload's run folder, exactly as the CLI and the viewer show it, and pairs every
-opportunity that names a fix with every measured fix of that name (`evaluate.named_fix`).
-The top pick is the opportunity listed first that names a fix; it is right when its fix is
-the best fix measured (of every fix tried, modelled or not, less `no_loader`: batches already
-on the device is the bound of perfect overlap, not a fix a user applies). A shown `cuda-graph`
-on a step with a host sync pairs with `graph_without_sync` where no plain `cuda_graph` was
-measured: capture refuses a sync, so that is the graph a user can make. An opportunity whose
-fix was not tried on the GPU is listed under notes, never guessed.
+opportunity that names a fix with every measured fix of that name, as the unit tests do
+(`tests/support/truth_pairs.py` says how, the top pick included).
 """
 
 from __future__ import annotations
@@ -23,73 +18,17 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluate import (  # noqa: E402
-    Pair,
     Workload,
     _summary_line,
-    named_fix,
     parse_args,
     summarize,
     table,
 )
-
-import autoprof  # noqa: E402
-from autoprof.analysis.report.summary import summarize as run_summary  # noqa: E402
-
-NOT_A_FIX = ("no_loader",)
-# a shown fix that a user can only apply in this measured form where the plain one is absent
-APPLIED_AS = {"cuda-graph": "graph_without_sync"}
-
-
-def _measured_by_named(fixes_tried: list[str]) -> dict[str, list[str]]:
-    """The measured fixes of each named fix a summary can show."""
-    out: dict[str, list[str]] = {}
-    for fix in fixes_tried:
-        named = named_fix(fix)
-        if named is not None:
-            out.setdefault(named, []).append(fix)
-    for shown, applied in APPLIED_AS.items():
-        if shown not in out and applied in fixes_tried:
-            out[shown] = [applied]
-    return out
-
-
-def shown_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]) -> Workload:
-    """One workload's shown predictions paired with its measured fixes."""
-    gt, record = w.get("ground_truth") or {}, w.get("record") or {}
-    speedups: dict[str, Any] = gt.get("speedups") or {}
-    out = Workload(root.name, name)
-    run_dir = root / str(record.get("run", ""))
-    if not speedups or not record.get("run") or not run_dir.is_dir():
-        notes.append(f"{name}: no measured fix or no run folder")
-        return out
-    fixes_tried = [f for f in speedups if f not in NOT_A_FIX]
-    out.best_measured = max(fixes_tried, key=lambda f: float(speedups[f]["iter"]["speedup"]))
-    measured_by_named = _measured_by_named(fixes_tried)
-    opportunities = run_summary(autoprof.load(run_dir)).get("opportunities") or []
-    first = True
-    for opp in opportunities:
-        shown, value = opp.get("fix"), opp.get("predicted_speedup")
-        if not shown or value is None:
-            continue
-        spread = opp.get("predicted_spread") or {}
-        fixes = measured_by_named.get(str(shown), [])
-        if not fixes:
-            notes.append(f"{name}: shown `{shown}` {value:.2f}x: not tried on the GPU")
-        for fix in fixes:
-            sp = speedups[fix]["iter"]
-            out.pairs.append(Pair(root.name, name, fix, str(shown), float(value),
-                                  float(spread.get("min", value)),
-                                  float(spread.get("max", value)), float(sp["speedup"]),
-                                  float(sp["lo"]), float(sp["hi"])))
-        if first:
-            out.top_predicted = fixes[0] if fixes else f"({shown})"
-            first = False
-    return out
+from support.truth_pairs import shown_workload  # noqa: E402 - tests/ put on the path by evaluate
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,22 +41,11 @@ from autoprof.analysis.metrics.replay.fixes import WORKERS as WORKERS_DEFAULT
 from autoprof.analysis.metrics.replay.fixes import FixName, fix_changes
 from autoprof.analysis.metrics.replay.loop import loop_split
 
-# the ground truth's fix names that are one replayed fix (the truth README describes each)
-FIX_OF: dict[str, FixName] = {
-    "cuda_graph": "cuda-graph",
-    "remove": "remove-line",
-    "keep_on_gpu": "remove-sync",
-    "where": "remove-sync",
-    "mask_weights": "remove-sync",
-    "pinned_async": "remove-sync",
-    "graph_without_sync": "sync-free-cuda-graph",
-    "pin_nonblocking": "pin-memory",
-    "no_loader": "no-loader",
-    "adamw_fused": "fused-optimizer",
-    "addmm": "addmm",
-}
-# more DataLoader workers with pinned memory and non_blocking copies, any count
-WORKERS = re.compile(r"^workers\d+_pin_nonblocking$")
+# which measured fix is which named fix, and the pairs: with the test support code, whose
+# unit tests hold the shown predictions to the same truth
+sys.path.append(str(Path(__file__).resolve().parents[3] / "tests"))
+from support.truth_pairs import Pair, Workload, named_fix  # noqa: E402
+
 # workloads looked at while the model was changed, in the folders they were recorded in (the
 # rest of those folders was only evaluated; any other folder is held out)
 TUNED = ("sync_item", "sync_mask", "mlp_loader_w0", "cnn_loader_w4", "compiled_mlp", "seed_64",
@@ -69,49 +58,6 @@ def workers_of(fix: str) -> int:
     """The DataLoader workers a fix names (`workers8_...`: 8), else the named fix's default."""
     got = re.match(r"^workers(\d+)", fix)
     return int(got.group(1)) if got else WORKERS_DEFAULT
-
-
-def named_fix(fix: str) -> FixName | None:
-    """The named replay fix a ground-truth fix is, or None when the replay has none."""
-    if fix in FIX_OF:
-        return FIX_OF[fix]
-    return "loader-workers" if WORKERS.match(fix) else None
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One fix on one workload: the replayed prediction beside the measurement."""
-
-    folder: str
-    workload: str
-    fix: str  # the ground truth's name
-    named: str
-    predicted: float  # median over the profiled steps
-    predicted_min: float
-    predicted_max: float
-    measured: float
-    measured_lo: float
-    measured_hi: float
-
-    @property
-    def error(self) -> float:
-        """(predicted - measured) / measured."""
-        return (self.predicted - self.measured) / self.measured
-
-
-@dataclass
-class Workload:
-    """One workload's pairs, its best fix measured and the fix predicted best."""
-
-    folder: str
-    name: str
-    pairs: list[Pair] = field(default_factory=list)
-    best_measured: str | None = None
-    top_predicted: str | None = None
-
-    @property
-    def top_is_best(self) -> bool:
-        return self.top_predicted is not None and self.top_predicted == self.best_measured
 
 
 @dataclass

@@ -1,22 +1,20 @@
-"""as_shown.py's pairing: which measured fix a shown opportunity is held against. Its table
+"""as_shown.py's pairing (tests/support/truth_pairs.py): which measured fix a shown opportunity
+is held against. Its table
 over every truth set is `results/as_shown.json` (`python -m benchmarks.validation --tables
 as_shown`)."""
 
 from __future__ import annotations
 
 import pytest
+from support.truth_pairs import measured_by_named
 
-from benchmarks.validation.sets import truth_code_on_path, truth_sets
-
-truth_code_on_path()
-
-import as_shown  # noqa: E402
+from benchmarks.validation.sets import truth_sets
 
 
 def test_a_shown_graph_pairs_with_the_sync_free_graph_only_where_no_plain_one_was_timed() -> None:
-    by_named = as_shown._measured_by_named(["cuda_graph", "graph_without_sync"])
+    by_named = measured_by_named(["cuda_graph", "graph_without_sync"])
     assert by_named["cuda-graph"] == ["cuda_graph"]
-    assert as_shown._measured_by_named(["graph_without_sync"])["cuda-graph"] == [
+    assert measured_by_named(["graph_without_sync"])["cuda-graph"] == [
         "graph_without_sync"]
 
 

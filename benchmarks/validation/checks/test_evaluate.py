@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support.truth import truth_dir
+from support.truth_pairs import held_to_the_goal
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
@@ -57,3 +59,11 @@ def test_the_evaluation_skips_what_it_does_not_know_with_a_note(tmp_path: Path) 
     out = tmp_path / "out.json"
     assert evaluate.main([str(tmp_path), "--json", str(out)]) == 0
     assert evaluate.json.loads(out.read_text())["summary"]["all"]["pairs"] == 1
+
+
+@pytest.mark.slow
+def test_the_replay_with_the_baseline_known_is_within_the_goal_too() -> None:
+    """On a set where the goal is met as shown, the replay with the set's profiler-free
+    baseline known meets it too."""
+    folder = evaluate.evaluate_folder(truth_dir("gpu_h200_truth_same_process3"))
+    held_to_the_goal(folder.workloads)

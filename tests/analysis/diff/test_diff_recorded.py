@@ -161,20 +161,3 @@ def test_h200_planted_changes_ten_recordings_a_case() -> None:
     missed = [r for r in one["clone"]["rows"] + one["same"]["rows"]
               if r["verdict"] == "faster"]
     assert len(missed) == 2 and all(r["first"] == "aten::matmul" for r in missed)
-
-
-@pytest.mark.slow
-def test_h200_planted_recordings_rank_the_planted_op_beyond_the_hosts_pace() -> None:
-    """The 18 recordings of benchmarks/results-h200-diff-planted.json, judged again by
-    diff_validation's own evaluation: with `why` ranked beyond B's host pace (causes.py
-    host_pace) the planted op is first in 12 of 12 (10 of 12 as recorded, where the host's
-    +77 and +45 µs a step in aten::matmul came first)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
-    import diff_validation
-
-    got = diff_validation.evaluate(DATA / "h200_planted", "cuda")["one_run_a_side"]
-    assert got["same"]["right"] == got["same"]["n"] == 2
-    for case in ("tanh5", "tanh10", "tanh50", "clone", "wide", "item", "batch"):
-        assert got[case]["right"] == got[case]["n"] == 2, case

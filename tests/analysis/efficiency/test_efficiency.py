@@ -10,7 +10,8 @@ from support.efficiency_trace import BF16, FP32, TraceBuilder, add, mm
 
 import autoprof.analysis as analysis
 from autoprof.analysis.analysis import Analysis
-from autoprof.analysis.metrics.efficiency import NO_SHAPES, roof_lines
+from autoprof.analysis.metrics.efficiency import NO_SHAPES
+from autoprof.analysis.metrics.roofline import roof_lines
 
 H200_BF16, H200_FP32, H200_GBPS = 989.5, 67.0, 4800.0
 ENV_TFLOPS, ENV_GBPS = "AUTOPROF_PEAK_TFLOPS", "AUTOPROF_PEAK_GBPS"

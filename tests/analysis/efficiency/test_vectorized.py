@@ -12,6 +12,7 @@ import pytest
 from support.synthetic import write_synthetic_trace
 
 import autoprof.analysis.metrics.efficiency as eff
+import autoprof.analysis.metrics.work_costs as work_costs
 from autoprof.analysis import load
 from autoprof.analysis.metrics.flops import has_rule
 
@@ -41,7 +42,7 @@ def test_the_climb_is_the_per_row_walk(events: pd.DataFrame) -> None:
     op_row = work["op_row"].to_numpy()
     # every row of the table as a start too: unruled ops, roots, rows that are no op
     starts = np.concatenate([op_row, np.arange(len(events)), [-1, -5]])
-    got = eff._cost_rows(events, starts)
+    got = work_costs.cost_rows(events, starts)
     assert (got >= 0).sum() > 1000
     np.testing.assert_array_equal(got, _walk(events, starts))
 
@@ -49,11 +50,11 @@ def test_the_climb_is_the_per_row_walk(events: pd.DataFrame) -> None:
 def test_op_costs_run_once_per_distinct_op(events: pd.DataFrame,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     sizes: list[int] = []
-    real = eff.op_costs
-    monkeypatch.setattr(eff, "op_costs", lambda ops: sizes.append(len(ops)) or real(ops))
+    real = work_costs.op_costs
+    monkeypatch.setattr(work_costs, "op_costs", lambda ops: sizes.append(len(ops)) or real(ops))
     result = eff.efficiency(events, "NVIDIA H200")
     work = events[events["is_gpu_work"].to_numpy(dtype=bool)]
-    rows = np.unique(eff._cost_rows(events, work["op_row"].to_numpy()))
+    rows = np.unique(work_costs.cost_rows(events, work["op_row"].to_numpy()))
     ops = events.iloc[rows[rows >= 0]]
     distinct = len(ops[["name", "input_dims", "flops"]].astype(str).drop_duplicates())
     assert len(ops) > 100 * distinct  # many launching ops, few distinct ones

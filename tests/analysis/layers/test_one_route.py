@@ -53,6 +53,20 @@ def test_options_reach_the_efficiency_analysis(runs) -> None:
     assert run.analysis.efficiency.peak.gbps != 4.5
 
 
+def test_the_device_name_is_read_once_for_every_analysis_that_needs_it(monkeypatch, runs) -> None:
+    import autoprof.analysis.metrics.device as device
+
+    run = next(r for r in runs if r.is_cuda and r.record is not None and r.record.device_name)
+    reads: list[str | None] = []
+    real = device.device_name
+    monkeypatch.setattr(device, "device_name",
+                        lambda *args: reads.append(real(*args)) or reads[-1])
+    fresh = analysis.Analysis(run.data)
+    fresh.efficiency, fresh.opportunities, fresh.graph_input_copy_us  # noqa: B018
+    assert reads == [run.record.device_name]
+    assert fresh.efficiency.device == fresh.device_name == run.record.device_name
+
+
 def test_the_cli_peak_flags_reach_the_analysis(capsys, runs) -> None:
     run = next(r for r in runs if r.is_cuda)
     assert main(["summary", "--json", "--peak-gbps", "4.5", str(run.path)]) == 0

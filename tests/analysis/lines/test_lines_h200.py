@@ -1,22 +1,21 @@
 """Source lines on the H200: the run folders `benchmarks/lines/gpu_lines.py` recorded there
 (`tests/data/gpu_h200_lines/`, torch 2.11.0+cu130, the default schedule with its lines step)
-are checked again here, on the CPU, by the same checks (docs/gpu-validation.md)."""
+are checked again here, on the CPU, by the same checks (tests/support/lines_checks.py;
+docs/gpu-validation.md)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import lines_checks
 
 import autoprof
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data" / "gpu_h200_lines"
-sys.path.insert(0, str(REPO / "benchmarks" / "lines"))
-import gpu_lines  # noqa: E402
 
 CASES = ("sync", "loader", "slow_op", "cuda_graph", "backward", "reduce_overhead", "compiled")
 
@@ -30,9 +29,9 @@ def _run(lines: str, case: str) -> Any:
 def test_every_program_names_its_line_on_the_h200(case):
     run = _run("on", case)
     assert run.is_cuda
-    check = gpu_lines.CHECKS[case](run, gpu_lines.rows_with_lines(run))
+    check = lines_checks.CHECKS[case](run, lines_checks.rows_with_lines(run))
     assert check["ok"], check
-    assert gpu_lines.count_check(run, _run("off", case))["ok"]
+    assert lines_checks.count_check(run, _run("off", case))["ok"]
     match = run.analysis.source_lines.attribution.match_pct
     assert match >= (96.0 if case == "backward" else 99.99)  # backward: 96.03%
 
@@ -41,7 +40,7 @@ def test_a_reduce_overhead_replay_splits_between_its_call_and_its_forward():
     """The replayed graph's extern matmuls take the calling line; its two triton kernels, named
     by inductor's provenance, the compiled forward's lines."""
     run = _run("on", "reduce_overhead")
-    check = gpu_lines.check_reduce_overhead(run, gpu_lines.rows_with_lines(run))
+    check = lines_checks.check_reduce_overhead(run, lines_checks.rows_with_lines(run))
     assert check["call_line_pct"] == pytest.approx(92.66, abs=0.01)
     assert check["forward_lines_pct"] == pytest.approx(7.34, abs=0.01)
 

@@ -52,7 +52,7 @@ class CudaGraph:
     What a user must change to capture the span at all is part of the fix: a sync inside a
     span (other than a host-to-device copy of the batch, which the static inputs' copy
     replaces) loses its wait and is captured as a launch, and a data-dependent selection's
-    compaction and sort-based scatter there go (`transform.SELECTION_MACHINERY`: the
+    compaction and sort-based scatter there go (`cuda_graph.SELECTION_MACHINERY`: the
     sync-free form, `torch.where`, computes on the whole tensor instead), with `sync_free`
     (False: every sync kept with its wait, a region that syncs not captured whole); an
     Adam/AdamW step whose step counts live on the host runs its capturable form's added

@@ -1,10 +1,11 @@
 """Changes applied to a replay plan: each `Change` edits costs, durations or waits.
 
-- `CudaGraph`: the host time and the launch costs inside the region's spans go (except a
-  DataLoader's fetch: its CPU work stays); one graph launch per span, after the copy of the
-  batch into the static inputs (a launch on the host, `input_copy_us` on the GPU); the
-  captured kernels run `kernel_gap_us` apart; the spans' syncs (a batch copy's excepted)
-  lose their waits, a selection's machinery goes, and a capturable optimizer's kernels join.
+- `CudaGraph` (`cuda_graph.py`): the host time and the launch costs inside the region's
+  spans go (except a DataLoader's fetch: its CPU work stays); one graph launch per span,
+  after the copy of the batch into the static inputs (a launch on the host, `input_copy_us`
+  on the GPU); the captured kernels run `kernel_gap_us` apart; the spans' syncs (a batch
+  copy's excepted) lose their waits, a selection's machinery goes, and a capturable
+  optimizer's kernels join.
 - `RemoveSync`: the matching syncs lose their waits.
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
@@ -19,6 +20,9 @@
 - `ScaleHost`: every host cost (or those inside or outside a region) is multiplied by
   `factor`.
 - `SyncEachStep`: each step's end marker waits for the last item on every stream.
+
+The host spans the changes act on are found in `host_spans.py`; removing spans with the
+calls made inside them is `remove.py`.
 """
 
 from __future__ import annotations
@@ -27,9 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, DEVICE_TO_HOST, HOST_TO_DEVICE
-from autoprof.analysis.metrics._tree import has_ancestor_in
-from autoprof.analysis.metrics.replay.capturable import host_count_steps, tiny_kernel_us
+from autoprof.analysis.loader.vocabulary import DEVICE_TO_HOST, HOST_TO_DEVICE
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -45,19 +47,22 @@ from autoprof.analysis.metrics.replay.changes import (
     ScaleHost,
     SyncEachStep,
 )
+from autoprof.analysis.metrics.replay.cuda_graph import cuda_graph
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.hide import hide_calls, uncovered_by
+from autoprof.analysis.metrics.replay.host_spans import (
+    host_spans,
+    minus,
+    not_capturable,
+    pace_spans,
+    under,
+)
+from autoprof.analysis.metrics.replay.remove import remove_rows, remove_spans
 from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
-from autoprof.analysis.metrics.replay.waits import END, LAUNCH, START
-from autoprof.analysis.metrics.stats import Coverage, factorized, isin_mask
-from autoprof.analysis.metrics.sync import of_batch_copy
-
-# what a sync-free form of a selection no longer runs: the compaction that sizes the result
-# and the sort-based scatter of its backward (the arithmetic on the values stays: the dense
-# form computes it over the whole tensor)
-SELECTION_MACHINERY = ("aten::nonzero", "aten::_index_put_impl_")
+from autoprof.analysis.metrics.replay.waits import END, LAUNCH
+from autoprof.analysis.metrics.stats import Coverage
 
 _DIRECTION = {"HtoD": HOST_TO_DEVICE, "DtoH": DEVICE_TO_HOST}
 
@@ -84,7 +89,7 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
     elif isinstance(change, FasterKernels):
         plan.item_dur_us[_kernels(g, change)] /= change.factor
     elif isinstance(change, CudaGraph):
-        _cuda_graph(g, plan, change)
+        cuda_graph(g, plan, change)
     elif isinstance(change, SyncEachStep):
         _sync_each_step(g, plan, change)
     else:
@@ -96,71 +101,14 @@ def _apply_op_change(g: Graph, plan: Plan,
                      ) -> None:
     """The changes that remove or fuse ops the trace's shapes and names pick."""
     if isinstance(change, RemoveSelection):
-        _remove_rows(g, plan, selection_rows(g))
+        remove_rows(g, plan, selection_rows(g))
     elif isinstance(change, RemoveScaler):
-        _remove_spans(g, plan, *scaler_spans(g))
+        remove_spans(g, plan, *scaler_spans(g))
     elif isinstance(change, FuseOptimizer):
         _fuse_optimizer(g, plan, change)
     else:
-        _remove_spans(g, plan, *bias_fold_spans(g))
+        remove_spans(g, plan, *bias_fold_spans(g))
 
-
-# --- which rows ---------------------------------------------------------------------------
-
-def _names(g: Graph) -> np.ndarray:
-    return g.names()
-
-
-def _under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
-    """Whether the row or a row above it is named `name`."""
-    while row >= 0:
-        if names[row] == name:
-            return True
-        row = int(g.row_parent[row])
-    return False
-
-
-def _spans(g: Graph, name: str | None) -> Coverage:
-    """The spans of the host rows named `name` (None: the profiler steps), on any thread: a
-    capture or a call holds the work other threads (autograd's) do meanwhile."""
-    if name is None:
-        return Coverage(g.call_ts_us[g.call_kind == START], g.call_ts_us[g.call_kind == END])
-    hit = isin_mask(g.events["lane"], ("cpu",)) & (_names(g) == name)
-    if not hit.any():
-        raise ValueError(f"replay: no host row named {name!r} in the events table")
-    return Coverage(g.events["ts_us"].to_numpy(float)[hit],
-                    g.events["end_us"].to_numpy(float)[hit])
-
-
-def _removed(g: Graph, spans: Coverage, c: int) -> float:
-    """How much of the host stretch before call `c` lies inside `spans`."""
-    return spans.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
-
-
-def _minus(a: Coverage, b: Coverage) -> Coverage:
-    """The parts of `a`'s spans outside `b`'s."""
-    starts: list[float] = []
-    ends: list[float] = []
-    for lo, hi in zip(a.s.tolist(), a.e.tolist(), strict=True):
-        k = int(np.searchsorted(b.e, lo, "right"))
-        at = lo
-        while k < len(b.s) and b.s[k] < hi:
-            if b.s[k] > at:
-                starts.append(at)
-                ends.append(float(b.s[k]))
-            at = max(at, float(b.e[k]))
-            k += 1
-        if at < hi:
-            starts.append(at)
-            ends.append(hi)
-    return Coverage(np.asarray(starts, float), np.asarray(ends, float))
-
-
-def _pace_spans(g: Graph, plan: Plan) -> Coverage | None:
-    return _spans(g, plan.pace_region) if plan.pace_region is not None else None
-
-
-# --- the changes ----------------------------------------------------------------------------
 
 def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
     """Each step's end marker waits for the last item launched so far on every stream."""
@@ -180,10 +128,15 @@ def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
 
 
 def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
-    names = _names(g)
+    names = g.names()
     for c in np.flatnonzero(g.call_is_sync).tolist():
-        if op is None or _under(g, int(g.call_row[c]), op, names):
+        if op is None or under(g, int(g.call_row[c]), op, names):
             plan.call_waits[c] = []
+
+
+def _removed(g: Graph, spans: Coverage, c: int) -> float:
+    """How much of the host stretch before call `c` lies inside `spans`."""
+    return spans.covered(float(g.call_gap_lo_us[c]), float(g.call_ts_us[c]))
 
 
 def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
@@ -196,7 +149,7 @@ def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
     if plan.pace_region not in (None, change.region):
         raise ValueError("replay: the host is scaled inside one region at most")
     plan.pace_region = change.region
-    spans = _spans(g, change.region)
+    spans = host_spans(g, change.region)
     key = f"removed:{change.region}"
     if key not in g.memo:  # how much of each call's stretch lies in the region's spans
         g.memo[key] = np.array([_removed(g, spans, c) for c in range(g.n_calls)], float)
@@ -217,10 +170,10 @@ def _scale_host(g: Graph, plan: Plan, change: ScaleHost) -> None:
 
 
 def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) -> None:
-    steps = _spans(g, None)
-    calls = _spans(g, change.call_region)
-    fetches = _minus(_not_capturable(g), calls) if change.keep_fetches else None
-    region = _pace_spans(g, plan)
+    steps = host_spans(g, None)
+    calls = host_spans(g, change.call_region)
+    fetches = minus(not_capturable(g), calls) if change.keep_fetches else None
+    region = pace_spans(g, plan)
 
     measured, measured_many = uncovered_by(steps, calls, fetches)
     hide_calls(g, plan, np.flatnonzero(g.call_thread == g.main_thread), measured, region,
@@ -229,8 +182,8 @@ def _overlap_between_calls(g: Graph, plan: Plan, change: OverlapBetweenCalls) ->
 
 
 def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
-    fetches = _not_capturable(g)
-    region = _pace_spans(g, plan)
+    fetches = not_capturable(g)
+    region = pace_spans(g, plan)
     fetch_us = np.zeros(len(g.steps))  # each step's fetch time at the plan's host pace
     took_us = hide_calls(g, plan, np.arange(g.n_calls), fetches.covered, region,
                          1.0 - change.remaining, measured_many=fetches.covered_many).tolist()
@@ -246,36 +199,10 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
         plan.step_floor_us = np.maximum(plan.step_floor_us, fetch_us / change.workers)
 
 
-def _remove_rows(g: Graph, plan: Plan, rows: np.ndarray) -> None:
-    """The host rows at `rows` gone: their host time, and their calls' cost, GPU work and
-    waits."""
-    _remove_spans(g, plan, g.events["ts_us"].to_numpy(float)[rows],
-                  g.events["end_us"].to_numpy(float)[rows])
-
-
-def _remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) -> None:
-    """The host time inside the spans gone, and the calls made there: their cost, GPU work
-    and waits."""
-    if not len(starts):
-        return
-    spans = Coverage(starts, ends)
-    region = _pace_spans(g, plan)
-    hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region,
-               measured_many=spans.covered_many)
-    hit = (g.call_row >= 0) & (spans.spans_at(g.call_ts_us) >= 0)
-    for c in np.flatnonzero(hit).tolist():
-        plan.call_cost_us[c] = 0.0
-        plan.call_waits[c] = []
-        items = g.call_items[c]
-        plan.item_dur_us[items] = 0.0
-        plan.item_latency_us[items] = 0.0
-        plan.item_gap_us[items] = 0.0
-
-
 def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     ev = g.events
     cpu = (ev["lane"].astype(str) == "cpu").to_numpy()
-    names = _names(g)
+    names = g.names()
     hit = cpu & np.char.startswith(names.astype(str), change.region_prefix)
     if not hit.any():
         return
@@ -295,7 +222,7 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     ops = Coverage(np.array([ts[inside][span_of == k].min() for k in spans]),
                    np.array([end[inside][span_of == k].max() for k in spans]))
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
-    region = _pace_spans(g, plan)
+    region = pace_spans(g, plan)
     seen: set[int] = set()
     hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region,
                measured_many=ops.covered_many)
@@ -312,7 +239,7 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
 
 
 def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
-    names = _names(g)
+    names = g.names()
     wanted = [_DIRECTION[d] for d in change.directions]
     call_us = plan.launch_us if change.call_us is None else change.call_us
     for c in np.flatnonzero(g.call_kind == LAUNCH).tolist():
@@ -330,91 +257,12 @@ def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
     """Positions of the replayed kernels the change names."""
     mask = (g.item_cats() == "kernel") & (g.item_call >= 0)
     if change.kernel is not None:
-        names = _names(g)[g.item_row]
+        names = g.names()[g.item_row]
         mask &= np.fromiter((change.kernel in n for n in names), bool, len(names))
     if change.op is not None:
         op_label = g.events["op_row"].to_numpy()[g.item_row]
-        label_names = dict(zip(g.events["label"].tolist(), _names(g).tolist(), strict=True))
+        label_names = dict(zip(g.events["label"].tolist(), g.names().tolist(), strict=True))
         mask &= np.array([label_names.get(int(r)) == change.op for r in op_label], bool)
     return np.asarray(np.flatnonzero(mask), dtype=np.int64)
 
 
-def _not_capturable(g: Graph) -> Coverage:
-    """The host spans a CUDA graph cannot replace: the DataLoader's fetches (their CPU work
-    runs whether the GPU work is captured or not)."""
-    if "not_capturable" not in g.memo:  # each distinct name matched once
-        names, texts = factorized(g.events["name"])
-        named = np.fromiter((bool(DATA_LOADER_NAME.search(str(n))) for n in texts), bool,
-                            len(texts))
-        g.memo["not_capturable"] = named[names]
-    hit = g.memo["not_capturable"]
-    return Coverage(g.events["ts_us"].to_numpy(float)[hit],
-                    g.events["end_us"].to_numpy(float)[hit])
-
-
-def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
-    """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted) and the
-    data-dependent selections' machinery goes (`CudaGraph.sync_free`)."""
-    of_copy = of_batch_copy(g.events, g.events)
-    for c in np.flatnonzero(g.call_is_sync & (g.call_row >= 0)).tolist():
-        if spans.span_at(float(g.call_ts_us[c])) >= 0 and not of_copy[g.call_row[c]]:
-            plan.call_waits[c] = []
-    chosen = np.zeros(len(g.events), dtype=bool)
-    chosen[selection_rows(g)] = True
-    hit = (chosen | has_ancestor_in(g.row_parent, chosen)) & \
-        isin_mask(g.events["name"], SELECTION_MACHINERY)
-    rows = np.flatnonzero(hit & ~has_ancestor_in(g.row_parent, hit))
-    starts = g.events["ts_us"].to_numpy(float)[rows]
-    _remove_rows(g, plan, rows[spans.spans_at(starts) >= 0])
-
-
-def _capturable_optimizer(g: Graph, plan: Plan, change: CudaGraph, spans: Coverage) -> None:
-    """Each Adam/AdamW step inside `spans` with host step counts: its capturable form's added
-    kernels (`capturable.py`) queued with its first launch's GPU work, each the trace's
-    shortest kernels' duration apart by the graph's kernel gap."""
-    steps = host_count_steps(g)
-    if not steps:
-        return
-    each_us = tiny_kernel_us(g) + change.kernel_gap_us
-    for step in steps:
-        if spans.span_at(step.ts_us) < 0:
-            continue
-        for c in np.flatnonzero((g.call_kind == LAUNCH) & (g.call_ts_us >= step.ts_us)
-                                & (g.call_ts_us <= step.end_us)).tolist():
-            if g.call_items[c]:
-                plan.item_dur_us[g.call_items[c][0]] += step.extra_kernels * each_us
-                plan.call_cost_us[c] += step.extra_kernels * change.per_kernel_us
-                break
-
-
-def _cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
-    spans = _spans(g, change.region)
-    if change.sync_free:
-        _sync_free(g, plan, spans)
-    kept = _not_capturable(g)
-    seen: set[int] = set()
-    copied: set[int] = set()
-    region = _pace_spans(g, plan)
-
-    measured, measured_many = uncovered_by(spans, kept, floor=True)
-    hide_calls(g, plan, np.arange(g.n_calls), measured, region, measured_many=measured_many)
-    for c in range(g.n_calls):
-        if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
-            continue
-        span = spans.span_at(float(g.call_ts_us[c]))
-        if span < 0:
-            continue
-        items = g.call_items[c]
-        first = span not in seen
-        seen.add(span)
-        copy = change.input_copy_us > 0 and len(items) > 0 and span not in copied
-        pace = float(plan.pace_in[c] if region is not None else plan.pace_out[c])
-        plan.call_cost_us[c] = (change.launch_us if first else 0.0) + \
-            change.per_kernel_us * len(items) + (plan.launch_us * pace if copy else 0.0)
-        if copy:  # the batch copied into the static inputs, before the captured kernels
-            copied.add(span)
-            plan.item_dur_us[items[0]] += change.input_copy_us
-        plan.item_latency_us[items] = plan.latency_us
-        plan.item_gap_us[items] = change.kernel_gap_us
-    if change.capturable_optimizer:
-        _capturable_optimizer(g, plan, change, spans)

@@ -9,7 +9,7 @@ import pytest
 
 import autoprof
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 from gpu_tiled import SOURCES, _run_folder, ensure_tiled  # noqa: E402
 

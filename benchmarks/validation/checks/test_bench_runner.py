@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 from _measure import MeasureError, Stats, run_child  # noqa: E402

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 sys.path.insert(0, str(BENCH / "gpu"))
 sys.path.insert(0, str(BENCH))
 
