@@ -10,7 +10,6 @@ MAX_LINES = 400
 OVER_FOR_NOW = {
     "analysis/metrics/efficiency.py",
     "analysis/metrics/replay/transform.py",
-    "analysis/report/text.py",
     "record/session/core.py",
     "record/session/actions.py",
 }
