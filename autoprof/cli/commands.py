@@ -178,7 +178,6 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
     """Load one run (a local path or a URL) and print its summary as asked."""
     from autoprof.analysis import TraceError, load
-    from autoprof.analysis.report.text import render_summary
 
     progress = Progress(str(path))
     try:
@@ -201,12 +200,14 @@ def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
         if first is not None:
             summary = {"comparison": first.to_json(), **summary}
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
-    elif args.format == "markdown":
-        from autoprof.analysis.report.markdown import render_markdown
-
-        sys.stdout.write((first.markdown() if first else "") + render_markdown(summary))
     else:
-        sys.stdout.write((first.text() if first else "") + render_summary(summary))
+        from autoprof.analysis.report.model import Report
+        from autoprof.analysis.report.render import render
+
+        report = Report.from_dict(summary, where=str(path))
+        lead_text = "" if first is None else (
+            first.markdown() if args.format == "markdown" else first.text())
+        sys.stdout.write(lead_text + render(report, args.format))
     return 0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from autoprof.viewer._loading import Loaded
+from autoprof.viewer._shown import Loaded
 
 _KEY = "_autoprof_viewer_context"
 

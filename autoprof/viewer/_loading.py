@@ -5,7 +5,8 @@ A run that fails to load yields its one-line error; other runs are unaffected. A
 rank traces (`analysis/scale/auto.py`, the rule `autoprof summary` follows) is analysed rank
 by rank instead (analysis/scale: each rank on its own in a process pool, the run a reduce of
 their small results, cached beside the traces), so a thousand ranks never become one table in
-the server's memory: its outcome is a `RunAnswer`, which the Overview and Ranks pages show.
+the server's memory: its outcome is a `RunAnswer`, which the Overview and Ranks pages show
+(viewer/_shown.py: what a loaded run is, and the one place its two kinds are told apart).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from weakref import WeakKeyDictionary
 
 import pandas as pd
@@ -31,24 +31,15 @@ import streamlit as st
 from autoprof import runfolder
 from autoprof.analysis.loader.inputs import may_be_trace_name
 from autoprof.viewer._paths import check_tree, inside
+from autoprof.viewer._shown import Loaded, Shown, answer_row, one_table, rank_by_rank
+
+if TYPE_CHECKING:
+    from autoprof.analysis import Run
+    from autoprof.analysis.scale.reduce import RunAnswer
 
 Progress = Callable[..., None]
+Outcome: TypeAlias = "tuple[Shown | None, str]"  # the run, or None and the error line
 _BLOCK = 1024**2
-
-
-@dataclass
-class Loaded:
-    """The outcome of loading one run: the Run, or the error line."""
-
-    path: Path
-    label: str
-    run: Any = None
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.run is not None
 
 
 def signature(path: Path) -> tuple[tuple[str, int, int], ...]:
@@ -88,13 +79,13 @@ class RunStore:
 
     def __init__(self, max_entries: int = 32) -> None:
         self.max_entries = max_entries
-        self._items: OrderedDict[tuple[str, tuple[Any, ...]], tuple[Any, str]] = OrderedDict()
+        self._items: OrderedDict[tuple[str, tuple[Any, ...]], Outcome] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
 
     def get_or_load(self, path: str, sig: tuple[Any, ...],
-                    progress: Progress | None) -> tuple[Any, str]:
-        """(Run, "") or (None, error line); loads at most once per key, even concurrently."""
+                    progress: Progress | None) -> Outcome:
+        """(run, "") or (None, error line); loads at most once per key, even concurrently."""
         key = (path, sig)
         with self._lock:
             if key in self._items:
@@ -113,7 +104,7 @@ class RunStore:
                     self._items.popitem(last=False)
             return outcome
 
-    def peek(self, path: str, sig: tuple[Any, ...]) -> tuple[Any, str] | None:
+    def peek(self, path: str, sig: tuple[Any, ...]) -> Outcome | None:
         """The stored outcome, or None if this (path, signature) was never loaded."""
         with self._lock:
             return self._items.get((path, sig))
@@ -129,7 +120,7 @@ def run_store() -> RunStore:
     return RunStore()
 
 
-def _load(path: Path, progress: Progress | None) -> tuple[Any, str]:
+def _load(path: Path, progress: Progress | None) -> Outcome:
     import autoprof
 
     try:
@@ -143,7 +134,7 @@ def _load(path: Path, progress: Progress | None) -> tuple[Any, str]:
         return None, _error_line(path, e)
 
 
-def _load_at_scale(path: Path, progress: Progress | None) -> Any:
+def _load_at_scale(path: Path, progress: Progress | None) -> RunAnswer:
     """The run's ``RunAnswer``: its ranks analysed by a pool of this machine's cores. The
     workers start from a fork server, never forked from the server's threads."""
     from concurrent.futures import ProcessPoolExecutor
@@ -246,10 +237,10 @@ def _says_recording(path: Path) -> bool:
     return False
 
 
-_SUMMARIES: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()
+_SUMMARIES: WeakKeyDictionary[Run, dict[str, Any]] = WeakKeyDictionary()
 
 
-def summary(run: Any) -> dict[str, Any]:
+def summary(run: Run) -> dict[str, Any]:
     """The run's summary (autoprof's summary cache beside its trace), once per loaded Run."""
     from autoprof.analysis.report.summary_cache import cached_summary
 
@@ -295,7 +286,10 @@ _ROWS_MAX = 10_000
 def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
     from autoprof.analysis.metrics.problem_size import stated_size
 
-    run, err = run_store().get_or_load(key[0], key[1], None)
+    shown, err = run_store().get_or_load(key[0], key[1], None)
+    if (answer := rank_by_rank(shown)) is not None:  # no summary: the reduce's answer instead
+        return answer_row(answer)
+    run = one_table(shown)
     if run is None:
         return {"verdict_reason": err}
     try:

@@ -79,6 +79,29 @@ def test_a_folder_of_runs_validates(capsys: pytest.CaptureFixture[str]) -> None:
     validate_summary(listing)
 
 
+MANY_RANKS = [f for f in RUNS if f.startswith(("traces/examples/ddp_step",
+                                               "tests/data/gpu_h200_x2/runs/ddp_straggler"))]
+
+
+@pytest.mark.parametrize("folder", MANY_RANKS)
+def test_a_run_analysed_rank_by_rank_validates(folder: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`autoprof summary --json --jobs 1` prints the reduce's report: its own shape, typed
+    (RankByRankReport) and in the schema, read back into the type as it was written."""
+    from autoprof.analysis.report.model import RankByRankReport
+    from autoprof.cli import main
+
+    assert main(["summary", "--json", "--jobs", "1", str(REPO / folder)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["ranks_analysed"] == len(printed["ranks"]) == 2
+    validate_summary(printed)
+    report = RankByRankReport.from_dict(printed)
+    assert json.dumps(report.to_dict()) == json.dumps(printed)  # keys, order, 3 vs 3.0
+    broken = {**printed, "straggler_rank": "one"}
+    assert any(e.startswith("straggler_rank: 'one' is not of type") for e in
+               summary_errors(broken))
+
+
 def test_violations_are_named_by_key() -> None:
     good = next(s for s in map(summary_of, RUNS) if s is not None and s["diagnostics"])
     bad = copy.deepcopy(good)

@@ -81,17 +81,19 @@ def render_lines(lines: SourceLines, name: str, n: int = TOP_LINES) -> str:
     return "\n".join(out)
 
 
-def at_line(row: dict[str, Any]) -> str:
+def at_line(source: object, module: object = None) -> str:
     """`` at train.py:42 (step) [Model.blocks.0]`` for a row with a ``source``, else ""."""
-    source = row.get("source")
     if not source:
         return ""
-    module = row.get("module")
     return f" at {short_source(str(source))}" + (f" [{module}]" if module else "")
+
+
+def evidence_sources(evidence: object) -> dict[str, str]:
+    """A finding's ``evidence.sources`` (op -> line; {} when it names no op with one)."""
+    sources = evidence.get("sources") if isinstance(evidence, dict) else None
+    return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}
 
 
 def diagnostic_sources(diagnostic: dict[str, Any]) -> dict[str, str]:
     """A diagnostic's ``evidence.sources`` (op -> line; {} when it names no op with one)."""
-    evidence = diagnostic.get("evidence")
-    sources = evidence.get("sources") if isinstance(evidence, dict) else None
-    return {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {}
+    return evidence_sources(diagnostic.get("evidence"))

@@ -25,5 +25,5 @@ def render(report: Report, fmt: Format = "text") -> str:
     if fmt == "html":
         return render_html(report)
     if fmt == "text":
-        return render_summary(report.to_dict())
+        return render_summary(report)
     raise ValueError(f"render: unknown format {fmt!r}; one of {', '.join(FORMATS)}")

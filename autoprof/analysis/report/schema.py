@@ -1,8 +1,9 @@
 """The JSON Schemas of `autoprof summary --json` and `autoprof diff --json` (draft 2020-12),
 shipped beside this module.
 
-``summary.schema.json`` describes both shapes the command prints: one run's report
-(``model.Report``) and one line per run for a folder of runs (``model.FolderSummary``). It is
+``summary.schema.json`` describes the three shapes the command prints: one run's report
+(``model.Report``), one line per run for a folder of runs (``model.FolderSummary``) and the
+report of a run analysed rank by rank (``model.RankByRankReport``). It is
 generated from those types (``model/schema.py``), never edited by hand. ``SCHEMA_VERSION`` is
 bumped when a key is removed or renamed or changes type; keys are added without a bump
 (docs/json.md). ``autoprof schema`` prints the file; ``validate_summary`` checks a dict against
@@ -73,7 +74,10 @@ def summary_errors(summary: Any) -> list[str]:
     """Every way ``summary`` breaks the schema, one line each (``[]`` when it is valid)."""
     schema = load_schema()
     # check against the one shape it claims, so each error names a key, not "not any of"
-    shape = "FolderSummary" if isinstance(summary, dict) and "runs" in summary else "Report"
+    shape = "Report"
+    if isinstance(summary, dict):
+        shape = ("FolderSummary" if "runs" in summary else
+                 "RankByRankReport" if "ranks_analysed" in summary else "Report")
     del schema["oneOf"]
     schema["$ref"] = f"#/$defs/{shape}"
     return _errors(schema, summary)

@@ -1,6 +1,9 @@
-"""The text report `autoprof summary` prints, rendered from the summary dict (`--json`).
+"""The text report `autoprof summary` prints, rendered from the typed report (report/model,
+the record `--json` prints).
 
-One function per section; `render_summary` puts them in order. Computes no statistic.
+One function per section; `render_summary` puts them in order. Computes no statistic. The
+records the report keeps as the metrics wrote them (``overhead``, ``efficiency``, ``memory``,
+``profiler_overhead``, a step's breakdown) are read as such.
 """
 
 from __future__ import annotations
@@ -9,7 +12,16 @@ import textwrap
 from typing import Any
 
 from autoprof.analysis.kinds import BUCKET_MARKS
-from autoprof.analysis.report.lines import at_line, diagnostic_sources
+from autoprof.analysis.report.lines import at_line, evidence_sources
+from autoprof.analysis.report.model import (
+    Breakdown,
+    Diagnostic,
+    OpRow,
+    Report,
+    StepRow,
+    WhatIfResult,
+)
+from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.analysis.report.whatif_text import whatif_outcome
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
@@ -25,14 +37,14 @@ def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent]
 
 
-def _evidence(s: dict[str, Any]) -> list[str]:
-    ov = s.get("overhead") or {}
-    ratio = s.get("cpu_gpu_ratio")
+def _evidence(s: Report) -> list[str]:
+    ov = s.overhead or {}
+    ratio = s.cpu_gpu_ratio
     lines = [
-        f"  self CPU time         {fmt_us(s.get('self_cpu_us'))}",
-        f"  self GPU time         {fmt_us(s.get('self_gpu_us'))}"
+        f"  self CPU time         {fmt_us(s.self_cpu_us)}",
+        f"  self GPU time         {fmt_us(s.self_gpu_us)}"
         + (f"  (CPU/GPU {ratio:.1f}x)" if ratio is not None else ""),
-        f"  GPU busy              {_pct(s.get('gpu_busy_pct'))} of a {fmt_us(ov.get('window_us'))}"
+        f"  GPU busy              {_pct(s.gpu_busy_pct)} of a {fmt_us(ov.get('window_us'))}"
         " window (first step start to last GPU work end)",
         f"  steps                 {ov.get('steps', 0)}  (CPU span median "
         f"{fmt_us(ov.get('step_cpu_span_us_median'))}, GPU work median "
@@ -55,14 +67,15 @@ def _evidence(s: dict[str, Any]) -> list[str]:
         f"  host syncs            {ov.get('host_syncs', 0)} ({fmt_us(ov.get('host_sync_us'))}); "
         f"inside steps: {ov.get('host_syncs_in_steps', 0)} "
         f"({fmt_us(ov.get('host_sync_in_steps_us'))})")
-    if (s.get("profiler_start_ms") or 0) > 100:  # ms: a stall worth a line
+    start_ms = given(s.profiler_start_ms)
+    if (start_ms or 0) > 100:  # ms: a stall worth a line
         lines += _wrap(f"profiler start: the call where the profiler started took "
-                       f"{fmt_us(s['profiler_start_ms'] * 1e3)} longer (torch's trace setup; "
+                       f"{fmt_us(start_ms * 1e3)} longer (torch's trace setup; "
                        "outside the measured steps)", "  ")
     return lines
 
 
-def _steps(steps: list[dict[str, Any]]) -> list[str]:
+def _steps(steps: list[StepRow]) -> list[str]:
     if not steps:
         return ["  no ProfilerStep#N spans in this trace"]
     head = (f"  {'rank':>4} {'step':>5} {'CPU span':>11} {'self CPU':>11} {'GPU work':>11} "
@@ -70,23 +83,22 @@ def _steps(steps: list[dict[str, Any]]) -> list[str]:
     lines = [head]
     for st in steps:
         lines.append(
-            f"  {st['rank']:>4} {st['step']:>5} {fmt_us(st['cpu_span_us']):>11} "
-            f"{fmt_us(st['self_cpu_us']):>11} {fmt_us(st['gpu_work_us']):>11} "
-            f"{fmt_us(st['gpu_busy_us']):>11} {fmt_us(st['gpu_idle_us']):>11} "
-            f"{st['kernels']:>8} {st['launches']:>9}")
+            f"  {st.rank:>4} {st.step:>5} {fmt_us(st.cpu_span_us):>11} "
+            f"{fmt_us(st.self_cpu_us):>11} {fmt_us(st.gpu_work_us):>11} "
+            f"{fmt_us(st.gpu_busy_us):>11} {fmt_us(st.gpu_idle_us):>11} "
+            f"{st.kernels:>8} {st.launches:>9}")
     return lines
 
 
-def _diagnostics(diags: list[dict[str, Any]]) -> list[str]:
+def _diagnostics(diags: list[Diagnostic]) -> list[str]:
     if not diags:
         return ["  no findings"]
     lines: list[str] = []
     for d in diags:
-        lines += _wrap(f"[{d['severity']}] {d['id']}: {d['message']}", "  ")
-        lines += [f"      {op}{at_line({'source': src})}"
-                  for op, src in diagnostic_sources(d).items()]
-        if d.get("hint"):
-            lines += _wrap(f"hint: {d['hint']}", "      ")
+        lines += _wrap(f"[{d.severity}] {d.id}: {d.message}", "  ")
+        lines += [f"      {op}{at_line(src)}" for op, src in evidence_sources(d.evidence).items()]
+        if d.hint:
+            lines += _wrap(f"hint: {d.hint}", "      ")
     return lines
 
 
@@ -94,7 +106,7 @@ def _short(name: str, width: int) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
-def _ops(rows: list[dict[str, Any]]) -> list[str]:
+def _ops(rows: list[OpRow]) -> list[str]:
     if not rows:
         return ["  none"]
     head = (f"  {'name':<52} {'calls':>6} {'self CPU':>11} {'CPU total':>11} "
@@ -102,69 +114,70 @@ def _ops(rows: list[dict[str, Any]]) -> list[str]:
     lines = [head]
     for r in rows:
         lines.append(
-            f"  {_short(str(r['name']), 52):<52} {r['calls']:>6} {fmt_us(r['self_cpu_us']):>11} "
-            f"{fmt_us(r['cpu_total_us']):>11} {fmt_us(r['self_device_us']):>11} "
-            f"{fmt_us(r['device_total_us']):>11}")
-        if r.get("source"):
-            lines.append(f"    {at_line(r).strip()}")
+            f"  {_short(r.name, 52):<52} {r.calls:>6} {fmt_us(r.self_cpu_us):>11} "
+            f"{fmt_us(r.cpu_total_us):>11} {fmt_us(r.self_device_us):>11} "
+            f"{fmt_us(r.device_total_us):>11}")
+        if given(r.source):
+            lines.append(f"    {at_line(r.source, given(r.module)).strip()}")
     return lines
 
 
-def _ranks(s: dict[str, Any]) -> list[str]:
+def _ranks(s: Report) -> list[str]:
     lines = [f"  {'rank':>4} {'step median':>12} {'collectives':>12} {'compute':>11} "
              f"{'GPU busy':>9}"]
-    for r in s["ranks"]:
-        mark = "  <- straggler" if r["rank"] == s.get("straggler_rank") else ""
+    for r in s.ranks:
+        mark = "  <- straggler" if r.rank == s.straggler_rank else ""
         lines.append(
-            f"  {r['rank']:>4} {fmt_us(r['step_time_us_median']):>12} "
-            f"{fmt_us(r['collective_us_median']):>12} {fmt_us(r['compute_us_median']):>11} "
-            f"{_pct(r['gpu_busy_pct']):>9}{mark}")
+            f"  {r.rank:>4} {fmt_us(given(r.step_time_us_median)):>12} "
+            f"{fmt_us(given(r.collective_us_median)):>12} "
+            f"{fmt_us(given(r.compute_us_median)):>11} "
+            f"{_pct(given(r.gpu_busy_pct)):>9}{mark}")
     return lines
 
 
-def _whatif(results: list[dict[str, Any]], diags: list[dict[str, Any]]) -> list[str]:
+def _whatif(results: list[WhatIfResult], diags: list[Diagnostic]) -> list[str]:
     """One row per fix tried (autoprof.check(..., try_fixes=...)), then what the fixes each
     finding suggested measured (diagnostics first, then the verdict and opportunities)."""
     head = (f"  {'fix':<24} {'result':<15} {'speedup (95% CI)':<20} {'original -> fixed':<22} "
             f"{'outputs':<18} {'setup':>8}  break-even")
     lines = [head]
     for r in results:
-        lines.append(f"  {_short(str(r.get('fix')), 24):<24} {str(r.get('status', '')):<15} "
-                     + (_whatif_numbers(r) if r.get("fixed_us") is not None else
-                        str(r.get("reason") or "")))
-        if r.get("settle"):
-            lines += _wrap(f"cannot tell: {r['settle']}", "      ")
-        if isinstance(r.get("prediction_error_pct"), int | float):
-            lines.append(f"      replay predicted {r['predicted_speedup']:.2f}x, "
-                         f"{r['prediction_error_pct']:+.0f}% off the measured speedup"
-                         + (": the prediction MISSED (over 25%)" if r.get("prediction_missed")
+        lines.append(f"  {_short(r.fix, 24):<24} {given(r.status) or '':<15} "
+                     + (_whatif_numbers(r) if given(r.fixed_us) is not None else
+                        str(given(r.reason) or "")))
+        if given(r.settle):
+            lines += _wrap(f"cannot tell: {r.settle}", "      ")
+        if isinstance(error_pct := given(r.prediction_error_pct), int | float):
+            lines.append(f"      replay predicted {given(r.predicted_speedup):.2f}x, "
+                         f"{error_pct:+.0f}% off the measured speedup"
+                         + (": the prediction MISSED (over 25%)" if given(r.prediction_missed)
                             else ""))
-        if r.get("fixed_verdict"):
-            lines += _wrap(f"profiled with the fix: {r['fixed_verdict']} "
-                           f"({r.get('fixed_verdict_reason') or ''})", "      ")
-    ids = [d.get("id") for d in diags]
-    found = [f for r in results for f in r.get("suggested_by") or []]
+        if given(r.fixed_verdict):
+            lines += _wrap(f"profiled with the fix: {r.fixed_verdict} "
+                           f"({given(r.fixed_verdict_reason) or ''})", "      ")
+    ids = [d.id for d in diags]
+    found = [f for r in results for f in given(r.suggested_by) or []]
     for finding in dict.fromkeys(sorted(found, key=lambda f: (f not in ids, found.index(f)))):
         for r in results:
-            if finding in (r.get("suggested_by") or []):
-                lines += _wrap(f"{finding}: suggests {r.get('fix')}; measured: "
-                               f"{whatif_outcome(r)}", "  ")
+            if finding in (given(r.suggested_by) or []):
+                lines += _wrap(f"{finding}: suggests {r.fix}; measured: "
+                               f"{whatif_outcome(r.to_dict())}", "  ")
     return lines
 
 
-def _whatif_numbers(r: dict[str, Any]) -> str:
-    speedup = r.get("speedup") or r.get("measured_speedup")
-    band = (f" ({r['speedup_low']:.2f}-{r['speedup_high']:.2f})"
-            if r.get("speedup_low") is not None and r.get("speedup_high") is not None else "")
+def _whatif_numbers(r: WhatIfResult) -> str:
+    speedup = given(r.speedup) or given(r.measured_speedup)
+    low, high = given(r.speedup_low), given(r.speedup_high)
+    band = f" ({low:.2f}-{high:.2f})" if low is not None and high is not None else ""
     ratio = f"{speedup:.2f}x{band}" if speedup is not None else "n/a"
-    times = f"{fmt_us(r.get('baseline_us'))} -> {fmt_us(r.get('fixed_us'))}"
-    err = r.get("max_abs_error")
-    match = r.get("outputs_match")
+    times = f"{fmt_us(given(r.baseline_us))} -> {fmt_us(given(r.fixed_us))}"
+    err = given(r.max_abs_error)
+    match = given(r.outputs_match)
     outputs = ("not compared" if match is None else "match" if match else "DIFFER") + (
         f" ({err:.2g})" if isinstance(err, int | float) else "")
-    setup = r.get("setup_s")
+    setup = given(r.setup_s)
     setup_text = fmt_us(setup * 1e6) if isinstance(setup, int | float) else "n/a"
-    calls = r.get("break_even_calls")
+    calls = given(r.break_even_calls)
     return (f"{ratio:<20} {times:<22} {outputs:<18} {setup_text:>8}  "
             + (f"{calls:,} calls" if calls else "-"))
 
@@ -247,8 +260,6 @@ def _memory(mem: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-
-
 MAX_STEP_BARS = 8
 
 
@@ -270,29 +281,29 @@ def untraced_between_clause(profiled_us: float | None, untraced_us: float | None
     return text
 
 
-def _between_calls(bd: dict[str, Any]) -> list[str]:
+def _between_calls(bd: Breakdown) -> list[str]:
     """One line: how much of each step passes between calls (the caller's loop, GPU idle),
     where, and autoprof's own time left out; nothing for a trace without calls."""
-    us = bd.get("between_calls_us")
+    us = given(bd.between_calls_us)
     if us is None:
         return []
-    where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}"
-                      for w in bd.get("between_calls_where") or [])
+    where = ", ".join(f"{w.name} {fmt_us(w.us_per_step)}"
+                      for w in given(bd.between_calls_where) or [])
     return _wrap(f"between calls (the caller's loop, GPU idle): {fmt_us(us)} per step "
-                 f"({_pct(bd.get('between_calls_pct'))})" + (f", in {where}" if where else "")
-                 + untraced_between_clause(us, bd.get("between_calls_untraced_us"))
-                 + f"; autoprof's own {fmt_us(bd.get('autoprof_us'))} per step left out", "  ")
+                 f"({_pct(given(bd.between_calls_pct))})" + (f", in {where}" if where else "")
+                 + untraced_between_clause(us, given(bd.between_calls_untraced_us))
+                 + f"; autoprof's own {fmt_us(given(bd.autoprof_us))} per step left out", "  ")
 
 
-def _where_time_goes(s: dict[str, Any]) -> list[str]:
+def _where_time_goes(s: Report) -> list[str]:
     """A bar of the seven buckets of a mean step, then the opportunities, largest first."""
-    bd = s.get("breakdown") or {}
-    pct = bd.get("buckets_pct") or {}
-    if not bd.get("steps"):
+    bd = s.breakdown
+    pct = given(bd.buckets_pct) or {}
+    if not given(bd.steps):
         return []
-    lines = ["", f"WHERE THE TIME GOES (mean step {fmt_us(bd.get('step_us'))})",
+    lines = ["", f"WHERE THE TIME GOES (mean step {fmt_us(given(bd.step_us))})",
              f"  {'mean':>12} [{_bucket_bar(pct)}]"]
-    for st in (bd.get("per_step") or [])[:MAX_STEP_BARS]:
+    for st in (given(bd.per_step) or [])[:MAX_STEP_BARS]:
         share = {b: 100 * float(v) / st["step_us"] if st["step_us"] else 0.0
                  for b, v in st["buckets_us"].items()}
         label = f"r{st['rank']} step {st['step']}"
@@ -300,21 +311,21 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     lines += _wrap("  ".join(f"{m} {b} {_pct(pct.get(b))}"
                              for b, m in BUCKET_MARKS.items() if pct.get(b)), "  ")
     lines += _between_calls(bd)
-    for o in s.get("opportunities") or []:
-        where = ", ".join(f"{w['name']} {fmt_us(w['us_per_step'])}{at_line(w)}"
-                          for w in o["where"])
-        speed = speed_text(o)
-        if o.get("ranked_by") == "max_speedup":
+    for o in s.opportunities:
+        where = ", ".join(f"{w.name} {fmt_us(w.us_per_step)}"
+                          f"{at_line(given(w.source), given(w.module))}" for w in o.where)
+        row = o.to_dict()  # speed.py reads the opportunity as every report does
+        speed = speed_text(row)
+        if given(o.ranked_by) == "max_speedup":
             speed += " (a bound only: no fix replayed)"
-        elif predicted(o) and o.get("predicted_spread"):
-            p = o["predicted_spread"]
-            speed = (f"{o['fix']} predicted {speed_text(o, with_fix=False)}; "
+        elif predicted(row) and (p := given(o.predicted_spread)):
+            speed = (f"{o.fix} predicted {speed_text(row, with_fix=False)}; "
                      f"{p['min']:.2f}-{p['max']:.2f}x over steps")
-        lines += _wrap(f"{o['cause']}: {fmt_us(o['us_per_step'])} per step "
-                       f"({_pct(o['pct_of_step'])}), {speed}" + (f"; in {where}" if where else ""),
+        lines += _wrap(f"{o.cause}: {fmt_us(o.us_per_step)} per step "
+                       f"({_pct(o.pct_of_step)}), {speed}" + (f"; in {where}" if where else ""),
                        "  ")
-        lines += _wrap(f"hint: {o['hint']}", "      ")
-    po = s.get("profiler_overhead") or {}
+        lines += _wrap(f"hint: {o.hint}", "      ")
+    po = s.profiler_overhead or {}
     if po.get("available"):
         iteration = po.get("untraced_iteration_us")
         loop = (f"; an iteration of the loop without it, timed after the window, "
@@ -325,44 +336,48 @@ def _where_time_goes(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_summary(s: dict[str, Any]) -> str:
-    """The text report for a summary dict; every string in it printed through
-    units.safe_text (control characters escaped, very long names cut)."""
-    s = safe_strings(s)
-    device = s.get("device")
-    if isinstance(device, dict):
-        device = device.get("name")
-    ranks = f"{s.get('world_size') or 1} rank(s)"
-    if s.get("missing_ranks"):  # never a world's size alone when ranks have no trace
-        missing = ", ".join(str(r) for r in s["missing_ranks"])
-        ranks += f", {len(s['missing_ranks'])} missing ({missing})"
+def _head(s: Report) -> list[str]:
+    """The path, then the run in one line: name, ranks (and those without a trace), device,
+    events and status."""
+    ranks = f"{s.world_size or 1} rank(s)"
+    missing = given(s.missing_ranks)
+    if missing:  # never a world's size alone when ranks have no trace
+        ranks += f", {len(missing)} missing ({', '.join(str(r) for r in missing)})"
+    return [f"autoprof summary: {s.path}",
+            f"run: {s.name} | {ranks} | {s.device_name()} | {s.events} events"
+            + (f" | status {s.status}" if s.status else "")]
+
+
+def render_summary(report: Report | dict[str, Any]) -> str:
+    """The text report of one run (a summary dict, as ``--json`` prints it, is read into the
+    ``Report`` first); every string in it printed through units.safe_text (control characters
+    escaped, very long names cut)."""
+    data = report.to_dict() if isinstance(report, Report) else report
+    s = Report.from_dict(safe_strings(data))
     lines = [
-        f"autoprof summary: {s.get('path')}",
-        f"run: {s.get('name')} | {ranks} | {device or 'CPU'} | {s.get('events')} events"
-        + (f" | status {s['status']}" if s.get("status") else ""),
+        *_head(s),
         "",
-        f"VERDICT: {s['verdict']}",
-        *_wrap(str(s.get("verdict_reason", "")), "  "),
+        f"VERDICT: {s.verdict}",
+        *_wrap(s.verdict_reason, "  "),
         *_where_time_goes(s),
         "",
         "EVIDENCE",
         *_evidence(s),
         "",
         "STEPS (times per profiler step)",
-        *_steps(s.get("steps") or []),
+        *_steps(s.steps),
         "",
-        f"DIAGNOSTICS ({len(s.get('diagnostics') or [])})",
-        *_diagnostics(s.get("diagnostics") or []),
+        f"DIAGNOSTICS ({len(s.diagnostics)})",
+        *_diagnostics(s.diagnostics),
     ]
-    if s.get("whatif"):
+    if s.whatif:
         lines += ["", "WHAT-IF (fixes measured on this function)",
-                  *_whatif(s["whatif"], s.get("diagnostics") or [])]
-    lines += _efficiency(s.get("efficiency"))
-    lines += _memory(s.get("memory"))
-    if len(s.get("ranks") or []) > 1:
+                  *_whatif(s.whatif, s.diagnostics)]
+    lines += _efficiency(s.efficiency)
+    lines += _memory(s.memory)
+    if len(s.ranks) > 1:
         lines += ["", "RANKS (medians per step)", *_ranks(s)]
-    top = s.get("top_ops") or {}
-    lines += ["", "TOP OPS BY SELF CPU TIME", *_ops(top.get("by_self_cpu") or [])]
-    if top.get("by_self_device"):
-        lines += ["", "TOP GPU WORK BY SELF GPU TIME", *_ops(top["by_self_device"])]
+    lines += ["", "TOP OPS BY SELF CPU TIME", *_ops(s.top_ops.by_self_cpu)]
+    if s.top_ops.by_self_device:
+        lines += ["", "TOP GPU WORK BY SELF GPU TIME", *_ops(s.top_ops.by_self_device)]
     return "\n".join(lines) + "\n"

@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.scale.result import RankResult
+
+if TYPE_CHECKING:
+    from autoprof.analysis.report.model import RankByRankReport
 
 MAD_TO_SD = 1.4826
 OUTLIER_Z = 3.5
@@ -58,7 +61,10 @@ class RunAnswer:
 
         return pd.DataFrame([r.row for r in self.ranks], columns=RANK_COLUMNS)
 
-    def to_dict(self) -> dict[str, Any]:
+    def report(self) -> RankByRankReport:
+        """The answer as its typed report (report/model/ranks.py): what ``autoprof summary
+        --json`` prints for the run; ValueError when a rank's record does not fit it."""
+        from autoprof.analysis.report.model import RankByRankReport
         from autoprof.analysis.report.summary import jsonable
 
         out = {"world_size": self.world_size, "ranks_analysed": len(self.ranks),
@@ -70,7 +76,11 @@ class RunAnswer:
                "ranks": [{**r.row, "verdict_reason": r.verdict_reason,
                           "breakdown": r.breakdown, "memory_peaks": r.memory_peaks,
                           "events": r.events, "trace": r.trace} for r in self.ranks]}
-        return jsonable(out)  # type: ignore[no-any-return]
+        return RankByRankReport.from_dict(jsonable(out), where="rank-by-rank answer")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's JSON as a dict (``report().to_dict()``)."""
+        return self.report().to_dict()
 
 
 def _spread(values: np.ndarray) -> dict[str, float | None]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -12,8 +13,10 @@ from autoprof.analysis.analysis import record_of
 from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_bytes, fmt_flops, fmt_value
 from autoprof.viewer._context import Context
-from autoprof.viewer._loading import Loaded
 from autoprof.viewer._text import md_escape
+
+if TYPE_CHECKING:
+    from autoprof.analysis import Run
 
 T = TypeVar("T")
 
@@ -27,10 +30,12 @@ def no_folder(ctx: Context) -> bool:
     return False
 
 
-def current_run(ctx: Context, title: str, at_scale: bool = False) -> Any:
-    """Draw the page title and the run's state; return the Run, or None if there is none.
-    A run analysed rank by rank (a ``RunAnswer``, viewer/_loading.py) is returned only to a
-    page that shows one (``at_scale``); any other page says where to look instead."""
+def current_run(ctx: Context, title: str,
+                ranks: Callable[[RunAnswer], None] | None = None) -> Run | None:
+    """Draw the page title and the run's state; return the run as one events table, or None.
+    A run analysed rank by rank (``RunAnswer``, viewer/_shown.py) is drawn by ``ranks``, the
+    page's own view of one (the Overview's, the Ranks page's), or on a page without one gets a
+    note on where to look instead; None is returned for it."""
     st.title(title)
     if ctx.current is None:
         if not no_folder(ctx):
@@ -44,16 +49,15 @@ def current_run(ctx: Context, title: str, at_scale: bool = False) -> Any:
     st.caption(f"Run: {md_escape(loaded.label)}")
     for note in loaded.notes:
         st.info(md_escape(note))
-    if not loaded.ok:
+    if (answer := loaded.rank_by_rank) is not None:
+        (ranks or (lambda a: _rank_by_rank_note(a, title)))(answer)
+        return None
+    run = loaded.one_table
+    if run is None:
         show_error("This run could not be loaded.", loaded.error or "unknown error")
         return None
-    if isinstance(loaded.run, RunAnswer):
-        if at_scale:
-            return loaded.run
-        _rank_by_rank_note(loaded.run, title)
-        return None
-    failed_note(loaded)
-    return loaded.run
+    failed_note(run)
+    return run
 
 
 def _rank_by_rank_note(answer: RunAnswer, title: str) -> None:
@@ -70,8 +74,8 @@ def _rank_by_rank_note(answer: RunAnswer, title: str) -> None:
     st.code("\n".join(trace_of[r] for r in ranks if r in trace_of), language=None)
 
 
-def failed_note(loaded: Loaded) -> None:
-    record = record_of(loaded.run)
+def failed_note(run: Run) -> None:
+    record = record_of(run)
     if record is None or record.status == "complete":
         return
     status, err = record.status, record.error or {}
@@ -111,7 +115,7 @@ def _cell(column: str, value: Any, numeric: bool) -> Any:
     return dash(fmt_value(column, value))
 
 
-def device_name(run: Any) -> str:
+def device_name(run: Run) -> str:
     """The device name as the manifest or the trace metadata states it."""
     record = record_of(run)
     if record is not None and record.device_name:

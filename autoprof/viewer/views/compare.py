@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 import autoprof.analysis as analysis
+from autoprof.analysis import Run
 from autoprof.analysis.analysis import record_of
-from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.viewer import _charts
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
@@ -31,18 +31,18 @@ def render(ctx: Context) -> None:
     if not ctx.compared:
         st.info("Choose two or more runs under 'Runs to compare' in the sidebar.")
         return
-    good = [c for c in ctx.compared if c.ok and not isinstance(c.run, RunAnswer)]
+    good = [(c, run) for c in ctx.compared if (run := c.one_table) is not None]
     for bad in (c for c in ctx.compared if not c.ok):
         show_error(f"{bad.label}: could not be loaded, left out.", bad.error or "")
-    for big in (c for c in ctx.compared if isinstance(c.run, RunAnswer)):
-        st.info(md_escape(f"{big.label}: analysed rank by rank ({len(big.run.ranks)} ranks), "
+    for label, big in ((c.label, a) for c in ctx.compared if (a := c.rank_by_rank) is not None):
+        st.info(md_escape(f"{label}: analysed rank by rank ({len(big.ranks)} ranks), "
                           "left out: its Overview and Ranks pages show it."))
     if not good:
         return
-    runs = [c.run for c in good]
+    runs = [run for _, run in good]
     table = analysis.compare(runs).copy()
     table.insert(0, "run", labels(table, runs))
-    if ctx.current is not None and good[0].path == ctx.current.path:
+    if ctx.current is not None and good[0][0].path == ctx.current.path:
         table.loc[0, "run"] += " (selected)"
     table["path"] = [_relative(p, ctx) for p in table["path"]]
     if len(runs) >= 2:
@@ -66,7 +66,7 @@ def render(ctx: Context) -> None:
     st.dataframe(readable(table.drop(columns=["name"])), hide_index=True, width="stretch")
 
 
-def sweeps(table: pd.DataFrame, runs: list[Any]) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+def sweeps(table: pd.DataFrame, runs: list[Run]) -> list[tuple[tuple[str, str], pd.DataFrame]]:
     """The rows of each (function, device) with two or more problem sizes: one sweep each,
     so a CPU run and an H200 run of one function are never drawn on one line."""
     keys = [(str(run.name), device_name(run)) for run in runs]
@@ -79,7 +79,7 @@ def sweeps(table: pd.DataFrame, runs: list[Any]) -> list[tuple[tuple[str, str], 
     return out
 
 
-def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:
+def labels(table: pd.DataFrame, runs: list[Run]) -> list[str]:
     """Each run's name, plus what tells it from the other runs of that name: the device,
     the problem size (or input shapes), then the autoprof options that differ, then the run
     id. The chart draws labels whole (no length limit), so the telling part is never cut."""
@@ -96,7 +96,7 @@ def labels(table: pd.DataFrame, runs: list[Any]) -> list[str]:
     return out
 
 
-def _differences(table: pd.DataFrame, runs: list[Any], i: int, same: list[int]) -> list[str]:
+def _differences(table: pd.DataFrame, runs: list[Run], i: int, same: list[int]) -> list[str]:
     parts = []
     devices = {device_name(runs[j]) for j in same}
     if len(devices) > 1:
@@ -114,7 +114,7 @@ def _differences(table: pd.DataFrame, runs: list[Any], i: int, same: list[int]) 
     return parts
 
 
-def _options(run: Any) -> dict[str, Any]:
+def _options(run: Run) -> dict[str, Any]:
     record = record_of(run)
     return record.options if record is not None else {}
 

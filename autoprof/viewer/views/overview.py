@@ -26,11 +26,8 @@ TOP_FINDINGS = 3  # diagnostics shown on the first screen, most severe first
 
 
 def render(ctx: Context) -> None:
-    run = current_run(ctx, "Overview", at_scale=True)
+    run = current_run(ctx, "Overview", ranks=_rank_by_rank)
     if run is None:
-        return
-    if isinstance(run, RunAnswer):
-        _rank_by_rank(run)
         return
     watch.comparison(run)  # a triggered window leads with its comparison (else nothing)
     verdict = run.analysis.verdict

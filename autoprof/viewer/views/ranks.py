@@ -92,14 +92,8 @@ def _bars(table: pd.DataFrame, straggler: int | None) -> None:
 
 
 def render(ctx: Context) -> None:
-    run = current_run(ctx, "Ranks", at_scale=True)
+    run = current_run(ctx, "Ranks", ranks=_rank_by_rank)
     if run is None:
-        return
-    if isinstance(run, RunAnswer):  # a run analysed rank by rank: its ranks' results
-        st.caption(f"{len(run.ranks)} ranks analysed one by one (their results are cached "
-                   "beside their traces).")
-        _page(run.rank_table(), run.straggler_rank, results_breakdown(run.ranks),
-              results_steps(run.ranks))
         return
     table: pd.DataFrame = run.ranks()
     if run.world_size <= 1 and len(table) <= 1:
@@ -108,6 +102,14 @@ def render(ctx: Context) -> None:
         return
     breakdown = run.breakdown()
     _page(table, run.straggler_rank, breakdown, breakdown)
+
+
+def _rank_by_rank(answer: RunAnswer) -> None:
+    """A run analysed rank by rank: the same page, from its ranks' results."""
+    st.caption(f"{len(answer.ranks)} ranks analysed one by one (their results are cached "
+               "beside their traces).")
+    _page(answer.rank_table(), answer.straggler_rank, results_breakdown(answer.ranks),
+          results_steps(answer.ranks))
 
 
 def _page(table: pd.DataFrame, straggler: int | None, by_bucket_rows: pd.DataFrame,

@@ -104,7 +104,7 @@ def _config() -> dict[str, Any]:
     return cfg
 
 
-def show_mfu(run: Any) -> None:
+def show_mfu(run: Run) -> None:
     """One line for the Overview: MFU and TFLOP/s per step (nothing for runs without FLOPs)."""
     eff = efficiency_of(run)
     if eff.step_tflops is None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
+from autoprof.analysis import Run
 from autoprof.analysis.analysis import record_of
 from autoprof.units import fmt_us
 from autoprof.viewer import _charts
@@ -73,7 +72,7 @@ def table(steps: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _warmup(run: Any) -> None:
+def _warmup(run: Run) -> None:
     st.subheader("Untraced calls before profiling")
     record = record_of(run)
     if record is None:

@@ -116,7 +116,7 @@ def _steps_drawn(ev: pd.DataFrame, where: str) -> str:
     return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
 
 
-def _draw(run: Any, events: pd.DataFrame) -> None:
+def _draw(run: Run, events: pd.DataFrame) -> None:
     ev, where = _pick_rows(events)
     ev, cut = whole_steps(ev, MAX_DRAWN)
     if cut:
@@ -169,7 +169,7 @@ def _links(ev: pd.DataFrame, lanes_of_rows: pd.Series, index: dict[str, int],
     })
 
 
-def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
+def _gap_table(run: Run, rank: int) -> tuple[pd.DataFrame | None, str]:
     """Idle GPU stretches coloured by host bucket, else the largest idle gap."""
     by_bucket = breakdown.idle_gaps(run, rank)
     if len(by_bucket):
@@ -184,7 +184,7 @@ def _gap_table(run: Any, rank: int) -> tuple[pd.DataFrame | None, str]:
     return pd.DataFrame({"start_us": [float(at)], "end_us": [float(at) + float(length)]}), note
 
 
-def _gaps(run: Any, ev: pd.DataFrame, index: dict[str, int],
+def _gaps(run: Run, ev: pd.DataFrame, index: dict[str, int],
           t0: float) -> tuple[pd.DataFrame | None, str]:
     table, note = _gap_table(run, int(ev["rank"].iloc[0]))
     gpu_rows = [i for name, i in index.items() if name.startswith("GPU") and "annot" not in name]
@@ -200,9 +200,9 @@ def _gaps(run: Any, ev: pd.DataFrame, index: dict[str, int],
     return pd.concat(out, ignore_index=True), note
 
 
-def _downloads(ctx: Context, run: Any) -> None:
+def _downloads(ctx: Context, run: Run) -> None:
     st.subheader("The full trace")
-    paths = [Path(p) for p in run.trace_paths]
+    paths = [p for p in run.trace_paths if isinstance(p, Path)]  # the viewer opens local runs
     if not paths:
         st.write("No trace file recorded for this run.")
     for i, p in enumerate(paths):

@@ -46,7 +46,7 @@ def garbled(results: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def best_line(run: Any) -> str | None:
+def best_line(run: Run) -> str | None:
     """One sentence naming the best measured fix, for the Overview; None when there is none."""
     results = results_of(run)
     if garbled(results):
@@ -150,7 +150,7 @@ def _prediction(r: dict[str, Any]) -> str:
     return f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
 
 
-def show_best(run: Any) -> None:
+def show_best(run: Run) -> None:
     """The Overview's line naming the best measured fix, and what the fixes each finding
     suggested measured (nothing when no fix was tried)."""
     line = best_line(run)

@@ -8,7 +8,6 @@ PACKAGE = Path(__file__).resolve().parents[3] / "autoprof"
 MAX_LINES = 400
 # over the limit for now, each to be split by the change that next works on it
 OVER_FOR_NOW = {
-    "analysis/report/text.py",
     "record/session/core.py",
     "record/session/actions.py",
 }

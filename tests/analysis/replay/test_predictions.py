@@ -105,10 +105,10 @@ def test_a_trace_without_gpu_work_keeps_its_bounds() -> None:
 def test_a_prediction_beside_the_measured_fix_and_a_miss_said_so() -> None:
     summary = _run("mlp_loader_w0").summary()
     summary["whatif"] = [
-        {"fix": "cuda-graph", "status": "faster", "reason": "", "predicted_speedup": 5.0,
-         "prediction_error_pct": 40.0, "prediction_missed": True},
-        {"fix": "remove-sync", "status": "no change", "reason": "", "predicted_speedup": 1.01,
-         "prediction_error_pct": -2.0, "prediction_missed": False}]
+        {"fix": "cuda-graph", "applicable": True, "status": "faster", "reason": "",
+         "predicted_speedup": 5.0, "prediction_error_pct": 40.0, "prediction_missed": True},
+        {"fix": "remove-sync", "applicable": True, "status": "no change", "reason": "",
+         "predicted_speedup": 1.01, "prediction_error_pct": -2.0, "prediction_missed": False}]
     text = render_summary(summary)
     assert "replay predicted 5.00x, +40% off the measured speedup: the prediction MISSED" in text
     assert "replay predicted 1.01x, -2% off the measured speedup\n" in text

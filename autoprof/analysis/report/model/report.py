@@ -84,13 +84,17 @@ class Report(Model, kw_only=True):
         wins = [r for r in self.whatif if r.is_win()]
         return max(wins, key=lambda r: float(given(r.speedup)), default=None)
 
+    def device_name(self) -> str:
+        """The device as the reports name it: the record's name, the string, or ``CPU``."""
+        device = self.device.get("name") if isinstance(self.device, dict) else self.device
+        return str(device or "CPU")
+
     def head_facts(self) -> list[str]:
         """The run in a few facts, as the reports' headers show them (unescaped): its id,
         ranks, device, events and, when it has one, its status."""
-        device = self.device.get("name") if isinstance(self.device, dict) else self.device
         ranks = self.world_size or 1
         facts = [str(self.run_id or self.path), f"{ranks} rank{'s' * (ranks > 1)}",
-                 str(device or "CPU"), f"{self.events:,} events"]
+                 self.device_name(), f"{self.events:,} events"]
         if self.status:
             facts.append(f"status {self.status}")
         return facts
