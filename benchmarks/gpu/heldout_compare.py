@@ -104,6 +104,7 @@ def table(truth: dict[str, Any], rows: dict[str, Any]) -> str:
         for label, fix in row["fixes"].items():
             t = truth["cases"][name]["fixes"][label]
             best = " (best)" if label == row["best_fix"] else ""
+            best += " (after advice)" if t.get("after_advice") else ""
             offered = f"yes ({fix['rank']})" if fix["offered"] else "no"
             inside = {True: "yes", False: "no"}.get(fix.get("in_interval"), "-")
             lines.append(
@@ -114,10 +115,29 @@ def table(truth: dict[str, Any], rows: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def with_advice_fixes(truth: dict[str, Any], added: dict[str, Any]) -> dict[str, Any]:
+    """``truth`` with the fixes of ``added`` (``heldout_advice_fixes.py``'s truth: fixes written
+    after autoprof's advice was read, each timed against the program in its own rounds) put
+    beside each case's own, marked ``after_advice``; the best fix is chosen again over all."""
+    merged = json.loads(json.dumps(truth))
+    for name, entry in added["cases"].items():
+        case = merged["cases"].get(name)
+        if case is None:
+            continue
+        for label, fix in entry["fixes"].items():
+            case["fixes"][label] = {**fix, "after_advice": True}
+        measured = {k: f["speedup"] for k, f in case["fixes"].items() if f.get("speedup")}
+        case["best_fix"] = max(measured, key=measured.__getitem__) if measured else None
+    return merged
+
+
 def compare(out_dir: str) -> dict[str, Any]:
-    """Judge every case of ``OUT/truth.json``; writes compare.json and compare.md."""
+    """Judge every case of ``OUT/truth.json`` (with ``OUT/advice_truth.json``'s fixes where
+    that file is there); writes compare.json and compare.md."""
     out = Path(out_dir)
     truth = json.loads((out / "truth.json").read_text())
+    if (out / "advice_truth.json").is_file():
+        truth = with_advice_fixes(truth, json.loads((out / "advice_truth.json").read_text()))
     rows = {name: judge_case(entry, _summary(out, entry))
             for name, entry in truth["cases"].items()}
     judged = [r for r in rows.values() if r["best_fix"]]

@@ -76,15 +76,18 @@ def _outermost(host: pd.DataFrame) -> np.ndarray:
 
 def _small(dims: Any) -> bool:
     """Whether every tensor input in `dims` (a list of shapes, or its JSON text as the trace
-    gives it) has at most SMALL_ELEMENTS; False when no shape is known."""
+    gives it) has at most SMALL_ELEMENTS; False when no shape is known (no list, or an empty
+    one). An argument recorded as `[]` (a number, or a 0-d tensor such as the `0` that
+    Python's `sum` starts from) holds at most one element."""
     if isinstance(dims, str):
         try:
             dims = json.loads(dims)
         except ValueError:
             return False
-    shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)] \
-        if isinstance(dims, list | tuple) else []
-    return bool(shapes) and all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+    if not isinstance(dims, list | tuple) or not dims:
+        return False
+    shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)]
+    return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
 
 
 def _longest_repeat(names: list[str]) -> tuple[int, int, int]:

@@ -93,3 +93,16 @@ def test_a_chain_of_one_op_on_its_own_result_is_not_a_loop_over_items() -> None:
     ev += [kineto_event("aten::mul", "cpu_op", 10.0 + 10 * i, 8, pid=CPU_PID,
                         **{"Input Dims": [[1024], []]}) for i in range(64)]
     assert python_loop(events_table(ev), 1000.0) is None
+
+
+def test_an_op_whose_arguments_are_all_numbers_is_small_and_unknown_shapes_are_not() -> None:
+    """`sum(loss_i for i ...)` adds each item's loss to Python's `0`: the add's arguments
+    are recorded as `[[], [], []]` (numbers and 0-d tensors), which holds no large tensor;
+    a row whose shapes were not recorded stays unknown."""
+    from autoprof.analysis.diagnose.op_loop import _small
+
+    assert _small([[], [], []]) and _small("[[], [], []]") and _small([[1, 100], [1], []])
+    assert not _small([]) and not _small("") and not _small(None) and not _small("[[]")
+    assert not _small([[1024, 1024], []])
+    got = python_loop(events_table(_step(64, [[], [], []])), 10000.0)
+    assert got is not None and got["evidence"]["repeats_per_step"] == 64
