@@ -120,7 +120,7 @@ def autograd_inference(events: pd.DataFrame, step_us: float,
     us = per_step * node_us
     return {"cause": "autograd_inference", "us_per_step": us,
             "pct_of_step": 100.0 * us / before_us if before_us > 0 else 0.0,
-            "max_speedup": float(arr.max()),
+            "max_speedup": before_us / (before_us - us) if before_us > us else None,
             "where": [{"name": "autograd graph nodes", "us_per_step": us}],
             "hint": HINT.format(nodes=int(per_step)),
             "evidence": {"graph_nodes_per_step": int(per_step),

@@ -111,7 +111,7 @@ def recompiles(ctx: Analysis) -> dict[str, Any] | None:
     per_call_us = 1e3 * extra_ms / len(calls)
     return {"cause": "recompiles", "us_per_step": per_call_us,
             "pct_of_step": 100.0 * extra_ms / before if before > 0 else 0.0,
-            "max_speedup": before / (first + (len(calls) - 1) * steady),
+            "max_speedup": before / (before - extra_ms) if before > extra_ms else None,
             "where": [{"name": "torch.compile recompiles", "us_per_step": per_call_us}],
             "hint": HINT.format(seen=seen),
             "evidence": {"graphs_per_frame_max": most, "slow_calls": len(slow),
