@@ -306,5 +306,6 @@ CHECKS: tuple[Check, ...] = (
     Check("after-window", "needs the calls after the window and untraced calls in the "
           "manifest", after_window_applies, after_window),
     Check("low-efficiency", "needs GPU work and a verdict other than overhead- or input-bound",
-          lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
+          lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind,
+                                              is_compiled(c))),
 )

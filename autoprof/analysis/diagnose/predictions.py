@@ -80,6 +80,10 @@ FIX_HINTS: dict[FixName, str] = {
     "loader-workers": f"the GPU waits for the next batch: DataLoader(num_workers={WORKERS}, "
                       "pin_memory=True, prefetch_factor=2) and non_blocking copies",
 }
+# a torch.compile'd run is told the mode of the compile it has, not to compile
+COMPILED_GRAPH_HINT = ("capture the call as a CUDA graph (static inputs, copy each batch in, "
+                       "replay), or give its torch.compile mode='reduce-overhead', which does "
+                       "the same")
 SYNC_FREE_GRAPH_HINT = ("remove the sync inside the call first (capture refuses .item(), "
                         ".cpu(), printing, `if tensor:` and mask indexing on device tensors: "
                         "keep values on the device, torch.where for a mask), then capture the "
@@ -266,6 +270,13 @@ def _loop_before_graph(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                        if float(o["predicted_speedup"]) < float(loop["predicted_speedup"])),
                       len(rest)))
     return rest[:at] + [loop] + rest[at:]
+
+
+def for_compiled(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`opps` of a torch.compile'd run: a CUDA graph's hint names the compile's mode
+    (COMPILED_GRAPH_HINT) instead of telling it to compile."""
+    return [{**o, "hint": str(o["hint"]).replace(FIX_HINTS["cuda-graph"], COMPILED_GRAPH_HINT)}
+            if o.get("fix") == "cuda-graph" and o.get("hint") else o for o in opps]
 
 
 def predicted_interval(opp: dict[str, Any]) -> dict[str, float]:

@@ -179,3 +179,15 @@ def test_the_recorded_recompiles_predict_the_gain_measured_by_hand_within_the_in
                        "compile-dynamic")
     assert opp is not None
     assert _within(opp, float(measured))
+
+
+def test_a_compiled_runs_cuda_graph_hint_names_the_compiles_mode_not_torch_compile() -> None:
+    from autoprof.analysis.diagnose.predictions import FIX_HINTS, for_compiled
+
+    opp = {"cause": "host_launch", "fix": "cuda-graph",
+           "hint": f"{FIX_HINTS['cuda-graph']} (vectorise the Python loop first)"}
+    out = for_compiled([opp, {"cause": "host_sync", "fix": "remove-sync", "hint": "x"}])
+    assert "torch.compile(mode=" not in out[0]["hint"]
+    assert "mode='reduce-overhead'" in out[0]["hint"]
+    assert out[0]["hint"].endswith("(vectorise the Python loop first)")
+    assert out[1]["hint"] == "x"
