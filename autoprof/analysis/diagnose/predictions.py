@@ -34,7 +34,8 @@ The order is what each named fix is predicted to give: the opportunities with a 
 prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
 to gain most), then those with only a bound, by time as the breakdown gave them; each says
 which (`ranked_by`: "predicted_speedup" or "max_speedup"). Runs without GPU work, or whose
-replay fails, keep their bounds and their order by time.
+replay fails, keep their bounds and their order by time, unless one of the catalogue's
+whole-run entries (catalogue.py) is offered: then they are ranked with it.
 """
 
 from __future__ import annotations
