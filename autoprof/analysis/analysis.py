@@ -167,25 +167,11 @@ class Analysis:
 
     @cached_property
     def opportunities(self) -> list[dict[str, Any]]:
-        """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
-        from autoprof.analysis.diagnose.catalogue import catalogue_fixes
-        from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
-        from autoprof.analysis.diagnose.opportunities import opportunities
-        from autoprof.analysis.diagnose.predictions import for_compiled, ranked, with_predictions
-        from autoprof.analysis.metrics.cpu_ops import heavy_ops
-        from autoprof.analysis.metrics.device import device_name
+        """The non-compute buckets, each fix's prediction and the catalogue's whole-run
+        entries, ranked (diagnose/catalogue.py)."""
+        from autoprof.analysis.diagnose.catalogue import ranked_opportunities
 
-        bd = self.breakdown
-        step_us = float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0
-        compiled = is_compiled(self)
-        opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps),
-                             compiled=compiled)
-        opps = with_predictions(opps, self.events, self.call_region, self.reference, step_us,
-                                self.graph_input_copy_us,
-                                device_name(self.record, list(self.data.trace_metadata)))
-        extra = catalogue_fixes(self, step_us)
-        opps = ranked(opps + extra) if extra else opps
-        return for_compiled(opps) if compiled else opps
+        return ranked_opportunities(self)
 
     @cached_property
     def graph_input_copy_us(self) -> float:
