@@ -167,16 +167,11 @@ class Analysis:
 
     @cached_property
     def opportunities(self) -> list[dict[str, Any]]:
-        """The non-compute buckets ranked by time per step (diagnose/opportunities.py)."""
-        from autoprof.analysis.diagnose.opportunities import opportunities
-        from autoprof.analysis.diagnose.predictions import with_predictions
-        from autoprof.analysis.metrics.cpu_ops import heavy_ops
+        """The non-compute buckets, each fix's prediction and the catalogue's whole-run
+        entries, ranked (diagnose/catalogue.py)."""
+        from autoprof.analysis.diagnose.catalogue import ranked_opportunities
 
-        bd = self.breakdown
-        opps = opportunities(bd, cpu_ops=None if self.has_gpu else heavy_ops(self.events, bd.steps))
-        return with_predictions(opps, self.events, self.call_region, self.reference,
-                                float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0,
-                                self.graph_input_copy_us, self.device_name)
+        return ranked_opportunities(self)
 
     @cached_property
     def device_name(self) -> str | None:

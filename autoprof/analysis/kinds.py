@@ -12,7 +12,7 @@ every screen.
 | bucket | ``BUCKETS`` (analysis order), ``BUCKETS_SHOWN`` (report order) | ``BUCKET_COLOURS`` |
 | verdict | ``VERDICT_KINDS`` | ``VERDICT_COLOURS``; ``VERDICT_TONE`` for a box |
 | severity | ``SEVERITIES`` | ``SEVERITY_COLOURS`` |
-| predicted fix | ``FIX_NAMES`` | |
+| predicted fix | ``FIX_NAMES`` (replayed), ``CATALOGUE_FIX_NAMES`` (from the trace) | |
 | measured fix | ``MEASURED_FIX_NAMES`` | ``WHATIF_STATUS_COLOURS`` (by a result's status) |
 
 This module imports nothing of autoprof's: any layer may read it.
@@ -79,6 +79,12 @@ FixName = Literal["cuda-graph", "remove-sync", "remove-line", "sync-free-cuda-gr
 FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
                                   "sync-free-cuda-graph", "loader-workers", "pin-memory",
                                   "no-loader", "fused-optimizer", "addmm", "bf16-autocast")
+# the fixes the catalogue predicts from the trace and the manifest, without the replay
+# (diagnose/: op_loop.py, tf32.py, inference_mode.py, threads.py, recompiles.py)
+CatalogueFixName = Literal["vectorise", "tf32", "inference-mode", "set-num-threads",
+                           "compile-dynamic"]
+CATALOGUE_FIX_NAMES: tuple[CatalogueFixName, ...] = ("vectorise", "tf32", "inference-mode",
+                                                     "set-num-threads", "compile-dynamic")
 MeasuredFixName = Literal["compile", "compile-reduce-overhead", "cuda-graph", "inference-mode",
                           "bf16", "channels-last"]
 # in the order check(..., try_fixes=...) tries them

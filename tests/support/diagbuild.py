@@ -95,6 +95,8 @@ class Trace:
                 args.update(device=0, stream=e.stream)
             if "dims" in e.args:
                 args["Input Dims"] = e.args["dims"]
+            if "seq" in e.args:  # autograd's sequence number (grad mode recorded the op)
+                args["Sequence number"] = e.args["seq"]
             out.append({"ph": "X", "cat": e.cat, "name": e.name, "ts": e.ts, "dur": e.dur,
                         "pid": 0 if gpu else PID, "tid": e.stream if gpu else e.tid,
                         "args": args})

@@ -11,6 +11,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.after_window import after_window, after_window_applies
 from autoprof.analysis.diagnose.cold_start import cold_start, cold_start_applies
+from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
 from autoprof.analysis.diagnose.cpu_checks import cpu_dispatch_bound, data_loader
 from autoprof.analysis.diagnose.efficiency_checks import low_efficiency_diagnostic
 from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
@@ -33,6 +34,12 @@ SHORT_KERNEL_SHARE = 0.5  # share of kernels shorter than their launch call
 
 # --- overhead-bound ----------------------------------------------------------------------
 
+# the hint of a torch.compile'd run: not told to compile
+COMPILED_OVERHEAD_HINT = ("Give the GPU more work per launch: batch inputs or use larger "
+                          "shapes, or capture the step in a CUDA graph "
+                          "(mode='reduce-overhead' in its torch.compile, or "
+                          "torch.cuda.graphs) so the host launches once per step.")
+
 def _overhead_bound(ctx: Analysis) -> Diagnostic | None:
     v, ov = ctx.verdict, ctx.overhead
     if v.kind != "overhead-bound":
@@ -45,10 +52,11 @@ def _overhead_bound(ctx: Analysis) -> Diagnostic | None:
                  f"vs self GPU time {fmt_us(ov.self_gpu_us)}{ratio}. The GPU waits for the "
                  "host to launch work."),
         evidence=dict(v.evidence),
-        hint=("Give the GPU more work per launch: batch inputs or use larger shapes, fuse small "
-              "ops (torch.compile), or capture the step in a CUDA graph "
-              "(torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host "
-              "launches once per step."),
+        hint=COMPILED_OVERHEAD_HINT if is_compiled(ctx) else
+        ("Give the GPU more work per launch: batch inputs or use larger shapes, fuse small "
+         "ops (torch.compile), or capture the step in a CUDA graph "
+         "(torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host "
+         "launches once per step."),
     )
 
 
@@ -192,9 +200,10 @@ def _short_kernels(ctx: Analysis) -> Diagnostic | None:
         evidence={"short_kernels": ov.short_kernels, "linked_kernels": len(linked),
                   "share_pct": rounded(100 * share), "kernel_us_median": rounded(kernel_med),
                   "launch_call_us_median": rounded(launch_med)},
-        hint=("Each launch costs more host time than the GPU work it starts: fuse ops "
-              "(torch.compile), batch several small inputs into one call, or replay the "
-              "step as a CUDA graph."),
+        hint=("Each launch costs more host time than the GPU work it starts: "
+              + ("" if is_compiled(ctx) else "fuse ops (torch.compile), ")
+              + "batch several small inputs into one call, or replay the step as a CUDA "
+              "graph."),
     )
 
 
@@ -297,5 +306,6 @@ CHECKS: tuple[Check, ...] = (
     Check("after-window", "needs the calls after the window and untraced calls in the "
           "manifest", after_window_applies, after_window),
     Check("low-efficiency", "needs GPU work and a verdict other than overhead- or input-bound",
-          lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind)),
+          lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind,
+                                              is_compiled(c))),
 )

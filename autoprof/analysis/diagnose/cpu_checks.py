@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.called_steps import called_steps
+from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
 from autoprof.analysis.metrics.cpu_ops import SHORT_OP_US, heavy_ops, outermost_ops
@@ -71,8 +72,8 @@ def cpu_dispatch_bound(ctx: Analysis) -> Diagnostic | None:
                  f"{ev['between_ops_pct']:.0f}% between them (Python)."),
         evidence=ev,
         hint=("Batch or vectorise: one op over a whole tensor instead of a Python loop of "
-              "small ones (index with a tensor, not element by element; torch.stack once); "
-              "torch.compile can fuse what remains."),
+              "small ones (index with a tensor, not element by element; torch.stack once)"
+              + ("." if is_compiled(ctx) else "; torch.compile can fuse what remains.")),
     )
 
 

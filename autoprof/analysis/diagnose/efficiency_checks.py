@@ -67,7 +67,8 @@ def _why_slow(row: pd.Series, peak: Peak) -> list[str]:
     return reasons or ["no cause visible in the shapes"]
 
 
-def low_efficiency(eff: Efficiency) -> tuple[list[dict[str, Any]], str] | None:
+def low_efficiency(eff: Efficiency,
+                   compiled: bool = False) -> tuple[list[dict[str, Any]], str] | None:
     """The matrix ops with the most GPU time that sit far under the roofline (or run fp32
     where tensor cores would be several times faster), and a hint; None when there are none.
     """
@@ -97,21 +98,22 @@ def low_efficiency(eff: Efficiency) -> tuple[list[dict[str, Any]], str] | None:
     if "multiples" in text:
         hints.append("pad hidden sizes, vocabularies and batch to multiples of 8 (16 for fp8)")
     if "small problem" in text:
-        hints.append("give each matmul more work: a larger batch, or fuse small ones "
-                     "(torch.compile)")
+        hints.append("give each matmul more work: a larger batch, or fuse small ones"
+                     + ("" if compiled else " (torch.compile)"))
     if not hints:
         hints.append("compare kernels with torch.backends.cudnn.benchmark=True or "
                      "torch.compile(mode='max-autotune')")
     return found, "; ".join(hints) + "."
 
 
-def low_efficiency_diagnostic(eff: Efficiency, verdict: str) -> Diagnostic | None:
+def low_efficiency_diagnostic(eff: Efficiency, verdict: str,
+                              compiled: bool = False) -> Diagnostic | None:
     """The ``low-efficiency`` finding: on a run that is not overhead- or input-bound (where
     the host, not the kernels, decides the time), the matrix ops with the most GPU time sit
     far under the roofline (see ``low_efficiency``)."""
     if verdict in ("overhead-bound", "cpu-only", "input-bound"):
         return None
-    found = low_efficiency(eff)
+    found = low_efficiency(eff, compiled)
     if found is None:
         return None
     ops, hint = found

@@ -51,6 +51,15 @@ HINTS: dict[str, str] = {
 }
 
 
+# a torch.compile'd run is not told to compile: these replace HINTS / CPU_HINTS there
+COMPILED_HINTS: dict[str, str] = {
+    "host_launch": "the host issues GPU work too slowly: fewer, larger ops (batch, fuse) or "
+                   "CUDA graphs to replay the launches (mode='reduce-overhead' in its "
+                   "torch.compile)",
+    "host_cpu_work": "time inside ops: the heaviest ops by self time are where to look "
+                     "(vectorise, fewer and larger ops)",
+}
+
 # on a CPU-only run no GPU waits: the host buckets are the step itself
 CPU_HINTS: dict[str, str] = {
     "host_cpu_work": "time inside ops: the heaviest ops by self time are where to look "
@@ -62,12 +71,13 @@ CPU_HINTS: dict[str, str] = {
 
 def opportunities(bd: Breakdown, straggler: int | None = None,
                   rank: int | None = None,
-                  cpu_ops: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+                  cpu_ops: pd.DataFrame | None = None,
+                  compiled: bool = False) -> list[dict[str, Any]]:
     """The non-compute buckets of `bd` (one rank, or every rank's steps pooled), largest
     first; see the module doc. `straggler`: the rank the others wait for, named in the hint
     of a faster rank's exposed communication. `cpu_ops`: the self time per step of each op
     over `bd`'s steps (metrics/cpu_ops.heavy_ops), which replaces `host_cpu_work` on a
-    CPU-only run."""
+    CPU-only run. `compiled`: the trace shows torch.compile'd code (COMPILED_HINTS)."""
     steps = bd.steps
     n = len(steps)
     if not n:
@@ -83,8 +93,8 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
         pct = 100.0 * us / step_us
         if pct < MIN_PCT:
             continue
-        ops = cpu_op_bounds(cpu_ops, step_us) if bucket == "host_cpu_work" and not has_gpu \
-            and cpu_ops is not None else []
+        ops = cpu_op_bounds(cpu_ops, step_us, compiled) if bucket == "host_cpu_work" and \
+            not has_gpu and cpu_ops is not None else []
         if ops:
             out += ops
             continue
@@ -92,6 +102,8 @@ def opportunities(bd: Breakdown, straggler: int | None = None,
         per_name = rows.groupby("name", sort=False)["us"].sum().sort_values(
             ascending=False, kind="stable").head(TOP_WHERE)
         hint = HINTS[bucket] if has_gpu else CPU_HINTS.get(bucket, HINTS[bucket])
+        if compiled and (has_gpu or bucket in CPU_HINTS):
+            hint = COMPILED_HINTS.get(bucket, hint)
         waits = bucket in COMMUNICATION_BUCKETS or any(
             COLLECTIVE_NAME.search(str(name)) for name in per_name.index)
         if waits and straggler is not None and rank is not None and rank != straggler:

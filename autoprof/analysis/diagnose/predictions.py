@@ -34,7 +34,8 @@ The order is what each named fix is predicted to give: the opportunities with a 
 prediction first, largest `predicted_speedup` first (the top opportunity is the fix predicted
 to gain most), then those with only a bound, by time as the breakdown gave them; each says
 which (`ranked_by`: "predicted_speedup" or "max_speedup"). Runs without GPU work, or whose
-replay fails, keep their bounds and their order by time.
+replay fails, keep their bounds and their order by time, unless one of the catalogue's
+whole-run entries (catalogue.py) is offered: then they are ranked with it.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ FIX_HINTS: dict[FixName, str] = {
     "loader-workers": f"the GPU waits for the next batch: DataLoader(num_workers={WORKERS}, "
                       "pin_memory=True, prefetch_factor=2) and non_blocking copies",
 }
+# a torch.compile'd run is told the mode of the compile it has, not to compile
+COMPILED_GRAPH_HINT = ("capture the call as a CUDA graph (static inputs, copy each batch in, "
+                       "replay), or give its torch.compile mode='reduce-overhead', which does "
+                       "the same")
 SYNC_FREE_GRAPH_HINT = ("remove the sync inside the call first (capture refuses .item(), "
                         ".cpu(), printing, `if tensor:` and mask indexing on device tensors: "
                         "keep values on the device, torch.where for a mask), then capture the "
@@ -266,6 +271,13 @@ def _loop_before_graph(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                        if float(o["predicted_speedup"]) < float(loop["predicted_speedup"])),
                       len(rest)))
     return rest[:at] + [loop] + rest[at:]
+
+
+def for_compiled(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`opps` of a torch.compile'd run: a CUDA graph's hint names the compile's mode
+    (COMPILED_GRAPH_HINT) instead of telling it to compile."""
+    return [{**o, "hint": str(o["hint"]).replace(FIX_HINTS["cuda-graph"], COMPILED_GRAPH_HINT)}
+            if o.get("fix") == "cuda-graph" and o.get("hint") else o for o in opps]
 
 
 def predicted_interval(opp: dict[str, Any]) -> dict[str, float]:

@@ -29,7 +29,8 @@ _NO_SHAPES_CATS = GPU_CATS | RUNTIME_CATS | {"ac2g", "trace"}
 _HOST_CATS = RUNTIME_CATS | {"cpu_op", "user_annotation", "python_function", "trace"}
 _NO_CORRELATION_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "trace"})
 
-INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "device", "stream", "flow_id")
+INT_COLUMNS = ("pid", "tid", "correlation", "external_id", "seq_nr", "device", "stream",
+               "flow_id")
 FLOAT_COLUMNS = ("ts", "dur", "flops", "bytes")
 
 IntArray = npt.NDArray[np.int64]
@@ -207,6 +208,7 @@ class ColumnBuilder:
         op_rows = np.flatnonzero(is_x & ~self._cat_flags(_NO_SHAPES_CATS)[cat_codes])
         op_args = _pick(args, op_rows)
         n_ops = len(op_args)
+        chunk["seq_nr"] = _spread(_ids([a.seq_nr for a in op_args]), op_rows, n)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _floats([a.flops for a in op_args])
         chunk["input_dims"] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
@@ -278,6 +280,7 @@ class ColumnBuilder:
             bytes=merged["bytes"].astype(np.float64, copy=False),
             correlation=merged["correlation"],
             external_id=merged["external_id"],
+            seq_nr=merged["seq_nr"],
             device=merged["device"],
             stream=merged["stream"],
             flow_id=merged["flow_id"],
@@ -338,6 +341,7 @@ class RawColumns:
     bytes: FloatArray  # args.bytes of memcpy / memset events
     correlation: IntArray
     external_id: IntArray
+    seq_nr: IntArray  # autograd's sequence number of a CPU op, -1 where it has none
     device: IntArray
     stream: IntArray
     flow_id: IntArray

@@ -39,8 +39,8 @@ MAX_ABS_TS_US = 1e17
 COLUMNS: tuple[str, ...] = (
     "name", "cat", "lane", "is_gpu_work", "pid", "tid", "device", "stream", "ts_us",
     "dur_us", "end_us", "self_us", "depth", "parent", "step", "correlation", "external_id",
-    "launch_row", "op_row", "flops", "bytes", "input_dims", "input_types", "input_values",
-    "rank",
+    "seq_nr", "launch_row", "op_row", "flops", "bytes", "input_dims", "input_types",
+    "input_values", "rank",
 )
 # pandas categoricals of str values (see docs/architecture.md); the rest are numbers/bools
 TEXT_COLUMNS: tuple[str, ...] = ("name", "cat", "lane", "input_dims", "input_types",
@@ -296,6 +296,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
         "step": step,
         "correlation": corr_rows,
         "external_id": c.external_id[rows],
+        "seq_nr": c.seq_nr[rows],
         "launch_row": launch_row,
         "op_row": op_row,
         "flops": c.flops[rows],

@@ -44,6 +44,7 @@ def coerce_loose(loose: LooseEvent) -> Event:
     args = Args(
         correlation=int(ident(raw_args.get("correlation"))),
         external_id=int(ident(raw_args.get("External id"))),
+        seq_nr=int(ident(raw_args.get("Sequence number"))),
         flops=float_or_nan(raw_args.get("flops")),
         copy_bytes=float_or_nan(raw_args.get("bytes")),
         input_dims=msgspec.Raw(msgspec.json.encode(dims)) if dims is not None else RAW_EMPTY,

@@ -19,6 +19,8 @@ class Args(msgspec.Struct, gc=False):
 
     correlation: int = -1
     external_id: int = msgspec.field(default=-1, name="External id")
+    # autograd's sequence number: set on the ops dispatched while grad mode records them
+    seq_nr: int = msgspec.field(default=-1, name="Sequence number")
     flops: float = math.nan
     copy_bytes: float = msgspec.field(default=math.nan, name="bytes")  # memcpy / memset
     input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")

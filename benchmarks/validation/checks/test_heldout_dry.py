@@ -1,5 +1,6 @@
-"""The held-out programs run: every GPU program and fix, and every CPU one, on the CPU at
-tiny sizes (the dry run's code, executed here in one process instead of one process each)."""
+"""The held-out programs run: every GPU program and fix, and every CPU one (both CPU sets),
+on the CPU at tiny sizes (the dry run's code, executed here in one process instead of one
+process each)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 sys.path.insert(0, str(BENCH / "gpu"))
 sys.path.insert(0, str(BENCH))
 
-from cpu_heldout import CASES as CPU_CASES  # noqa: E402
+from cpu_catalogue_heldout import CASES as CATALOGUE_CASES  # noqa: E402
+from cpu_heldout import CASES as CPU_HELDOUT  # noqa: E402
 from heldout_cases import CASES as GPU_CASES  # noqa: E402
 from heldout_compare import judge_fix  # noqa: E402
 from heldout_driver import fix_truth, timer_code  # noqa: E402
+
+CPU_CASES = {**CPU_HELDOUT, **CATALOGUE_CASES}
 
 SIDES = [(name, fix) for cases in (GPU_CASES, CPU_CASES) for name in cases
          for fix in (None, *cases[name]["fixes"])]

@@ -16,6 +16,7 @@ import autoprof
 from autoprof.analysis.diagnose.code_fixes import WORKERS_UNSEEN
 from autoprof.analysis.diagnose.opportunities import opportunities
 from autoprof.analysis.diagnose.predictions import (
+    COMPILED_GRAPH_HINT,
     FIX_HINTS,
     SYNC_FREE_GRAPH_HINT,
     ranked,
@@ -198,12 +199,13 @@ def test_in_a_worker_loop_only_more_workers_is_predicted() -> None:
     assert launch["hint"].endswith(f"({WORKERS_UNSEEN})")
 
 
-@pytest.mark.parametrize(("workload", "syncs"), [
-    ("sync_mask", True),  # `h[h > 0]` inside the step: capture needs it gone first
-    ("cnn_loader_w4", False),  # only the pageable batch copy's own sync: the graph's copy
-    ("compiled_mlp", False),
+@pytest.mark.parametrize(("workload", "hint"), [
+    ("sync_mask", "sync-free"),  # `h[h > 0]` inside the step: capture needs it gone first
+    ("cnn_loader_w4", "plain"),  # only the pageable batch copy's own sync: the graph's copy
+    ("compiled_mlp", "compiled"),  # torch.compile'd already: its mode, not "compile it"
 ])
 def test_a_graph_hint_says_when_the_call_must_lose_its_sync_first(workload: str,
-                                                                 syncs: bool) -> None:
+                                                                 hint: str) -> None:
     graph = next(o for o in _opps(workload) if o.get("fix") == "cuda-graph")
-    assert graph["hint"] == (SYNC_FREE_GRAPH_HINT if syncs else FIX_HINTS["cuda-graph"])
+    assert graph["hint"] == {"sync-free": SYNC_FREE_GRAPH_HINT, "plain": FIX_HINTS["cuda-graph"],
+                             "compiled": COMPILED_GRAPH_HINT}[hint]

@@ -24,6 +24,7 @@ def test_the_literal_types_and_their_tuples_name_the_same_kinds() -> None:
     assert set(get_args(kinds.Severity)) == set(kinds.SEVERITIES)
     assert set(get_args(kinds.FixName)) == set(kinds.FIX_NAMES)
     assert set(get_args(kinds.MeasuredFixName)) == set(kinds.MEASURED_FIX_NAMES)
+    assert set(get_args(kinds.CatalogueFixName)) == set(kinds.CATALOGUE_FIX_NAMES)
     assert sorted(kinds.BUCKETS_SHOWN) == sorted(kinds.BUCKETS)
     assert set(kinds.GPU_BUCKETS) | set(kinds.HOST_BUCKETS) == set(kinds.BUCKETS)
 

@@ -1,0 +1,51 @@
+"""The fix catalogue's entries that read the run as a whole, beside the replayed fixes.
+
+| cause | fix | found as |
+| --- | --- | --- |
+| `autograd_inference` | `inference-mode` | a graph built, no backward (inference_mode.py) |
+| `cpu_threads` | `set-num-threads` | CPU steps that wait for cores (threads.py) |
+| `recompiles` | `compile-dynamic` | compiling again for new shapes (recompiles.py) |
+
+Each predicts its own gain (no replay) and states its own `prediction_error`; one is offered
+only when its gain is at least MIN_SPEEDUP (code_fixes.py), and then ranked with the other
+opportunities by `predicted_speedup` (predictions.ranked), on CPU-only runs as on GPU ones.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from autoprof.analysis.diagnose.code_fixes import MIN_SPEEDUP
+from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
+from autoprof.analysis.diagnose.inference_mode import autograd_inference
+from autoprof.analysis.diagnose.opportunities import opportunities
+from autoprof.analysis.diagnose.predictions import for_compiled, ranked, with_predictions
+from autoprof.analysis.diagnose.recompiles import recompiles
+from autoprof.analysis.diagnose.threads import threads_fix
+from autoprof.analysis.metrics.cpu_ops import heavy_ops
+
+if TYPE_CHECKING:
+    from autoprof.analysis.analysis import Analysis
+
+
+def catalogue_fixes(ctx: Analysis, step_us: float) -> list[dict[str, Any]]:
+    """The entries of the module doc that `ctx` shows (`step_us`: the mean profiled step)."""
+    found = [autograd_inference(ctx.events, step_us, ctx.reference), threads_fix(ctx),
+             recompiles(ctx)]
+    return [o for o in found if o is not None and o["predicted_speedup"] >= MIN_SPEEDUP]
+
+
+def ranked_opportunities(ctx: Analysis) -> list[dict[str, Any]]:
+    """`Analysis.opportunities`: the breakdown's causes (opportunities.py) with each fix's
+    prediction (predictions.py) and the entries of the module doc, ranked together where any
+    is offered; a torch.compile'd run's hints do not say to compile it."""
+    bd = ctx.breakdown
+    compiled = is_compiled(ctx)
+    step_us = float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0
+    cpu_ops = None if ctx.has_gpu else heavy_ops(ctx.events, bd.steps)
+    opps = with_predictions(opportunities(bd, cpu_ops=cpu_ops, compiled=compiled), ctx.events,
+                            ctx.call_region, ctx.reference, step_us, ctx.graph_input_copy_us,
+                            ctx.device_name)
+    extra = catalogue_fixes(ctx, step_us)
+    out = ranked(opps + extra) if extra else opps
+    return for_compiled(out) if compiled else out
