@@ -63,6 +63,7 @@ from autoprof.analysis.metrics.replay.fixes import (
 )
 from autoprof.analysis.metrics.replay.graph import shared_graphs
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
+from autoprof.analysis.metrics.replay.sample import MAX_STEPS
 
 FIX_OF_CAUSE: dict[str, FixName] = {
     "host_launch": "cuda-graph",
@@ -155,7 +156,8 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
-        with shared_graphs():  # one table replayed many times: its graph built once
+        # one table replayed many times: its graph built once, of at most MAX_STEPS steps
+        with shared_graphs(MAX_STEPS):
             out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device)
     except ValueError:
         return opps

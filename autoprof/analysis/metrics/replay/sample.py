@@ -1,0 +1,93 @@
+"""The steps a long trace is replayed over: at most MAX_STEPS, in blocks of consecutive steps
+spread evenly over the trace.
+
+A prediction is the median (and spread) over steps of one replay's step time over another's,
+and each replay is one pass over every call and GPU item of the graph: a trace of 500 steps
+costs 500 steps a replay, and a summary makes about twenty. `sampled` cuts one rank's table to
+`MAX_STEPS // BLOCK_STEPS` blocks of BLOCK_STEPS consecutive profiler steps, the first block at
+the trace's first step, the last ending at its last step, the others evenly between; a rank
+of MAX_STEPS steps or fewer is replayed whole (the same table, so the same predictions):
+
+| profiler steps | replayed (positions, 1-based) | lead-ins |
+| --- | --- | --- |
+| 1 to 32 | all | none |
+| 500 | 1-8, 164-172, 328-336, 492-500 | 164, 328, 492 |
+
+Each block after the first is replayed from the step before it, a lead-in whose result is not
+reported: it fills the streams' queues as the steps before it did, so the block's first step
+starts as it would in the whole trace's replay. A block keeps the rows that start inside its
+steps' span on any thread, the GPU work those rows launched (wherever it runs), the rows that
+hold the whole span (the call or loop around the steps, so parents stay parents) and the GPU
+rows without a launch that start inside it. Between two blocks the replay sees the host time
+of the steps left out as time between two steps (in no step's window) and no GPU work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from autoprof.analysis.metrics.stats import cpu_mask, for_rank, ranks_of, step_rows
+
+MAX_STEPS = 32  # the most profiler steps of one rank a replay reads
+BLOCK_STEPS = 8  # consecutive steps a block keeps
+
+
+def block_starts(n_steps: int, max_steps: int = MAX_STEPS,
+                 block_steps: int = BLOCK_STEPS) -> list[int]:
+    """The position of each block's first step (0-based, ascending) among `n_steps` steps;
+    every position when there are `max_steps` or fewer (blocks of one step)."""
+    if n_steps <= max_steps:
+        return list(range(n_steps))
+    size = max(min(block_steps, max_steps), 1)
+    blocks = max(max_steps // size, 1)
+    if blocks == 1:
+        return [(n_steps - size) // 2]
+    return sorted({int(round(k * (n_steps - size) / (blocks - 1))) for k in range(blocks)})
+
+
+def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_STEPS,
+            block_steps: int = BLOCK_STEPS) -> tuple[pd.DataFrame, frozenset[int]]:
+    """The rows of `rank` (None: the only or first) that the replay of at most `max_steps`
+    of its profiler steps reads (the module doc), and the numbers of the lead-in steps among
+    them (replayed, not reported); `events` itself and no lead-in when it has that many steps
+    or fewer, or no rank."""
+    ranks = ranks_of(events)
+    if not ranks:
+        return events, frozenset()
+    wanted = ranks[0] if rank is None else rank
+    steps = step_rows(events)
+    steps = steps[steps["rank"].to_numpy() == wanted]
+    if len(steps) <= max_steps:
+        return events, frozenset()
+    ev = events if ranks == [wanted] else for_rank(events, wanted)
+    size = max(min(block_steps, max_steps), 1)
+    starts = block_starts(len(steps), max_steps, size)
+    leads = [k - 1 for k in starts if k > 0]
+    first = steps["ts_us"].to_numpy(float)
+    last = steps["end_us"].to_numpy(float)
+    lo = np.array([first[k - 1 if k > 0 else k] for k in starts])
+    hi = np.array([last[k + size - 1] for k in starts])
+    numbers = steps["step_no"].to_numpy(np.int64)
+    return ev[_kept(ev, lo, hi)], frozenset(int(numbers[k]) for k in leads)
+
+
+def _kept(ev: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The rows a replay of the spans [lo, hi) reads (the module doc), as a mask."""
+    ts = ev["ts_us"].to_numpy(float)
+    end = ev["end_us"].to_numpy(float)
+    at = np.searchsorted(lo, ts, "right") - 1  # the last span starting at or before each row
+    inside = (at >= 0) & (ts < hi[np.clip(at, 0, None)])
+    holds = np.zeros(len(ev), dtype=bool)
+    cpu = cpu_mask(ev)
+    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+        holds |= cpu & (ts <= a) & (end >= b)
+    launch = ev["launch_row"].to_numpy()
+    launched = launch >= 0
+    kept_host = (inside | holds) & cpu
+    labels = ev.index.to_numpy()
+    by_launch = np.zeros(len(ev), dtype=bool)
+    by_launch[launched] = np.isin(launch[launched], labels[kept_host])
+    gpu = ~cpu
+    out: np.ndarray = kept_host | (gpu & launched & by_launch) | (gpu & ~launched & inside)
+    return out
