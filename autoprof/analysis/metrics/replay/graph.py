@@ -40,6 +40,7 @@ from autoprof.analysis.metrics.stats import (
     ranks_of,
     require_columns,
     step_rows,
+    text_of,
 )
 
 NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "parent",
@@ -83,13 +84,13 @@ class Graph:
     def names(self) -> np.ndarray:
         """Each event's name as text (read once per graph)."""
         if "names" not in self.memo:
-            self.memo["names"] = self.events["name"].astype(str).to_numpy()
+            self.memo["names"] = text_of(self.events["name"])
         return self.memo["names"]
 
     def item_cats(self) -> np.ndarray:
         """Each GPU item's category as text (read once per graph)."""
         if "item_cats" not in self.memo:
-            self.memo["item_cats"] = self.events["cat"].astype(str).to_numpy()[self.item_row]
+            self.memo["item_cats"] = text_of(self.events["cat"])[self.item_row]
         return self.memo["item_cats"]
 
     @property
