@@ -53,6 +53,18 @@ def test_a_sampled_replay_reports_the_whole_replays_steps() -> None:
     assert spread.median == pytest.approx(full.median, rel=1e-9)
 
 
+def test_a_lead_in_that_another_block_reports_stays_reported() -> None:
+    ev = gpu_tail(5).frame()
+    # blocks of two at positions 0 and 3: the second's lead-in is position 2 (step 3)
+    assert sampled(ev, None, 4, 2)[1] == {3}
+    # blocks of one at positions 0, 1, 3 and 4: position 0 leads into 1 and 3 into 4, but
+    # both are reported by their own blocks; only position 2 is a lead-in
+    assert sampled(ev, None, 4, 1)[1] == {3}
+    # one block of four (the default blocks are longer than the cap): steps 1-4, no lead-in
+    with shared_graphs(max_steps=4):
+        assert [r.step for r in replay_steps(ev)] == [1, 2, 3, 4]
+
+
 def test_a_sampled_replay_changes_nothing_under_the_cap() -> None:
     ev = gpu_tail(10).frame()
     with shared_graphs(max_steps=16):

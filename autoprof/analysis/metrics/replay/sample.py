@@ -47,11 +47,11 @@ def block_starts(n_steps: int, max_steps: int = MAX_STEPS,
 
 
 def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_STEPS,
-            block_steps: int = BLOCK_STEPS) -> tuple[pd.DataFrame, frozenset[int]]:
+            block_steps: int | None = None) -> tuple[pd.DataFrame, frozenset[int]]:
     """The rows of `rank` (None: the only or first) that the replay of at most `max_steps`
-    of its profiler steps reads (the module doc), and the numbers of the lead-in steps among
-    them (replayed, not reported); `events` itself and no lead-in when it has that many steps
-    or fewer, or no rank."""
+    of its profiler steps reads (the module doc), in blocks of `block_steps` (None:
+    BLOCK_STEPS), and the numbers of the lead-in steps among them (replayed, not reported);
+    `events` itself and no lead-in when it has that many steps or fewer, or no rank."""
     ranks = ranks_of(events)
     if not ranks:
         return events, frozenset()
@@ -61,9 +61,10 @@ def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_
     if len(steps) <= max_steps:
         return events, frozenset()
     ev = events if ranks == [wanted] else for_rank(events, wanted)
-    size = max(min(block_steps, max_steps), 1)
+    size = max(min(BLOCK_STEPS if block_steps is None else block_steps, max_steps), 1)
     starts = block_starts(len(steps), max_steps, size)
-    leads = [k - 1 for k in starts if k > 0]
+    kept = {k + i for k in starts for i in range(size)}
+    leads = [k - 1 for k in starts if k > 0 and k - 1 not in kept]  # a step is reported once
     first = steps["ts_us"].to_numpy(float)
     last = steps["end_us"].to_numpy(float)
     lo = np.array([first[k - 1 if k > 0 else k] for k in starts])
