@@ -49,6 +49,14 @@ def _change(ref: dict[str, float], got: dict[str, float]) -> float:
     return max((abs(got[k] / ref[k] - 1.0) for k in ref if ref[k]), default=0.0)
 
 
+def _relative(path: str) -> str:
+    """`path` relative to the repository where it lies inside it."""
+    try:
+        return str(Path(path).relative_to(HERE.parent))
+    except ValueError:
+        return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("roots", nargs="+", type=Path)
@@ -69,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             continue  # no replayed prediction: sampling cannot change it
         got = summary_of(path)
         (v0, t0, s0), (v1, t1, s1) = _picks(ref), _picks(got)
-        row = {"path": path, "identical": got == ref, "verdict_same": v0 == v1,
+        row = {"path": _relative(path), "identical": got == ref, "verdict_same": v0 == v1,
                "top_same": t0 == t1, "largest_change": _change(s0, s1)}
         rows.append(row)
         if not row["identical"]:
@@ -80,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} runs with a replayed prediction; identical {same}; "
           f"verdict changed {sum(not r['verdict_same'] for r in rows)}; top pick changed "
           f"{sum(not r['top_same'] for r in rows)}; largest predicted_speedup change {worst:.2e}")
-    if args.out:
+    if args.out:  # null: the two sides predict different causes
+        kept = [{**r, "largest_change": r["largest_change"]
+                 if r["largest_change"] != float("inf") else None} for r in rows]
         args.out.write_text(json.dumps({"max_steps": args.max_steps,
-                                        "block_steps": args.block_steps, "runs": rows},
+                                        "block_steps": args.block_steps, "runs": kept},
                                        indent=2) + "\n")
     return 0
 
