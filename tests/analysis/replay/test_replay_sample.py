@@ -35,18 +35,21 @@ def test_blocks_are_spread_evenly_and_short_traces_are_whole() -> None:
 def test_a_sampled_replay_reports_the_whole_replays_steps() -> None:
     ev = gpu_tail(40).frame()
     whole = {r.step: r for r in replay_steps(ev)}
-    table, leads = sampled(ev, None, 16)
+    table, leads = sampled(ev, None, 16, 8)  # two blocks of 8: steps 1-8, 33-40
     assert leads == {32}
     assert len(table) < len(ev)
+    # the default: 16 single steps spread evenly, each after its lead-in
+    reported = [k + 1 for k in block_starts(40, 16, 1)]
+    assert reported[0] == 1 and reported[-1] == 40 and len(reported) == 16
     with shared_graphs(max_steps=16):
         part = replay_steps(ev)
         spread = predict_speedups(ev, [ScaleHost(0.5)])
-    assert [r.step for r in part] == [*range(1, 9), *range(33, 41)]
+    assert [r.step for r in part] == reported
     for r in part:
         assert r.step_us == pytest.approx(whole[r.step].step_us, rel=1e-12)
         assert r.measured_step_us == pytest.approx(whole[r.step].measured_step_us, rel=1e-12)
-    # step 33 starts where step 32's kernel ends (805 us), not at its host start (800 us):
-    # without its lead-in it would measure 27 us
+    # each step starts where the previous step's kernel ends: step 33 at 805 us, not at its
+    # host start (800 us); replayed without the step before it, it would measure 27 us
     assert whole[33].measured_step_us == pytest.approx(22.0)
     full = predict_speedups(ev, [ScaleHost(0.5)])
     assert len(spread.per_step) == 16 and len(full.per_step) == 40
@@ -60,9 +63,9 @@ def test_a_lead_in_that_another_block_reports_stays_reported() -> None:
     # blocks of one at positions 0, 1, 3 and 4: position 0 leads into 1 and 3 into 4, but
     # both are reported by their own blocks; only position 2 is a lead-in
     assert sampled(ev, None, 4, 1)[1] == {3}
-    # one block of four (the default blocks are longer than the cap): steps 1-4, no lead-in
+    # the default, blocks of one: steps 1, 2 (after 1, reported), 4 (after its lead-in 3), 5
     with shared_graphs(max_steps=4):
-        assert [r.step for r in replay_steps(ev)] == [1, 2, 3, 4]
+        assert [r.step for r in replay_steps(ev)] == [1, 2, 4, 5]
 
 
 def test_a_sampled_replay_changes_nothing_under_the_cap() -> None:

@@ -1,5 +1,5 @@
-"""The steps a long trace is replayed over: at most MAX_STEPS, in blocks of consecutive steps
-spread evenly over the trace.
+"""The steps a long trace is replayed over: at most MAX_STEPS, spread evenly over the trace,
+each replayed after the step before it.
 
 A prediction is the median (and spread) over steps of one replay's step time over another's,
 and each replay is one pass over every call and GPU item of the graph: a trace of 500 steps
@@ -8,10 +8,10 @@ costs 500 steps a replay, and a summary makes about twenty. `sampled` cuts one r
 the trace's first step, the last ending at its last step, the others evenly between; a rank
 of MAX_STEPS steps or fewer is replayed whole (the same table, so the same predictions):
 
-| profiler steps | replayed (positions, 1-based) | lead-ins |
+| profiler steps | reported (positions, 1-based) | lead-ins |
 | --- | --- | --- |
 | 1 to 32 | all | none |
-| 500 | 1-8, 164-172, 328-336, 492-500 | 164, 328, 492 |
+| 500 | 1, 17, 33, 49, 65, 81, 98, ..., 484, 500 (32) | the step before each but the first |
 
 Each block after the first is replayed from the step before it, a lead-in whose result is not
 reported: it fills the streams' queues as the steps before it did, so the block's first step
@@ -20,6 +20,10 @@ steps' span on any thread, the GPU work those rows launched (wherever it runs), 
 hold the whole span (the call or loop around the steps, so parents stay parents) and the GPU
 rows without a launch that start inside it. Between two blocks the replay sees the host time
 of the steps left out as time between two steps (in no step's window) and no GPU work.
+
+Blocks of one step: on the committed 12-step H200 runs sampled to 6 steps, six single steps
+moved the predictions about half as much as two blocks of three or three of two
+(docs/performance.md), for two replayed steps per reported one.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import pandas as pd
 from autoprof.analysis.metrics.stats import cpu_mask, for_rank, ranks_of, step_rows
 
 MAX_STEPS = 32  # the most profiler steps of one rank a replay reads
-BLOCK_STEPS = 8  # consecutive steps a block keeps
+BLOCK_STEPS = 1  # consecutive steps a block keeps (module doc: why one)
 
 
 def block_starts(n_steps: int, max_steps: int = MAX_STEPS,
