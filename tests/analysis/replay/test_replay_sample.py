@@ -28,6 +28,8 @@ def test_blocks_are_spread_evenly_and_short_traces_are_whole() -> None:
     assert block_starts(40, 16, 8) == [0, 32]
     assert block_starts(20, 32, 8) == list(range(20))
     ev = gpu_tail(12).frame()
+    table, leads = sampled(ev, None, 8, 4)  # two blocks of 4 and a lead-in: 10 steps
+    assert table is not ev and leads == {8}
     table, leads = sampled(ev, None, 32)
     assert table is ev and not leads
 
@@ -56,16 +58,15 @@ def test_a_sampled_replay_reports_the_whole_replays_steps() -> None:
     assert spread.median == pytest.approx(full.median, rel=1e-9)
 
 
-def test_a_lead_in_that_another_block_reports_stays_reported() -> None:
-    ev = gpu_tail(5).frame()
-    # blocks of two at positions 0 and 3: the second's lead-in is position 2 (step 3)
-    assert sampled(ev, None, 4, 2)[1] == {3}
-    # blocks of one at positions 0, 1, 3 and 4: position 0 leads into 1 and 3 into 4, but
-    # both are reported by their own blocks; only position 2 is a lead-in
-    assert sampled(ev, None, 4, 1)[1] == {3}
-    # the default, blocks of one: steps 1, 2 (after 1, reported), 4 (after its lead-in 3), 5
-    with shared_graphs(max_steps=4):
-        assert [r.step for r in replay_steps(ev)] == [1, 2, 4, 5]
+def test_a_rank_is_replayed_whole_unless_the_sample_replays_fewer_steps() -> None:
+    # 32 single steps and their 32 lead-ins: a rank of 64 steps is replayed whole
+    whole = gpu_tail(64).frame()
+    assert sampled(whole, None, 32)[0] is whole
+    ev = gpu_tail(65).frame()
+    table, leads = sampled(ev, None, 32)
+    assert len(leads) == 31 and len(table) < len(ev)
+    with shared_graphs(max_steps=32):
+        assert len(replay_steps(ev)) == 32
 
 
 def test_a_sampled_replay_changes_nothing_under_the_cap() -> None:

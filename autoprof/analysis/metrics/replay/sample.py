@@ -5,12 +5,13 @@ A prediction is the median (and spread) over steps of one replay's step time ove
 and each replay is one pass over every call and GPU item of the graph: a trace of 500 steps
 costs 500 steps a replay, and a summary makes about twenty. `sampled` cuts one rank's table to
 `MAX_STEPS // BLOCK_STEPS` blocks of BLOCK_STEPS consecutive profiler steps, the first block at
-the trace's first step, the last ending at its last step, the others evenly between; a rank
-of MAX_STEPS steps or fewer is replayed whole (the same table, so the same predictions):
+the trace's first step, the last ending at its last step, the others evenly between. A rank
+with no more steps than the sample would replay, lead-ins included (`replayed_steps`: 64 for
+32 single steps) is replayed whole (the same table, so the same predictions):
 
 | profiler steps | reported (positions, 1-based) | lead-ins |
 | --- | --- | --- |
-| 1 to 32 | all | none |
+| 1 to 64 | all | none |
 | 500 | 1, 17, 33, 49, 65, 81, 98, ..., 484, 500 (32) | the step before each but the first |
 
 Each block after the first is replayed from the step before it, a lead-in whose result is not
@@ -50,6 +51,13 @@ def block_starts(n_steps: int, max_steps: int = MAX_STEPS,
     return sorted({int(round(k * (n_steps - size) / (blocks - 1))) for k in range(blocks)})
 
 
+def replayed_steps(max_steps: int = MAX_STEPS, block_steps: int = BLOCK_STEPS) -> int:
+    """The most steps a sample replays, its lead-ins included: a rank of no more steps is
+    replayed whole."""
+    size = max(min(block_steps, max_steps), 1)
+    return max(max_steps // size, 1) * (size + 1)
+
+
 def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_STEPS,
             block_steps: int | None = None) -> tuple[pd.DataFrame, frozenset[int]]:
     """The rows of `rank` (None: the only or first) that the replay of at most `max_steps`
@@ -62,13 +70,12 @@ def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_
     wanted = ranks[0] if rank is None else rank
     steps = step_rows(events)
     steps = steps[steps["rank"].to_numpy() == wanted]
-    if len(steps) <= max_steps:
+    size = max(min(BLOCK_STEPS if block_steps is None else block_steps, max_steps), 1)
+    if len(steps) <= replayed_steps(max_steps, size):
         return events, frozenset()
     ev = events if ranks == [wanted] else for_rank(events, wanted)
-    size = max(min(BLOCK_STEPS if block_steps is None else block_steps, max_steps), 1)
     starts = block_starts(len(steps), max_steps, size)
-    kept = {k + i for k in starts for i in range(size)}
-    leads = [k - 1 for k in starts if k > 0 and k - 1 not in kept]  # a step is reported once
+    leads = [k - 1 for k in starts if k > 0]  # more steps than replayed: blocks never touch
     first = steps["ts_us"].to_numpy(float)
     last = steps["end_us"].to_numpy(float)
     lo = np.array([first[k - 1 if k > 0 else k] for k in starts])
