@@ -2,7 +2,8 @@
 
 An opportunity's `max_speedup` bounds what removing its bucket could give; the replay predicts
 what the one fix its hint names gives: `fix` (the what-if's name where one exists:
-`cuda-graph`), `predicted_speedup` (the median over the profiled steps) and
+`cuda-graph`), `predicted_speedup` (the median over the profiled steps: over MAX_STEPS of
+them, spread evenly, on a rank of more than twice that, metrics/replay/sample.py) and
 `predicted_spread` (median, quartiles, min and max). The hint then speaks of that fix, so
 the number and the words are one change:
 
