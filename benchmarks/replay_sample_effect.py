@@ -1,16 +1,18 @@
 """How far replaying a sample of each rank's steps moves the summary: the committed runs
 whose reference summary holds a replayed prediction, summarised with the replay capped at
-``--max-steps`` steps in blocks of ``--block-steps`` (metrics/replay/sample.py), against
-references of the whole replay written by ``summary_identity.py --write``.
+``--max-steps`` reported steps in blocks of ``--block-steps`` (metrics/replay/sample.py),
+against references of the whole replay written by ``summary_identity.py --write``.
 
-The committed runs have fewer steps than the real cap, so their summaries are the whole
-replay's (``summary_identity.py`` checks that); a cap far below their step count (2 steps in
-blocks of 1: the first step, and the last after its lead-in) shows what sampling does to
-real, unevenly timed steps.
+The committed runs have fewer steps than the real sample replays, so their summaries are the
+whole replay's (``summary_identity.py`` checks that); a cap far below their step count (4 of
+the 12 steps of the H200 diff runs) shows what sampling does to real, unevenly timed steps.
+A rank with no more steps than the sample would replay is still replayed whole.
 
-    python benchmarks/summary_identity.py --write /tmp/refs tests/data traces/examples
-    python benchmarks/replay_sample_effect.py --against /tmp/refs --max-steps 2 \
-        --block-steps 1 tests/data traces/examples [--out F.json]
+    python benchmarks/summary_identity.py --write /tmp/refs tests/analysis/diff/data/h200 \
+        tests/analysis/diff/data/h200_planted
+    python benchmarks/replay_sample_effect.py --against /tmp/refs --max-steps 4 \
+        --block-steps 1 tests/analysis/diff/data/h200 tests/analysis/diff/data/h200_planted \
+        [--out F.json]
 
 Prints one line per run whose summary differs (verdict, top pick, the largest relative
 change of any ``predicted_speedup``), then the totals.

@@ -22,9 +22,10 @@ hold the whole span (the call or loop around the steps, so parents stay parents)
 rows without a launch that start inside it. Between two blocks the replay sees the host time
 of the steps left out as time between two steps (in no step's window) and no GPU work.
 
-Blocks of one step: on the committed 12-step H200 runs sampled to 6 steps, six single steps
-moved the predictions about half as much as two blocks of three or three of two
-(docs/performance.md), for two replayed steps per reported one.
+Blocks of one step: on the committed 12-step H200 runs sampled to 4 steps, single steps
+were never the worst of the block lengths tried, and they spread over the whole trace, where
+a few blocks would miss a phase a long run goes through (docs/performance.md); they cost a
+lead-in each.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import pandas as pd
 
 from autoprof.analysis.metrics.stats import cpu_mask, for_rank, ranks_of, step_rows
 
-MAX_STEPS = 32  # the most profiler steps of one rank a replay reads
+MAX_STEPS = 32  # the most profiler steps of one rank a sampled replay reports
 BLOCK_STEPS = 1  # consecutive steps a block keeps (module doc: why one)
 
 
@@ -63,7 +64,8 @@ def sampled(events: pd.DataFrame, rank: int | None = None, max_steps: int = MAX_
     """The rows of `rank` (None: the only or first) that the replay of at most `max_steps`
     of its profiler steps reads (the module doc), in blocks of `block_steps` (None:
     BLOCK_STEPS), and the numbers of the lead-in steps among them (replayed, not reported);
-    `events` itself and no lead-in when it has that many steps or fewer, or no rank."""
+    `events` itself and no lead-in when the rank has no more steps than the sample would
+    replay (`replayed_steps`), or there is no rank."""
     ranks = ranks_of(events)
     if not ranks:
         return events, frozenset()
