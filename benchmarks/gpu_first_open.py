@@ -3,8 +3,11 @@ processes: this checkout against the package at ``--before`` (``git archive``), 
 H200 runs tiled in time (``gpu_tiled.py``: eager_100, graph_replay, ddp_step at 10x, 100x).
 
 Each process reports the wall and CPU time of ``load()`` and of ``summary()``, its peak RSS
-(``VmHWM``) and a hash of the summary JSON (the two sides must print the same summary). The
-two configurations alternate, ``--rounds`` times per trace; cells are medians [min-max].
+(``VmHWM``), how long each phase the progress line names took (``loader.phase``), a hash
+of the summary JSON, its verdict, top pick and each predicted speedup
+(where the replay reads a sample of a long trace's steps the two sides' speedups may differ
+in their last digits: the table gives the largest change). The two configurations
+alternate, ``--rounds`` times per trace; cells are medians [min-max].
 
     .venv/bin/python benchmarks/gpu_first_open.py --before main --times 10 100 \
         [--source eager_100 ...] [--rounds 3] [--out F.json]
@@ -41,17 +44,26 @@ from _measure import proc_status_mb
 import autoprof
 assert autoprof.__file__.startswith(sys.argv[1]), autoprof.__file__
 from autoprof.analysis.run import load
+from autoprof.analysis.loader.phase import listening
 import autoprof.analysis.report.summary
 t0, c0 = time.perf_counter(), time.process_time()
 run = load(sys.argv[2])
 t1, c1 = time.perf_counter(), time.process_time()
-summary = run.summary()
+marks = [("(before the first phase)", t1)]
+with listening(lambda name: marks.append((name, time.perf_counter()))):
+    summary = run.summary()
 t2, c2 = time.perf_counter(), time.process_time()
+phases = [[name, b - a] for (name, a), (_, b) in zip(marks, marks[1:] + [("", t2)])]
 text = json.dumps(summary, allow_nan=False, default=str, sort_keys=True)
+opps = summary.get("opportunities") or []
 print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
                   "load_cpu_s": c1 - c0, "summary_cpu_s": c2 - c1,
                   "peak_mb": proc_status_mb("self", "VmHWM"), "rows": len(run.events),
-                  "summary_sha1": hashlib.sha1(text.encode()).hexdigest()}))
+                  "summary_sha1": hashlib.sha1(text.encode()).hexdigest(),
+                  "phases": phases, "verdict": summary.get("verdict"),
+                  "top": [opps[0].get("cause"), opps[0].get("fix")] if opps else None,
+                  "speedups": {str(o.get("cause")): o["predicted_speedup"] for o in opps
+                               if isinstance(o.get("predicted_speedup"), (int, float))}}))
 """
 
 
@@ -76,12 +88,30 @@ def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
             print(f"| {name} | {key} | {_cell(cols[0])} | {_cell(cols[1])} | "
                   f"{med[1] / med[0]:.3f} |")
         for config in CONFIGS:
+            longest = [max(r.get("phases") or [["", 0.0]], key=lambda p: p[1])
+                       for r in runs[config]]
+            names = sorted({p[0] for p in longest})
+            print(f"| {name} | longest phase of the summary, s ({config}) | "
+                  f"{_cell([p[1] for p in longest])} | {'; '.join(names)} | |")
             ratio = [r["open_s"] / r["load_s"] for r in runs[config]]
             print(f"| {name} | first open / load ({config}) | {_cell(ratio)} | | |")
             cpu = [(r["load_cpu_s"] + r["summary_cpu_s"]) / r["load_cpu_s"] for r in runs[config]]
             print(f"| {name} | first open / load, CPU time ({config}) | {_cell(cpu)} | | |")
         hashes = {r["summary_sha1"] for c in CONFIGS for r in runs[c]}
         print(f"| {name} | same summary on both sides | {len(hashes) == 1} | | |")
+        picks = {json.dumps([r.get("verdict"), r.get("top")]) for c in CONFIGS for r in runs[c]}
+        print(f"| {name} | same verdict and top pick on both sides | {len(picks) == 1} | | |")
+        print(f"| {name} | largest predicted_speedup change, after / before - 1 | "
+              f"{_largest_change(runs):.2e} | | |")
+
+
+def _largest_change(runs: dict[str, list[dict[str, Any]]]) -> float:
+    """The largest |after / before - 1| of any cause's predicted_speedup (inf where the
+    two sides predict different causes)."""
+    before, after = runs["before"][0].get("speedups", {}), runs["after"][0].get("speedups", {})
+    if set(before) != set(after):
+        return float("inf")
+    return max((abs(after[k] / before[k] - 1.0) for k in before if before[k]), default=0.0)
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, STEP_NAME
-from autoprof.analysis.metrics.stats import cpu_work_mask, name_matches
+from autoprof.analysis.metrics.stats import cpu_work_mask, isin_mask, name_matches
 from autoprof.analysis.metrics.sync import autoprof_mask
 from autoprof.analysis.metrics.unfilled_steps import steps_with as _steps_with
 
@@ -40,7 +40,7 @@ def called_steps(ctx: Analysis) -> pd.DataFrame:
     cpu = cpu_work_mask(events)
     held: set[tuple[int, int]] = set()
     if isinstance(name, str) and name:
-        held = _steps_with(events, cpu & (events["name"].to_numpy() == name))
+        held = _steps_with(events, cpu & isin_mask(events["name"], (name,)))
     if not held:
         work = cpu & ~name_matches(events["name"], STEP_NAME) & ~autoprof_mask(events)
         held = _steps_with(events, work)

@@ -107,17 +107,45 @@ def _longest_repeat(names: list[str]) -> tuple[int, int, int]:
     return best
 
 
-def _loop_in_step(ops: pd.DataFrame) -> dict[str, Any] | None:
-    """The loop in one step's outermost ops (one thread, in time order), or None: its body,
-    repeats, the ops it spans (`loop_ops`, the split and gather included), the ops of the
-    thread (`ops`) and the span's start and end."""
-    names = ops["name"].astype(str).tolist()
-    start, period, repeats = _longest_repeat(names)
+class _Steps:
+    """One thread's outermost ops of each step, read as plain lists, with what depends on
+    their names and shapes alone found once per distinct op sequence and shape text (a step
+    repeats the ops of the steps before it)."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.names: list[str] = ops["name"].astype(str).tolist()
+        self.ts_us: list[float] = ops["ts_us"].to_numpy(float).tolist()
+        self.end_us: list[float] = ops["end_us"].to_numpy(float).tolist()
+        self.dims: list[Any] | None = ops["input_dims"].tolist() \
+            if "input_dims" in ops.columns else None
+        self._repeats: dict[tuple[str, ...], tuple[int, int, int]] = {}
+        self._small: dict[Any, bool] = {}
+
+    def repeat(self, names: list[str]) -> tuple[int, int, int]:
+        """`_longest_repeat(names)`, once per distinct sequence."""
+        key = tuple(names)
+        if key not in self._repeats:
+            self._repeats[key] = _longest_repeat(names)
+        return self._repeats[key]
+
+    def small(self, dims: Any) -> bool:
+        """`_small(dims)`, once per distinct shape text."""
+        if dims not in self._small:
+            self._small[dims] = _small(dims)
+        return self._small[dims]
+
+
+def _loop_in_step(steps: _Steps, at: list[int]) -> dict[str, Any] | None:
+    """The loop in one step's outermost ops (`at`: their positions in `steps`, one thread, in
+    time order), or None: its body, repeats, the ops it spans (`loop_ops`, the split and
+    gather included), the ops of the thread (`ops`) and the span's start and end."""
+    names = [steps.names[i] for i in at]
+    start, period, repeats = steps.repeat(names)
     if repeats < MIN_REPEATS:
         return None
     end = start + period * repeats  # one past the loop's last op
-    body = ops.iloc[start:end]
-    if "input_dims" in body.columns and not all(_small(d) for d in set(body["input_dims"])):
+    if steps.dims is not None and \
+            not all(steps.small(d) for d in {steps.dims[i] for i in at[start:end]}):
         return None
     first = start - 1 if start > 0 and names[start - 1] in SPLITS else start
     last = end if end < len(names) and names[end] in GATHERS else end - 1
@@ -125,16 +153,18 @@ def _loop_in_step(ops: pd.DataFrame) -> dict[str, Any] | None:
         return None  # nothing takes the items apart or puts them together: a chain
     return {"body": names[start:start + period], "repeats": repeats,
             "loop_ops": last - first + 1, "ops": len(names),
-            "ts_us": float(ops["ts_us"].iloc[first]), "end_us": float(ops["end_us"].iloc[last])}
+            "ts_us": steps.ts_us[at[first]], "end_us": steps.end_us[at[last]]}
 
 
 def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """Each profiled step's loop (the longest over its threads), by step."""
     host = events[cpu_mask(events) & (events["step"] >= 0).to_numpy()]
     ops = host[_outermost(host)].sort_values("ts_us", kind="stable")
+    steps = _Steps(ops)
+    groups = ops.groupby(["step", "tid"], sort=True).indices
     out: dict[int, dict[str, Any]] = {}
-    for (step, _), rows in ops.groupby(["step", "tid"], sort=True):
-        found = _loop_in_step(rows)
+    for (step, _), at in sorted(groups.items(), key=lambda kv: kv[0]):
+        found = _loop_in_step(steps, at.tolist())
         if found is not None and found["loop_ops"] > out.get(int(step), {}).get("loop_ops", 0):
             out[int(step)] = found
     return out

@@ -2,7 +2,8 @@
 
 An opportunity's `max_speedup` bounds what removing its bucket could give; the replay predicts
 what the one fix its hint names gives: `fix` (the what-if's name where one exists:
-`cuda-graph`), `predicted_speedup` (the median over the profiled steps) and
+`cuda-graph`), `predicted_speedup` (the median over the profiled steps: over MAX_STEPS of
+them, spread evenly, on a rank of more than twice that, metrics/replay/sample.py) and
 `predicted_spread` (median, quartiles, min and max). The hint then speaks of that fix, so
 the number and the words are one change:
 
@@ -64,6 +65,7 @@ from autoprof.analysis.metrics.replay.fixes import (
 )
 from autoprof.analysis.metrics.replay.graph import shared_graphs
 from autoprof.analysis.metrics.replay.loop import Loop, loop_split
+from autoprof.analysis.metrics.replay.sample import MAX_STEPS
 
 FIX_OF_CAUSE: dict[str, FixName] = {
     "host_launch": "cuda-graph",
@@ -160,7 +162,8 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
-        with shared_graphs():  # one table replayed many times: its graph built once
+        # one table replayed many times: its graph built once, of at most MAX_STEPS steps
+        with shared_graphs(MAX_STEPS):
             out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device)
     except ValueError:
         return opps

@@ -37,11 +37,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.peaks import peak_for
 from autoprof.analysis.metrics.replay.changes import Change, FasterKernels
 from autoprof.analysis.metrics.replay.replay import predict_speedups
+from autoprof.analysis.metrics.stats import factorized
 
 # the CUDA-core fp32 GEMM kernels: CUTLASS's `simt_sgemm`, cuBLAS's `sgemm` and its
 # `xmma_gemm_f32f32_f32f32_..._ffma` (fp32 FMA); a TF32 kernel says `tf32` (`f32f32_tf32f32`)
@@ -57,10 +59,18 @@ HINT = ("fp32 matrix products run on the CUDA cores: allow TF32 on the tensor co
 
 def _fp32_gemms(events: pd.DataFrame) -> pd.DataFrame:
     gpu = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
-    names = gpu["name"].astype(str).str.lower()
-    simt = names.str.contains("gemm") & names.str.contains("|".join(SIMT_GEMM)) & \
-        ~names.str.contains("|".join(TF32_MARKS))
-    return gpu[simt.to_numpy()]
+    if not len(gpu):
+        return gpu
+    codes, uniques = factorized(gpu["name"])  # each distinct kernel name tested once
+    simt = np.fromiter((_simt_gemm(str(u)) for u in uniques), bool, len(uniques))
+    return gpu[simt[codes]]
+
+
+def _simt_gemm(name: str) -> bool:
+    """Whether a kernel's name is a CUDA-core fp32 GEMM's (SIMT_GEMM, and no TF32_MARKS)."""
+    low = name.lower()
+    return "gemm" in low and any(m in low for m in SIMT_GEMM) and \
+        not any(m in low for m in TF32_MARKS)
 
 
 def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,

@@ -129,7 +129,7 @@ class Breakdown:
         step_us = float(steps["step_us"].mean()) if n else 0.0
         buckets = {b: float(steps[f"{b}_us"].mean()) if n else 0.0 for b in BUCKETS}
         pct = {b: 100.0 * v / step_us if step_us > 0 else 0.0 for b, v in buckets.items()}
-        between = self.between.set_index(["rank", "step"])
+        between = _between_by_step(self.between)
         per_step = [{"rank": int(r["rank"]), "step": int(r["step"]),
                      "step_us": float(r["step_us"]),
                      "buckets_us": {b: float(r[f"{b}_us"]) for b in BUCKETS},
@@ -142,17 +142,26 @@ class Breakdown:
                 "per_step": per_step}
 
 
-def _step_between(between: pd.DataFrame, row: dict[str, object]) -> dict[str, object]:
+def _between_by_step(between: pd.DataFrame) -> dict[tuple[object, object], dict[str, float]]:
+    """Each (rank, step)'s time between calls per bucket, read once (a step number twice in
+    one rank: the first)."""
+    out: dict[tuple[object, object], dict[str, float]] = {}
+    columns = [between[f"{b}_us"].tolist() for b in BUCKETS]
+    for i, key in enumerate(zip(between["rank"].tolist(), between["step"].tolist(),
+                                strict=True)):
+        if key not in out:
+            out[key] = {b: float(col[i]) for b, col in zip(BUCKETS, columns, strict=True)}
+    return out
+
+
+def _step_between(between: dict[tuple[object, object], dict[str, float]],
+                  row: dict[str, object]) -> dict[str, object]:
     """One step's time between calls, in all and per bucket (None without a call)."""
     us = row.get("between_calls_us")
-    key = (row["rank"], row["step"])
-    if not isinstance(us, float) or not np.isfinite(us) or key not in between.index:
+    got = between.get((row["rank"], row["step"]))
+    if not isinstance(us, float) or not np.isfinite(us) or got is None:
         return {"between_calls_us": None, "between_calls_buckets_us": None}
-    got = between.loc[key]
-    if isinstance(got, pd.DataFrame):  # a step number twice in one rank: the first
-        got = got.iloc[0]
-    return {"between_calls_us": us,
-            "between_calls_buckets_us": {b: float(got[f"{b}_us"]) for b in BUCKETS}}
+    return {"between_calls_us": us, "between_calls_buckets_us": dict(got)}
 
 
 def _mean_between(bd: Breakdown, step_us: float) -> dict[str, object]:

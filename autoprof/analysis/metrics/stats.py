@@ -124,6 +124,17 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes, out
 
 
+def text_of(values: pd.Series) -> np.ndarray:
+    """``values.astype(str).to_numpy()``: an object array of text, each distinct value
+    converted once (a loader's text column is categorical: its codes index the texts)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype=object)
+    codes, uniques = factorized(values)
+    texts = np.empty(len(uniques), dtype=object)
+    texts[:] = [str(u) for u in uniques]
+    return np.asarray(texts[codes])
+
+
 def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     """``values.isin(wanted)`` as a boolean array, tested once per distinct value."""
     if len(values) == 0:

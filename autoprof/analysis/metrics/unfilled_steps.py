@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import cpu_work_mask
+from autoprof.analysis.metrics.stats import cpu_work_mask, isin_mask
 
 _STEPS_PER_RANK = 1 << 32  # (rank, step) as one int64 key
 
@@ -38,7 +38,7 @@ def without_unfilled_last_steps(events: pd.DataFrame, name: object) -> pd.DataFr
     empty step to every step table and mean. Unchanged when `name` names no region."""
     if not isinstance(name, str) or not name or events.empty or "step" not in events:
         return events
-    held = steps_with(events, cpu_work_mask(events) & (events["name"].to_numpy() == name))
+    held = steps_with(events, cpu_work_mask(events) & isin_mask(events["name"], (name,)))
     if not held:
         return events
     ranks, step_nos = events["rank"].to_numpy(), events["step"].to_numpy()

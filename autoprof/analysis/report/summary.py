@@ -93,11 +93,12 @@ def _status(record: Manifest | None, missing: tuple[int, ...]) -> str | None:
 def summarize(run: RunLike) -> dict[str, Any]:
     """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
     ctx = Analysis.of(run)
-    phase("steps, breakdown and checks")
+    phase("steps and breakdown")
     record = ctx.record
     ov, verdict = ctx.overhead, ctx.verdict
     run_path = run.path
     missing: tuple[int, ...] = tuple(getattr(run, "missing_ranks", ()))
+    phase("checks")
     ctx.diagnostics  # noqa: B018 - computed here (cached) to name the phases in order
     phase("predictions")
     ctx.opportunities  # noqa: B018

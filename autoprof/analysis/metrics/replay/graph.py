@@ -30,6 +30,7 @@ import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import NOT_CPU_WORK_CATS, RUNTIME_CATS
 from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
+from autoprof.analysis.metrics.replay.sample import sampled
 from autoprof.analysis.metrics.replay.waits import END, START, link_waits
 from autoprof.analysis.metrics.stats import (
     Coverage,
@@ -39,6 +40,7 @@ from autoprof.analysis.metrics.stats import (
     ranks_of,
     require_columns,
     step_rows,
+    text_of,
 )
 
 NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "dur_us", "end_us", "parent",
@@ -75,17 +77,20 @@ class Graph:
     row_parent: np.ndarray  # each event's parent position (-1: none)
     # arrays derived from the events once and read by every replay of this graph
     memo: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    # per step: whether a replay reports it (None: every step; a sample's lead-in steps are
+    # replayed, not reported: sample.py)
+    reported: np.ndarray | None = None
 
     def names(self) -> np.ndarray:
         """Each event's name as text (read once per graph)."""
         if "names" not in self.memo:
-            self.memo["names"] = self.events["name"].astype(str).to_numpy()
+            self.memo["names"] = text_of(self.events["name"])
         return self.memo["names"]
 
     def item_cats(self) -> np.ndarray:
         """Each GPU item's category as text (read once per graph)."""
         if "item_cats" not in self.memo:
-            self.memo["item_cats"] = self.events["cat"].astype(str).to_numpy()[self.item_row]
+            self.memo["item_cats"] = text_of(self.events["cat"])[self.item_row]
         return self.memo["item_cats"]
 
     @property
@@ -181,15 +186,16 @@ def rank_rows(events: pd.DataFrame, rank: int | None = None,
     return table if ranks == [wanted] else for_rank(table, wanted)
 
 
-_SHARED: ContextVar[dict[tuple[int, int | None], tuple[pd.DataFrame, Graph]] | None] = \
-    ContextVar("autoprof_shared_graphs", default=None)
+_Shared = tuple[dict[tuple[int, int | None], tuple[pd.DataFrame, Graph]], int | None]
+_SHARED: ContextVar[_Shared | None] = ContextVar("autoprof_shared_graphs", default=None)
 
 
 @contextmanager
-def shared_graphs() -> Iterator[None]:
+def shared_graphs(max_steps: int | None = None) -> Iterator[None]:
     """Inside this block `graph_of` builds each (events table, rank) graph once: for a
-    caller that replays one table many times and does not change it meanwhile."""
-    token = _SHARED.set({})
+    caller that replays one table many times and does not change it meanwhile; with
+    `max_steps`, of at most that many of the rank's profiler steps (`sample.sampled`)."""
+    token = _SHARED.set(({}, max_steps))
     try:
         yield
     finally:
@@ -202,11 +208,16 @@ def graph_of(events: pd.DataFrame, rank: int | None = None) -> Graph:
     shared = _SHARED.get()
     if shared is None:
         return build_graph(events, rank)
-    hit = shared.get((id(events), rank))
+    graphs, max_steps = shared
+    hit = graphs.get((id(events), rank))
     if hit is not None and hit[0] is events:
         return hit[1]
-    g = build_graph(events, rank)
-    shared[(id(events), rank)] = (events, g)
+    table, leads = (events, frozenset()) if max_steps is None else \
+        sampled(events, rank, max_steps)
+    g = build_graph(table, rank)
+    if leads:
+        g.reported = ~np.isin(g.steps, list(leads))
+    graphs[(id(events), rank)] = (events, g)
     return g
 
 

@@ -26,7 +26,14 @@ import pandas as pd
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME, NOT_CPU_WORK_CATS
 from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.replay import Spread
-from autoprof.analysis.metrics.stats import Coverage, cpu_mask, for_rank, isin_mask, step_rows
+from autoprof.analysis.metrics.stats import (
+    Coverage,
+    cpu_mask,
+    for_rank,
+    isin_mask,
+    step_rows,
+    text_of,
+)
 from autoprof.analysis.metrics.sync import autoprof_mask
 
 # most of each iteration between calls: the verdict `input-bound`
@@ -63,7 +70,7 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     ev = for_rank(events, rank).reset_index(drop=True)
     steps = step_rows(ev)
     cpu = cpu_mask(ev) & ~isin_mask(ev["cat"], NOT_CPU_WORK_CATS)  # not the profiler's span
-    names = ev["name"].astype(str).to_numpy()
+    names = text_of(ev["name"])
     ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
     calls = cpu & (names == call)
     if not calls.any():

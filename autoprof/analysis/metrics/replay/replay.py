@@ -129,7 +129,10 @@ def _results(g: Graph, t: Timeline, plan: Plan) -> list[ReplayResult]:
     m_start, m_end = _windows(g, measured(g))
     calls_of, items_of = _step_groups(g)
     out = []
+    reported = [True] * len(g.steps) if g.reported is None else g.reported.tolist()
     for k, number in enumerate(g.steps.tolist()):
+        if not reported[k]:
+            continue  # a sample's lead-in step (sample.py)
         mine = items_of[k]
         out.append(ReplayResult(
             step=int(number), step_us=max(float(end[k] - start[k]),

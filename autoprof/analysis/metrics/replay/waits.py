@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import LAUNCH_NAME, SYNC_NAMES
+from autoprof.analysis.metrics.stats import text_of
 
 # The graph's call kinds (graph.py reads them from here).
 START, LAUNCH, SYNC, RECORD, WAIT_EVENT, END = 0, 1, 2, 3, 4, 5
@@ -82,7 +83,7 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
                lo: float, hi: float) -> pd.DataFrame:
     """The calls of the window [lo, hi): `row`, `kind`, `ts`, `end`, `is_sync`, `waits`
     (item rows) and `deps` ((item row, item row it waits for) pairs)."""
-    names = ev["name"].astype(str).to_numpy()
+    names = text_of(ev["name"])
     ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
     launched: dict[int, list[int]] = {}
     for c, i in zip(callers.tolist(), items.tolist(), strict=True):
