@@ -11,8 +11,6 @@ OVER_FOR_NOW = {
     "analysis/metrics/efficiency.py",
     "analysis/metrics/replay/transform.py",
     "analysis/report/text.py",
-    "record/session/core.py",
-    "record/session/actions.py",
 }
 
 
