@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import autoprof
+from autoprof.analysis.report.text import render_summary
 from autoprof.runfolder import Manifest, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +48,8 @@ def _loads_partial(run_dir: Path, steps: int, reason: str) -> Manifest:
     assert run.record is not None and run.record.status == "partial"
     called = run.steps()
     assert len(called) >= steps, called
+    text = render_summary(run.summary())  # the summary says why it ended
+    assert "ended-early" in text and reason.split(" (")[0] in " ".join(text.split())
     return record
 
 

@@ -9,13 +9,13 @@ from autoprof import runfolder as artifacts
 from autoprof.record.session import exit as _exit
 from autoprof.record.session import writer
 from autoprof.record.session.driver import Driver, profiler_enabled
-from autoprof.record.session.interrupt import Interrupts
+from autoprof.record.session.fitting import Fitting
 from autoprof.record.session.owner import registry
 from autoprof.record.session.table import RECORDING, Event
 from autoprof.record.warn import warn_once
 
 
-class Starting(Interrupts):
+class Starting(Fitting):
     """Start and flush (mixed into the session)."""
 
     blocked_by: str | None
@@ -56,6 +56,7 @@ class Starting(Interrupts):
         except Exception as exc:
             return exc
         self._prof = prof
+        self._mark_heap(prof, run)
         self._fire(Event.START)
         return None
 

@@ -81,6 +81,21 @@ class Steps(Starting):
         if terminate.pending:  # a SIGTERM waited for this step to end
             self._sigterm_at_safe_point()
 
+    def _step_torch(self, prof: Driver, run: RunState) -> bool:
+        """torch's ``step()`` (False: it failed, the run ended); a Ctrl+C in it fails the
+        run, then reaches the program."""
+        try:
+            prof.step()
+        except Exception as problem:
+            self._export_failed(problem, run.run_dir)
+            self._fire(Event.STEP_FAILED, "failed")
+            return False
+        except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
+            self._interrupted(interrupt, run)
+            raise
+        self._mark_heap(prof, run)
+        return True
+
     def _count_step(self, prof: Driver, run: RunState, exc: BaseException | None) -> None:
         """One step of the schedule ended (with the lock): count it, step torch, and end
         the run when the schedule is over or the step failed."""
@@ -90,18 +105,13 @@ class Steps(Starting):
             return
         # No device sync of our own here: it would sit inside this ProfilerStep. torch
         # synchronizes the device itself when a cycle's trace stops (outside any step).
+        ends_now = False
         if phase in ("active", "last_active"):
+            ends_now = run.recorded == 0 and self._fit_to_budget(prof, run)
             run.recorded += 1
         run.steps_done += 1
-        try:
-            prof.step()
-        except Exception as problem:
-            self._export_failed(problem, run.run_dir)
-            self._fire(Event.STEP_FAILED, "failed")
+        if not ends_now and not self._step_torch(prof, run):
             return
-        except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
-            self._interrupted(interrupt, run)
-            raise
         if run.profiler_start_ms is None and prof.started:
             run.profiler_start_ms = prof.start_ms
             note_slow_start(self.name, prof.start_ms)

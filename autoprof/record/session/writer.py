@@ -68,6 +68,7 @@ class RunState:
     requested: artifacts.Status | None = None  # the status handed to the finisher
     ended_by: str | None = None  # why the window ended before its schedule (interrupt.py)
     interrupted: bool = False  # ended by the program's exception or a signal, not a flush
+    heap_mark: int | None = None  # the heap as the first recorded step began (fitting.py)
     # torch.profiler's own time before the first recorded step, spent inside the user's
     # calls (Driver.start_ms); None until that step begins
     profiler_start_ms: float | None = None
