@@ -3,8 +3,12 @@
 ``warmup_calls`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
 ``after_window`` (the next calls, timed) -> ``done`` (pass-through). ``_fire`` looks up
 (state, event) in :data:`table.TABLE`, enters the next state and runs the row's actions. The
-profiler is :class:`driver.Driver`; the run folder and the finisher hand-over are
-:mod:`writer`; who may drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
+session is one class made of mixins, one job each: :mod:`steps` (the end of each kind of
+call), :mod:`starting` (the profiler's start, flush), :mod:`fitting` (the window fitted to its
+budget), :mod:`interrupt` (why a window ended early, SIGTERM), :mod:`after_window` (the calls
+timed after it) and :mod:`actions` (what each event does). The profiler is
+:class:`driver.Driver`; the run folder and the finisher hand-over are :mod:`writer`; who may
+drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
 
 Only one torch profiler runs at a time in a process: a session that finds another one
 recording only adds its ``record_function`` label. Calls from other threads during the
