@@ -260,3 +260,33 @@ def test_only_the_programs_own_frames_are_a_safe_point() -> None:
     scope: dict[str, object] = {}
     exec(code, scope)  # a frame whose file is autoprof's own, not a caller of the function
     assert not terminate.safe_frame(scope["frame"])  # type: ignore[arg-type]
+
+
+def test_a_sigterm_in_autoprofs_own_code_ends_the_window_when_its_step_ends(
+        tmp_path: Path) -> None:
+    from autoprof.record.session import terminate
+
+    got: list[int] = []
+
+    def own(signum: int, frame: object) -> None:
+        got.append(signum)
+
+    signal.signal(signal.SIGTERM, own)
+    try:
+        step = _failing("deferred", tmp_path, 0, Boom())  # never raises
+        x = torch.eye(2)
+        for _ in range(4):  # a warm-up call, torch's warm-up step, two recorded steps
+            step(x)
+        scope: dict[str, object] = {}
+        exec(compile("import sys\nframe = sys._getframe()", terminate.__file__, "exec"), scope)
+        terminate._on_sigterm(signal.SIGTERM, scope["frame"])  # type: ignore[arg-type]
+        assert got == [signal.SIGTERM]  # the program's handler at once
+        assert not step.autoprof_session.done  # not stopped from inside autoprof's code
+        step(x)  # the next step ends: so does the window
+        assert step.autoprof_session.done
+        assert signal.getsignal(signal.SIGTERM) is own  # the program's handler is back
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    autoprof.flush()
+    (run_dir,) = _runs(tmp_path, "deferred")
+    _loads_partial(run_dir, 3, "SIGTERM between two steps, after 3 recorded steps")

@@ -7,8 +7,8 @@ tells what happens. A pair that is not in the table is refused: :func:`step` rai
 :class:`Refused` with a message that guesses the mistake. No torch here.
 
 The chain that ends a run (``_END``) reads: stop torch's profiler (exporting what it holds),
-let the next session start its own, give SIGTERM back its previous handler, decide the
-status handed over, hand the run to its finisher, say what was recorded, become a
+let the next session start its own, decide the status handed over, hand the run to its
+finisher, say what was recorded, give SIGTERM back its previous handler, become a
 pass-through. ``_ABANDON`` is the same chain without the stop: torch crashes when a thread other
 than the one that started the profiler stops it. A schedule that runs to its end
 (``_END_THEN_TIME``) leaves the pass-through for later: the first calls after the window are
@@ -66,15 +66,17 @@ class Refused(RuntimeError):
     caught by the call's guard and reported as one warning."""
 
 
-_ENDED = ("_stop_profiler", "_release_live", "_unguard_sigterm", "_decide_status", "_hand_over",
-          "_note_end")
+# SIGTERM's handler goes last: a SIGTERM that waited for the window's end takes its previous
+# meaning there, once the run is handed over
+_ENDED = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over", "_note_end",
+          "_unguard_sigterm")
 # the window ran to its end: the state is AFTER, and ``_time_after_window`` either waits
 # for the next calls or (a region) fires AFTER_TIMED at once, which only AFTER accepts
 _END_THEN_TIME = (*_ENDED, "_time_after_window")
 _LAST = ("_send_after_window", "_retire")  # the calls after the window to the finisher
 _END = (*_ENDED, *_LAST)  # ended early (flush, failure): DONE, nothing left to time
-_ABANDON = ("_warn_abandoned", "_release_live", "_unguard_sigterm", "_decide_status",
-            "_hand_over", "_note_end", *_LAST)
+_ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", "_note_end",
+            "_unguard_sigterm", *_LAST)
 _DETACH = ("_detach", "_retire")
 
 W, P, S, D, C = State.WARMUP_CALLS, State.PROFILING, State.STOP_ASKED, State.DONE, State.COVERED

@@ -59,14 +59,25 @@ def install(ender: Ender) -> bool:
 
 def uninstall() -> None:
     """The previous handler back (from the main thread; from another one, the handler finds
-    no session and gives the signal its previous meaning)."""
-    global _ender, _installed
+    no session and gives the signal its previous meaning). A SIGTERM that waited for the
+    window's end (``pending``) then takes its previous meaning."""
+    global _ender, _installed, pending
     _ender = None
-    if not _installed or threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-        signal.signal(signal.SIGTERM, _previous)
-    _installed = False
+    if _installed and threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, _previous)
+        _installed = False
+    if pending:
+        pending = False
+        _resend()
+
+
+def _resend() -> None:
+    if callable(_previous):
+        return  # the program's handler was called when the signal came
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)  # elsewhere: our handler, now with no session
 
 
 def safe_frame(frame: FrameType | None) -> bool:
@@ -91,25 +102,21 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
             ended = ender(safe_frame(frame))
         except Exception:  # pragma: no cover - never in the way of the signal
             ended = True
-    pending = not ended
     if callable(_previous):  # the program's handler: its meaning, at once
         previous = _previous
+        pending = not ended  # our window still ends at the session's next safe point
         if ended:
             uninstall()
         previous(signum, frame)
     elif ended:
         deliver()
+    else:
+        pending = True
 
 
 def deliver() -> None:
     """SIGTERM's previous meaning now (the window has ended): the previous handler back,
     and, where that is the default, the signal sent again (the process ends by it)."""
     global pending
-    pending = False
-    previous = _previous
+    pending = True
     uninstall()
-    if callable(previous):
-        return  # the program's handler was called when the signal came
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)  # elsewhere: our handler, now with no session
