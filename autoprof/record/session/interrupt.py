@@ -77,7 +77,7 @@ class Interrupts(AfterWindow):
         run = self._run
         if run is not None and run.ended_by is None and self.state in RECORDING:
             run.ended_by = exit_reason() if exiting else (
-                "flushed before the schedule ended (autoprof.flush())")
+                "flushed before the schedule ended")
 
     # -- SIGTERM ------------------------------------------------------------------------
 
