@@ -21,7 +21,7 @@ from autoprof.record.watch.config import Watch
 
 _MB = 1024 * 1024
 # trace bytes per byte of heap growth while the first step records (CPU events, torch 2.13,
-# the 2-core development machine: 0.80, 0.67 and 0.66 at 200, 2,000 and 8,000 ops a step;
+# the 2-core development machine: 0.79, 0.67 and 0.66 at 200, 2,000 and 8,000 ops a step;
 # benchmarks/watch_first_step.py): rounded up to 1, so a window is not under-predicted
 TRACE_PER_HEAP = 1.0
 
