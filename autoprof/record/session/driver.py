@@ -208,14 +208,16 @@ class Driver:
         self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
 
     def _cuttable(self, schedule_fn: Callable[[int], Any]) -> Callable[[int], Any]:
-        """torch's schedule, ending at ``_cut_after`` once :meth:`cut` set it (the window
-        fitted to a budget): that step saves the trace, later ones do nothing."""
+        """torch's schedule, ending at the step :meth:`cut` set (the window fitted to a
+        budget): that step saves the trace, later ones do nothing. The closure holds the cut,
+        never the driver: torch's profiler holds the schedule, and a cycle through the driver
+        would keep the profiler and its events until a garbage collection."""
         from torch.profiler import ProfilerAction
 
-        self._cut_after: int | None = None
+        self._cut_after: list[int] = []
 
-        def cuttable(step: int) -> Any:
-            cut = self._cut_after
+        def cuttable(step: int, cut_after: list[int] = self._cut_after) -> Any:
+            cut = cut_after[0] if cut_after else None
             if cut is None or step < cut:
                 return schedule_fn(step)
             if step > cut:
@@ -228,7 +230,7 @@ class Driver:
     def cut(self, last_step: int) -> None:
         """End the window after ``last_step`` (a recording step): the schedule saves the
         trace there and stops."""
-        self._cut_after = last_step
+        self._cut_after[:] = [last_step]
         self.total_steps = last_step + 1
 
     def recording_step(self, start: int, count: int) -> int | None:
