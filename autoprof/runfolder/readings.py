@@ -117,6 +117,13 @@ class Readings:
         return float(value) if math.isfinite(value) else None
 
     @property
+    def window_budget(self) -> dict[str, Any] | None:
+        """The budget the window was fitted to (``budget``: ``Watch.max_trace_mb`` and
+        ``max_host_mb``, what was predicted, kept, and why), when the recorder wrote it."""
+        value = self.extra.get("budget")
+        return value if isinstance(value, dict) else None
+
+    @property
     def problem_size(self) -> float | None:
         """The first number (not a bool) under ``SIZE_KEYS``, in the record's own keys, then
         in the decorator's options; None when neither names one."""

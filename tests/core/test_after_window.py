@@ -14,7 +14,7 @@ from autoprof import autoprof
 from autoprof.record.finisher.after_window import Pipe, record_after_window
 from autoprof.record.options import Schedule
 from autoprof.record.session import State
-from autoprof.record.session.actions import AFTER_WINDOW_CALLS
+from autoprof.record.session.after_window import AFTER_WINDOW_CALLS
 from autoprof.runfolder import Manifest, write_manifest
 from tests.core.conftest import manifest, only_run
 
@@ -245,7 +245,7 @@ CALL_S, BETWEEN_S = 0.004, 0.002
 def _as_if_cuda(monkeypatch, calls=10, seconds=0.0, most=5000):
     """The session's view of CUDA: in use, each sync counted (CI has no device); the block
     at least ``calls`` calls and ``seconds``, at most ``most`` calls."""
-    from autoprof.record.session import actions
+    from autoprof.record.session import after_window as actions
 
     syncs = []
     monkeypatch.setattr(actions, "cuda_in_use", lambda: True)
@@ -299,8 +299,8 @@ def test_the_block_lasts_its_time_and_no_more_than_its_calls(traces_root, monkey
         fn(x)
     # 50 ms of calls taking at least 6 ms with the loop: at most 9 of them, and the closing one
     assert 3 <= _block_calls(fn, x) <= 10
-    monkeypatch.setattr("autoprof.record.session.actions.PACE_S", 60.0)
-    monkeypatch.setattr("autoprof.record.session.actions.PACE_MAX_CALLS", 4)
+    monkeypatch.setattr("autoprof.record.session.after_window.PACE_S", 60.0)
+    monkeypatch.setattr("autoprof.record.session.after_window.PACE_MAX_CALLS", 4)
     fn = autoprof(name="pace_most")(_sleepy)
     for _ in range(WINDOW_CALLS + AFTER_WINDOW_CALLS):
         fn(x)

@@ -56,9 +56,15 @@ def test_error_in_every_phase(fail_at, phase, traces_root):
     step.autoprof_session.flush()
     run = only_run(traces_root, "faulty")
     m = manifest(run)
-    assert m["status"] == "failed"
-    assert m["error"] == {"type": "Boom", "message": f"broken at call {fail_at}", "phase": phase}
     traces = trace_files(run)
+    if phase == "last_active":  # after a recorded step: partial, the steps before it kept
+        assert (m["status"], m["error"], m["steps_recorded"]) == ("partial", None, 1)
+        assert m["ended_by"].startswith(f"Boom: broken at call {fail_at} raised by the "
+                                         "function in profiler step 4 (last_active)")
+    else:  # no step recorded yet: nothing to read, the run fails with the error
+        assert m["status"] == "failed" and m["ended_by"].startswith("Boom")
+        assert m["error"] == {"type": "Boom", "message": f"broken at call {fail_at}",
+                              "phase": phase}
     if phase in ("active", "last_active"):  # what was recorded is exported
         assert len(traces) == 1 and set(m["files"]) >= {traces[0].name}
         assert "faulty" in event_names(traces[0])

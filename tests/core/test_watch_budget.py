@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from autoprof import autoprof
+from autoprof import load as autoload
+from autoprof.analysis.report.text import render_summary
 from autoprof.record.options import Schedule
 from autoprof.record.watch import Watch, budget
 from tests.core.conftest import manifest, run_dirs
@@ -100,3 +102,56 @@ def test_bytes_per_step_reads_gzip_trailers_and_raw_traces(tmp_path):
 def test_a_bad_budget_is_refused(key, bad):
     with pytest.raises(ValueError, match=key):
         Watch(**{key: bad})
+
+
+def _first_window(root: Path, name: str, max_trace_mb: float, ops: int = 500):
+    x = torch.ones(4)
+
+    @autoprof(name=name, activities=["cpu"], warmup_calls=1,
+              schedule=dict(wait=0, warmup=1, active=8),
+              watch={"max_trace_mb": max_trace_mb, "signal": False})
+    def f():
+        y = x
+        for _ in range(ops):  # about 1 MB of trace a step
+            y = y + 1
+        return y
+
+    for _ in range(14):
+        f()
+    autoprof.flush()
+    (run,) = run_dirs(root, name)
+    return run
+
+
+def test_the_first_window_is_fitted_from_its_first_recorded_step(traces_root, caplog):
+    caplog.set_level(logging.INFO, logger="autoprof")
+    roomy = _first_window(traces_root, "first_roomy", 256.0)
+    per_step = _uncompressed_bytes(roomy) / manifest(roomy)["steps_recorded"]
+    assert manifest(roomy)["steps_recorded"] == 8  # the budget holds the whole schedule
+    assert manifest(roomy)["budget"]["basis"] == "first_step"
+    assert manifest(roomy)["budget"]["why"] is None
+    max_mb = 3.5 * per_step / MB  # room for about three steps of this size
+    run = _first_window(traces_root, "first_tight", max_mb)
+    m = manifest(run)
+    fitted = m["budget"]
+    assert m["status"] == "complete" and 1 <= m["steps_recorded"] < 8, m
+    assert (fitted["basis"], fitted["asked_active"]) == ("first_step", 8)
+    assert fitted["active"] == m["steps_recorded"] and "max_trace_mb=" in fitted["why"]
+    assert fitted["first_step_host_mb"] > 0
+    assert "window ends after" in caplog.text
+    # the budget held on the real trace, give or take its fixed part (4 KiB: docs/watch.md)
+    assert _uncompressed_bytes(run) <= max_mb * MB + 4096
+    # the prediction is an upper bound (TRACE_PER_HEAP rounded up), within twice the truth
+    predicted = fitted["predicted_trace_mb"] * MB
+    assert _uncompressed_bytes(run) - 4096 <= predicted <= 2 * _uncompressed_bytes(run)
+    loaded = autoload(run)
+    assert loaded.record is not None and loaded.record.window_budget == fitted
+    text = render_summary(loaded.summary())  # the summary says what was fitted and why
+    assert "window-fitted" in text and f"{fitted['active']} of 8 active steps" in text
+
+
+def test_a_first_window_over_the_budget_keeps_its_one_measured_step(traces_root):
+    run = _first_window(traces_root, "first_tiny", 0.01)
+    m = manifest(run)
+    assert m["status"] == "complete" and m["steps_recorded"] == 1
+    assert "not even one step fits" in m["budget"]["why"]

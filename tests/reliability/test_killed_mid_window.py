@@ -66,10 +66,10 @@ def _final(out_dir: Path, timeout_s: float = 60) -> dict[str, object]:
 def test_sigterm_mid_window_ends_the_run_with_the_reason(tmp_path: Path) -> None:
     proc = _start(tmp_path, "sigterm")
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
+    assert proc.wait(timeout=60) == -signal.SIGTERM  # it still ends by SIGTERM
     record = _final(tmp_path)
-    assert record["status"] in ("partial", "failed"), record
-    assert record.get("ended_by") or record.get("error"), record  # says why it ended
+    assert record["status"] == "partial", record  # its steps written (interrupted_windows)
+    assert str(record.get("ended_by")).startswith("SIGTERM"), record  # says why it ended
 
 
 def test_the_pipe_ending_before_the_process_is_gone_still_finishes_the_run(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from autoprof.record.session import actions, table
+from autoprof.record.session import actions, after_window, interrupt, table
 from autoprof.record.session.table import TABLE, Event
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,9 +26,10 @@ SCRIPTS = REPO / "tests" / "integrations" / "scripts"
 
 def _events_fired_by_actions() -> dict[str, set[str]]:
     """action method name -> the events it fires (``self._fire(Event.X)`` in its body)."""
-    tree = ast.parse(inspect.getsource(actions))
     fired: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    nodes = [node for module in (actions, after_window, interrupt)
+             for node in ast.walk(ast.parse(inspect.getsource(module)))]
+    for node in nodes:
         if isinstance(node, ast.FunctionDef):
             fired[node.name] = {
                 call.args[0].attr for call in ast.walk(node)

@@ -18,6 +18,7 @@ from autoprof.analysis.diagnose.memory_checks import MEMORY_CHECKS
 from autoprof.analysis.diagnose.profiler_checks import profiler_slowdown
 from autoprof.analysis.diagnose.records import Check, Diagnostic, rounded
 from autoprof.analysis.diagnose.threads import threads, threads_applies
+from autoprof.analysis.diagnose.window_notes import ended_early, window_fitted
 from autoprof.analysis.metrics.stats import median
 from autoprof.units import fmt_us
 
@@ -308,4 +309,8 @@ CHECKS: tuple[Check, ...] = (
     Check("low-efficiency", "needs GPU work and a verdict other than overhead- or input-bound",
           lambda c: c.has_gpu, lambda c: low_efficiency_diagnostic(c.efficiency, c.verdict.kind,
                                               is_compiled(c))),
+    Check("window-fitted", "needs a manifest whose budget cut the window",
+          lambda c: c.record is not None, window_fitted),
+    Check("ended-early", "needs a partial run whose manifest says why it ended",
+          lambda c: c.record is not None, ended_early),
 )

@@ -3,8 +3,12 @@
 ``warmup_calls`` (untraced, timed calls) -> ``profiling`` (torch.profiler, one step per call) ->
 ``after_window`` (the next calls, timed) -> ``done`` (pass-through). ``_fire`` looks up
 (state, event) in :data:`table.TABLE`, enters the next state and runs the row's actions. The
-profiler is :class:`driver.Driver`; the run folder and the finisher hand-over are
-:mod:`writer`; who may drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
+session is one class made of mixins, one job each: :mod:`steps` (the end of each kind of
+call), :mod:`starting` (the profiler's start, flush), :mod:`fitting` (the window fitted to its
+budget), :mod:`interrupt` (why a window ended early, SIGTERM), :mod:`after_window` (the calls
+timed after it) and :mod:`actions` (what each event does). The profiler is
+:class:`driver.Driver`; the run folder and the finisher hand-over are :mod:`writer`; who may
+drive the profiler is :mod:`owner`; the flush at exit is :mod:`exit`.
 
 Only one torch profiler runs at a time in a process: a session that finds another one
 recording only adds its ``record_function`` label. Calls from other threads during the
@@ -20,37 +24,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autoprof import env
 from autoprof import runfolder as artifacts
 from autoprof.record import export
 from autoprof.record.options import Options
 from autoprof.record.session import exit as _exit
-from autoprof.record.session import writer
-from autoprof.record.session.actions import AFTER, Actions, failure
+from autoprof.record.session.actions import failure
+from autoprof.record.session.after_window import AFTER
 from autoprof.record.session.driver import (
     Driver,
-    idle_sync_ms,
-    note_slow_start,
     profiler_enabled,
     record_function,
     sync_if_cuda_in_use,
-    torch_module,
     total_steps,
 )
 from autoprof.record.session.inputs import read_inputs
 from autoprof.record.session.owner import Owner, registry
-from autoprof.record.session.table import TRANSITIONS, Event, State, step
+from autoprof.record.session.steps import Steps
+from autoprof.record.session.table import RECORDING, TRANSITIONS, Event, State, step
 from autoprof.record.session.writer import Identity, RunState
-from autoprof.record.warn import warn_once
 
 # A call's token: (kind, payload) -- what ``end`` must close (AFTER: a call after the window)
 Token = tuple[int, Any]
 PASS, LABEL, WARMUP, STEP, WAIT_STEP = 0, 1, 2, 3, 4
 PASS_TOKEN: Token = (PASS, None)
-_RECORDING = (State.PROFILING, State.STOP_ASKED)
 
 
-class Session(Actions):
+class Session(Steps):
     """The profiling state of one decorated function or one region name."""
 
     def __init__(self, name: str, options: Options, qualname: str,
@@ -126,13 +125,6 @@ class Session(Actions):
             raise RuntimeError(f"autoprof: no transition {self.state.value} -> {state.value}")
         self.state = state
         self.done = state in (State.AFTER, State.DONE, State.COVERED)
-
-    def _is_owner(self) -> bool:
-        """Is the calling thread the live thread that started the profiler?"""
-        return self._owner is not None and self._owner.is_current()
-
-    def _owner_native_id(self) -> int | None:
-        return None if self._owner is None else self._owner.native_id
 
     # -- the two halves of one call (or one region entry) -----------------------------
 
@@ -214,7 +206,7 @@ class Session(Actions):
             return (WARMUP, time.perf_counter_ns())
         if self.state is State.WARMUP_CALLS and len(self.warmup_call_ms) >= self._warmup_begun:
             self._try_start()  # not while another thread's warm-up call still runs
-        if self.state not in _RECORDING or self._prof is None:
+        if self.state not in RECORDING or self._prof is None:
             return self._label()
         if not self._is_owner():
             self._other_thread()
@@ -261,160 +253,3 @@ class Session(Actions):
         rf = record_function()(self.label)
         rf.__enter__()
         return (LABEL, rf)
-
-    def _end_warmup(self, started_ns: int, exc: BaseException | None) -> None:
-        sync_if_cuda_in_use()
-        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
-        sync_ms = idle_sync_ms()
-        with self._lock:
-            self.warmup_call_ms.append(elapsed_ms)
-            if sync_ms is not None:
-                self.idle_sync_ms.append(sync_ms)
-            if exc is not None and self.state is State.WARMUP_CALLS:
-                if self._open_run() is not None:
-                    self._fire(Event.WARMUP_FAILED, "failed",
-                               artifacts.error_record(exc, "warmup"))
-
-    def _note_between(self, now_ns: int) -> None:
-        """A warm-up call begins (with the lock): the time since this thread's last one ended,
-        when one did, is time between two untraced calls."""
-        ended_ns = getattr(self._local, "warmup_ended_ns", None)
-        if ended_ns is not None:
-            self.warmup_between_ms.append((now_ns - ended_ns) / 1e6)
-            self._local.warmup_ended_ns = None
-
-    def _before_recording(self) -> bool:
-        """Is the next step one before the profiler first records (the schedule's
-        ``skip_first`` and first ``wait`` steps)? Such calls are timed like warm-up calls:
-        torch.profiler records nothing then, so the device sync cannot disturb the trace."""
-        run, prof = self._run, self._prof
-        return run is not None and prof is not None and run.steps_done < prof.first_recorded_step
-
-    def _end_wait_step(self, rf: Any, started_ns: int, exc: BaseException | None) -> None:
-        sync_if_cuda_in_use()
-        elapsed_ms = (time.perf_counter_ns() - started_ns) / 1e6
-        with self._lock:
-            if self._run is not None:
-                self._run.wait_call_ms.append(elapsed_ms)
-        self._end_step(rf, exc)
-
-    def _end_step(self, rf: Any, exc: BaseException | None) -> None:
-        try:
-            if exc is None and self._sync_each_step:  # asked for (sync=True): labelled ours
-                with self._record_function("autoprof::sync"):
-                    torch_module().cuda.synchronize()
-        finally:
-            self._in_step = False
-            rf.__exit__(None, None, None)
-        with self._lock:
-            prof, run = self._prof, self._run
-            if prof is None or run is None or self.state not in _RECORDING:
-                return  # flushed meanwhile
-            self._count_step(prof, run, exc)
-
-    def _count_step(self, prof: Driver, run: RunState, exc: BaseException | None) -> None:
-        """One step of the schedule ended (with the lock): count it, step torch, and end
-        the run when the schedule is over or the step failed."""
-        phase = prof.phase(run.steps_done)
-        if exc is not None:
-            self._fire(Event.STEP_FAILED, "failed", artifacts.error_record(exc, phase))
-            return
-        # No device sync of our own here: it would sit inside this ProfilerStep. torch
-        # synchronizes the device itself when a cycle's trace stops (outside any step).
-        if phase in ("active", "last_active"):
-            run.recorded += 1
-        run.steps_done += 1
-        try:
-            prof.step()
-        except Exception as problem:
-            self._export_failed(problem, run.run_dir)
-            self._fire(Event.STEP_FAILED, "failed")
-            return
-        except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
-            self._interrupted(interrupt, run)
-            raise
-        if run.profiler_start_ms is None and prof.started:
-            run.profiler_start_ms = prof.start_ms
-            note_slow_start(self.name, prof.start_ms)
-        if run.steps_done >= self._total_steps:
-            self._fire(Event.SCHEDULE_OVER, "complete")
-        elif run.steps_done >= prof.first_recorded_step:
-            self._stepping_thread = self._owner_native_id()
-
-    # -- starting ---------------------------------------------------------------------
-
-    def _try_start(self) -> None:
-        """Start the profiler if no other one is running (called with self._lock held)."""
-        with registry.lock:
-            problem = self._start_unless_live()
-        if problem is not None:  # outside registry.lock: ending the run takes it again
-            self._warn(
-                f"autoprof: could not start torch.profiler for {self.name!r} "
-                f"({type(problem).__name__}: {problem}); the program goes on unprofiled"
-            )
-            self._fire(Event.START_FAILED, "failed", artifacts.error_record(problem, "wait"))
-
-    def _start_unless_live(self) -> Exception | None:
-        """With registry.lock: open the run and start its profiler, unless another one
-        records; the exception when torch.profiler would not start."""
-        self._unrecorded_noted = True  # past its warm-up: no "too few calls" note at flush
-        live = registry.live
-        if live is not None:
-            owner = getattr(live._owner, "name", "?")
-            self.blocked_by = f"{live.name!r}, whose profiler runs on thread {owner!r}"
-            return None  # a sibling: label only, and start our own run once that one ends
-        if profiler_enabled():
-            warn_once(
-                "user-profiler",
-                f"autoprof: a torch.profiler is already running; {self.name!r} only adds "
-                "its record_function label and starts no run of its own",
-            )
-            return None
-        run = self._open_run()
-        if run is None:
-            return None
-        try:
-            prof = Driver(self.options, run.activities, self._on_trace_ready)
-            prof.start()
-        except Exception as exc:
-            return exc
-        self._prof = prof
-        self._fire(Event.START)
-        return None
-
-    def flush(self, wait: bool = True, timeout_s: float | None = None) -> None:
-        """End a run still recording (status ``partial``) and wait, at most ``timeout_s``
-        (default ``AUTOPROF_FINISH_TIMEOUT_S``), for its finisher to write its files."""
-        with self._lock:
-            self._fire(self._flush_event())
-            if self.state in _RECORDING:
-                return  # its owner thread stops it at its next call: nothing to wait for yet
-            finisher, run = self._finisher, self._run
-        if not wait or finisher is None or run is None:
-            return
-        if finisher.wait(env.finish_timeout_s() if timeout_s is None else timeout_s):
-            self._finisher = None
-            problem = finisher.died()
-            if problem is not None:
-                self._finisher_failed(run, problem)
-                return
-            message = writer.finished_problem(self.name, run, finisher)
-            if message is not None:
-                self._warn(message)
-        else:
-            warn_once(
-                "finisher-slow",
-                f"autoprof: the run {run.run_dir} is still being finished by process "
-                f"{finisher.proc.pid}; it finishes on its own",
-            )
-
-    def _flush_event(self) -> Event:
-        """Flush: stop on the owner thread; from another thread ask the owner to stop at its
-        next call, or, at exit or with the owner gone, abandon the profiler (never stop it
-        here: torch crashes). Called with the lock."""
-        if self.state not in _RECORDING or self._prof is None or self._is_owner():
-            return Event.FLUSH
-        owner = self._owner
-        if owner is not None and owner.is_alive() and not _exit.is_exiting():
-            return Event.ASK_OWNER
-        return Event.ABANDON

@@ -175,7 +175,7 @@ class Driver:
         self.lines = LinesControl(first if options.source_lines and lines_step_fits(
             self.schedule_fn, first, self.total_steps) else None, activities,
                                   options.record_shapes, getattr(on_trace_ready, "__self__", None))
-        self.schedule_fn = self.lines.wrap(self.schedule_fn)
+        self.schedule_fn = self._cuttable(self.lines.wrap(self.schedule_fn))
         # autoprof exports each cycle through on_trace_ready, so torch's "Profiler clears
         # events at the end of each cycle" notice (torch >= 2.5) is expected: silence that
         # one message, nothing else.
@@ -206,6 +206,50 @@ class Driver:
         self._cupti = CuptiTeardown()
         self._activities = activities
         self.start_ms += (time.perf_counter_ns() - built_ns) / 1e6
+
+    def _cuttable(self, schedule_fn: Callable[[int], Any]) -> Callable[[int], Any]:
+        """torch's schedule, ending at the step :meth:`cut` set (the window fitted to a
+        budget): that step saves the trace, later ones do nothing. The closure holds the cut,
+        never the driver: torch's profiler holds the schedule, and a cycle through the driver
+        would keep the profiler and its events until a garbage collection."""
+        from torch.profiler import ProfilerAction
+
+        self._cut_after: list[int] = []
+
+        def cuttable(step: int, cut_after: list[int] = self._cut_after) -> Any:
+            cut = cut_after[0] if cut_after else None
+            if cut is None or step < cut:
+                return schedule_fn(step)
+            if step > cut:
+                return ProfilerAction.NONE
+            action = schedule_fn(step)
+            return ProfilerAction.RECORD_AND_SAVE if action == ProfilerAction.RECORD else action
+
+        return cuttable
+
+    def cut(self, last_step: int) -> None:
+        """End the window after ``last_step`` (a recording step): the schedule saves the
+        trace there and stops."""
+        self._cut_after[:] = [last_step]
+        self.total_steps = last_step + 1
+
+    def recording_step(self, start: int, count: int) -> int | None:
+        """The step where ``count`` recording steps from ``start`` (counted) end; None when
+        the schedule ends first."""
+        step, seen = start, 0
+        limit = min(self.total_steps, start + 1_000_000)
+        while step < limit:
+            if self.phase(step) in ("active", "last_active"):
+                seen += 1
+                if seen >= count:
+                    return step
+            step += 1
+        return None
+
+    @property
+    def first_record(self) -> int:
+        """The first step torch records in (after its wait and warm-up steps)."""
+        return self._first_record
 
     def phase(self, step: int) -> Phase:
         """What torch's schedule does in ``step`` (``done`` past the schedule)."""

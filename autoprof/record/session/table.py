@@ -8,11 +8,12 @@ tells what happens. A pair that is not in the table is refused: :func:`step` rai
 
 The chain that ends a run (``_END``) reads: stop torch's profiler (exporting what it holds),
 let the next session start its own, decide the status handed over, hand the run to its
-finisher, say what was recorded, become a pass-through. ``_ABANDON`` is the same chain
-without the stop: torch crashes when a thread other than the one that started the profiler
-stops it. A schedule that runs to its end (``_END_THEN_TIME``) leaves the pass-through for
-later: the first calls after the window are timed (``AFTER``), and their times follow the
-run to its finisher before the session retires.
+finisher, say what was recorded, give SIGTERM back its previous handler, become a
+pass-through. ``_ABANDON`` is the same chain without the stop: torch crashes when a thread other
+than the one that started the profiler stops it. A schedule that runs to its end
+(``_END_THEN_TIME``) leaves the pass-through for later: the first calls after the window are
+timed (``AFTER``), and their times follow the run to its finisher before the session
+retires.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ class State(enum.Enum):
     COVERED = "covered"  # retired inside another session's step: label only from then on
 
 
+RECORDING = (State.PROFILING, State.STOP_ASKED)  # torch's profiler runs for the session
+
+
 class Event(enum.Enum):
     START = "start"  # torch.profiler started on this thread
     START_FAILED = "start_failed"  # torch.profiler would not start (run folder open)
@@ -38,6 +42,7 @@ class Event(enum.Enum):
     NESTED = "nested"  # called inside another session's profiled step
     SCHEDULE_OVER = "schedule_over"  # the last step of the schedule ended
     STEP_FAILED = "step_failed"  # the user's function or torch's step raised
+    INTERRUPTED = "interrupted"  # a step raised after recorded ones, or SIGTERM: partial
     FLUSH = "flush"  # flush on the owner thread (or no profiler to stop)
     ASK_OWNER = "ask_owner"  # flush from another thread while the owner still runs
     ABANDON = "abandon"  # flush at exit, or with the owner gone: torch cannot be stopped
@@ -61,14 +66,17 @@ class Refused(RuntimeError):
     caught by the call's guard and reported as one warning."""
 
 
-_ENDED = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over", "_note_end")
+# SIGTERM's handler goes last: a SIGTERM that waited for the window's end takes its previous
+# meaning there, once the run is handed over
+_ENDED = ("_stop_profiler", "_release_live", "_decide_status", "_hand_over", "_note_end",
+          "_unguard_sigterm")
 # the window ran to its end: the state is AFTER, and ``_time_after_window`` either waits
 # for the next calls or (a region) fires AFTER_TIMED at once, which only AFTER accepts
 _END_THEN_TIME = (*_ENDED, "_time_after_window")
 _LAST = ("_send_after_window", "_retire")  # the calls after the window to the finisher
 _END = (*_ENDED, *_LAST)  # ended early (flush, failure): DONE, nothing left to time
 _ABANDON = ("_warn_abandoned", "_release_live", "_decide_status", "_hand_over", "_note_end",
-            *_LAST)
+            "_unguard_sigterm", *_LAST)
 _DETACH = ("_detach", "_retire")
 
 W, P, S, D, C = State.WARMUP_CALLS, State.PROFILING, State.STOP_ASKED, State.DONE, State.COVERED
@@ -76,7 +84,7 @@ A = State.AFTER
 E = Event
 
 TABLE: dict[tuple[State, Event], Step] = {
-    (W, E.START): Step(P, ("_take_ownership", "_go_live")),
+    (W, E.START): Step(P, ("_take_ownership", "_go_live", "_guard_sigterm")),
     (W, E.START_FAILED): Step(D, _END),
     (W, E.NO_RUN_FOLDER): Step(D, ("_retire",)),
     (W, E.WARMUP_FAILED): Step(D, _END),
@@ -86,6 +94,7 @@ TABLE: dict[tuple[State, Event], Step] = {
     (W, E.FORKED): Step(D, _DETACH),
     (P, E.SCHEDULE_OVER): Step(A, _END_THEN_TIME),
     (P, E.STEP_FAILED): Step(D, _END),
+    (P, E.INTERRUPTED): Step(D, _END),
     (P, E.FLUSH): Step(D, _END),
     (P, E.ASK_OWNER): Step(S, ("_leave_fast_path",)),
     (P, E.ABANDON): Step(D, _ABANDON),
@@ -94,6 +103,7 @@ TABLE: dict[tuple[State, Event], Step] = {
     (S, E.OWNER_CALLED): Step(D, _END),
     (S, E.SCHEDULE_OVER): Step(A, _END_THEN_TIME),  # the step running when the stop was asked
     (S, E.STEP_FAILED): Step(D, _END),
+    (S, E.INTERRUPTED): Step(D, _END),
     (S, E.FLUSH): Step(D, _END),
     (S, E.ASK_OWNER): Step(S, ()),  # asked again: the owner has not called since
     (S, E.ABANDON): Step(D, _ABANDON),

@@ -66,6 +66,9 @@ class RunState:
     wait_call_ms: list[float] = field(default_factory=list)  # steps before the first record
     recorded: int = 0  # steps torch's schedule recorded (RECORD, RECORD_AND_SAVE)
     requested: artifacts.Status | None = None  # the status handed to the finisher
+    ended_by: str | None = None  # why the window ended before its schedule (interrupt.py)
+    interrupted: bool = False  # ended by the program's exception or a signal, not a flush
+    heap_mark: int | None = None  # the heap as the first recorded step began (fitting.py)
     # torch.profiler's own time before the first recorded step, spent inside the user's
     # calls (Driver.start_ms); None until that step begins
     profiler_start_ms: float | None = None
@@ -177,7 +180,7 @@ def manifest(who: Identity, options: Options, run: RunState, untraced: Untraced,
         extra["call_input_bytes"] = untraced.call_input_bytes
     if untraced.call_inputs is not None:
         extra["call_inputs"] = untraced.call_inputs
-    return built.replace(requested_status=run.requested, extra=extra)
+    return built.replace(requested_status=run.requested, ended_by=run.ended_by, extra=extra)
 
 
 def write_manifest(run: RunState, content: artifacts.Manifest) -> None:
@@ -294,6 +297,8 @@ def note_end(name: str, run: RunState, status: str, options: Options, calls: int
         what = f"failed after {done}"
     elif run.recorded == 0:
         what = f"recorded no step ({too_few_calls(calls, options)}); the folder holds no trace"
+    elif status == "partial" and run.interrupted:
+        what = f"recorded partially ({done}; {run.ended_by})"
     elif status == "partial" and want is not None:
         why = too_few_calls(calls, options)
         what = f"recorded partially ({run.recorded} of {want} steps: {why})"

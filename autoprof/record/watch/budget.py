@@ -30,7 +30,8 @@ class Fit:
     """The budget of one triggered window, as its manifest's ``budget`` key says it:
     ``trace_mb_per_step`` predicted from ``from_run`` (None: nothing to predict from, the
     schedule is kept), the schedule's ``active`` and ``repeat`` asked and kept, and
-    ``predicted_trace_mb`` and ``predicted_host_mb`` of the window as fitted."""
+    ``predicted_trace_mb`` and ``predicted_host_mb`` of the window as fitted; ``basis``
+    says what the prediction came from."""
 
     max_trace_mb: float
     max_host_mb: float
@@ -42,6 +43,11 @@ class Fit:
     repeat: int
     predicted_trace_mb: float | None
     predicted_host_mb: float | None = None
+    # what predicted it: the healthy window's trace (a triggered window, before it starts),
+    # or the window's own first recorded step (``first_step``: its heap growth, measured)
+    basis: str = "healthy_window"
+    first_step_host_mb: float | None = None  # that step's heap growth (``first_step`` only)
+    why: str | None = None  # what was cut and why, one line (None: nothing was cut)
 
     @property
     def fits(self) -> bool:

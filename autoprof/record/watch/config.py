@@ -28,9 +28,11 @@ class Watch:
     whatever triggered them. ``at_calls``: call numbers (the function's calls, counted from 1)
     that start a window. ``signal``: SIGUSR2 starts a window (installed from the main thread,
     only where the program has no handler of its own for it). ``max_trace_mb``: the most
-    trace a triggered window may record (uncompressed, on one rank), predicted from the healthy
-    window's trace per recorded step; its schedule's ``active`` (then ``repeat``) steps are cut
-    to fit, and a window whose one step would not fit is not recorded (:mod:`.budget`);
+    trace a window may record (uncompressed, on one rank). A triggered window's is predicted
+    from the healthy window's trace per recorded step; its schedule's ``active`` (then
+    ``repeat``) steps are cut to fit, and a window whose one step would not fit is not
+    recorded (:mod:`.budget`). The first window's is measured from its first recorded step,
+    and the window ends after the steps that fit (``autoprof.record.session.budget_fit``);
     ``max_host_mb`` likewise, for the host memory its events take while it records.
     ``peers``: under torch.distributed, a drift or a signal on one rank asks every other rank
     for a window too (kind ``peer``, :mod:`.peers`).

@@ -14,7 +14,7 @@ from typing import Any
 
 from autoprof.record.session import Session
 from autoprof.record.warn import note
-from autoprof.record.watch import budget, peers, signals, terminate, timeline
+from autoprof.record.watch import budget, peers, signals, timeline
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -107,7 +107,6 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
               "run_id": None, "calls": None}
 
     def on_done() -> None:
-        terminate.uninstall()
         calls = calls_so_far(window)
         watcher.window_over(calls - 1)
         marked.update(run_id=None if window.run_dir is None else window.run_dir.name,
@@ -119,7 +118,6 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
     watcher.cut_timeline()
     watcher.timeline.windows.append(marked)
     write_timeline(watcher)
-    terminate.install()
     note(f"autoprof: {first.name!r} records again ({record.describe()})")
     return window
 

@@ -40,7 +40,7 @@ from workloads import WORKLOADS  # noqa: E402
 
 import autoprof  # noqa: E402
 from autoprof.record.session import State  # noqa: E402
-from autoprof.record.session.actions import AFTER_WINDOW_CALLS, PACE_MAX_CALLS  # noqa: E402
+from autoprof.record.session.after_window import AFTER_WINDOW_CALLS, PACE_MAX_CALLS  # noqa: E402
 
 WARMUP_CALLS = 5
 SCHEDULE = {"wait": 1, "warmup": 1, "active": 3}
