@@ -6,7 +6,9 @@ with ``try_fixes=["cuda-graph"]`` (the what-if's measured speedup and interval, 
 summary's replayed prediction), then, in the same process, the same function timed by hand
 with CUDA events, 200 calls a block, eager against its graph (captured once, inputs copied
 into the static ones then replayed, as a loop would call it), 5 blocks each, interleaved;
-the hand ratio is the median block's. Writes ``OUT/check_graph_seed.json``::
+the hand ratio is the median block's. The graph is timed twice: with the inputs copied into
+its static ones before each replay (a loop that passes new tensors) and replayed alone (a loop
+that passes the same tensors each call, as the seed's does). Writes ``OUT/check_graph_seed.json``::
 
     PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT
 """
@@ -47,6 +49,9 @@ def replay():
         s.copy_(t)
     graph.replay()
 
+def replay_same():
+    graph.replay()
+
 def block(fn, calls=200):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -56,12 +61,13 @@ def block(fn, calls=200):
     end.synchronize()
     return start.elapsed_time(end) * 1000 / calls
 
-for fn in (eager, replay):
+for fn in (eager, replay, replay_same):
     block(fn)
-eager_us, graph_us = [], []
+eager_us, graph_us, same_us = [], [], []
 for _ in range(5):
     eager_us.append(block(eager))
     graph_us.append(block(replay))
+    same_us.append(block(replay_same))
 opp = [o for o in summary.get("opportunities", []) if o.get("fix") == "cuda-graph"]
 print(json.dumps({"run": str(run.path) if hasattr(run, "path") else None,
                   "whatif": whatif,
@@ -70,7 +76,10 @@ print(json.dumps({"run": str(run.path) if hasattr(run, "path") else None,
                   if isinstance(summary.get("verdict"), dict) else summary.get("verdict"),
                   "eager_us": statistics.median(eager_us),
                   "graph_us": statistics.median(graph_us),
-                  "hand_speedup": statistics.median(eager_us) / statistics.median(graph_us)}))
+                  "hand_speedup": statistics.median(eager_us) / statistics.median(graph_us),
+                  "graph_same_inputs_us": statistics.median(same_us),
+                  "hand_speedup_same_inputs":
+                      statistics.median(eager_us) / statistics.median(same_us)}))
 """
 
 
