@@ -66,6 +66,7 @@ class WhatIfResult(Model, kw_only=True):
     same_inputs_speedup_low: Num | None = UNSET
     same_inputs_speedup_high: Num | None = UNSET
     same_inputs_status: str | None = UNSET
+    same_inputs_prediction_error_pct: Num | None = UNSET
 
     def is_win(self) -> bool:
         """Measured faster with outputs that match or were not compared

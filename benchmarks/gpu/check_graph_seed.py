@@ -2,11 +2,16 @@
 seed at 64x64 by hand?
 
 In each of ``--processes`` fresh processes: the seed (bf16 ``x @ w + b`` at 64x64) checked
-with ``try_fixes=["cuda-graph"]`` (the what-if's measured speedup and interval, and the
-summary's replayed prediction), then, in the same process, the same function timed by hand
-with CUDA events, 200 calls a block, eager against its graph (captured once, inputs copied
-into the static ones then replayed, as a loop would call it), 5 blocks each, interleaved;
-the hand ratio is the median block's. Writes ``OUT/check_graph_seed.json``::
+with ``try_fixes=["cuda-graph"]`` (the what-if's status, its inputs-copied speedup and interval,
+its same-inputs speedup and interval, and the summary's replayed prediction), then, in the same
+process, the same function timed by hand with CUDA events, 200 calls a block, eager against its
+graph called two ways: inputs copied into the static ones then replayed (a loop passing new
+tensors), and replayed alone on the inputs it was captured with (a loop passing the same
+tensors); 5 blocks each, interleaved; the hand ratios are the median blocks'. Each what-if
+number should sit near its hand twin: ``speedup`` near ``hand_speedup``,
+``same_inputs_speedup`` near ``hand_same_inputs_speedup``, and the status ``depends on
+inputs`` when the first is below 1 and the second above. Writes
+``OUT/check_graph_seed.json``::
 
     PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT
 """
@@ -47,6 +52,9 @@ def replay():
         s.copy_(t)
     graph.replay()
 
+def replay_same():
+    graph.replay()
+
 def block(fn, calls=200):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -56,21 +64,29 @@ def block(fn, calls=200):
     end.synchronize()
     return start.elapsed_time(end) * 1000 / calls
 
-for fn in (eager, replay):
+for fn in (eager, replay, replay_same):
     block(fn)
-eager_us, graph_us = [], []
+eager_us, graph_us, same_us = [], [], []
 for _ in range(5):
     eager_us.append(block(eager))
     graph_us.append(block(replay))
+    same_us.append(block(replay_same))
+keys = ("status", "reason", "baseline_us", "fixed_us", "speedup", "speedup_low",
+        "speedup_high", "same_inputs_us", "same_inputs_speedup", "same_inputs_speedup_low",
+        "same_inputs_speedup_high", "same_inputs_status", "prediction_error_pct",
+        "same_inputs_prediction_error_pct")
 opp = [o for o in summary.get("opportunities", []) if o.get("fix") == "cuda-graph"]
 print(json.dumps({"run": str(run.path) if hasattr(run, "path") else None,
-                  "whatif": whatif,
+                  "whatif": [{k: r.get(k) for k in keys} for r in whatif],
                   "predicted_speedup": opp[0].get("predicted_speedup") if opp else None,
                   "verdict": summary.get("verdict", {}).get("kind")
                   if isinstance(summary.get("verdict"), dict) else summary.get("verdict"),
                   "eager_us": statistics.median(eager_us),
                   "graph_us": statistics.median(graph_us),
-                  "hand_speedup": statistics.median(eager_us) / statistics.median(graph_us)}))
+                  "same_inputs_graph_us": statistics.median(same_us),
+                  "hand_speedup": statistics.median(eager_us) / statistics.median(graph_us),
+                  "hand_same_inputs_speedup": statistics.median(eager_us)
+                  / statistics.median(same_us)}))
 """
 
 
@@ -89,7 +105,7 @@ def main() -> None:
         row = json.loads(line) if line.startswith("{") else {
             "error": done.stderr[-1500:], "returncode": done.returncode}
         rows.append(row)
-        print(json.dumps(row, default=str)[:800], flush=True)
+        print(json.dumps(row, default=str)[:2000], flush=True)
     (args.out / "check_graph_seed.json").write_text(json.dumps(rows, indent=1, default=str))
 
 

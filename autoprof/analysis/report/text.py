@@ -151,12 +151,14 @@ def _whatif(results: list[WhatIfResult], diags: list[Diagnostic]) -> list[str]:
         if given(r.settle):
             lines += _wrap(f"cannot tell: {r.settle}", "      ")
         if isinstance(error_pct := given(r.prediction_error_pct), int | float):
-            same = given(r.same_inputs_speedup)
+            same_pct = given(r.same_inputs_prediction_error_pct)
             lines.append(f"      replay predicted {given(r.predicted_speedup):.2f}x, "
                          f"{error_pct:+.0f}% off the measured speedup"
-                         + (f" ({same:.2f}x on the same inputs)" if same is not None else "")
                          + (": the prediction MISSED (over 25%)" if given(r.prediction_missed)
-                            else ""))
+                            else "")
+                         + (f"; {same_pct:+.0f}% off the same-inputs one "
+                            f"({given(r.same_inputs_speedup):.2f}x)"
+                            if isinstance(same_pct, int | float) else ""))
         if given(r.fixed_verdict):
             lines += _wrap(f"profiled with the fix: {r.fixed_verdict} "
                            f"({given(r.fixed_verdict_reason) or ''})", "      ")

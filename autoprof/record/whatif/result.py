@@ -74,6 +74,7 @@ class FixResult:
     same_inputs_speedup_low: float | None = None
     same_inputs_speedup_high: float | None = None
     same_inputs_status: Status | None = None  # classify() of the same-inputs interval
+    same_inputs_prediction_error_pct: float | None = None  # the prediction against it
     suggested_by: list[str] | None = None  # the run's findings that pointed at this fix
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,11 +82,14 @@ class FixResult:
 
     def set_prediction(self, predicted: float | None) -> None:
         """Record the replayed prediction and how far it is from what was measured (the
-        ``speedup``, or the time ratio when the outputs differ)."""
+        ``speedup``, or the time ratio when the outputs differ; ``prediction_missed`` judges
+        that one), and from the same-inputs speedup when there is one."""
         self.predicted_speedup = predicted
         measured = self.speedup if self.speedup is not None else self.measured_speedup
         self.prediction_error_pct, self.prediction_missed = prediction_check(predicted,
                                                                              measured)
+        self.same_inputs_prediction_error_pct = prediction_check(
+            predicted, self.same_inputs_speedup)[0]
 
 
 def prediction_check(predicted: float | None,

@@ -157,10 +157,11 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _prediction(r: dict[str, Any]) -> str:
     """The replayed prediction against the measurement: its error, and 'missed' beyond 25%."""
-    err = r.get("prediction_error_pct")
+    err, same = r.get("prediction_error_pct"), r.get("same_inputs_prediction_error_pct")
     if not isinstance(err, int | float):
         return ""
-    return f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
+    text = f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
+    return text + (f"; same inputs {same:+.0f}%" if isinstance(same, int | float) else "")
 
 
 def show_best(run: Run) -> None:
