@@ -68,6 +68,7 @@ class FixResult:
     fixed_verdict_reason: str | None = None
     fixed_run: str | None = None
     settle: str | None = None  # what would settle a "cannot tell"
+    suggested_by: list[str] | None = None  # the run's findings that pointed at this fix
     same_inputs_us: float | None = None
     same_inputs_spread_us: float | None = None
     same_inputs_speedup: float | None = None
@@ -75,7 +76,6 @@ class FixResult:
     same_inputs_speedup_high: float | None = None
     same_inputs_status: Status | None = None  # classify() of the same-inputs interval
     same_inputs_prediction_error_pct: float | None = None  # the prediction against it
-    suggested_by: list[str] | None = None  # the run's findings that pointed at this fix
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
