@@ -13,7 +13,7 @@ number should sit near its hand twin: ``speedup`` near ``hand_speedup``,
 inputs`` when the first is below 1 and the second above. Writes
 ``OUT/check_graph_seed.json``::
 
-    PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT
+    PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT [--whatif-only]
 """
 
 from __future__ import annotations
@@ -32,9 +32,15 @@ def matmul_add(x, w, b):
     return torch.matmul(x, w) + b
 
 x, w, b = (torch.randn(64, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-run = autoprof.check(matmul_add, x, w, b, try_fixes=["cuda-graph"])
-summary = run.summary()
-whatif = [r for r in summary.get("whatif", []) if r.get("fix") == "cuda-graph"]
+if WHATIF_ONLY:  # the measuring side alone: no profile, no analysis (a torch-only machine)
+    from autoprof.record.whatif import try_fixes
+    run, summary = None, {}
+    whatif = [t.result.to_dict() for t in try_fixes(matmul_add, (x, w, b), {},
+                                                    ["cuda-graph"])[1]]
+else:
+    run = autoprof.check(matmul_add, x, w, b, try_fixes=["cuda-graph"])
+    summary = run.summary()
+    whatif = [r for r in summary.get("whatif", []) if r.get("fix") == "cuda-graph"]
 
 static = [t.clone() for t in (x, w, b)]
 for _ in range(3):
@@ -77,6 +83,7 @@ keys = ("status", "reason", "baseline_us", "fixed_us", "speedup", "speedup_low",
         "same_inputs_prediction_error_pct")
 opp = [o for o in summary.get("opportunities", []) if o.get("fix") == "cuda-graph"]
 print(json.dumps({"run": str(run.path) if hasattr(run, "path") else None,
+                  "whatif_only": WHATIF_ONLY,
                   "whatif": [{k: r.get(k) for k in keys} for r in whatif],
                   "predicted_speedup": opp[0].get("predicted_speedup") if opp else None,
                   "verdict": summary.get("verdict", {}).get("kind")
@@ -94,12 +101,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--whatif-only", action="store_true",
+                        help="time the fix with autoprof.record.whatif.try_fixes alone, no "
+                             "profile or summary (where the analysis's packages are missing)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "AUTOPROF_DIR": str(args.out / "runs")}
     rows = []
     for _ in range(args.processes):
-        done = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
+        program = f"WHATIF_ONLY = {args.whatif_only}\n{PROGRAM}"
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
                               text=True, timeout=240)
         line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
         row = json.loads(line) if line.startswith("{") else {
