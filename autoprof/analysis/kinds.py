@@ -93,6 +93,6 @@ MEASURED_FIX_NAMES: tuple[MeasuredFixName, ...] = ("compile", "compile-reduce-ov
                                                    "channels-last")
 WHATIF_STATUS_COLOURS: dict[str, str] = {
     "faster": "#54a24b", "cannot tell": "#9ecae9", "no change": "#9ecae9", "slower": "#e45756",
-    "outputs differ": "#eeca3b",
+    "outputs differ": "#eeca3b", "depends on inputs": "#b279a2",
 }
 OTHER_STATUS_COLOUR = "#bab0ac"

@@ -11,8 +11,9 @@ reader (``autoprof.analysis.loader.whatif``) both import them from here.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from autoprof.runfolder.files import MANIFEST, MAX_MANIFEST_BYTES, atomic_write_json, folder_lock
 from autoprof.runfolder.manifest import ManifestError, read_manifest, write_manifest
@@ -59,6 +60,13 @@ class WhatIfResult(Model, kw_only=True):
     fixed_run: str | None = UNSET
     settle: str | None = UNSET
     suggested_by: list[str] = UNSET
+    same_inputs_us: Num | None = UNSET
+    same_inputs_spread_us: Num | None = UNSET
+    same_inputs_speedup: Num | None = UNSET
+    same_inputs_speedup_low: Num | None = UNSET
+    same_inputs_speedup_high: Num | None = UNSET
+    same_inputs_status: str | None = UNSET
+    same_inputs_prediction_error_pct: Num | None = UNSET
 
     def is_win(self) -> bool:
         """Measured faster with outputs that match or were not compared
@@ -90,6 +98,38 @@ def measured_win(status: object, outputs_match: object, speedup: object) -> bool
     every report's "best measured fix" applies."""
     return (status == "faster" and outputs_match is not False
             and isinstance(speedup, int | float) and not isinstance(speedup, bool))
+
+
+Answer = Literal["faster", "slower", "cannot tell"]
+
+
+def classify(low: float, high: float) -> Answer:
+    """faster / slower only when the speedup's whole interval is on one side of 1."""
+    if low > 1:
+        return "faster"
+    if high < 1:
+        return "slower"
+    return "cannot tell"
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def same_inputs_note(r: Mapping[str, Any]) -> str | None:
+    """Both timings of a fix timed with and without its inputs copied in, in one line:
+    'slower, 0.92x (95% CI 0.90-0.94x), when each call's inputs are copied in; faster, 4.80x
+    (95% CI 4.61-5.02x), when the loop passes the same tensors each call (no copy)'. None
+    for a record without both speedups and their intervals (an older file, another fix)."""
+    keys = ("speedup", "speedup_low", "speedup_high", "same_inputs_speedup",
+            "same_inputs_speedup_low", "same_inputs_speedup_high")
+    if not all(_number(r.get(k)) for k in keys):
+        return None
+    copied, low, high, same, same_low, same_high = (float(r[k]) for k in keys)
+    return (f"{classify(low, high)}, {copied:.2f}x (95% CI {low:.2f}-{high:.2f}x), when each "
+            f"call's inputs are copied in; {classify(same_low, same_high)}, {same:.2f}x "
+            f"(95% CI {same_low:.2f}-{same_high:.2f}x), when the loop passes the same tensors "
+            "each call (no copy)")
 
 
 def _unknown(raw: dict[str, Any], kind: type[Model]) -> list[str]:

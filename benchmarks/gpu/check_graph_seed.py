@@ -2,15 +2,18 @@
 seed at 64x64 by hand?
 
 In each of ``--processes`` fresh processes: the seed (bf16 ``x @ w + b`` at 64x64) checked
-with ``try_fixes=["cuda-graph"]`` (the what-if's measured speedup and interval, and the
-summary's replayed prediction), then, in the same process, the same function timed by hand
-with CUDA events, 200 calls a block, eager against its graph (captured once, inputs copied
-into the static ones then replayed, as a loop would call it), 5 blocks each, interleaved;
-the hand ratio is the median block's. The graph is timed twice: with the inputs copied into
-its static ones before each replay (a loop that passes new tensors) and replayed alone (a loop
-that passes the same tensors each call, as the seed's does). Writes ``OUT/check_graph_seed.json``::
+with ``try_fixes=["cuda-graph"]`` (the what-if's status, its inputs-copied speedup and interval,
+its same-inputs speedup and interval, and the summary's replayed prediction), then, in the same
+process, the same function timed by hand with CUDA events, 200 calls a block, eager against its
+graph called two ways: inputs copied into the static ones then replayed (a loop passing new
+tensors), and replayed alone on the inputs it was captured with (a loop passing the same
+tensors); 5 blocks each, interleaved; the hand ratios are the median blocks'. Each what-if
+number should sit near its hand twin: ``speedup`` near ``hand_speedup``,
+``same_inputs_speedup`` near ``hand_same_inputs_speedup``, and the status ``depends on
+inputs`` when the first is below 1 and the second above. Writes
+``OUT/check_graph_seed.json``::
 
-    PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT
+    PYTHONPATH=. python benchmarks/gpu/check_graph_seed.py --out OUT [--whatif-only]
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ def matmul_add(x, w, b):
     return torch.matmul(x, w) + b
 
 x, w, b = (torch.randn(64, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-run = autoprof.check(matmul_add, x, w, b, try_fixes=["cuda-graph"])
-summary = run.summary()
-whatif = [r for r in summary.get("whatif", []) if r.get("fix") == "cuda-graph"]
+if WHATIF_ONLY:  # the measuring side alone: no profile, no analysis (a torch-only machine)
+    from autoprof.record.whatif import try_fixes
+    run, summary = None, {}
+    whatif = [t.result.to_dict() for t in try_fixes(matmul_add, (x, w, b), {},
+                                                    ["cuda-graph"])[1]]
+else:
+    run = autoprof.check(matmul_add, x, w, b, try_fixes=["cuda-graph"])
+    summary = run.summary()
+    whatif = [r for r in summary.get("whatif", []) if r.get("fix") == "cuda-graph"]
 
 static = [t.clone() for t in (x, w, b)]
 for _ in range(3):
@@ -68,18 +77,23 @@ for _ in range(5):
     eager_us.append(block(eager))
     graph_us.append(block(replay))
     same_us.append(block(replay_same))
+keys = ("status", "reason", "baseline_us", "fixed_us", "speedup", "speedup_low",
+        "speedup_high", "same_inputs_us", "same_inputs_speedup", "same_inputs_speedup_low",
+        "same_inputs_speedup_high", "same_inputs_status", "prediction_error_pct",
+        "same_inputs_prediction_error_pct")
 opp = [o for o in summary.get("opportunities", []) if o.get("fix") == "cuda-graph"]
 print(json.dumps({"run": str(run.path) if hasattr(run, "path") else None,
-                  "whatif": whatif,
+                  "whatif_only": WHATIF_ONLY,
+                  "whatif": [{k: r.get(k) for k in keys} for r in whatif],
                   "predicted_speedup": opp[0].get("predicted_speedup") if opp else None,
                   "verdict": summary.get("verdict", {}).get("kind")
                   if isinstance(summary.get("verdict"), dict) else summary.get("verdict"),
                   "eager_us": statistics.median(eager_us),
                   "graph_us": statistics.median(graph_us),
+                  "same_inputs_graph_us": statistics.median(same_us),
                   "hand_speedup": statistics.median(eager_us) / statistics.median(graph_us),
-                  "graph_same_inputs_us": statistics.median(same_us),
-                  "hand_speedup_same_inputs":
-                      statistics.median(eager_us) / statistics.median(same_us)}))
+                  "hand_same_inputs_speedup": statistics.median(eager_us)
+                  / statistics.median(same_us)}))
 """
 
 
@@ -87,18 +101,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--processes", type=int, default=3)
+    parser.add_argument("--whatif-only", action="store_true",
+                        help="time the fix with autoprof.record.whatif.try_fixes alone, no "
+                             "profile or summary (where the analysis's packages are missing)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "AUTOPROF_DIR": str(args.out / "runs")}
     rows = []
     for _ in range(args.processes):
-        done = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
+        program = f"WHATIF_ONLY = {args.whatif_only}\n{PROGRAM}"
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
                               text=True, timeout=240)
         line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
         row = json.loads(line) if line.startswith("{") else {
             "error": done.stderr[-1500:], "returncode": done.returncode}
         rows.append(row)
-        print(json.dumps(row, default=str)[:800], flush=True)
+        print(json.dumps(row, default=str)[:2000], flush=True)
     (args.out / "check_graph_seed.json").write_text(json.dumps(rows, indent=1, default=str))
 
 

@@ -121,6 +121,25 @@ def test_the_graphs_timed_call_copies_the_inputs_then_replays_and_nothing_more(
     assert out is timed()  # the graph's static output, as a replay returns it
 
 
+def test_the_graphs_same_inputs_call_replays_alone(fake_cuda, monkeypatch):
+    from autoprof.record.whatif.call import Call
+    from autoprof.record.whatif.fixes import cuda_graph
+
+    applied = cuda_graph._apply(Call(lambda x, y: x + y, (torch.zeros(2), torch.zeros(2)), {}))
+    x, y = torch.ones(2), torch.full((2,), 3.0)
+    same = applied.bind_same_inputs((x, y), {})
+    assert same is not None
+    # the call's values are in the static inputs once bound: a replay computes on them
+    assert torch.equal(_statics(applied)[0], x) and torch.equal(_statics(applied)[1], y)
+    versions = [t._version for t in _statics(applied)]
+    graph = applied.fn.graph
+    out = same()
+    same()
+    assert graph.replays == 2
+    assert [t._version for t in _statics(applied)] == versions  # nothing copied per call
+    assert out is same()
+
+
 def _statics(applied):
     """The graph's static input tensors, from the replay wrapper's closure."""
     from autoprof.record.whatif.fixes.cuda_graph import _StaticInputs

@@ -101,3 +101,24 @@ def test_the_page_is_in_the_navigation():
     assert ("whatif.py", "What-if", "what-if") in PAGES
     assert (PAGE_FILES / "whatif.py").is_file()
     assert json.dumps(RESULTS)  # the fixture is what whatif.json holds: plain JSON
+
+
+DEPENDS = {"fix": "cuda-graph", **MEASURED, "status": "depends on inputs", "fixed_us": 326.0,
+           "speedup": 0.92, "measured_speedup": 0.92, "speedup_low": 0.91,
+           "speedup_high": 0.93, "outputs_match": True, "same_inputs_us": 62.5,
+           "same_inputs_speedup": 4.8, "same_inputs_speedup_low": 4.7,
+           "same_inputs_speedup_high": 4.9, "same_inputs_status": "faster",
+           "suggested_by": ["cpu-only"]}
+
+
+def test_a_fix_that_depends_on_the_loop_shows_both_numbers(root, monkeypatch):
+    (run,) = [p.parent for p in root.rglob("manifest.json") if "untried" in str(p)]
+    write_whatif(run, whatif_record([DEPENDS]))
+    at = _visit(_open(root, monkeypatch, "untried"), "whatif")
+    texts = _texts(at)
+    assert any("No fix tried was measured faster" in t and "Depends on your loop: cuda-graph: "
+               "slower, 0.92x" in t and "faster, 4.80x" in t for t in texts), texts
+    table = at.dataframe[0].value
+    assert table.loc[0, "result"] == "depends on inputs"
+    assert table.loc[0, "speedup"] == 0.92
+    assert table.loc[0, "same inputs (no copy)"] == "4.80x (95% CI 4.70-4.90x)"

@@ -28,7 +28,9 @@ from autoprof.runfolder.whatif import (
 
 REQUIRED = ("fix", "applicable")
 NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
-           "fixed_us", "setup_s", "max_abs_error", "break_even_calls")  # a number or missing
+           "fixed_us", "setup_s", "max_abs_error", "break_even_calls", "same_inputs_us",
+           "same_inputs_speedup", "same_inputs_speedup_low",
+           "same_inputs_speedup_high")  # a number or missing
 
 
 def read_whatif(run_path: str | Path | None) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from autoprof.analysis.report.model import Opportunity, Report, WhatIfResult
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.text import untraced_between_clause
+from autoprof.analysis.report.whatif_text import whatif_depends
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
 TOP_OPS = 5
@@ -53,7 +54,10 @@ def fix_sentence(fix: WhatIfResult) -> str:
     base, fixed = given(fix.baseline_us), given(fix.fixed_us)
     times = (f" ({fmt_us(base)} → {fmt_us(fixed)} per call)"
              if base is not None and fixed is not None else "")
-    return f"{fix.fix}: {float(given(fix.speedup) or 0):.2f}x faster{times}, {outputs}"
+    same = given(fix.same_inputs_speedup)
+    loop = (f" with each call's inputs copied in, {float(same):.2f}x when the loop passes the "
+            "same tensors each call" if same is not None else "")
+    return f"{fix.fix}: {float(given(fix.speedup) or 0):.2f}x faster{times}{loop}, {outputs}"
 
 
 def _head(s: Report) -> list[str]:
@@ -105,11 +109,16 @@ def _opportunities(found: list[Opportunity]) -> list[str]:
 
 def _whatif(s: Report) -> list[str]:
     fix = s.best_fix()
+    depends = [f"**Depends on your loop** (what-if): {md(line)}"
+               for line in whatif_depends([r.to_dict() for r in s.whatif])]
     if fix is not None:
-        return ["", f"**Best measured fix** (what-if): {md(fix_sentence(fix))}"]
-    if s.whatif:
-        return ["", f"**What-if**: {len(s.whatif)} fix(es) tried, none measured faster"]
-    return []
+        head = f"**Best measured fix** (what-if): {md(fix_sentence(fix))}"
+    elif s.whatif:
+        head = (f"**What-if**: {len(s.whatif)} fix(es) tried, none measured faster"
+                + (" with each call's inputs copied in" if depends else ""))
+    else:
+        return []
+    return ["", head, *(line for d in depends for line in ("", d))]
 
 
 def _diagnostics(s: Report) -> list[str]:

@@ -24,6 +24,7 @@ from autoprof.analysis.report.markdown import fix_sentence, render_markdown
 from autoprof.analysis.report.model import Breakdown, Report
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
+from autoprof.analysis.report.whatif_text import whatif_depends
 from autoprof.units import fmt_pct, fmt_us
 
 
@@ -83,9 +84,11 @@ def _opportunities(s: Report) -> str:
 
 def _fix(s: Report) -> str:
     fix = s.best_fix()
+    depends = "".join(f"<p><b>Depends on your loop</b> (what-if): {_e(line)}</p>"
+                      for line in whatif_depends([r.to_dict() for r in s.whatif]))
     if fix is None:
-        return ""
-    return f'<p><b>Best measured fix</b> (what-if): {_e(fix_sentence(fix))}</p>'
+        return depends
+    return f'<p><b>Best measured fix</b> (what-if): {_e(fix_sentence(fix))}</p>{depends}'
 
 
 def _diagnostics(s: Report) -> str:

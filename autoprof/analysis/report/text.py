@@ -24,6 +24,7 @@ from autoprof.analysis.report.model import (
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.analysis.report.whatif_text import whatif_outcome
+from autoprof.runfolder.whatif import same_inputs_note
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
 WIDTH = 100
@@ -138,20 +139,26 @@ def _ranks(s: Report) -> list[str]:
 def _whatif(results: list[WhatIfResult], diags: list[Diagnostic]) -> list[str]:
     """One row per fix tried (autoprof.check(..., try_fixes=...)), then what the fixes each
     finding suggested measured (diagnostics first, then the verdict and opportunities)."""
-    head = (f"  {'fix':<24} {'result':<15} {'speedup (95% CI)':<20} {'original -> fixed':<22} "
+    head = (f"  {'fix':<24} {'result':<17} {'speedup (95% CI)':<20} {'original -> fixed':<22} "
             f"{'outputs':<18} {'setup':>8}  break-even")
     lines = [head]
     for r in results:
-        lines.append(f"  {_short(r.fix, 24):<24} {given(r.status) or '':<15} "
+        lines.append(f"  {_short(r.fix, 24):<24} {given(r.status) or '':<17} "
                      + (_whatif_numbers(r) if given(r.fixed_us) is not None else
                         str(given(r.reason) or "")))
+        if both := same_inputs_note(r.to_dict()):
+            lines += _wrap(f"{both}: {fmt_us(given(r.same_inputs_us))} per call", "      ")
         if given(r.settle):
             lines += _wrap(f"cannot tell: {r.settle}", "      ")
         if isinstance(error_pct := given(r.prediction_error_pct), int | float):
+            same_pct = given(r.same_inputs_prediction_error_pct)
             lines.append(f"      replay predicted {given(r.predicted_speedup):.2f}x, "
                          f"{error_pct:+.0f}% off the measured speedup"
                          + (": the prediction MISSED (over 25%)" if given(r.prediction_missed)
-                            else ""))
+                            else "")
+                         + (f"; {same_pct:+.0f}% off the same-inputs one "
+                            f"({given(r.same_inputs_speedup):.2f}x)"
+                            if isinstance(same_pct, int | float) else ""))
         if given(r.fixed_verdict):
             lines += _wrap(f"profiled with the fix: {r.fixed_verdict} "
                            f"({given(r.fixed_verdict_reason) or ''})", "      ")

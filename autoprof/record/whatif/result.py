@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
+
+from autoprof.runfolder.whatif import classify as classify  # the interval rule's one home
 
 # "no change" is only read from whatif.json files written before the interval rule
-Status = Literal["faster", "slower", "cannot tell", "no change", "outputs differ", "raised",
-                 "not applicable"]
-MEASURED = ("faster", "slower", "cannot tell", "no change")  # statuses that carry a speedup
+Status = Literal["faster", "slower", "cannot tell", "no change", "depends on inputs",
+                 "outputs differ", "raised", "not applicable"]
+DEPENDS: Final = "depends on inputs"  # faster only when the loop passes the same tensors each call
+MEASURED = ("faster", "slower", "cannot tell", "no change", DEPENDS)  # carry a speedup
 PREDICTION_MISS = 0.25  # a prediction further than 25% from the measured speedup is flagged
 
 
@@ -26,7 +29,13 @@ class FixResult:
     same way); it is inside both ``baseline_us`` and ``fixed_us`` and never subtracted.
     ``predicted_speedup``: the analysis's replayed prediction for this fix (None until the
     analysis provides one); ``prediction_error_pct`` is (predicted - measured) / measured and
-    ``prediction_missed`` is True when that is beyond ``PREDICTION_MISS``."""
+    ``prediction_missed`` is True when that is beyond ``PREDICTION_MISS``.
+    ``same_inputs_*``: a fix whose timed call copies each call's inputs in (a CUDA graph's
+    static inputs) is also timed on the very inputs it was prepared with, no copy, as a loop
+    that passes the same tensors each call runs it (``Applied.same_inputs_call``), interleaved
+    with the others: its time, speedup over the same original samples, the paired 95%
+    interval and what that interval says on its own. ``speedup`` stays the inputs-copied
+    number; ``status`` is ``loop_status`` of the two."""
 
     fix: str
     doc: str
@@ -60,17 +69,27 @@ class FixResult:
     fixed_run: str | None = None
     settle: str | None = None  # what would settle a "cannot tell"
     suggested_by: list[str] | None = None  # the run's findings that pointed at this fix
+    same_inputs_us: float | None = None
+    same_inputs_spread_us: float | None = None
+    same_inputs_speedup: float | None = None
+    same_inputs_speedup_low: float | None = None
+    same_inputs_speedup_high: float | None = None
+    same_inputs_status: Status | None = None  # classify() of the same-inputs interval
+    same_inputs_prediction_error_pct: float | None = None  # the prediction against it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def set_prediction(self, predicted: float | None) -> None:
         """Record the replayed prediction and how far it is from what was measured (the
-        ``speedup``, or the time ratio when the outputs differ)."""
+        ``speedup``, or the time ratio when the outputs differ; ``prediction_missed`` judges
+        that one), and from the same-inputs speedup when there is one."""
         self.predicted_speedup = predicted
         measured = self.speedup if self.speedup is not None else self.measured_speedup
         self.prediction_error_pct, self.prediction_missed = prediction_check(predicted,
                                                                              measured)
+        self.same_inputs_prediction_error_pct = prediction_check(
+            predicted, self.same_inputs_speedup)[0]
 
 
 def prediction_check(predicted: float | None,
@@ -83,13 +102,22 @@ def prediction_check(predicted: float | None,
     return error * 100.0, abs(error) > PREDICTION_MISS
 
 
-def classify(low: float, high: float) -> Status:
-    """faster / slower only when the speedup's whole interval is on one side of 1."""
-    if low > 1:
-        return "faster"
-    if high < 1:
-        return "slower"
-    return "cannot tell"
+def loop_status(copied: Status, same_inputs: Status | None) -> Status:
+    """The status of a fix timed two ways: the inputs-copied call's (the loop that passes new
+    tensors each call), except that a fix measured ``faster`` only on the same inputs is
+    ``depends on inputs``, never ``slower`` or ``cannot tell``.
+
+    | copied in   | same inputs  | status            |
+    | ----------- | ------------ | ----------------- |
+    | slower      | faster       | depends on inputs |
+    | cannot tell | faster       | depends on inputs |
+    | faster      | (any)        | faster            |
+    | slower      | cannot tell  | slower            |
+
+    Any other status (outputs differ, raised) stands as it is."""
+    if same_inputs == "faster" and copied in ("slower", "cannot tell"):
+        return DEPENDS
+    return copied
 
 
 def break_even(setup_s: float, baseline_us: float, fixed_us: float) -> int | None:

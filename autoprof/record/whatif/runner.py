@@ -20,7 +20,7 @@ from autoprof.record.whatif.harness import DEFAULT_SAMPLES, Timing
 from autoprof.record.whatif.result import FixResult
 from autoprof.record.whatif.trial import Trial, best, try_fixes
 from autoprof.runfolder import MANIFEST, MAX_MANIFEST_BYTES, ManifestError, read_manifest
-from autoprof.runfolder.whatif import whatif_record, write_whatif
+from autoprof.runfolder.whatif import same_inputs_note, whatif_record, write_whatif
 from autoprof.units import fmt_us
 
 TryFixes = str | Sequence[str]  # anything else is refused by ``validate``
@@ -138,6 +138,10 @@ def _note(r: FixResult) -> None:
     if r.speedup is not None:
         what = (f"{r.status}, {r.speedup:.2f}x ({fmt_us(r.baseline_us)} -> "
                 f"{fmt_us(r.fixed_us)} per call)")
+        both = same_inputs_note(r.to_dict())
+        if both is not None:
+            what = (f"{r.status}: {both} ({fmt_us(r.baseline_us)} -> {fmt_us(r.fixed_us)}, "
+                    f"{fmt_us(r.same_inputs_us)} per call)")
     else:
         what = f"{r.status}: {r.reason}"
     note(f"autoprof: what-if {r.fix}: {what}")

@@ -7,7 +7,9 @@ whose outputs differ is reported as such, never as a speedup.
 
 What is timed is the fix called as a user calls it (``Applied.bind``), beside the original and
 an identity call through the same closure: the identity's time is the harness's own cost per
-call (``harness_us``), reported, inside every time, never subtracted.
+call (``harness_us``), reported, inside every time, never subtracted. A fix that copies each
+call's inputs in also has its call on the very inputs it was prepared with timed in the same
+rounds (``Applied.bind_same_inputs``): the ``same_inputs_*`` fields, and ``loop_status``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autoprof.record.whatif.ab import paired_ratio, settle_text
+from autoprof.record.whatif.ab import Interval, paired_ratio, settle_text
 from autoprof.record.whatif.call import Args, Call
 from autoprof.record.whatif.compare import Comparison, compare_outputs
 from autoprof.record.whatif.fixes import FIXES, Applied, Fix, NotApplicable
@@ -30,7 +32,14 @@ from autoprof.record.whatif.harness import (
     measure_interleaved,
     timed_call,
 )
-from autoprof.record.whatif.result import FixResult, break_even, classify
+from autoprof.record.whatif.result import (
+    DEPENDS,
+    FixResult,
+    break_even,
+    classify,
+    loop_status,
+)
+from autoprof.runfolder.whatif import same_inputs_note
 
 
 @dataclass
@@ -92,9 +101,11 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
             applied, inputs, comparison, first_s = _first_call(fix, call)
             base_args, base_kwargs = call.fresh()
             args, kwargs = inputs
-            baseline, timing, harness = measure_interleaved(
+            same = applied.bind_same_inputs(args, kwargs)
+            baseline, timing, harness, *same_timing = measure_interleaved(
                 [bound(call.fn, base_args, base_kwargs), applied.bind(args, kwargs),
-                 bound(_identity, args, kwargs)], call.device, samples=samples)
+                 bound(_identity, args, kwargs), *([same] if same is not None else [])],
+                call.device, samples=samples)
         except NotApplicable as exc:
             result.applicable, result.status, result.reason = False, "not applicable", str(exc)
             return Trial(result)
@@ -110,6 +121,8 @@ def try_fix(fix: Fix, call: Call, baseline: Timing, samples: int = DEFAULT_SAMPL
         result.mismatch = f"outputs not compared: {not_compared}"
     _fill(result, baseline, timing, comparison, max(0.0, first_s - timing.median_us * 1e-6))
     result.harness_us = harness.median_us
+    if same_timing:
+        fill_same_inputs(result, baseline, same_timing[0])
     if not_compared is not None:
         result.outputs_match = None
     return Trial(result, applied, inputs)
@@ -165,14 +178,35 @@ def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
     if ratio is None:
         result.status, result.reason = "cannot tell", "the fix's calls took no measurable time"
         return
-    # fixed / baseline over the interleaved pairs; a speedup is its inverse
     iv = paired_ratio(list(baseline.samples_us), list(timing.samples_us))
-    low = 1 / iv.high if iv.high > 0 else 0.0
-    high = 1 / iv.low if iv.low > 0 else math.inf
+    low, high = _speedup_interval(iv)
     result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
     result.status = classify(low, high)
     result.settle = settle_text(iv) if result.status == "cannot tell" else None
     result.break_even_calls = break_even(setup_s, baseline.median_us, timing.median_us)
+
+
+def fill_same_inputs(result: FixResult, baseline: Timing, same: Timing) -> None:
+    """The call on the same inputs (no copy): its time always; its speedup, paired interval
+    and what that interval says when the fix has a speedup (its outputs did not differ), and
+    the status of the two (``loop_status``), whose reason then names both numbers."""
+    result.same_inputs_us, result.same_inputs_spread_us = same.median_us, same.spread_us
+    if result.speedup is None or same.median_us <= 0:
+        return
+    result.same_inputs_speedup = baseline.median_us / same.median_us
+    low, high = _speedup_interval(paired_ratio(list(baseline.samples_us),
+                                               list(same.samples_us)))
+    result.same_inputs_speedup_low, result.same_inputs_speedup_high = low, high
+    result.same_inputs_status = classify(low, high)
+    result.status = loop_status(result.status, result.same_inputs_status)
+    if result.status == DEPENDS:
+        result.reason = same_inputs_note(result.to_dict())
+
+
+def _speedup_interval(iv: Interval) -> tuple[float, float]:
+    """The speedup's 95% interval from fixed / baseline's over the interleaved pairs (a
+    speedup is its inverse)."""
+    return (1 / iv.high if iv.high > 0 else 0.0), (1 / iv.low if iv.low > 0 else math.inf)
 
 
 def try_fixes(

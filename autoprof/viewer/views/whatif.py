@@ -12,8 +12,14 @@ import streamlit as st
 
 from autoprof.analysis import Run
 from autoprof.analysis.kinds import MEASURED_FIX_NAMES, OTHER_STATUS_COLOUR, WHATIF_STATUS_COLOURS
+from autoprof.analysis.loader.whatif import NUMBERS as LOADER_NUMBERS
 from autoprof.analysis.loader.whatif import best_fix, measured_for, whatif_problem
-from autoprof.analysis.report.whatif_text import whatif_band, whatif_status
+from autoprof.analysis.report.whatif_text import (
+    whatif_depends,
+    whatif_label,
+    whatif_same_inputs,
+    whatif_status,
+)
 from autoprof.units import fmt_us
 from autoprof.viewer._context import Context
 from autoprof.viewer._text import md_escape
@@ -24,8 +30,7 @@ HOW = ("No fixes were tried for this run. Measure them on your function with "
        f"{', '.join(MEASURED_FIX_NAMES)}).")
 
 
-NUMBERS = ("speedup", "measured_speedup", "speedup_low", "speedup_high", "baseline_us",
-           "fixed_us", "setup_s", "max_abs_error", "break_even_calls")
+NUMBERS = LOADER_NUMBERS
 
 
 def results_of(run: Run) -> list[dict[str, Any]]:
@@ -52,12 +57,15 @@ def best_line(run: Run) -> str | None:
     if garbled(results):
         return None
     best = best_fix(results)
+    depends = "".join(f" Depends on your loop: {md_escape(line)}."
+                      for line in whatif_depends(results))
     if best is None:
-        return "No fix tried was measured faster with matching outputs." if results else None
+        return ("No fix tried was measured faster with matching outputs." + depends
+                if results else None)
     outputs = "outputs match" if best.get("outputs_match") else "outputs not compared"
     return (f"Best measured fix: **{md_escape(best['fix'])}**, {float(best['speedup']):.2f}x "
             f"faster ({fmt_us(best.get('baseline_us'))} -> {fmt_us(best.get('fixed_us'))} per "
-            f"call, {outputs}). See the What-if page.")
+            f"call, {outputs}).{depends} See the What-if page.")
 
 
 def render(ctx: Context) -> None:
@@ -80,8 +88,10 @@ def render(ctx: Context) -> None:
         st.altair_chart(speedup_chart(_chart_frame(measured)), width="stretch")
         st.caption("Speedup = the original's median time per call / the fix's, both measured "
                    "untraced, warmed up and synchronised, their samples taken in turn; the band "
-                   "spans the quartiles. A fix whose outputs differ is never counted as a "
-                   "speedup (its bar shows the time ratio only).")
+                   "is its 95% interval. A fix whose outputs differ is never counted as a "
+                   "speedup (its bar shows the time ratio only). A CUDA graph's bar is its "
+                   "time with each call's inputs copied in; the table's 'same inputs (no copy)' "
+                   "is its speedup when the loop passes the same tensors each call.")
     st.dataframe(_table(results), hide_index=True, width="stretch")
     for r in results:
         if r.get("fixed_run"):
@@ -126,11 +136,14 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
             "fix": r.get("fix"),
             "result": whatif_status(r),
             "speedup": None if r.get("speedup") is None else round(float(r["speedup"]), 2),
+            "same inputs (no copy)": whatif_same_inputs(r),
             "predicted": None if r.get("predicted_speedup") is None else
             round(float(r["predicted_speedup"]), 2),
             "prediction": _prediction(r),
             "original": fmt_us(r.get("baseline_us")),
             "fixed": fmt_us(r.get("fixed_us")),
+            "fixed, same inputs": fmt_us(r.get("same_inputs_us"))
+            if r.get("same_inputs_us") is not None else "",
             "outputs match": r.get("outputs_match"),
             "max abs error": r.get("max_abs_error"),
             "setup": fmt_us(setup * 1e6) if isinstance(setup, int | float) else "n/a",
@@ -144,10 +157,11 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _prediction(r: dict[str, Any]) -> str:
     """The replayed prediction against the measurement: its error, and 'missed' beyond 25%."""
-    err = r.get("prediction_error_pct")
+    err, same = r.get("prediction_error_pct"), r.get("same_inputs_prediction_error_pct")
     if not isinstance(err, int | float):
         return ""
-    return f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
+    text = f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
+    return text + (f"; same inputs {same:+.0f}%" if isinstance(same, int | float) else "")
 
 
 def show_best(run: Run) -> None:
@@ -165,9 +179,4 @@ def show_best(run: Run) -> None:
 
 
 def _outcome(r: dict[str, Any]) -> str:
-    if r.get("status") in ("faster", "slower", "cannot tell", "no change") \
-            and r.get("speedup") is not None:
-        status = whatif_status(r)
-        settle = f"; {r['settle']}" if status == "cannot tell" and r.get("settle") else ""
-        return f"{status}, {float(r['speedup']):.2f}x{whatif_band(r)}{settle}"
-    return f"{r.get('status')} ({r.get('reason') or ''})"
+    return whatif_label(r)

@@ -5,7 +5,10 @@
 of the user's, how to prepare the arguments it is called with (untimed, like a user
 converting their inputs once), and how a user would call it in a loop (``bind``: what is timed;
 a CUDA graph copies the new inputs into its static ones and replays, without the general
-wrapper that finds the tensors in any call's arguments). ``apply`` raises
+wrapper that finds the tensors in any call's arguments). A fix whose timed call copies each
+call's inputs in may also say how it runs on the very inputs it was prepared with
+(``same_inputs_call``: a CUDA graph's replay alone, what a loop passing the same tensors each
+call runs); the what-if times both. ``apply`` raises
 :class:`NotApplicable` when it finds out late (a graph capture that fails); any other
 exception is reported as the fix raising.
 """
@@ -31,17 +34,25 @@ def _same(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args:
 class Applied:
     """``fn`` takes the user's arguments (profiled, compared); ``bind(args, kwargs)`` returns
     the zero-argument call that is timed, ``fn(*args, **kwargs)`` unless the fix says how a
-    user would call it on these inputs."""
+    user would call it on these inputs. ``bind_same_inputs(args, kwargs)``: the call on those
+    very inputs with nothing copied in, None for a fix whose one call is both."""
 
     fn: Callable[..., Any]
     prepare: Callable[[tuple[Any, ...], dict[str, Any]], Args] = _same
     user_call: Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Any]] | None = None
+    same_inputs_call: Callable[[tuple[Any, ...], dict[str, Any]], Callable[[], Any]] | None = None
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any]:
         if self.user_call is not None:
             return self.user_call(args, kwargs)
         fn = self.fn
         return lambda: fn(*args, **kwargs)
+
+    def bind_same_inputs(self, args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> Callable[[], Any] | None:
+        if self.same_inputs_call is None:
+            return None
+        return self.same_inputs_call(args, kwargs)
 
 
 @dataclass(frozen=True)
