@@ -17,9 +17,7 @@ measurement; the tick's code is the same up to its very last comparison. Goals (
 from __future__ import annotations
 
 import argparse
-import datetime
 import functools
-import json
 import os
 import platform
 import statistics
@@ -31,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _results import emit, stamp  # noqa: E402
 
 
 def _trivial(x: Any) -> Any:
@@ -125,13 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         assert watcher.windows == 0
     med = {k: statistics.median(v) for k, v in rounds.items()}
     extra_ns = med["autoprof_watch"] - med["plain_wraps"]
+    head = stamp("watch_cost.py", argv, processor=platform.processor())
     result = {
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["python", "benchmarks/watch_cost.py", *(argv or sys.argv[1:])]),
+        "date_utc": head["date_utc"],
+        "command": head["command"],
         "load_average_1_5_15": list(os.getloadavg()),
         "clock": args.clock,
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "python": sys.version.split()[0], "processor": platform.processor()},
+        "machine": head["machine"],
         "rounds_ns_per_call": rounds,
         "median_ns_per_call": med,
         "watch_extra_ns_per_call": extra_ns,
@@ -141,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "goal_extra_ns_per_call": 2000,
         "goal_met": extra_ns <= 2000 and med["region_watch"] - med["plain_with"] <= 2000,
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit(result, args.out)
     return 0
 
 

@@ -13,14 +13,14 @@ size of the trace the window wrote.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _results import emit, stamp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -75,17 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     import torch
 
-    result = {
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["python", "benchmarks/watch_memory.py", *(argv or sys.argv[1:])]),
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "python": sys.version.split()[0], "torch": torch.__version__},
-        "rows": rows,
-    }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    emit({**stamp("watch_memory.py", argv, torch=torch.__version__), "rows": rows}, args.out)
     return 0
 
 
