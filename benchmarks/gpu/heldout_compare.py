@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from heldout_driver import best_fix
+
 
 def advice(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The summary's advice in order: opportunities, then findings with a hint."""
@@ -126,8 +128,7 @@ def with_advice_fixes(truth: dict[str, Any], added: dict[str, Any]) -> dict[str,
             continue
         for label, fix in entry["fixes"].items():
             case["fixes"][label] = {**fix, "after_advice": True}
-        measured = {k: f["speedup"] for k, f in case["fixes"].items() if f.get("speedup")}
-        case["best_fix"] = max(measured, key=measured.__getitem__) if measured else None
+        case["best_fix"] = best_fix(case["fixes"])
     return merged
 
 

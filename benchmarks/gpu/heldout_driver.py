@@ -191,8 +191,13 @@ def summarise(results: dict[str, Any]) -> None:
         entry["as_written_ms_median"] = statistics.median(base) if base else None
         for label in entry["fixes"]:
             entry["fixes"][label].update(fix_truth(base, _ms(entry["rounds"][label])))
-        measured = {k: v["speedup"] for k, v in entry["fixes"].items() if v["speedup"]}
-        entry["best_fix"] = max(measured, key=measured.__getitem__) if measured else None
+        entry["best_fix"] = best_fix(entry["fixes"])
+
+
+def best_fix(fixes: dict[str, Any]) -> str | None:
+    """The label of the fix measured fastest, or None when none has a speed-up."""
+    measured = {k: v["speedup"] for k, v in fixes.items() if v.get("speedup")}
+    return max(measured, key=measured.__getitem__) if measured else None
 
 
 def _new_results(cases: dict[str, Case]) -> dict[str, Any]:
