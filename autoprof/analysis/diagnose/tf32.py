@@ -103,5 +103,4 @@ def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str
             "evidence": {"gemm_us_per_step": gemm_us / n_steps, "kernels": len(kernels),
                          "tf32_over_fp32_peak": factor},
             "fix": "tf32", "predicted_speedup": got.median,
-            "predicted_spread": {"median": got.median, "q1": got.q1, "q3": got.q3,
-                                 "min": got.low, "max": got.high}}
+            "predicted_spread": got.to_json()}

@@ -97,8 +97,7 @@ def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
     `fix_changes`, and `copy_speedup`."""
     changes = fix_changes(fix, call, workers, input_copy_us, copy_speedup)
     got = predict_speedups(events, changes, rank=rank, baseline=baseline)
-    return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": {
-        "median": got.median, "q1": got.q1, "q3": got.q3, "min": got.low, "max": got.high}}
+    return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": got.to_json()}
 
 
 def graph_drops_syncs(events: pd.DataFrame, call: str) -> bool:

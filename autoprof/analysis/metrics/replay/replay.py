@@ -72,6 +72,11 @@ class Spread:
         q1, med, q3 = (float(v) for v in np.quantile(arr, [0.25, 0.5, 0.75]))
         return Spread(med, q1, q3, float(arr.min()), float(arr.max()), tuple(arr.tolist()))
 
+    def to_json(self) -> dict[str, float]:
+        """The summary's ``predicted_spread``: median, quartiles, min and max."""
+        return {"median": self.median, "q1": self.q1, "q3": self.q3, "min": self.low,
+                "max": self.high}
+
 
 def _windows(g: Graph, t: Timeline) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of every step's window on timeline `t`."""
