@@ -10,6 +10,7 @@ estimate and interval. Writes ``OUT/compare.json`` and ``OUT/compare.md``.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ def with_advice_fixes(truth: dict[str, Any], added: dict[str, Any]) -> dict[str,
     """``truth`` with the fixes of ``added`` (``heldout_advice_fixes.py``'s truth: fixes written
     after autoprof's advice was read, each timed against the program in its own rounds) put
     beside each case's own, marked ``after_advice``; the best fix is chosen again over all."""
-    merged = json.loads(json.dumps(truth))
+    merged = copy.deepcopy(truth)
     for name, entry in added["cases"].items():
         case = merged["cases"].get(name)
         if case is None:
