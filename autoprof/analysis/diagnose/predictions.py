@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
+from autoprof.analysis.diagnose.error_band import band_of
 from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
@@ -100,9 +101,6 @@ GRAPH_BLOCKERS: dict[str, str] = {
                   "without a scaler, or a fused optimizer, first)",
 }
 NOISE_SPEEDUP = 1.01  # a predicted gain below this is none the profiler-free step would show
-# how far a measured gain strays from its prediction: on the held-out sets judged in fresh
-# profiler-free processes 54 of 58 fixes were within 25% (docs/analysis.md, "The judge")
-PREDICTION_ERROR = 0.25
 
 
 def _between(loop: Loop) -> dict[str, Any]:
@@ -285,13 +283,16 @@ def for_compiled(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def predicted_interval(opp: dict[str, Any]) -> dict[str, float]:
     """The interval a measured gain of `opp`'s fix is expected in: the prediction's own spread
-    over the steps, widened to PREDICTION_ERROR (or the fix's own `prediction_error`, where its
-    model's error was measured apart) either way of the measured gain
-    (|predicted / measured - 1| <= the error); `low` <= the estimate <= `high`, so no
+    over the steps, widened by its fix family's model-error band (error_band.py: measured on
+    the development truth); an entry that states its own `prediction_error` (its model has
+    no development truth to speak of) keeps at least that either way of the measured gain
+    (|predicted / measured - 1| <= the error). `low` <= the estimate <= `high`, so no
     ceiling ever reads below its estimate."""
     value = float(opp["predicted_speedup"])
     spread = opp.get("predicted_spread") or {}
-    error = float(opp.get("prediction_error", PREDICTION_ERROR))
-    low = [value / (1.0 + error), float(spread.get("min", value))]
-    high = [value / (1.0 - error), float(spread.get("max", value))]
-    return {"low": min(*low, value), "high": max(*high, value)}
+    low, high = band_of(opp.get("fix")).widen(value, float(spread.get("min", value)),
+                                              float(spread.get("max", value)))
+    if "prediction_error" in opp:
+        error = float(opp["prediction_error"])
+        low, high = min(low, value / (1.0 + error)), max(high, value / (1.0 - error))
+    return {"low": min(low, value), "high": max(high, value)}

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import autoprof
-from autoprof.analysis.diagnose.predictions import PREDICTION_ERROR, predicted_interval, ranked
+from autoprof.analysis.diagnose.error_band import band_of
+from autoprof.analysis.diagnose.predictions import predicted_interval, ranked
 from autoprof.analysis.report.markdown import _opportunities as markdown_opportunities
 from autoprof.analysis.report.model import Opportunity
 from autoprof.analysis.report.speed import speed_text
@@ -30,10 +31,17 @@ def _graph(value: float, spread: tuple[float, float], bound: float) -> dict[str,
 def test_the_interval_holds_the_estimate_and_the_spread(value: float,
                                                         spread: tuple[float, float]) -> None:
     band = predicted_interval(_graph(value, spread, 2.0))
-    assert band["low"] <= min(spread[0], value) and band["high"] >= max(spread[1], value)
-    # a measured gain within PREDICTION_ERROR of the estimate lies inside
-    for measured in (value / (1 + PREDICTION_ERROR), value / (1 - PREDICTION_ERROR)):
-        assert band["low"] <= measured * (1 + 1e-9) and measured <= band["high"] * (1 + 1e-9)
+    assert band["low"] < min(spread[0], value) and band["high"] > max(spread[1], value)
+    # the spread widened by the family's model-error band either way, no more
+    error = band_of("cuda-graph")
+    assert band["low"] == pytest.approx(min(spread[0], value) * math.exp(-error.down_log))
+    assert band["high"] == pytest.approx(max(spread[1], value) * math.exp(error.up_log))
+
+
+def test_an_entry_s_own_stated_error_is_kept_where_it_is_wider() -> None:
+    opp = {**_graph(2.0, (2.0, 2.0), 3.0), "fix": "set-num-threads", "prediction_error": 0.5}
+    band = predicted_interval(opp)
+    assert band["low"] <= 2.0 / 1.5 and band["high"] >= 2.0 / 0.5
 
 
 def test_a_bound_below_the_estimate_is_never_shown_as_up_to() -> None:
