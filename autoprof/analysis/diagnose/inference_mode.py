@@ -28,7 +28,7 @@ saved by hand (0.256 -> 0.165 ms, 1.55x): 3.8 us a node, against a median view o
 us profiled. Predicted there from the synchronised untraced call (0.395 ms): 1.29x (-17%). That
 program is this entry's development case, not a test of it; the held-out CPU programs are
 in benchmarks/cpu_catalogue_heldout.py (docs/validation.md). One development program: the
-interval is PREDICTION_ERROR either way (2/3 to twice the estimate).
+interval is at least PREDICTION_ERROR either way (2/3 to twice the estimate).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ Measured: on the H100 catalogue's row loop (256 rows of 512, then a matmul) this
 147x against 136x measured without the profiler (+8%), ranked above the CUDA graph (7.2x);
 none of the catalogue's eight other H100 programs fires it (an Adam over 192 parameters with
 foreach=False included: its per-parameter ops are the optimizer's). One program measured, so
-the interval is PREDICTION_ERROR either way (a measured gain between 2/3 and twice the
-estimate), wider than the replayed fixes' 25%.
+the interval is at least PREDICTION_ERROR either way (a measured gain between 2/3 and twice the
+estimate), wider than the pooled model-error band (error_band.py).
 """
 
 from __future__ import annotations

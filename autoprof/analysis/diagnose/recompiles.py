@@ -29,7 +29,7 @@ DYNAMIC_COMPILE_RATIO was read from a development program (a 3-layer MLP over 6 
 lengths with dynamic=False, backend aot_eager, `compile_recompiles` in
 benchmarks/cpu_heldout.py, on the 2-core machine of docs/validation.md): 12 calls with
 dynamic=True took 5.2 s against a recorded first static compile of 2.6 s; predicted there
-1.26x against 1.66x measured (-24%). One development program: the interval is
+1.26x against 1.66x measured (-24%). One development program: the interval is at least
 PREDICTION_ERROR either way.
 """
 

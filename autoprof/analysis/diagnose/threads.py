@@ -21,7 +21,7 @@ manifest does not say), the finding is also an opportunity (`threads_fix`): caus
 called step as the step the program can attain once its threads stop waiting for one another:
 the mean called step over the fastest (`predicted_spread`: each step over the fastest). Not
 calibrated on a measured fix before the held-out programs (a T5 training step ran 6.3x faster
-with 1 thread than 2 on a busy 2-core machine, not recorded): the interval is
+with 1 thread than 2 on a busy 2-core machine, not recorded): the interval is at least
 PREDICTION_ERROR either way. With one thread already, the hint says so and no fix is offered.
 """
 
