@@ -23,6 +23,10 @@ def test_the_committed_bands_are_the_scripts_output_on_the_committed_pairs() -> 
     doc = json.loads(script.PAIRS_FILE.read_text())
     assert script.BANDS_FILE == BANDS_FILE
     assert script.bands(doc) == json.loads(BANDS_FILE.read_text())
+    # the H200 pairs are the lab's committed as_shown table: regenerating it without the bands
+    # fails here
+    assert [p for p in doc["pairs"] if p["source"].startswith("gpu_h200")] == \
+        script.as_shown_pairs()
     # development data only: no held-out set is a source
     assert not [p for p in doc["pairs"]
                 if p["source"].startswith(("gpu_h100_heldout", "cpu_heldout"))]

@@ -51,6 +51,9 @@ def test_a_bound_below_the_estimate_is_never_shown_as_up_to() -> None:
     assert "up to" not in text and text.startswith("cuda-graph 163.00x (likely")
     low, high = (float(v.rstrip("x)")) for v in text.split("likely ")[1].split("-"))
     assert low <= 163.0 <= high
+    # the text states the family's widened spread, the interval every report reads
+    widened = band_of("cuda-graph").widen(163.0, 150.0, 170.0)
+    assert (low, high) == (round(widened[0], 2), round(widened[1], 2))
     md = "\n".join(markdown_opportunities([Opportunity.from_dict(opp)]))
     assert "up to 14.10x" not in md and "163.00x" in md
 
