@@ -26,7 +26,9 @@ the LEVEL quantile of |ln(repeat / first)| over the fixes timed twice in fresh p
 Writes `results/error_band_pairs.json` (the pairs, the repeat differences, the date and the
 machine) and the product's `autoprof/analysis/diagnose/error_band.json`, a pure function of
 the pairs file (`bands`; a unit test holds the committed file to it). `--from-pairs` skips
-the re-analysis and rebuilds the bands from the committed pairs file.
+the re-analysis and rebuilds the bands from the committed pairs file. It prints how many
+development pairs fall inside, and how many when each set is judged by the bands built from
+the other sets alone.
 """
 
 from __future__ import annotations
@@ -163,6 +165,20 @@ def coverage(pairs: list[dict[str, Any]], table: dict[str, Any]) -> tuple[int, i
     return inside, len(pairs)
 
 
+def leave_one_set_out(doc: dict[str, Any]) -> tuple[int, int]:
+    """(inside, pairs): each set's pairs against the bands built from the other sets' pairs
+    (the method's own out-of-set coverage, within the development data)."""
+    def set_of(p: dict[str, Any]) -> str:
+        return str(p["source"]).split("/")[0]
+
+    inside = total = 0
+    for name in sorted({set_of(p) for p in doc["pairs"]}):
+        rest = {**doc, "pairs": [p for p in doc["pairs"] if set_of(p) != name]}
+        got = coverage([p for p in doc["pairs"] if set_of(p) == name], bands(rest))
+        inside, total = inside + got[0], total + got[1]
+    return inside, total
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validation.error_band",
                                      description=(__doc__ or "").split("\n", 1)[0])
@@ -184,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inside, n = coverage(doc["pairs"], table)
     print(f"wrote {BANDS_FILE}: {n} pairs, floor {table['floor_log']:.3f}, "
           f"{inside} of {n} development pairs inside their band")
+    inside, n = leave_one_set_out(doc)
+    print(f"each set against the bands of the others: {inside} of {n} inside")
     for family, row in table["families"].items():
         print(f"- {family}: {row['points']} pairs, -{row['down_log']:.3f} +{row['up_log']:.3f}")
     return 0
