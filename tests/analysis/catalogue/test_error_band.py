@@ -14,9 +14,10 @@ from autoprof.analysis.diagnose.error_band import BANDS_FILE, band_of
 from benchmarks.validation import error_band as script
 
 REPO = Path(__file__).resolve().parents[3]
-# docs/validation.md, "How sure a prediction is": at least this share of the held-out GPU
-# pairs inside their stated interval (a bound under what was measured, not the count)
-HELDOUT_INSIDE_AT_LEAST = 0.6
+# docs/validation.md, "Programs written before their predictions were read": at least this
+# share of the held-out GPU pairs inside their stated interval (a bound the docs state, under
+# the goal of 80% that is not met yet)
+HELDOUT_INSIDE_AT_LEAST = 0.55
 
 
 def test_the_committed_bands_are_the_scripts_output_on_the_committed_pairs() -> None:
