@@ -14,14 +14,14 @@ summary's prediction for it (`predicted_speedup` and the replay's spread, `predi
 The held-out programs (`benchmarks/validation/data/gpu_h100_heldout/`, `cpu_heldout/`) are
 not read: they judge the bands.
 
-Per pair, how far the measured gain lies outside the spread, in log ratio: `down` =
-ln(spread min / measured) when below it, `up` = ln(measured / spread max) when above, else 0.
-A family's own band is the TAIL quantile (numpy's "higher") of each side over its pairs, so
-that about LEVEL of them fall inside both; the pooled band is the same over every pair. A
-family's band is its own pulled toward the pooled one, (n * own + PRIOR_POINTS * pooled) /
-(n + PRIOR_POINTS) for its n pairs, and never under the floor: the truth's own repeatability,
-the LEVEL quantile of |ln(repeat / first)| over the fixes timed twice in fresh processes
-(`results/repeat.json`), over sqrt(2) (one measurement's share of the difference of two).
+Per pair, the model's error ln(measured / predicted). A family's own band is the lower and
+upper TAIL quantiles of its errors (numpy's "lower" and "higher"), as widenings of 0 at least
+on each side, so that about LEVEL of them fall inside both; the pooled band is the same over
+every pair. A family's band is its own pulled toward the pooled one, (n * own + PRIOR_POINTS *
+pooled) / (n + PRIOR_POINTS) for its n pairs, and never under the floor: the truth's own
+repeatability, the LEVEL quantile of |ln(repeat / first)| over the fixes timed twice in fresh
+processes (`results/repeat.json`), over sqrt(2) (one measurement's share of the difference of
+two).
 
 Writes `results/error_band_pairs.json` (the pairs, the repeat differences, the date and the
 machine) and the product's `autoprof/analysis/diagnose/error_band.json`, a pure function of

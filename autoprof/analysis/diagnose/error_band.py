@@ -8,14 +8,13 @@ beside this module, written by `benchmarks/validation/error_band.py` from commit
 test holds the file to the script's output on the committed pairs); that file names its
 sources, its date and how many pairs each family has.
 
-The method (the script's docstring has it in full): for each development pair, how far the
-measured gain lies below the spread's minimum (`down`) or above its maximum (`up`), in log
-ratio, 0 when inside. A family's band is the 90th percentile of each side (so about 80% of
-its pairs fall inside both), pulled toward the percentile over every family in proportion to
-how few pairs it has (`prior_points` pairs of weight for the pooled value), and never under
-`floor_log`: the truth's own repeatability, from the fixes timed twice in fresh processes. A
-family without development pairs takes the pooled band with the floor. The point estimate
-is the model's; only its interval reads this file.
+The method (the script's docstring has it in full): for each development pair, the model's
+error ln(measured / predicted). A family's band is the 10th and 90th percentiles of its
+errors as widenings (0 at least on each side), pulled toward the same percentiles over every
+family in proportion to how few pairs it has (`prior_points` pairs of weight for the pooled
+value), and never under `floor_log`: the truth's own repeatability, from the fixes timed
+twice in fresh processes. A family without development pairs takes the pooled band with the
+floor. The point estimate is the model's; only its interval reads this file.
 """
 
 from __future__ import annotations
