@@ -71,7 +71,8 @@ HINT = ("the DataLoader builds each batch one sample at a time: {where}about {sa
         "array[indices]) and applies each transform as one tensor op over the batch, with "
         "collate_fn=lambda b: b; or index a tensor with a batch of indices under "
         "DataLoader(ds, batch_size=None, sampler=BatchSampler(RandomSampler(ds), batch_size, "
-        "drop_last=False)); background worker processes only move this cost onto other cores")
+        "drop_last=False)). Python work of each sample's own (parsing, decoding) stays: do it once "
+        "before training. Background worker processes only move this cost onto other cores")
 
 
 def _fetches(events: pd.DataFrame) -> pd.DataFrame:
