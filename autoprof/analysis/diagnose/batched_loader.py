@@ -19,7 +19,9 @@ __next__` span, and inside it the same ops repeated once per sample, then the co
   the mode of the repeat counts of the ops repeated that often (an op done twice per sample
   reads as the same B where most are done once); the ops per sample is every outermost op
   but the collate's over it. Repeats of indexing ops alone (a TensorDataset: `select`,
-  `slice`, `index`) are no Python per sample and are not this entry;
+  `slice`, `index`) are no Python per sample and are not this entry. In a recording with
+  its Python stack the ops are found through the frames between (`_next_data`, `fetch`,
+  `__getitem__`);
 - fix: `batched-dataset`, a `Dataset.__getitems__(indices)` that builds the whole batch
   with one op per transform (and a collate_fn that returns it as is), or a dataset indexed
   by a batch of indices under `DataLoader(batch_size=None, sampler=BatchSampler(...))`. A
@@ -65,6 +67,8 @@ MIN_SHARE_PCT = 20.0  # the fetch's share of the step below which it is not name
 MIN_SAMPLES = 8  # an op repeated fewer times per fetch is not a per-sample op
 PREDICTION_ERROR = 0.5  # one development program (module doc)
 FIX: CatalogueFixName = "batched-dataset"
+PYTHON_CAT = "python_function"  # a Python frame, in a recording with its stack
+MAX_FRAMES = 64  # Python frames looked through between a fetch and its ops
 COLLATE_OPS = frozenset({"aten::stack", "aten::cat"})
 INDEX_OPS = frozenset({"aten::select", "aten::slice", "aten::index", "aten::as_strided",
                        "aten::alias", "aten::unsqueeze", "aten::view"})
@@ -111,10 +115,27 @@ def _fetch_model(kids: pd.DataFrame, fetch_us: float) -> dict[str, float] | None
             "fetch_us": fetch_us, "after_us": after}
 
 
+def _under_fetch(events: pd.DataFrame, fetch: pd.DataFrame) -> pd.DataFrame:
+    """The outermost ops under the fetch spans (`parent`: the span's index), through the
+    Python frames a recording with its stack puts between (`_next_data`, `__getitem__`)."""
+    python = (events["cat"].astype(str) == PYTHON_CAT).to_numpy()
+    parent = events.index.get_indexer(events["parent"].to_numpy())
+    up = parent.copy()
+    for _ in range(MAX_FRAMES):
+        through = up >= 0
+        through[through] = python[up[through]]
+        if not through.any():
+            break
+        up[through] = parent[up[through]]
+    rows = np.isin(up, events.index.get_indexer(fetch.index)) & ~python
+    kids = events.loc[rows, ["name", "dur_us"]].copy()
+    kids["parent"] = events.index[up[rows]]
+    return kids
+
+
 def _models(events: pd.DataFrame, fetch: pd.DataFrame) -> pd.DataFrame:
     """Per fetch span (its index), the model of `_fetch_model`; spans without one left out."""
-    kids = events.loc[events["parent"].isin(fetch.index).to_numpy(), ["name", "dur_us",
-                                                                      "parent"]]
+    kids = _under_fetch(events, fetch)
     groups = dict(tuple(kids.groupby("parent")))
     rows = {}
     for i, span in fetch.iterrows():
@@ -126,7 +147,7 @@ def _models(events: pd.DataFrame, fetch: pd.DataFrame) -> pd.DataFrame:
 
 def _getitem(events: pd.DataFrame) -> str | None:
     """The `__getitem__` most recorded, where the trace holds Python frames."""
-    py = events[(events["cat"].astype(str) == "python_function").to_numpy()]
+    py = events[(events["cat"].astype(str) == PYTHON_CAT).to_numpy()]
     names = py["name"].astype(str)
     hits = names[names.str.endswith("__getitem__").to_numpy()]
     return str(hits.mode().iloc[0]) if len(hits) else None

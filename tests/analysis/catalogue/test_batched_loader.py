@@ -32,20 +32,27 @@ def _manifest() -> dict[str, Any]:
 
 
 def _loader_steps(samples: int, fetch_us: float, per_sample: tuple[str, ...],
-                  batched: bool = False) -> Trace:
+                  batched: bool = False, stack: bool = False) -> Trace:
     """Three steps: a fetch span of `fetch_us` holding, per sample (or once when `batched`),
     the ops `per_sample` (4 us each, the rest of a sample's time untraced Python), then the
-    collate's stack (unless `batched`), then a model step of MODEL_US."""
+    collate's stack (unless `batched`), then a model step of MODEL_US. `stack`: each sample's
+    ops inside the Python frames a recording with its stack has (`_next_data` over the
+    fetch's work, a `__getitem__` per sample)."""
     t = Trace()
     ts = 1000.0
     for n in range(3):
         t.step(n, ts, STEP_US)
         t.cpu("train", ts + 1.0, STEP_US - 2.0, cat="user_annotation")
         t.cpu(FETCH, ts + 2.0, fetch_us, cat="user_annotation")
+        if stack:
+            t.cpu("torch/utils/data/dataloader.py(760): _next_data", ts + 2.5, fetch_us - 1.0,
+                  cat="python_function")
         rows = 1 if batched else samples
         slot = (fetch_us - STACK_US - 10.0) / rows
         for i in range(rows):
             at = ts + 4.0 + i * slot
+            if stack:
+                t.cpu("train.py(12): __getitem__", at - 0.5, slot - 1.0, cat="python_function")
             for k, name in enumerate(per_sample):
                 t.cpu(name, at + 5.0 * k, 4.0)
         if not batched:
@@ -84,6 +91,16 @@ def test_a_fetch_of_per_sample_ops_is_offered_the_batched_dataset_with_the_model
                                                      rel=1e-3)
     assert "__getitems__" in opp["hint"] and "BatchSampler" in opp["hint"]
     assert "num_workers" not in opp["hint"]
+
+
+def test_a_recording_with_its_python_stack_is_read_through_its_frames_and_names_getitem():
+    plain = _entry(_loader_steps(64, 6_000.0, ("aten::to",)))
+    framed = _entry(_loader_steps(64, 6_000.0, ("aten::to",), stack=True))
+    assert plain is not None and framed is not None
+    assert framed["evidence"]["samples_per_batch"] == 64
+    assert framed["predicted_speedup"] == pytest.approx(plain["predicted_speedup"], rel=1e-6)
+    assert framed["evidence"]["getitem"] == "train.py(12): __getitem__"
+    assert "train.py(12): __getitem__ runs once per sample" in framed["hint"]
 
 
 def test_the_offered_entry_is_ranked_by_its_prediction_inside_its_interval() -> None:
