@@ -5,6 +5,7 @@
 | `autograd_inference` | `inference-mode` | a graph built, no backward (inference_mode.py) |
 | `cpu_threads` | `set-num-threads` | CPU steps that wait for cores (threads.py) |
 | `recompiles` | `compile-dynamic` | compiling again for new shapes (recompiles.py) |
+| `per_sample_loader` | `batched-dataset` | a fetch of per-sample ops (batched_loader.py) |
 
 Each predicts its own gain (no replay) and states its own `prediction_error`; one is offered
 only when its gain is at least MIN_SPEEDUP (code_fixes.py), and then ranked with the other
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from autoprof.analysis.diagnose.batched_loader import per_sample_loader
 from autoprof.analysis.diagnose.code_fixes import MIN_SPEEDUP
 from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
 from autoprof.analysis.diagnose.inference_mode import autograd_inference
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 def catalogue_fixes(ctx: Analysis, step_us: float) -> list[dict[str, Any]]:
     """The entries of the module doc that `ctx` shows (`step_us`: the mean profiled step)."""
     found = [autograd_inference(ctx.events, step_us, ctx.reference), threads_fix(ctx),
-             recompiles(ctx)]
+             recompiles(ctx), per_sample_loader(ctx.events, ctx.breakdown.steps)]
     return [o for o in found if o is not None and o["predicted_speedup"] >= MIN_SPEEDUP]
 
 

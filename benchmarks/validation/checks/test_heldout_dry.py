@@ -1,4 +1,4 @@
-"""The held-out programs run: every GPU program and fix, and every CPU one (both CPU sets),
+"""The held-out programs run: every GPU program and fix, and every CPU one (the three CPU sets),
 on the CPU at tiny sizes (the dry run's code, executed here in one process instead of one
 process each)."""
 
@@ -20,11 +20,12 @@ sys.path.insert(0, str(BENCH))
 
 from cpu_catalogue_heldout import CASES as CATALOGUE_CASES  # noqa: E402
 from cpu_heldout import CASES as CPU_HELDOUT  # noqa: E402
+from cpu_loader_heldout import CASES as LOADER_CASES  # noqa: E402
 from heldout_cases import CASES as GPU_CASES  # noqa: E402
 from heldout_compare import judge_fix  # noqa: E402
 from heldout_driver import fix_truth, timer_code  # noqa: E402
 
-CPU_CASES = {**CPU_HELDOUT, **CATALOGUE_CASES}
+CPU_CASES = {**CPU_HELDOUT, **CATALOGUE_CASES, **LOADER_CASES}
 
 SIDES = [(name, fix) for cases in (GPU_CASES, CPU_CASES) for name in cases
          for fix in (None, *cases[name]["fixes"])]
