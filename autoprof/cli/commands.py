@@ -152,7 +152,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         if args.jobs or args.dask:
             from autoprof.analysis.scale.text import summary_at_scale
 
-            return summary_at_scale(args.path, args.jobs, args.dask, args.json)
+            return summary_at_scale(args.path, args.jobs, args.dask, args.json,
+                                    fmt=args.format)
         return _print_summary(args.path, args)
     path = Path(args.path) if args.path else settings.out_dir()
     if not path.exists():
@@ -160,7 +161,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.jobs or args.dask:  # many ranks: each analysed on its own, then a reduce
         from autoprof.analysis.scale.text import summary_at_scale
 
-        return summary_at_scale(path, args.jobs, args.dask, args.json)
+        return summary_at_scale(path, args.jobs, args.dask, args.json, fmt=args.format)
     if is_folder_of_runs(path):
         if args.format == "markdown" and not args.json:
             return runs_markdown(path)

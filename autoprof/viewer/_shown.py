@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from autoprof.analysis.scale.reduce import RunAnswer
 
@@ -54,11 +54,14 @@ class Loaded:
         return rank_by_rank(self.run)
 
 
-def answer_row(answer: RunAnswer) -> dict[str, str]:
-    """The runs list's row for a run analysed rank by rank: its ranks, straggler and the
-    ranks' verdicts in place of one verdict (the reduce gives none)."""
+def answer_row(answer: RunAnswer) -> dict[str, Any]:
+    """The runs list's row for a run analysed rank by rank: its report's JSON (the keys a
+    summary has: verdict, reason, device), without the row of each rank; the reason leads
+    with the ranks analysed and the straggler."""
+    row = answer.report().to_dict()
+    row.pop("ranks", None)
     straggler = ("no straggler" if answer.straggler_rank is None
                  else f"straggler rank {answer.straggler_rank}")
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(answer.verdicts.items()))
-    return {"verdict_reason": f"{len(answer.ranks)} ranks analysed one by one: {straggler}; "
-                              f"verdicts: {verdicts}"}
+    row["verdict_reason"] = (f"{len(answer.ranks)} ranks analysed one by one, {straggler}: "
+                             f"{row['verdict_reason']}")
+    return row

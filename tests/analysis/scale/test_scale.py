@@ -90,7 +90,8 @@ def test_a_garbled_cache_is_ignored(tmp_path: Path) -> None:
 
 def test_reduce_is_order_free_and_finds_outliers() -> None:
     answer = summarize_ranks(STRAGGLER, use_cache=False)
-    assert reduce_ranks(answer.ranks[::-1], 2).to_dict() == answer.to_dict()
+    backwards = reduce_ranks(answer.ranks[::-1], 2, answer.path, answer.record)
+    assert backwards.to_dict() == answer.to_dict()
     base = answer.ranks[0]
     many = []
     for rank in range(9):
