@@ -49,5 +49,6 @@ def test_every_renderer_takes_the_reduce_s_report() -> None:
     texts = {fmt: render(report, fmt) for fmt in FORMATS}
     assert "STRAGGLER: rank 1" in texts["text"] and "RANKS' SPREAD" in texts["text"]
     assert "DIAGNOSTICS" not in texts["text"]  # no events read: no empty sections of them
+    assert "**Ranks analysed one by one**: 2 of 2; straggler: rank 1" in texts["markdown"]
     for fmt, text in texts.items():
         assert report.verdict in text, fmt

@@ -131,6 +131,8 @@ def test_cli_jobs_prints_the_reduce(capsys: pytest.CaptureFixture[str]) -> None:
 
     answer = json.loads(capsys.readouterr().out)
     assert answer["straggler_rank"] == 1 and len(answer["ranks"]) == 2
+    assert main(["summary", str(STRAGGLER), "--jobs", "1", "--format", "markdown"]) == 0
+    assert "**Ranks analysed one by one**: 2 of 2; straggler: rank 1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("run", RUNS[:2] + [STRAGGLER], ids=lambda p: p.parent.name)
