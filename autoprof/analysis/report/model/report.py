@@ -51,8 +51,9 @@ class Report(Model, kw_only=True):
     ``rank_by_rank``: present only for a run analysed rank by rank (model/ranks.py), whose
     report the reduce fills from its ranks' small results (scale/report.py): the verdict is
     the breakdown rule's over the mean step of every rank, ``gpu_busy_pct`` the ranks' mean,
-    the self times their sums, ``ranks`` one row per rank; the reduce reads no events, so
-    ``steps``, ``diagnostics``, ``top_ops``, ``opportunities`` and ``whatif`` are empty,
+    the self times their sums, ``is_cuda`` whether any rank has GPU work, ``ranks`` one row
+    per rank; the reduce reads no events, so ``steps``, ``diagnostics``, ``top_ops``,
+    ``opportunities`` and ``whatif`` are empty,
     ``overhead``, ``profiler_overhead`` and ``efficiency`` are ``{}`` and ``memory`` is null
     (each rank's memory peaks are in its row)."""
 
