@@ -68,7 +68,7 @@ elif mode == "summary":
     with contextlib.redirect_stdout(text):
         main(["summary", folder, "--json"])
     s = json.loads(text.getvalue())
-    chosen = "ranks_analysed" in s  # the map's answer (analysis/scale/auto.py chose it)
+    chosen = "rank_by_rank" in s  # the map's report (analysis/scale/auto.py chose it)
     jobs = __import__("os").cpu_count() if chosen else 0
     answer = {"straggler_rank": s.get("straggler_rank"),
               "exposed_comm_pct": [round(float(r["exposed_comm_pct"]), 6) for r in s["ranks"]],

@@ -156,7 +156,8 @@ class Run:
         return self.analysis.straggler
 
     def summary(self) -> dict[str, Any]:
-        """``summarize(self)``; cached beside the first trace (see report/summary_cache)."""
+        """The JSON of ``summarize(self)`` (its ``Report.to_dict()``): what ``autoprof summary
+        --json`` prints; cached beside the first trace (see report/summary_cache)."""
         from autoprof.analysis.report.summary_cache import cached_summary
 
         return cached_summary(self)

@@ -152,7 +152,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         if args.jobs or args.dask:
             from autoprof.analysis.scale.text import summary_at_scale
 
-            return summary_at_scale(args.path, args.jobs, args.dask, args.json)
+            return summary_at_scale(args.path, args.jobs, args.dask, args.json,
+                                    fmt=args.format)
         return _print_summary(args.path, args)
     path = Path(args.path) if args.path else settings.out_dir()
     if not path.exists():
@@ -160,7 +161,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.jobs or args.dask:  # many ranks: each analysed on its own, then a reduce
         from autoprof.analysis.scale.text import summary_at_scale
 
-        return summary_at_scale(path, args.jobs, args.dask, args.json)
+        return summary_at_scale(path, args.jobs, args.dask, args.json, fmt=args.format)
     if is_folder_of_runs(path):
         if args.format == "markdown" and not args.json:
             return runs_markdown(path)
@@ -168,10 +169,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     _finish_left_recording(path)
     from autoprof.analysis.scale.auto import reads_rank_by_rank
 
-    if args.format != "markdown" and reads_rank_by_rank(path):  # memory bounded in the ranks
+    if reads_rank_by_rank(path):  # memory bounded in the ranks
         from autoprof.analysis.scale.text import summary_at_scale
 
-        return summary_at_scale(path, None, None, args.json, chosen=True)
+        return summary_at_scale(path, None, None, args.json, chosen=True, fmt=args.format)
     return _print_summary(path, args)
 
 
@@ -192,19 +193,18 @@ def _print_summary(path: str | Path, args: argparse.Namespace) -> int:
     progress.done()
     _memory_notes(path, run.load_warnings)
     with PhaseLine(str(path)):
-        summary = run.summary()  # cached beside big traces (analysis._summary_cache)
+        report = run.report()  # cached beside big traces (report/summary_cache.py)
     from autoprof.analysis.diff.triggered import lead
 
     first = lead(run)  # a triggered window: the comparison with its healthy one comes first
     if args.json:
+        summary = report.to_dict()
         if first is not None:
             summary = {"comparison": first.to_json(), **summary}
         sys.stdout.write(json.dumps(summary, allow_nan=False) + "\n")
     else:
-        from autoprof.analysis.report.model import Report
         from autoprof.analysis.report.render import render
 
-        report = Report.from_dict(summary, where=str(path))
         lead_text = "" if first is None else (
             first.markdown() if args.format == "markdown" else first.text())
         sys.stdout.write(lead_text + render(report, args.format))

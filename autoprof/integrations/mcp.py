@@ -115,16 +115,14 @@ class RunFolder:
         return loaded
 
     def summary(self, run: str) -> dict[str, Any]:
-        from autoprof.analysis import summarize
-
-        result: dict[str, Any] = summarize(self.load(run))
-        return result
+        """The run's report as its JSON (what ``autoprof summary --json`` prints)."""
+        return self.report(run).to_dict()
 
     def report(self, run: str) -> Report:
-        """The run's summary as the typed record (report/model)."""
-        from autoprof.analysis import Report
+        """The run's typed report (report/model)."""
+        from autoprof.analysis import summarize
 
-        return Report.from_dict(self.summary(run), where=run)
+        return summarize(self.load(run))
 
 
 def _changed_ns(path: Path) -> int:
@@ -249,7 +247,7 @@ def build_server(root: Path) -> MCPServer:
         """The run's summary as compact GitHub-flavoured Markdown (`--format markdown`)."""
         from autoprof.analysis.report.markdown import render_markdown
 
-        return _answer(folder, lambda: render_markdown(folder.summary(run)))
+        return _answer(folder, lambda: render_markdown(folder.report(run)))
 
     @server.tool(name="top_ops", annotations=read_only)
     def top_ops_tool(run: str, by: Literal["self_cpu", "self_device"] = "self_cpu",

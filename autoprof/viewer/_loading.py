@@ -31,10 +31,18 @@ import streamlit as st
 from autoprof import runfolder
 from autoprof.analysis.loader.inputs import may_be_trace_name
 from autoprof.viewer._paths import check_tree, inside
-from autoprof.viewer._shown import Loaded, Shown, answer_row, one_table, rank_by_rank
+from autoprof.viewer._shown import (
+    Loaded,
+    Shown,
+    answer_row,
+    one_table,
+    rank_by_rank,
+    report_row,
+)
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run
+    from autoprof.analysis.report.model import Report
     from autoprof.analysis.scale.reduce import RunAnswer
 
 Progress = Callable[..., None]
@@ -237,25 +245,25 @@ def _says_recording(path: Path) -> bool:
     return False
 
 
-_SUMMARIES: WeakKeyDictionary[Run, dict[str, Any]] = WeakKeyDictionary()
+_REPORTS: WeakKeyDictionary[Run, Report] = WeakKeyDictionary()
 
 
-def summary(run: Run) -> dict[str, Any]:
-    """The run's summary (autoprof's summary cache beside its trace), once per loaded Run."""
-    from autoprof.analysis.report.summary_cache import cached_summary
-
-    found = _SUMMARIES.get(run)
+def summary(run: Run) -> Report:
+    """The run's report (``Run.report()``: autoprof's summary cache beside its trace), once
+    per loaded Run."""
+    found = _REPORTS.get(run)
     if found is None:
-        found = _SUMMARIES[run] = cached_summary(run)
+        found = _REPORTS[run] = run.report()
     return found
 
 
 def summaries(root: Path, paths: list[str],
               progress: Callable[[float, str], object]) -> dict[str, dict[str, Any]]:
-    """Path -> summary (plus the problem size) for every run that loads; a run that does not
-    gets its error line as the reason. Each run is loaded once per server and changed
-    contents: the rows are kept by (path, signature), apart from the RunStore's few loaded
-    runs, so a folder of hundreds of runs is not reloaded on every visit.
+    """Path -> the runs list's row (``report_row`` of the run's report, plus the problem size)
+    for every run that loads; a run that does not gets its error line as the reason. Each run
+    is loaded once per server and changed contents: the rows are kept by (path, signature),
+    apart from the RunStore's few loaded runs, so a folder of hundreds of runs is not
+    reloaded on every visit.
     """
     out: dict[str, dict[str, Any]] = {}
     for i, p in enumerate(paths):
@@ -294,7 +302,7 @@ def _summary_row(key: tuple[str, tuple[Any, ...]]) -> dict[str, Any]:
         return {"verdict_reason": err}
     try:
         # the size the run states, blank for none: never the first op's dimension (a guess)
-        return dict(summary(run), size=stated_size(run.record, str(run.path)))
+        return dict(report_row(summary(run)), size=stated_size(run.record, str(run.path)))
     except Exception as e:  # noqa: BLE001 - one run's failure must not hide the others;
         # its Overview shows the traceback
         return {"verdict_reason": f"analysis failed: {type(e).__name__}: {e}"}

@@ -63,8 +63,9 @@ def run_label(runs: pd.DataFrame | None, path: str, root: Path) -> str:
 
 def display_table(runs: pd.DataFrame, root: Path,
                   summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """The runs table as shown: one row per run, its verdict and one-line reason from the
-    run's summary, paths relative to the traces folder, missing values blank.
+    """The runs table as shown: one row per run, its verdict, one-line reason and device from
+    the run's row (``_shown.report_row``), paths relative to the traces folder, missing
+    values blank.
 
     Runs under `examples/` are marked as examples (the curated runs shipped in traces/).
     """
@@ -97,10 +98,7 @@ def _size(value: object) -> str:
 
 
 def _device(summary: dict[str, Any]) -> str:
-    device = summary.get("device")
-    if isinstance(device, dict) and device.get("name"):
-        return str(device["name"])
-    return "CPU" if summary.get("is_cuda") is False else ""
+    return str(summary.get("device") or "")
 
 
 def _rel(path: object, root: Path) -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from autoprof.analysis.scale.reduce import RunAnswer
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run
+    from autoprof.analysis.report.model import Report
 
 Shown: TypeAlias = "Run | RunAnswer"
 
@@ -54,11 +55,20 @@ class Loaded:
         return rank_by_rank(self.run)
 
 
-def answer_row(answer: RunAnswer) -> dict[str, str]:
-    """The runs list's row for a run analysed rank by rank: its ranks, straggler and the
-    ranks' verdicts in place of one verdict (the reduce gives none)."""
+def report_row(report: Report) -> dict[str, Any]:
+    """The runs list's row of a run, from its report: the verdict, its one-line reason and
+    the device's name (``CPU`` for a run without GPU work, blank when it has no name)."""
+    device = report.device.get("name") if isinstance(report.device, dict) else None
+    return {"verdict": report.verdict, "verdict_reason": report.verdict_reason,
+            "device": str(device) if device else "" if report.is_cuda else "CPU"}
+
+
+def answer_row(answer: RunAnswer) -> dict[str, Any]:
+    """The runs list's row for a run analysed rank by rank: its report's row, the reason
+    leading with the ranks analysed and the straggler."""
+    row = report_row(answer.report())
     straggler = ("no straggler" if answer.straggler_rank is None
                  else f"straggler rank {answer.straggler_rank}")
-    verdicts = ", ".join(f"{k} {v}" for k, v in sorted(answer.verdicts.items()))
-    return {"verdict_reason": f"{len(answer.ranks)} ranks analysed one by one: {straggler}; "
-                              f"verdicts: {verdicts}"}
+    row["verdict_reason"] = (f"{len(answer.ranks)} ranks analysed one by one, {straggler}: "
+                             f"{row['verdict_reason']}")
+    return row

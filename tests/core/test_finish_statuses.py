@@ -159,7 +159,7 @@ def _with_profiler_start(run: Path, value: object) -> dict[str, object]:
     record = manifest(run)
     rf.write_manifest(run / rf.MANIFEST, rf.Manifest.from_json(
         {**record, "profiler_start_ms": value}, "test"))
-    summary = summarize(load(run))
+    summary = summarize(load(run)).to_dict()
     assert summary_errors(summary) == []
     return summary
 

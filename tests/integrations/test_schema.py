@@ -86,16 +86,16 @@ MANY_RANKS = [f for f in RUNS if f.startswith(("traces/examples/ddp_step",
 @pytest.mark.parametrize("folder", MANY_RANKS)
 def test_a_run_analysed_rank_by_rank_validates(folder: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """`autoprof summary --json --jobs 1` prints the reduce's report: its own shape, typed
-    (RankByRankReport) and in the schema, read back into the type as it was written."""
-    from autoprof.analysis.report.model import RankByRankReport
+    """`autoprof summary --json --jobs 1` prints the reduce's report: a Report like one run's,
+    with its rank_by_rank section, in the schema, read back into the type as it was written."""
+    from autoprof.analysis.report.model import Report
     from autoprof.cli import main
 
     assert main(["summary", "--json", "--jobs", "1", str(REPO / folder)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["ranks_analysed"] == len(printed["ranks"]) == 2
+    assert printed["rank_by_rank"]["ranks_analysed"] == len(printed["ranks"]) == 2
     validate_summary(printed)
-    report = RankByRankReport.from_dict(printed)
+    report = Report.from_dict(printed)
     assert json.dumps(report.to_dict()) == json.dumps(printed)  # keys, order, 3 vs 3.0
     broken = {**printed, "straggler_rank": "one"}
     assert any(e.startswith("straggler_rank: 'one' is not of type") for e in

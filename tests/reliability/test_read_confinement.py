@@ -57,7 +57,7 @@ def _link_whatif_out(root: Path) -> Path:
 def _load_summary(path: str | Path) -> tuple[str, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        text = json.dumps(summarize(load(path)), default=str)
+        text = json.dumps(summarize(load(path)).to_dict(), default=str)
     return text, [str(w.message) for w in caught]
 
 

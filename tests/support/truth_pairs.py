@@ -119,7 +119,7 @@ def shown_workload(root: Path, name: str, w: dict[str, Any], notes: list[str]) -
     fixes_tried = [f for f in speedups if f not in NOT_A_FIX]
     out.best_measured = max(fixes_tried, key=lambda f: float(speedups[f]["iter"]["speedup"]))
     by_named = measured_by_named(fixes_tried)
-    opportunities = run_summary(autoprof.load(run_dir)).get("opportunities") or []
+    opportunities = run_summary(autoprof.load(run_dir)).to_dict().get("opportunities") or []
     first = True
     for opp in opportunities:
         shown, value = opp.get("fix"), opp.get("predicted_speedup")

@@ -186,7 +186,8 @@ def test_a_run_of_many_ranks_is_shown_rank_by_rank(tmp_path, monkeypatch):
     assert any("analysed rank by rank (2 ranks), left out" in t for t in markdown_texts(at))
     visit(at, "runs")  # its row says what the reduce found, never "analysis failed"
     [why] = at.dataframe[0].value["why"].tolist()
-    assert why.startswith("2 ranks analysed one by one: straggler rank 1; verdicts: "), why
+    assert why.startswith("2 ranks analysed one by one, straggler rank 1: "), why
+    assert "each rank's own verdict: " in why, why
 
 
 def test_malicious_names_render_as_text_everywhere(roots, monkeypatch):

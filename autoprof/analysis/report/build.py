@@ -1,8 +1,9 @@
 """``build_report(run)``: a run's analysis as the typed ``Report``.
 
-It reads the run's summary (``summarize``, cached beside the first trace by
-``summary_cache``) into the type, so the report and ``autoprof summary --json`` are the same
-record by construction.
+It reads the report's JSON as the summary cache beside the first trace keeps it
+(``summary_cache``; on a miss ``summarize(run)`` computes the report and the cache stores its
+JSON) into the type, so the report and ``autoprof summary --json`` are the same record by
+construction.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """`autoprof summary --format markdown`: the summary as compact GitHub-flavoured Markdown.
 
 For a pull request, an issue or a prompt: the verdict and its reason, where a mean step's time
-goes, the opportunities, the best fix what-if measured, the diagnostics with their hints and
-the top ops, each number with its unit (autoprof.units). Rendered from the typed report
-(report/model), the record `--json` prints; computes no statistic. Names (ops, buckets,
-findings) are code spans and prose is escaped, so a name such as ``a|b`` or ``<script>``
-stays text, in a table too.
+goes, the straggler and slowest ranks of a run analysed rank by rank, the opportunities, the
+best fix what-if measured, the diagnostics with their hints and the top ops, each number with
+its unit (autoprof.units). Rendered from the typed report (report/model), the record `--json`
+prints; computes no statistic. Names (ops, buckets, findings) are code spans and prose is
+escaped, so a name such as ``a|b`` or ``<script>`` stays text, in a table too.
 """
 
 from __future__ import annotations
@@ -146,14 +146,32 @@ def _top_ops(s: Report, n: int = TOP_OPS) -> list[str]:
     return lines
 
 
+def _rank_by_rank(s: Report) -> list[str]:
+    """A run analysed rank by rank (``Report.rank_by_rank``): the straggler and the slowest
+    ranks, never a row per rank."""
+    section = given(s.rank_by_rank)
+    if section is None:
+        return []
+    straggler = ("no straggler" if s.straggler_rank is None
+                 else f"straggler: rank {s.straggler_rank} (the others wait for it)")
+    lines = ["", f"**Ranks analysed one by one**: {section.ranks_analysed} of {s.world_size}; "
+                 f"{straggler}", "",
+             "| rank | median step | compute | exposed comm | z | verdict |",
+             "| ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines += [f"| {w.rank} | {fmt_us(w.step_time_us_median)} | {fmt_us(w.compute_us_median)} "
+              f"| {fmt_pct(w.exposed_comm_pct)} | {'inf' if w.z is None else f'{w.z:.1f}'} "
+              f"| {code(w.verdict)} |" for w in section.worst_ranks]
+    return lines
+
+
 def render_markdown(report: Report | dict[str, Any]) -> str:
     """The Markdown report of one run (a summary dict, as ``--json`` prints it, is read into
     the ``Report`` first); every string in it through units.safe_text (control characters
     escaped, long names cut)."""
     data = report.to_dict() if isinstance(report, Report) else report
     s = Report.from_dict(safe_strings(data))
-    lines = [*_head(s), *_breakdown(s), *_opportunities(s.opportunities), *_whatif(s),
-             *_diagnostics(s), *_top_ops(s)]
+    lines = [*_head(s), *_breakdown(s), *_rank_by_rank(s), *_opportunities(s.opportunities),
+             *_whatif(s), *_diagnostics(s), *_top_ops(s)]
     return "\n".join(lines) + "\n"
 
 

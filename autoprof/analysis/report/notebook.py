@@ -112,9 +112,9 @@ def render_html(report: Report | dict[str, Any]) -> str:
 
 def run_html(run: Any) -> str:
     """``Run._repr_html_``: the run's summary as HTML."""
-    return render_html(run.summary())
+    return render_html(run.report())
 
 
 def run_markdown(run: Any) -> str:
     """``Run._repr_markdown_``: the run's summary as the Markdown of ``--format markdown``."""
-    return render_markdown(run.summary())
+    return render_markdown(run.report())

@@ -1,9 +1,9 @@
 """The JSON Schemas of `autoprof summary --json` and `autoprof diff --json` (draft 2020-12),
 shipped beside this module.
 
-``summary.schema.json`` describes the three shapes the command prints: one run's report
-(``model.Report``), one line per run for a folder of runs (``model.FolderSummary``) and the
-report of a run analysed rank by rank (``model.RankByRankReport``). It is
+``summary.schema.json`` describes the two shapes the command prints: one run's report
+(``model.Report``; a run analysed rank by rank is one too, with its ``rank_by_rank``
+section) and one line per run for a folder of runs (``model.FolderSummary``). It is
 generated from those types (``model/schema.py``), never edited by hand. ``SCHEMA_VERSION`` is
 bumped when a key is removed or renamed or changes type; keys are added without a bump
 (docs/json.md). ``autoprof schema`` prints the file; ``validate_summary`` checks a dict against
@@ -76,8 +76,7 @@ def summary_errors(summary: Any) -> list[str]:
     # check against the one shape it claims, so each error names a key, not "not any of"
     shape = "Report"
     if isinstance(summary, dict):
-        shape = ("FolderSummary" if "runs" in summary else
-                 "RankByRankReport" if "ranks_analysed" in summary else "Report")
+        shape = "FolderSummary" if "runs" in summary else "Report"
     del schema["oneOf"]
     schema["$ref"] = f"#/$defs/{shape}"
     return _errors(schema, summary)

@@ -1,4 +1,6 @@
-"""Everything `autoprof summary --json` prints, as one JSON-able dict.
+"""Everything the analysis says about a run, as its typed ``Report`` (report/model):
+``summarize(run)``. The record's JSON (``Report.to_dict()``) is what `autoprof summary --json`
+prints and what the summary cache stores (summary_cache.py); no consumer reads another dict.
 
 Keys (times in microseconds unless the name says otherwise):
 `path`, `name`, `run_id`, `status`, `world_size`, `is_cuda`, `device`, `trace_paths`,
@@ -29,6 +31,7 @@ from autoprof.analysis.metrics.lines import (
 )
 from autoprof.analysis.metrics.memory_use import Memory
 from autoprof.analysis.report.lines import lines_summary
+from autoprof.analysis.report.model import Report
 from autoprof.runfolder import Manifest
 
 TOP_OPS = 10
@@ -90,8 +93,8 @@ def _status(record: Manifest | None, missing: tuple[int, ...]) -> str | None:
     return "partial" if missing and status in (None, "complete") else status
 
 
-def summarize(run: RunLike) -> dict[str, Any]:
-    """The whole analysis of a run as one JSON-able dict (see the module doc for keys)."""
+def summarize(run: RunLike) -> Report:
+    """The whole analysis of a run as its typed report (see the module doc for keys)."""
     ctx = Analysis.of(run)
     phase("steps and breakdown")
     record = ctx.record
@@ -140,7 +143,7 @@ def summarize(run: RunLike) -> dict[str, Any]:
         "memory": memory_summary(ctx.memory),
         **lines_summary(ctx.source_lines),
     }
-    return jsonable(out)  # type: ignore[no-any-return]
+    return Report.from_dict(jsonable(out), where=str(run_path))
 
 
 SUMMARY_REGIONS = 20

@@ -133,8 +133,9 @@ def _cacheable(key: dict[str, Any] | None) -> bool:
 
 
 def cached_summary(run: RunLike) -> dict[str, Any]:
-    """``summarize(run)``, from the cache beside the run's first trace when it matches. A run
-    analysed with options other than the defaults (``Run.options``) is never cached."""
+    """The JSON of ``summarize(run)``, from the cache beside the run's first trace when it
+    matches. A run analysed with options other than the defaults (``Run.options``) is never
+    cached."""
     if _has_options(run):
         return _summarize(run)
     try:
@@ -160,7 +161,8 @@ def _has_options(run: RunLike) -> bool:
 
 
 def _summarize(run: RunLike) -> dict[str, Any]:
+    """The report's JSON (``summarize(run).to_dict()``): what the cache stores."""
     # imported here: a cache hit does not load the analysis modules at all
     from autoprof.analysis.report.summary import summarize
 
-    return summarize(run)
+    return summarize(run).to_dict()

@@ -22,6 +22,7 @@ from autoprof.analysis.report.model import (
     WhatIfResult,
 )
 from autoprof.analysis.report.model.base import given
+from autoprof.analysis.report.ranks_text import rank_by_rank_lines
 from autoprof.analysis.report.speed import predicted, speed_text
 from autoprof.analysis.report.whatif_text import whatif_outcome
 from autoprof.runfolder.whatif import same_inputs_note
@@ -367,6 +368,10 @@ def render_summary(report: Report | dict[str, Any]) -> str:
         f"VERDICT: {s.verdict}",
         *_wrap(s.verdict_reason, "  "),
         *_where_time_goes(s),
+    ]
+    if section := given(s.rank_by_rank):  # no events read: the reduce's sections instead
+        return "\n".join([*lines, *rank_by_rank_lines(s, section)]) + "\n"
+    lines += [
         "",
         "EVIDENCE",
         *_evidence(s),

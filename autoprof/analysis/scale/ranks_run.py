@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autoprof import env
 from autoprof.analysis.loader import remote
@@ -32,11 +33,20 @@ from autoprof.analysis.scale.rank_map import RankTask, analyse_rank, read_cached
 from autoprof.analysis.scale.reduce import RunAnswer, reduce_ranks
 from autoprof.analysis.scale.result import RankResult
 
+if TYPE_CHECKING:
+    from autoprof.analysis.loader.inputs import Source
+
 Progress = Callable[[int, int], None]  # (ranks done, ranks in all)
 
 
 def rank_tasks(path: str | Path, use_cache: bool | None = None) -> list[RankTask]:
     """One task per trace of the run at ``path`` (TraceError for a path that is no run)."""
+    return _source_tasks(path, use_cache)[1]
+
+
+def _source_tasks(path: str | Path, use_cache: bool | None
+                  ) -> tuple[Source, list[RankTask]]:
+    """The run at ``path`` as the loader resolves it, and one task per trace."""
     from autoprof.analysis.loader.inputs import resolve_source
 
     source = resolve_source(path)
@@ -45,7 +55,7 @@ def rank_tasks(path: str | Path, use_cache: bool | None = None) -> list[RankTask
     if use_cache is None:
         total = sum(_size_bytes(t) for t in source.traces)
         use_cache = env.cache_enabled() and total >= env.cache_min_bytes()
-    return [RankTask(str(t), record, world_size, use_cache) for t in source.traces]
+    return source, [RankTask(str(t), record, world_size, use_cache) for t in source.traces]
 
 
 def _size_bytes(trace: TracePath) -> int:
@@ -114,10 +124,10 @@ def summarize_ranks(path: str | Path, jobs: int = 1, executor: Executor | None =
                     progress: Progress | None = None) -> RunAnswer:
     """The run's answer over its ranks: the map (per rank, on ``executor`` or ``jobs`` local
     processes) then the reduce (``reduce.reduce_ranks``)."""
-    tasks = rank_tasks(path, use_cache)
+    source, tasks = _source_tasks(path, use_cache)
     results = run_map(tasks, jobs, executor, progress)
     world = max((t.world_size for t in tasks), default=1)
-    return reduce_ranks(results, world)
+    return reduce_ranks(results, world, str(source.path), source.record)
 
 
 def dask_executor(address: str) -> Executor:

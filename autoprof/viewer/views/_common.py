@@ -10,6 +10,7 @@ import streamlit as st
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from autoprof.analysis.analysis import record_of
+from autoprof.analysis.report.model.base import given
 from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_bytes, fmt_flops, fmt_value
 from autoprof.viewer._context import Context
@@ -63,14 +64,17 @@ def current_run(ctx: Context, title: str,
 def _rank_by_rank_note(answer: RunAnswer, title: str) -> None:
     """Why a page of one events table is empty for a run analysed rank by rank, and the
     traces of its slowest ranks, to open one by path in the sidebar."""
+    report = answer.report()
     st.info(md_escape(
-        f"This run has {len(answer.ranks)} ranks: it is analysed rank by rank, never as one "
-        f"table of all {answer.events:,} events. Its Overview and Ranks pages show the run; "
+        f"This run has {len(report.ranks)} ranks: it is analysed rank by rank, never as one "
+        f"table of all {report.events:,} events. Its Overview and Ranks pages show the run; "
         f"for the {title} page, open one rank's trace by path in the sidebar. The "
         "straggler's trace first, then the slowest ranks':"))
-    trace_of = {r.rank: r.trace for r in answer.ranks}
-    first = [] if answer.straggler_rank is None else [answer.straggler_rank]
-    ranks = dict.fromkeys(first + [int(w["rank"]) for w in answer.worst_ranks])
+    trace_of = {r.rank: given(r.trace) for r in report.ranks}
+    first = [] if report.straggler_rank is None else [report.straggler_rank]
+    section = given(report.rank_by_rank)
+    worst = [w.rank for w in section.worst_ranks] if section is not None else []
+    ranks = dict.fromkeys(first + worst)
     st.code("\n".join(trace_of[r] for r in ranks if r in trace_of), language=None)
 
 

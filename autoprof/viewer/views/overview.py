@@ -10,6 +10,7 @@ from autoprof.analysis import Run
 from autoprof.analysis.diagnose.records import Diagnostic
 from autoprof.analysis.kinds import VERDICT_TONE
 from autoprof.analysis.metrics.ranks import ORDER_TEXT
+from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.text import untraced_between_clause
 from autoprof.analysis.scale.reduce import RunAnswer
 from autoprof.units import fmt_pct, fmt_us, fmt_value
@@ -55,34 +56,42 @@ def render(ctx: Context) -> None:
 
 
 def _rank_by_rank(answer: RunAnswer) -> None:
-    """A run analysed rank by rank: the straggler, where the time goes (the mean over every
-    rank's steps), the slowest ranks and the verdicts; the Ranks page has the heatmaps."""
-    if answer.straggler_rank is None:
+    """A run analysed rank by rank, from its report (``Report`` with its ``rank_by_rank``
+    section): the verdict over every rank's mean step, the straggler, where the time goes,
+    the slowest ranks and the ranks' verdicts; the Ranks page has the heatmaps."""
+    report = answer.report()
+    section = given(report.rank_by_rank)
+    box = _TONE_BOX.get(VERDICT_TONE[report.verdict], st.info)
+    box(f"**{md_escape(report.verdict)}**: {md_escape(report.verdict_reason)}")
+    if report.straggler_rank is None:
         st.info("No straggler: the ranks are balanced, or never meet in collectives.")
     else:
-        st.error(f"Straggler: rank {answer.straggler_rank} (the other ranks wait for it). "
+        st.error(f"Straggler: rank {report.straggler_rank} (the other ranks wait for it). "
                  "The Ranks page shows every rank's buckets and steps.")
-    bd = answer.breakdown
+    bd = report.breakdown
     st.write(md_escape(
-        f"{answer.world_size} ranks, {answer.events:,} events, analysed rank by rank: mean "
-        f"step {fmt_us(bd.get('step_us'))} over {bd.get('steps', 0)} steps of every rank."))
-    pct: dict[str, float] = bd.get("buckets_pct") or {}
-    us: dict[str, float] = bd.get("buckets_us") or {}
+        f"{report.world_size} ranks, {report.events:,} events, analysed rank by rank: mean "
+        f"step {fmt_us(given(bd.step_us))} over {given(bd.steps) or 0} steps of every rank."))
+    pct = given(bd.buckets_pct) or {}
+    us = given(bd.buckets_us) or {}
     buckets = pd.DataFrame({"bucket": list(pct), "share_pct": list(pct.values()),
                             "per_step_us": [us.get(b) for b in pct]})
     st.subheader("Where the time goes")
     st.dataframe(readable(buckets.sort_values("share_pct", ascending=False)),
                  hide_index=True, width="stretch")
+    if section is None:
+        return
     st.subheader("Slowest ranks")
-    st.caption(f"Ordered {ORDER_TEXT.get(answer.worst_by, answer.worst_by)}: the straggler's "
-               "rule, so a straggler comes first. z: the median step's distance from the "
-               "ranks' median in MADs.")
-    st.dataframe(readable(pd.DataFrame(answer.worst_ranks)), hide_index=True, width="stretch")
+    st.caption(f"Ordered {ORDER_TEXT.get(section.worst_by, section.worst_by)}: the "
+               "straggler's rule, so a straggler comes first. z: the median step's distance "
+               "from the ranks' median in MADs.")
+    worst = pd.DataFrame([w.to_dict() for w in section.worst_ranks])
+    st.dataframe(readable(worst), hide_index=True, width="stretch")
     st.write(md_escape("Verdicts: " + ", ".join(f"{k} {v}" for k, v in
-                                                sorted(answer.verdicts.items()))))
-    if answer.warnings:
-        with st.expander(f"Warnings ({len(answer.warnings)})", expanded=False):
-            st.code("\n".join(answer.warnings[:50]), language=None)
+                                                sorted(section.verdicts.items()))))
+    if section.warnings:
+        with st.expander(f"Warnings ({len(section.warnings)})", expanded=False):
+            st.code("\n".join(section.warnings[:50]), language=None)
 
 
 def _between_calls(run: Run) -> None:

@@ -54,7 +54,7 @@ def test_summary_carries_the_interfaces():
     from autoprof.analysis.report.summary import summarize
     from autoprof.analysis.report.text import render_summary
 
-    s = summarize(FakeRun(_sleepy().events))
+    s = summarize(FakeRun(_sleepy().events)).to_dict()
     bd = s["breakdown"]
     assert set(bd["buckets_us"]) == set(bd["buckets_pct"]) == {
         "gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",

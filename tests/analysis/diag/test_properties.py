@@ -51,4 +51,4 @@ def test_overhead_invariants(steps):
         assert ov.idle_gap_total_us <= ov.step_window_us + 1e-6
     else:
         assert ov.gpu_busy_pct is None
-    json.dumps(summarize(FakeRun(events)), allow_nan=False)
+    json.dumps(summarize(FakeRun(events)).to_dict(), allow_nan=False)

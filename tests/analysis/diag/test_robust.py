@@ -45,7 +45,7 @@ CASES = {"empty": _empty, "one-step": _one_step, "cpu-only": _cpu_only,
 def test_every_analysis_survives(case):
     events = CASES[case]()
     run = FakeRun(events, manifest={"warmup_call_ms": []} if case == "one-step" else None)
-    s = summarize(run)
+    s = summarize(run).to_dict()
     json.dumps(s, allow_nan=False)
     assert s["straggler_rank"] is None
     assert straggler_rank(events) is None
@@ -60,7 +60,7 @@ def test_every_analysis_survives(case):
 
 
 def test_gpu_without_steps_uses_first_cpu_event_as_window_start():
-    s = summarize(FakeRun(_gpu_no_steps()))
+    s = summarize(FakeRun(_gpu_no_steps())).to_dict()
     assert s["overhead"]["window_us"] == pytest.approx(120.0)  # 0 .. kernel end 120
     assert s["gpu_busy_pct"] == pytest.approx(100 * 100.0 / 120.0)
     assert s["steps"] == []

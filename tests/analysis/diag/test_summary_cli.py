@@ -40,7 +40,7 @@ def _finite(value: object) -> bool:
 
 
 def test_summarize_is_json_with_the_required_keys():
-    s = summarize(load(N64))
+    s = summarize(load(N64)).to_dict()
     assert REQUIRED <= set(s)
     assert s["verdict"] == "overhead-bound" and s["straggler_rank"] is None
     assert [st["step"] for st in s["steps"]] == [2, 3, 4]

@@ -21,7 +21,7 @@ from autoprof.analysis.kinds import BUCKETS, COMMUNICATION_BUCKETS
 from autoprof.analysis.metrics.breakdown import breakdown
 from autoprof.analysis.metrics.ranks import RANK_COLUMNS, rank_order, rank_table, straggler_from
 from autoprof.analysis.scale import summarize_ranks
-from autoprof.analysis.scale.text import render
+from autoprof.analysis.report.render import render
 
 STEP_US = 1000.0
 WORKER_TID = 2  # gloo runs the collective on a thread of its own
@@ -57,7 +57,7 @@ def test_the_straggler_heads_the_rank_order_and_the_jobs_report(tmp_path: Path) 
     assert answer.straggler_rank == 1 and steps[0] > steps[1]
     assert rank_order(table)[0] == answer.straggler_rank
     assert [w["rank"] for w in answer.worst_ranks] == rank_order(table)
-    text = render(answer, tmp_path, "test")
+    text = render(answer.report())
     named = re.search(r"STRAGGLER: rank (\d+)", text)
     section = text.split("SLOWEST RANKS", 1)[1]
     listed = re.findall(r"^\s+rank\s+(\d+)\s+step", section, flags=re.MULTILINE)

@@ -58,7 +58,7 @@ def test_many_ranks_take_the_map_and_give_the_merged_answer(
     out, err = capsys.readouterr()
     assert "analysed one by one" in err
     answer = json.loads(out)
-    assert answer["ranks_analysed"] == 4  # the map's answer, not the merged summary
+    assert answer["rank_by_rank"]["ranks_analysed"] == 4  # the map's, not the merged summary
     merged = analysis.load(folder).summary()
     assert [r["rank"] for r in answer["ranks"]] == [r["rank"] for r in merged["ranks"]]
     for ours, theirs in zip(answer["ranks"], merged["ranks"], strict=True):

@@ -90,7 +90,8 @@ def test_a_garbled_cache_is_ignored(tmp_path: Path) -> None:
 
 def test_reduce_is_order_free_and_finds_outliers() -> None:
     answer = summarize_ranks(STRAGGLER, use_cache=False)
-    assert reduce_ranks(answer.ranks[::-1], 2).to_dict() == answer.to_dict()
+    backwards = reduce_ranks(answer.ranks[::-1], 2, answer.path, answer.record)
+    assert backwards.to_dict() == answer.to_dict()
     base = answer.ranks[0]
     many = []
     for rank in range(9):
@@ -130,6 +131,8 @@ def test_cli_jobs_prints_the_reduce(capsys: pytest.CaptureFixture[str]) -> None:
 
     answer = json.loads(capsys.readouterr().out)
     assert answer["straggler_rank"] == 1 and len(answer["ranks"]) == 2
+    assert main(["summary", str(STRAGGLER), "--jobs", "1", "--format", "markdown"]) == 0
+    assert "**Ranks analysed one by one**: 2 of 2; straggler: rank 1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("run", RUNS[:2] + [STRAGGLER], ids=lambda p: p.parent.name)

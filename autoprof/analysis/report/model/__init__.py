@@ -1,8 +1,8 @@
-"""The report's types: ``Report`` (one run), its rows, ``FolderSummary`` and
-``RankByRankReport`` (a run analysed rank by rank)."""
+"""The report's types: ``Report`` (one run, and a run analysed rank by rank with its
+``RankByRank`` section), its rows, and ``FolderSummary``."""
 
 from autoprof.analysis.report.model.base import Model
-from autoprof.analysis.report.model.ranks import AnalysedRank, RankByRankReport, Spread, WorstRank
+from autoprof.analysis.report.model.ranks import RankByRank, Spread, WorstRank
 from autoprof.analysis.report.model.report import Breakdown, FolderLine, FolderSummary, Report
 from autoprof.analysis.report.model.rows import (
     Diagnostic,
@@ -15,6 +15,6 @@ from autoprof.analysis.report.model.rows import (
 )
 from autoprof.runfolder.whatif import WhatIfResult
 
-__all__ = ["AnalysedRank", "Breakdown", "Diagnostic", "FolderLine", "FolderSummary", "Model",
-           "OpRow", "Opportunity", "RankByRankReport", "RankRow", "Report", "Spread", "StepRow",
-           "TopOps", "WhatIfResult", "Where", "WorstRank"]
+__all__ = ["Breakdown", "Diagnostic", "FolderLine", "FolderSummary", "Model", "OpRow",
+           "Opportunity", "RankByRank", "RankRow", "Report", "Spread", "StepRow", "TopOps",
+           "WhatIfResult", "Where", "WorstRank"]

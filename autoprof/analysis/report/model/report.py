@@ -1,5 +1,8 @@
 """The report: everything the analysis says about one run, as one typed record.
 
+One type for every run: a run analysed rank by rank is a ``Report`` too, with its
+``rank_by_rank`` section (``Report`` doc).
+
 ``build_report(run)`` builds it; ``autoprof summary --json`` prints its JSON (``Report.to_dict``);
 ``Report.from_dict`` reads that JSON back into the same type, and the summary's JSON Schema
 is generated from it (``model/schema.py``). Times are in microseconds unless the name says
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 from autoprof.analysis.kinds import VerdictKind
 from autoprof.analysis.report.model.base import UNSET, Json, Model, Num, given
+from autoprof.analysis.report.model.ranks import RankByRank
 from autoprof.analysis.report.model.rows import (
     Diagnostic,
     Opportunity,
@@ -42,7 +46,16 @@ class Report(Model, kw_only=True):
     """One run's analysis. ``comparison``: a window a watch trigger recorded, compared with its
     healthy window (first key, absent otherwise); ``device``: the manifest's device record,
     else the trace's first device properties, else ``"cuda"`` or null; ``overhead``,
-    ``profiler_overhead``, ``efficiency`` and ``memory`` are the metrics' own records."""
+    ``profiler_overhead``, ``efficiency`` and ``memory`` are the metrics' own records.
+
+    ``rank_by_rank``: present only for a run analysed rank by rank (model/ranks.py), whose
+    report the reduce fills from its ranks' small results (scale/report.py): the verdict is
+    the breakdown rule's over the mean step of every rank, ``gpu_busy_pct`` the ranks' mean,
+    the self times their sums, ``is_cuda`` whether any rank has GPU work, ``ranks`` one row
+    per rank; the reduce reads no events, so ``steps``, ``diagnostics``, ``top_ops``,
+    ``opportunities`` and ``whatif`` are empty,
+    ``overhead``, ``profiler_overhead`` and ``efficiency`` are ``{}`` and ``memory`` is null
+    (each rank's memory peaks are in its row)."""
 
     comparison: Json = UNSET
     path: str
@@ -78,6 +91,7 @@ class Report(Model, kw_only=True):
     whatif: list[WhatIfResult]
     memory: Json | None
     source_lines: Json = UNSET
+    rank_by_rank: RankByRank = UNSET
 
     def best_fix(self) -> WhatIfResult | None:
         """The fix what-if measured as the largest win (``WhatIfResult.is_win``), or None."""

@@ -82,7 +82,9 @@ class StepRow(Model, kw_only=True):
 
 
 class RankRow(Model, kw_only=True):
-    """One rank of the run with its own breakdown, opportunities and verdict."""
+    """One rank of the run with its own breakdown, opportunities and verdict. A run analysed
+    rank by rank (``Report.rank_by_rank``) gives each rank's verdict reason, memory peaks,
+    events and trace in place of its opportunities."""
 
     rank: int
     steps: int
@@ -99,3 +101,7 @@ class RankRow(Model, kw_only=True):
     self_gpu_us: Num | None = UNSET
     breakdown: Json = UNSET
     opportunities: list[Json] = UNSET
+    verdict_reason: str = UNSET
+    memory_peaks: list[Json] | None = UNSET
+    events: int = UNSET
+    trace: str = UNSET

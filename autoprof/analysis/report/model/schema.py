@@ -15,23 +15,21 @@ from typing import Any
 
 import msgspec
 
-from autoprof.analysis.report.model.ranks import RankByRankReport
 from autoprof.analysis.report.model.report import FolderSummary, Report
 
-SUMMARY_SCHEMA_VERSION = 1
+SUMMARY_SCHEMA_VERSION = 2
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-ABOUT = ("What `autoprof summary --json` prints: one run's report, one line per run for a "
-         "folder of runs, or the report of a run analysed rank by rank. Times in "
-         "microseconds unless a key names another unit (_ms, _s, _pct, _bytes). "
-         "schema_version 1: keys may be added in any release; a key removed, "
-         "renamed or given another type bumps it (docs/json.md). Generated from "
+ABOUT = ("What `autoprof summary --json` prints: one run's report (a run analysed rank by "
+         "rank adds its rank_by_rank section), or one line per run for a folder of runs. "
+         "Times in microseconds unless a key names another unit (_ms, _s, _pct, _bytes). "
+         f"schema_version {SUMMARY_SCHEMA_VERSION}: keys may be added in any release; a key "
+         "removed, renamed or given another type bumps it (docs/json.md). Generated from "
          "autoprof.analysis.report.model.")
 
 
 def summary_schema() -> dict[str, Any]:
-    """The schema: the root is one of ``$defs/Report``, ``$defs/FolderSummary`` and
-    ``$defs/RankByRankReport``."""
-    refs, defs = msgspec.json.schema_components([Report, FolderSummary, RankByRankReport],
+    """The schema: the root is one of ``$defs/Report`` and ``$defs/FolderSummary``."""
+    refs, defs = msgspec.json.schema_components([Report, FolderSummary],
                                                 ref_template="#/$defs/{name}")
     return {"$schema": DRAFT, "$id": f"urn:autoprof:summary:{SUMMARY_SCHEMA_VERSION}",
             "title": "autoprof summary --json", "description": ABOUT,
