@@ -29,9 +29,11 @@ SETTLED_US = 0.05  # stop when no duration moves by more than this
 def compute_items(names: np.ndarray, cats: np.ndarray) -> np.ndarray:
     """Which GPU items contend for the SMs: kernels other than copies and collectives (each
     distinct name matched once)."""
-    unique, index = np.unique(np.asarray(names, dtype=str), return_inverse=True)
-    excluded = np.fromiter((bool(NOT_COMPUTE.search(n)) for n in unique), bool, len(unique))
-    return np.asarray((cats == "kernel") & ~excluded[index.reshape(-1)], dtype=bool)
+    excluded: dict[str, bool] = {}  # by name (not a sort of fixed-width copies of them)
+    for name in set(map(str, names.tolist())):
+        excluded[name] = bool(NOT_COMPUTE.search(name))
+    hit = np.fromiter((excluded[str(n)] for n in names.tolist()), bool, len(names))
+    return np.asarray((cats == "kernel") & ~hit, dtype=bool)
 
 
 def lost_us(start_us: np.ndarray, end_us: np.ndarray) -> np.ndarray:

@@ -80,6 +80,9 @@ class Graph:
     # per step: whether a replay reports it (None: every step; a sample's lead-in steps are
     # replayed, not reported: sample.py)
     reported: np.ndarray | None = None
+    # replays of this graph read again (the calibrated plan, a baseline's replayed steps:
+    # replay.py's `_calibrated` and `_baseline`), by what they were made from
+    kept: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def names(self) -> np.ndarray:
         """Each event's name as text (read once per graph)."""

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.replay.changes import Change, ScaleHost
+from autoprof.analysis.metrics.replay.crossing import crossing
 from autoprof.analysis.metrics.replay.graph import Graph, graph_of
 from autoprof.analysis.metrics.replay.simulate import (
     Calibration,
@@ -149,12 +151,34 @@ def _results(g: Graph, t: Timeline, plan: Plan) -> list[ReplayResult]:
     return out
 
 
+def _calibrated(g: Graph, calibration: Calibration) -> Plan:
+    """`calibrate(g, calibration)`, made once per graph (`apply_changes` edits a copy)."""
+    key = f"calibrated|{calibration}"
+    plan = g.kept.get(key)
+    if not isinstance(plan, Plan):
+        plan = g.kept[key] = calibrate(g, calibration)
+    return plan
+
+
+def _baseline(g: Graph, calibration: Calibration, baseline: Sequence[Change]
+              ) -> tuple[Plan, list[ReplayResult]]:
+    """The plan with `baseline` applied and its replayed steps, made once per graph and
+    baseline: every fix's prediction compares against the same one (the changes are frozen
+    dataclasses, so their repr names every field)."""
+    key = f"baseline|{calibration}|{tuple(baseline)!r}"
+    kept = g.kept.get(key)
+    if not isinstance(kept, tuple):
+        plan = apply_changes(g, _calibrated(g, calibration), baseline)
+        kept = g.kept[key] = (plan, _results(g, simulate(g, plan), plan))
+    return cast(tuple[Plan, list[ReplayResult]], kept)
+
+
 def replay_steps(events: pd.DataFrame, changes: Sequence[Change] = (), *,
                  rank: int | None = None, calibration: Calibration = "median"
                  ) -> list[ReplayResult]:
     """Every profiled step of one rank replayed with `changes` applied, in step order."""
     g = graph_of(events, rank)
-    plan = apply_changes(g, calibrate(g, calibration), changes)
+    plan = apply_changes(g, _calibrated(g, calibration), changes)
     return _results(g, simulate(g, plan), plan)
 
 
@@ -172,8 +196,7 @@ def _speedups(events: pd.DataFrame, changes: Sequence[Change], rank: int | None,
               calibration: Calibration, baseline: Sequence[Change]
               ) -> list[tuple[int, float]]:
     g = graph_of(events, rank)
-    base_plan = apply_changes(g, calibrate(g, calibration), baseline)
-    base = _results(g, simulate(g, base_plan), base_plan)
+    base_plan, base = _baseline(g, calibration, baseline)
     plan = apply_changes(g, base_plan, changes)
     changed = _results(g, simulate(g, plan), plan)
     return [(b.step, b.step_us / c.step_us if c.step_us > 0 else float("nan"))
@@ -220,22 +243,15 @@ def fit_host_scale(events: pd.DataFrame, untraced_step_us: float, *, rank: int |
     reference timed (the caller's loop removed, to time the call alone). `highest` when even
     that scale is too fast (1.0 by default: the profiler never makes the host faster); the
     smallest factor tried when even a free host is slower (the GPU side bounds the step).
-    The factor is found by halving its interval until that is under `tolerance` times
-    `highest` (14 replays at the default: each replays the whole trace)."""
+    The factor is the one halving its interval until that is under `tolerance` times
+    `highest` would find (14 replays at the default, each of the whole trace), found from
+    about five replays (`crossing.py`)."""
     g = graph_of(events, rank)
-    base = apply_changes(g, calibrate(g, calibration), before)
+    base = apply_changes(g, _calibrated(g, calibration), before)
 
     def median_step_us(factor: float) -> float:
         plan = apply_changes(g, base, [ScaleHost(factor, region, inside), *measure])
         return float(np.median([r.step_us for r in _results(g, simulate(g, plan), plan)]))
 
-    if median_step_us(highest) <= untraced_step_us:
-        return highest
-    lo, hi = 0.0, highest  # median_step_us(hi) > untraced_step_us throughout
-    while hi - lo > tolerance * highest:
-        mid = (lo + hi) / 2
-        if median_step_us(mid) > untraced_step_us:
-            hi = mid
-        else:
-            lo = mid
-    return max(lo, 1e-6)
+    factor, _ = crossing(median_step_us, untraced_step_us, highest, tolerance)
+    return factor

@@ -59,14 +59,14 @@ class _State:
         return self.last_on_stream.get(s, -1) if s is not None else -1
 
 
-def _binding(snapshot: dict[int, int], item: int, ts: np.ndarray, end: np.ndarray,
+def _binding(snapshot: dict[int, int], item: int, ts: list[float], end: list[float],
              stream_of: dict[int, int]) -> int:
     """Of the last items on other streams at a stream wait, the latest-ending one that ended
     before `item` started (-1: none)."""
     best, best_end = -1, -np.inf
     for s, dep in snapshot.items():
         if s != stream_of[item] and best_end < end[dep] <= ts[item] + CLOCK_TOLERANCE_US:
-            best, best_end = dep, float(end[dep])
+            best, best_end = dep, end[dep]
     return best
 
 
@@ -95,15 +95,19 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
     cand = cand[np.argsort(ts[cand], kind="stable")]
     state = _State()
     out = []
+    # read one element at a time: as Python floats (the same values), not numpy scalars
+    ts_us, end_us, threads = ts.tolist(), end.tolist(), thread.tolist()
     for r in cand.tolist():
-        own = sorted(launched.get(r, []), key=lambda i: ts[i])
-        out.append(_one_call(r, names[r], int(thread[r]), own, ts, end, stream_of, state))
+        own = sorted(launched.get(r, []), key=ts_us.__getitem__)
+        out.append(_one_call(r, names[r], int(threads[r]), own, ts_us, end_us, stream_of,
+                             state))
     return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
                                       "deps", "items"])
 
 
-def _one_call(r: int, name: str, thread: int, own: list[int], ts: np.ndarray,
-              end: np.ndarray, stream_of: dict[int, int], state: _State) -> tuple[object, ...]:
+def _one_call(r: int, name: str, thread: int, own: list[int], ts: list[float],
+              end: list[float], stream_of: dict[int, int], state: _State
+              ) -> tuple[object, ...]:
     deps: list[tuple[int, int]] = []
     for i in own:
         dep = _binding(state.pending.pop(thread, {}), i, ts, end, stream_of)
@@ -113,7 +117,7 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: np.ndarray,
         state.thread_stream[thread] = stream_of[i]
     waits: list[int] = []
     if own and COPY_NAME.search(name) and LAUNCH_NAME.search(name) and \
-            float(np.max(end[own])) <= end[r] + CLOCK_TOLERANCE_US:
+            max(end[i] for i in own) <= end[r] + CLOCK_TOLERANCE_US:
         waits = [own[-1]]  # a synchronous copy: the call returned after its copy ended
     elif name in SYNC_NAMES:
         waits = _named_waits(name, thread, state)
