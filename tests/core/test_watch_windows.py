@@ -75,12 +75,22 @@ def test_a_slowdown_is_recorded_within_100_calls_and_named(traces_root, capsys):
     assert next(iter(summary)) == "comparison"  # it leads
     compared = summary["comparison"]
     assert compared["problem"] is None and compared["trigger"]["at_call"] == trigger["at_call"]
+    # how much slower, from the watcher's own step times: the calls behind the trigger
+    untraced = compared["untraced"]
+    assert compared["verdict"] == untraced["verdict"] == "slower"
+    assert 0 < untraced["samples_before"] <= 30 and untraced["samples_after"] == 10
+    # the same calls as the trigger's recent median; the baseline's ring has rolled on since
+    # its median was taken, over normal calls (within the threshold, 100%, of it)
+    assert untraced["after_ms"] == pytest.approx(trigger["current_ms"], rel=0.01)
+    assert 0.5 < untraced["before_ms"] / trigger["baseline_ms"] < 2.0
     result = compared["diff"]
     assert result["verdict"] == "slower"
     assert "cumsum" in result["why"][0]["name"]  # the injected op is the first cause
     assert main(["summary", str(triggered)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("TRIGGERED WINDOW 1") and "cumsum" in text.split("autoprof summary")[0]
+    lead = text.split("autoprof summary")[0]
+    assert text.startswith("TRIGGERED WINDOW 1") and "cumsum" in lead
+    assert lead.splitlines()[1].strip().startswith("VERDICT: slower (the untraced step time")
 
 
 def test_a_slower_loader_is_recorded_within_100_calls_and_named(traces_root, capsys):
@@ -113,7 +123,9 @@ def test_a_slower_loader_is_recorded_within_100_calls_and_named(traces_root, cap
     assert SLOW_AT <= trigger["at_call"] and trigger["at_call"] + WINDOW_CALLS <= SLOW_AT + 100
     capsys.readouterr()
     assert main(["summary", str(triggered), "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)["comparison"]["diff"]
+    compared = json.loads(capsys.readouterr().out)["comparison"]
+    assert compared["verdict"] == "slower", compared["untraced"]
+    result = compared["diff"]
     assert result["verdict"] == "slower", result["step_time"]
     largest = max(result["buckets"], key=lambda b: b["delta_us_per_step"])
     assert largest["name"] == "host_untraced" and largest["share_of_change_pct"] > 50
