@@ -147,7 +147,8 @@ class Lead:
             if tables:
                 lines.append("    " + SHARE_NOTE)
             for title, rows in tables:
-                lines += ["", "  " + title, *("  " + _cause_line(c) for c in rows)]
+                lines += ["", "  " + title, *("  " + _cause_line(c).replace(
+                    "against the step's change", "of the untraced change") for c in rows)]
         return "".join(safe_text(line) + "\n" for line in lines) + "\n"
 
     def markdown(self) -> str:
@@ -160,7 +161,9 @@ class Lead:
                       *(f"- {_md_escape(x)}" for x in self._profiled_lines())]
             tables = [(t, rows) for t, rows in self._tables() if rows]
             for title, rows in tables:
-                lines += ["", f"**{_md_escape(title)}**", "", *_md_rows(rows)]
+                lines += ["", f"**{_md_escape(title)}**", "",
+                          *(r.replace("against step's change", "of the untraced change")
+                            for r in _md_rows(rows))]
             if tables:
                 lines += ["", _md_escape(SHARE_NOTE)]
         return "".join(safe_text(line) + "\n" for line in lines) + "\n"

@@ -55,17 +55,21 @@ class Untraced:
             return f"untraced step: {self.reason}"
         ratio = self.ratio
         head = (f"untraced step: {_ms(self.before_ms)} -> {_ms(self.after_ms)}"
-                + ("" if ratio is None else f", {ratio:.2f}x"))
+                + ("" if ratio is None else f", {_x(ratio)}"))
         change = self.change
         if change is None or change.ci_low_pct is None or change.ci_high_pct is None:
             return f"{head} ({self.reason})"
         low, high = 1 + change.ci_low_pct / 100, 1 + change.ci_high_pct / 100
-        return (f"{head} (95% CI {low:.2f}x .. {high:.2f}x; the baseline's {change.samples_a} "
+        return (f"{head} (95% CI {_x(low)} .. {_x(high)}; the baseline's {change.samples_a} "
                 f"calls vs the {change.samples_b} calls before the trigger)")
 
 
 def _ms(value_ms: float) -> str:
     return f"{value_ms:.3g} ms"
+
+
+def _x(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 100 else f"{ratio:,.0f}x"
 
 
 def untraced(trigger: TriggerRecord) -> Untraced:
