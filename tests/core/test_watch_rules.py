@@ -6,6 +6,8 @@ each trigger carries the untraced step times behind it, copied when its window b
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from autoprof.record.watch import Watch
@@ -117,9 +119,12 @@ def test_the_step_times_behind_a_trigger_are_bounded_and_round_trip():
     job.level(1.0, 300)
     job.level(1.5, 100)
     (trigger,) = job.started
-    assert 0 < len(trigger.baseline_us) <= WATCH.baseline_calls
+    assert len(trigger.baseline_us) == WATCH.baseline_calls
     assert len(trigger.recent_us) == WATCH.drift_calls
     assert all(950 <= us <= 1050 for us in trigger.baseline_us)  # µs, rounded
+    # exactly the calls the baseline is the median of (µs rounding aside)
+    assert statistics.median(trigger.baseline_us) / 1e3 == pytest.approx(trigger.baseline_ms,
+                                                                        abs=1e-3)
     assert all(1425 <= us <= 1575 for us in trigger.recent_us)
     record = TriggerRecord(trigger.kind, trigger.at_call, trigger.baseline_ms,
                            trigger.current_ms, "20260101-000000-abcdef",

@@ -33,8 +33,8 @@ class Trigger:
     baseline has been learnt); ``from_rank``: the rank whose drift asked for it (``peer``);
     ``rule``: how a drift was seen, when not the plain way (``shift``, ``escalation``);
     ``baseline_us`` and ``recent_us``: the step times behind the two (µs, oldest first: the
-    baseline's ring, at most ``baseline_calls``, and the last ``drift_calls`` calls), copied
-    when the window begins."""
+    ``baseline_calls`` normal calls the baseline is the median of, and the last
+    ``drift_calls`` calls), copied when the window begins."""
 
     kind: Kind
     at_call: int
@@ -53,7 +53,8 @@ class Watcher:
     __slots__ = ("name", "watch", "calls", "first_window_calls", "home", "windows", "window",
                  "pending", "pending_from", "peer_seen", "opened", "timeline", "baseline_ns",
                  "_start_window", "_at_calls", "_next_at", "_tl_sum_ns", "_tl_count",
-                 "_drift_calls", "_recent_ns", "_recent_i", "_ring_ns", "_ring_i", "_limit_ns",
+                 "_drift_calls", "_recent_ns", "_recent_i", "_ring_ns", "_ring_i", "_base_ns",
+                 "_limit_ns",
                  "_over", "_last_ns", "_cool_until", "_prior_ns", "_prior_us", "_shift_ns",
                  "_escalate_ns", "__weakref__")
 
@@ -92,8 +93,9 @@ class Watcher:
 
     def _relearn(self) -> None:
         """Forget the baseline: the next calls learn it (at the start, after a window)."""
-        self._ring_ns: list[int] = []
+        self._ring_ns: list[int] = []  # the normal calls since the baseline was last set
         self._ring_i = 0
+        self._base_ns: list[int] = []  # the ``baseline_calls`` ones it is the median of
         self.baseline_ns: float | None = None
         self._limit_ns = float(_NEVER)
         self._over = 0
@@ -103,9 +105,12 @@ class Watcher:
         """Every ``baseline_calls`` normal calls: the baseline is their median again. The
         first one learnt after a window, above the level before the window by more than the
         threshold, is a drift that happened while it recorded (rule ``shift``): True when
-        that begins a window."""
+        that begins a window. The ring's calls are kept as the baseline's (the two lists
+        swap: the next ``baseline_calls`` normal calls overwrite the other one)."""
         self._ring_i = 0
-        baseline = self.baseline_ns = statistics.median(self._ring_ns)
+        ring = self._ring_ns
+        baseline = self.baseline_ns = statistics.median(ring)
+        self._base_ns, self._ring_ns = ring, self._base_ns
         self._limit_ns = baseline * (1.0 + self.watch.threshold_pct / 100.0)
         shift, self._shift_ns = self._shift_ns, None
         return shift is not None and baseline > shift and self._begin("drift", rule="shift")
@@ -183,9 +188,7 @@ class Watcher:
             return False
         recent = self._recent()
         current_ns = statistics.median(recent) if recent else None
-        ring = self._ring_ns
-        ring_us = (() if self.baseline_ns is None else
-                   _us(ring[self._ring_i:] + ring[:self._ring_i]))
+        ring_us = () if self.baseline_ns is None else _us(self._base_ns)
         base_ns, base_us = ((self._prior_ns, self._prior_us) if rule == "shift"
                             else (self.baseline_ns, ring_us))
         trigger = Trigger(kind, self.calls, _ms(base_ns), _ms(current_ns), from_rank, rule,
