@@ -17,8 +17,10 @@ launching it (about 1 ms each on an H100), so each change slows the job: a small
 loop logs the loss every 50 steps (``.item()``), as training loops do, so the host keeps
 the device's pace. Per scenario the script writes whether a second window was
 recorded, the call it began at, and where the run folders are; ``--analyse`` (any machine
-with the analysis installed) reads each triggered window's comparison against its healthy
-window: its verdict, the step times and the first causes::
+with the analysis installed) reads each triggered window's lead: what triggered it (and by
+which rule), the untraced verdict (the watcher's own step times before and at the trigger,
+their ratio and 95% interval), and the profiled steps' diff as the why (its step time, its
+first ops and buckets)::
 
     PYTHONPATH=. python benchmarks/gpu/watch_drift.py --out OUT            # record (CUDA)
     PYTHONPATH=. python benchmarks/gpu/watch_drift.py --out OUT --analyse  # the comparisons
@@ -122,10 +124,46 @@ def _pace(watch_json: Path) -> dict[str, Any]:
             "slowdown": round(a / b, 3)}
 
 
-def analyse(out: Path) -> list[dict[str, Any]]:
+def _window(folder: Path) -> dict[str, Any]:
+    """One triggered window's lead: its trigger, the untraced verdict (the watcher's own step
+    times: before -> after, ratio, 95% interval, sample counts), and the profiled steps'
+    diff as the why (its step time, first ops and buckets)."""
     import autoprof
     from autoprof.analysis.diff.triggered import lead
 
+    trig = _manifest(folder)["trigger"]
+    row: dict[str, Any] = {"run": folder.name, "kind": trig["kind"], "rule": trig.get("rule"),
+                           "at_call": trig["at_call"],
+                           "calls_after_slow_at": trig["at_call"] - SLOW_AT,
+                           "baseline_ms": trig["baseline_ms"], "current_ms": trig["current_ms"]}
+    answer = lead(autoprof.load(folder))
+    if answer is None:
+        return row
+    data = answer.to_json()
+    u = data["untraced"]
+    step = u["step_time"] or {}
+    row["verdict"] = data["verdict"]
+    row["untraced"] = {"before_ms": u["before_ms"], "after_ms": u["after_ms"],
+                       "ratio": u["ratio"], "ci_low_pct": step.get("ci_low_pct"),
+                       "ci_high_pct": step.get("ci_high_pct"),
+                       "samples": [u["samples_before"], u["samples_after"]],
+                       "reason": u["reason"]}
+    row["profiled_over_untraced"] = data["profiled_over_untraced"]
+    row["why"] = [{k: w.get(k) for k in ("kind", "name", "delta_us_per_step")}
+                  for w in data["why"][:3]]
+    result = data["diff"]
+    if result is not None:
+        row["profiled_verdict"] = result["verdict"]
+        row["profiled_step_time"] = result["step_time"]
+        row["buckets"] = sorted(
+            ({"name": b["name"], "delta_us_per_step": b["delta_us_per_step"]}
+             for b in result["buckets"]), key=lambda b: -abs(b["delta_us_per_step"]))[:3]
+    else:
+        row["problem"] = data["problem"]
+    return row
+
+
+def analyse(out: Path) -> list[dict[str, Any]]:
     rows = []
     for scenario in SCENARIOS:
         runs = sorted((out / "runs" / scenario).glob("*/manifest.json"))
@@ -133,24 +171,9 @@ def analyse(out: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"scenario": scenario, "slow_at": SLOW_AT,
                                "windows": len(folders)}
         row |= _pace(folders[0] / "watch.json") if folders else {}
-        triggered = [f for f in folders if "trigger" in _manifest(f)]
-        if triggered:
-            trig = _manifest(triggered[0])["trigger"]
-            row["trigger"] = trig
-            row["calls_after_slow_at"] = trig["at_call"] - SLOW_AT
-            answer = lead(autoprof.load(triggered[0]))
-            result = None if answer is None or answer.result is None else answer.result
-            if result is not None:
-                data = result.to_json()
-                row["verdict"] = data["verdict"]
-                row["step_time"] = data["step_time"]
-                row["why"] = [{k: w.get(k) for k in ("kind", "name", "delta_us_per_step")}
-                              for w in data["why"][:3]]
-                row["buckets"] = sorted(
-                    ({"name": b["name"], "delta_us_per_step": b["delta_us_per_step"]}
-                     for b in data["buckets"]), key=lambda b: -abs(b["delta_us_per_step"]))[:3]
+        row["triggered"] = [_window(f) for f in folders if "trigger" in _manifest(f)]
         rows.append(row)
-        print(json.dumps(row, default=str)[:1500], flush=True)
+        print(json.dumps(row, default=str)[:2500], flush=True)
     return rows
 
 

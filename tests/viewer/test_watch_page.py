@@ -49,6 +49,7 @@ def test_a_triggered_window_s_overview_leads_with_its_comparison(tmp_path, monke
     assert at.warning and at.warning[0].value.startswith("**Triggered window 1**")
     assert healthy.name in at.warning[0].value.replace("\\", "")  # markdown-escaped
     (code,) = [c.value for c in at.code if c.value.startswith("TRIGGERED WINDOW 1")]
-    assert "VERDICT" in code
+    assert "VERDICT" in code and "untraced step:" in code and "WHY: the profiled steps" in code
+    assert "Untraced step time: **" in at.warning[0].value
     at = visit(select_run(open_app(tmp_path, monkeypatch), healthy.name), "overview")
     assert not any(str(c.value).startswith("TRIGGERED") for c in at.code)

@@ -22,10 +22,17 @@ class Watch:
     that were not above it by more than ``threshold_pct`` (so a slowdown never becomes its own
     baseline), recomputed every ``baseline_calls`` calls. A drift is ``drift_calls`` such
     calls above it more than below it (a counter that counts up on a call above the limit and
-    down on one below it: a few slow calls among normal ones never reach it). A drift is
-    not looked for during ``cooldown_calls`` calls after a triggered window, whose calls then
-    learn the baseline afresh; ``max_windows`` bounds the triggered windows of the function,
-    whatever triggered them. ``at_calls``: call numbers (the function's calls, counted from 1)
+    down on one below it: a few slow calls among normal ones never reach it). After a
+    triggered window the baseline is learnt afresh from the calls that follow it. Two rules
+    then keep a change from hiding behind the last one: the first baseline learnt after a
+    window, above the level before it (the larger of the baseline then and the step time
+    that triggered it) by more than ``threshold_pct``, is a drift that happened while the
+    window recorded (rule ``shift``, at the call it is learnt, compared with the baseline
+    before the window); during the ``cooldown_calls`` calls after a window, a drift begins a
+    window only when the recent step time is above the one that triggered the last window by
+    more than ``threshold_pct`` (rule ``escalation``), so a step flapping between two levels
+    records once. ``max_windows`` bounds the triggered windows of the function, whatever
+    triggered them. ``at_calls``: call numbers (the function's calls, counted from 1)
     that start a window. ``signal``: SIGUSR2 starts a window (installed from the main thread,
     only where the program has no handler of its own for it). ``max_trace_mb``: the most
     trace a window may record (uncompressed, on one rank). A triggered window's is predicted

@@ -99,7 +99,10 @@ def _open_window(first: Session, watcher: Watcher, trigger: Trigger,
     record = TriggerRecord(kind=trigger.kind, at_call=trigger.at_call,
                            baseline_ms=trigger.baseline_ms, current_ms=trigger.current_ms,
                            healthy_run_id=fitted.from_run, window=watcher.windows + 1,
-                           from_rank=trigger.from_rank)
+                           from_rank=trigger.from_rank, rule=trigger.rule,
+                           baseline_step_us=trigger.baseline_us,
+                           recent_step_us=trigger.recent_us,
+                           threshold_pct=float(watcher.watch.threshold_pct))
     window.manifest_extra = {"trigger": record.to_json(), "budget": fitted.to_json()}
     window.times_after_window = first.times_after_window  # a region's: not timed
 

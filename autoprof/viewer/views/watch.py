@@ -21,14 +21,17 @@ KIND_COLORS = {"drift": "#e45756", "manual": "#4c78a8", "signal": "#b279a2",
 
 def comparison(run: Run) -> None:
     """A triggered window's page leads with its comparison against its healthy window (the
-    summary's, as plain text: op names are never read as markup); nothing for another run."""
+    summary's lead, as plain text: op names are never read as markup): the banner names the
+    trigger and the untraced verdict; nothing for another run."""
     triggered = trigger_of(run)
     if triggered is None:
         return
+    found = lead(run)
+    verdict = "" if found is None else (
+        f" Untraced step time: **{md_escape(found.untraced.verdict)}**.")
     st.warning(f"**Triggered window {triggered.window}**: "
                f"{md_escape(triggered.describe())}; compared below with the healthy window "
-               f"{md_escape(triggered.healthy_run_id)}.")
-    found = lead(run)
+               f"{md_escape(triggered.healthy_run_id)}.{verdict}")
     if found is not None:
         st.code(found.text(), language=None)
 
