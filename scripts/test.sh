@@ -14,4 +14,8 @@ if [ "${1:-}" = "--quick" ]; then
 from support.tiers import QUICK_FILES; print(*sorted(QUICK_FILES), sep=chr(10))")
   exec .venv/bin/python -m pytest -q "${quick[@]}" -m "not slow and not browser" "$@"
 fi
-SCREENSHOT_DIR="${SCREENSHOT_DIR:-artifacts}" .venv/bin/python -m pytest -q tests "$@"
+# the whole suite on two pytest-xdist workers, a file at a time (a module's recording is made
+# once), the files that read every committed run on one (tests/support/xdist_scopes.py);
+# `-n 0` among the arguments runs it in one process
+SCREENSHOT_DIR="${SCREENSHOT_DIR:-artifacts}" .venv/bin/python -m pytest -q -n 2 --dist loadfile \
+  tests "$@"

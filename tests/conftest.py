@@ -35,6 +35,15 @@ def _no_profiler_left_running(monkeypatch, tmp_path):
     assert not enabled, "a torch profiler was left running after this test"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``-n``, scripts/test.sh): the files that read every committed run
+    share one worker (support/xdist_scopes.py)."""
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
+        from support import xdist_scopes
+
+        config.pluginmanager.register(xdist_scopes, "autoprof-xdist-scopes")
+
+
 @pytest.fixture(scope="session")
 def committed_runs() -> Iterator[CommittedRuns]:
     """The committed runs, each loaded and analysed once this session (support/store.py)."""

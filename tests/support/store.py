@@ -1,5 +1,5 @@
-"""The committed runs (tests/data/, traces/examples/, the validation lab's truth sets), each
-loaded and analysed once a session.
+"""The committed runs (tests/data/, traces/examples/, the validation lab's truth sets, the diff
+recordings of tests/analysis/diff/data/), each loaded and analysed once a session.
 
 Dozens of test files load the same committed runs and ask them the same questions (the
 summary, the verdict, the breakdown). ``committed.run(path)`` loads a run the first time it
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = (REPO / "tests" / "data", REPO / "traces" / "examples",
-             REPO / "benchmarks" / "validation" / "data")
+             REPO / "benchmarks" / "validation" / "data",
+             REPO / "tests" / "analysis" / "diff" / "data")
 
 __all__ = ["COMMITTED", "CommittedRuns", "committed"]
 
@@ -35,9 +36,9 @@ def _committed_path(path: str | Path) -> Path:
     full = Path(path).resolve()
     if not any(full == root or root in full.parents for root in COMMITTED):
         raise ValueError(
-            f"{path}: not a committed run (under tests/data, traces/examples or "
-            "benchmarks/validation/data); load a run a test wrote with autoprof.load, the store "
-            "keeps only runs that cannot change")
+            f"{path}: not a committed run (under tests/data, traces/examples, "
+            "benchmarks/validation/data or tests/analysis/diff/data); load a run a test wrote "
+            "with autoprof.load, the store keeps only runs that cannot change")
     return full
 
 

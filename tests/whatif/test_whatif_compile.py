@@ -14,16 +14,17 @@ TINY = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
 
 
 @pytest.fixture
-def one_thread(monkeypatch):
+def one_thread():
     """Eager ops and inductor's C++ kernels on one thread each: on a small, busy machine two
     OpenMP pools (torch's and the compiled kernels') spinning against each other turn a 20 µs
-    call into 15 ms, which is no measure of the fix."""
+    call into 15 ms, which is no measure of the fix. The config's own patch puts the setting
+    back (monkeypatch's undo deletes it from inductor's config, failing a later test)."""
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config.cpp, "threads", 1)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
+    with inductor_config.patch({"cpp.threads": 1}):
+        yield
     torch.set_num_threads(threads)
 
 

@@ -54,10 +54,9 @@ def test_a_function_that_does_not_sample_is_compared_through_the_fix_itself(monk
 
 
 @pytest.mark.slow
-def test_compile_on_a_train_mode_block_with_dropout_matches(monkeypatch):
+def test_compile_on_a_train_mode_block_with_dropout_matches():
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config.cpp, "threads", 1, raising=False)
     torch.manual_seed(0)
     block = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Dropout(0.3),
                                 torch.nn.GELU()).train()
@@ -65,7 +64,9 @@ def test_compile_on_a_train_mode_block_with_dropout_matches(monkeypatch):
     def forward(x):
         return block(x)
 
-    _, trials = try_fixes(forward, (torch.randn(8, 16),), {}, ["compile"], samples=3)
+    # the config's own patch puts the setting back (monkeypatch's undo deletes it)
+    with inductor_config.patch({"cpp.threads": 1}):
+        _, trials = try_fixes(forward, (torch.randn(8, 16),), {}, ["compile"], samples=3)
     r = trials[0].result
     assert r.outputs_match is True, r
     assert r.status != "outputs differ" and r.max_abs_error <= 1e-4

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.metrics.verdict import (
     classify_breakdown,
     classify_sides,
@@ -61,5 +61,5 @@ def test_the_typical_step_of_an_even_count_is_the_faster_middle_one() -> None:
 def test_the_seed_verdict_is_right_in_every_fresh_process(size: str) -> None:
     runs = sorted((SEEDS / size).iterdir())
     assert len(runs) == 10
-    kinds = [autoprof.load(run).analysis.verdict.kind for run in runs]
+    kinds = [committed.run(run).analysis.verdict.kind for run in runs]
     assert kinds == [TRUTH[size]] * len(runs)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.diagnose.predictions import _graph_blockers
 from autoprof.analysis.metrics.replay.scaler import UNSCALE, UPDATE, scaler_rows_of
 
@@ -53,7 +53,7 @@ def test_the_graph_says_the_scalers_sync_cannot_be_captured() -> None:
 def test_the_h100_grad_scaler_step_is_offered_bf16_and_no_other_program_is() -> None:
     truth = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]
     for case, about in truth.items():
-        opps = autoprof.load(CATALOGUE / about["record"]["run"]).analysis.opportunities
+        opps = committed.run(CATALOGUE / about["record"]["run"]).analysis.opportunities
         scaler = [o for o in opps if o["cause"] == "amp_scaler"]
         if case != "grad_scaler":
             assert not scaler, case

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from support.diagbuild import FakeRun, Trace, ids
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.analysis import Analysis
 from autoprof.analysis.kinds import CATALOGUE_FIX_NAMES
 
@@ -85,7 +85,7 @@ def test_the_h100_inference_grad_recording_predicts_its_measured_gain_within_its
     interval holds the gain measured by hand there."""
     truth = json.loads((H100 / "catalogue_truth.json").read_text())
     entry = truth.get("cases", truth)["inference_grad"]
-    run = autoprof.load(H100 / entry["record"]["run"])
+    run = committed.run(H100 / entry["record"]["run"])
     opp = _opportunity(run, "inference-mode")
     assert opp is not None
     assert _within(opp, float(entry["measured_speedup"]))
@@ -96,7 +96,7 @@ def test_no_other_h100_catalogue_program_is_offered_inference_mode() -> None:
     sequence number, no node) do not fire."""
     for name in ("adam_foreach_false", "fp32_matmul", "grad_scaler", "row_loop"):
         folder = next((H100 / "runs" / name).iterdir())
-        assert _opportunity(autoprof.load(folder), "inference-mode") is None, name
+        assert _opportunity(committed.run(folder), "inference-mode") is None, name
 
 
 def _seed_steps(step_us: list[float]) -> Trace:
@@ -175,7 +175,7 @@ def test_the_recorded_recompiles_predict_the_gain_measured_by_hand_within_the_in
     RATIO read from it): recorded on the 2-core machine, its fix timed there by hand."""
     measured = json.loads(CPU_TRUTH.read_text())["cases"]["compile_recompiles"]["fixes"][
         "dynamic"]["speedup"]
-    opp = _opportunity(autoprof.load(DATA / "cpu_catalogue" / "compile_recompiles"),
+    opp = _opportunity(committed.run(DATA / "cpu_catalogue" / "compile_recompiles"),
                        "compile-dynamic")
     assert opp is not None
     assert _within(opp, float(measured))

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from support import truth
 from support.attrbuild import Trace
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.diagnose.code_fixes import code_fixes
 from autoprof.analysis.diagnose.pageable import copy_speedup, pageable_rows
 from autoprof.analysis.metrics.host_link import PCIE4_GBPS, PCIE5_GBPS, host_link, pinned_us
@@ -102,7 +102,7 @@ def test_pinning_is_ranked_first_on_the_h100_pageable_program_and_its_gain_is_in
     """The catalogue's pageable program (a 16 MiB batch copied each step), recorded on an
     H100; pinned + non_blocking measured without the profiler in fresh processes."""
     truth = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]["pageable_copy"]
-    run = autoprof.load(CATALOGUE / truth["record"]["run"])
+    run = committed.run(CATALOGUE / truth["record"]["run"])
     top = run.analysis.opportunities[0]
     assert top["fix"] == "pin-memory"
     band = top["predicted_interval"]

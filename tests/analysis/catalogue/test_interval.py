@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.diagnose.error_band import band_of
 from autoprof.analysis.diagnose.predictions import predicted_interval, ranked
 from autoprof.analysis.report.markdown import _opportunities as markdown_opportunities
@@ -72,7 +72,7 @@ def test_no_report_of_the_h100_catalogue_shows_a_bound_beside_or_below_an_estima
     catalogue = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
     truth = json.loads((catalogue / "catalogue_truth.json").read_text())["cases"]
     for about in truth.values():
-        opps = autoprof.load(catalogue / about["record"]["run"]).analysis.opportunities
+        opps = committed.run(catalogue / about["record"]["run"]).analysis.opportunities
         md = "\n".join(markdown_opportunities([Opportunity.from_dict(o) for o in opps]))
         for o in opps:
             if o.get("ranked_by") != "predicted_speedup":

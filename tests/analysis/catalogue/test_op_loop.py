@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from support.events_table import CPU_PID, GPU_PID, events_table, kineto_event
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, python_loop
 from autoprof.analysis.diagnose.predictions import ranked
 
@@ -76,7 +76,7 @@ def test_a_cuda_graph_never_outranks_vectorising() -> None:
 def test_the_h100_row_loop_is_vectorised_first_and_no_other_program_has_a_loop() -> None:
     truth = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]
     for case, about in truth.items():
-        run = autoprof.load(CATALOGUE / about["record"]["run"])
+        run = committed.run(CATALOGUE / about["record"]["run"])
         causes = [o["cause"] for o in run.analysis.opportunities]
         if case != "row_loop":
             assert "python_loop" not in causes, case

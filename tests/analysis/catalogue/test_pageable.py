@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from support.attrbuild import Trace
+from support.store import committed
 
-import autoprof
 from autoprof.analysis.diagnose.code_fixes import code_fixes
 from autoprof.analysis.diagnose.pageable import pageable_copies, pageable_rows
 from autoprof.analysis.diagnose.predictions import one_per_fix
@@ -81,7 +81,7 @@ def test_a_loader_bound_step_is_not_offered_pinning_for_its_small_copies() -> No
     """mlp_loader_w0 on the H200: its pageable copies hold the host 1-2% of a step that the
     DataLoader fills; replayed, pinning gains under 3%: not offered (a rerun is noisier)."""
     truth = json.loads((DATA / "gpu_h200_truth" / "ground_truth.json").read_text())
-    run = autoprof.load(DATA / "gpu_h200_truth" / truth["workloads"]["mlp_loader_w0"]["record"]
+    run = committed.run(DATA / "gpu_h200_truth" / truth["workloads"]["mlp_loader_w0"]["record"]
                         ["run"])
     events = run.analysis.events
     found = pageable_copies(events, 3, float(run.analysis.breakdown.steps["step_us"].mean()))

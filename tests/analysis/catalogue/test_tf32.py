@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.attrbuild import Trace
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.diagnose.tf32 import MIN_TF32_KERNEL_US, fp32_matmuls
@@ -67,7 +68,7 @@ def test_no_finding_without_its_evidence_or_below_its_share(gemm: str, gemm_us: 
 @pytest.mark.slow
 def test_the_h100_fp32_matmul_is_offered_tf32_first_within_its_interval() -> None:
     about = json.loads((CATALOGUE / "catalogue_truth.json").read_text())["cases"]["fp32_matmul"]
-    top = autoprof.load(CATALOGUE / about["record"]["run"]).analysis.opportunities[0]
+    top = committed.run(CATALOGUE / about["record"]["run"]).analysis.opportunities[0]
     assert top["fix"] == "tf32"
     band = top["predicted_interval"]
     assert band["low"] <= about["measured_speedup"] <= band["high"]
@@ -82,7 +83,7 @@ def test_the_h200_fp32_gemm_at_8192_is_predicted_within_its_interval_of_the_tf32
 
     def run(name: str) -> autoprof.Run:
         (manifest,) = runs.glob(f"**/{name}/*/manifest.json")
-        return autoprof.load(manifest.parent)
+        return committed.run(manifest.parent)
 
     fp32, tf32 = run("eff_gemm_fp32_8192").analysis, run("eff_gemm_tf32_8192").analysis
     assert fp32.reference.call_us and tf32.reference.call_us

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.diagbuild import FakeRun, ids, matmul_like
+from support.store import committed
 
 from autoprof.analysis import load
 from autoprof.analysis.loader.manifest import read_manifest
@@ -103,7 +104,7 @@ def _seed_dir(size: int, warm: bool) -> Path:
 # 4096: only the warm-up calls show it (first step 1.3x) -> info
 @pytest.mark.parametrize(("size", "severity"), [(64, "warning"), (4096, "info")])
 def test_h200_runs_recorded_before_wait_timing_still_analyse(size, severity):
-    warm = load(_seed_dir(size, True))
+    warm = committed.run(_seed_dir(size, True))
     assert warm.manifest["wait_call_ms"] == []  # recorded before the key existed
     d = ids(warm)["cold-start"]
     assert d.severity == severity
@@ -111,7 +112,7 @@ def test_h200_runs_recorded_before_wait_timing_still_analyse(size, severity):
     assert "first warm-up call took" in d.message
     assert d.evidence["untraced_step_ratio"] > 100 and d.evidence["warmup_off"] is False
     assert ("Warm-up already kept" in d.hint) == (severity == "info")
-    cold = load(_seed_dir(size, False))
+    cold = committed.run(_seed_dir(size, False))
     assert cold.manifest["wait_call_ms"] == [] and cold.manifest["warmup_call_ms"] == []
     assert "cold-start" not in ids(cold)  # the 123 ms call fell in the untimed wait step
 
@@ -120,7 +121,7 @@ def test_h200_no_warmup_run_with_its_wait_call_timed(tmp_path):
     """What the --no-warmup H200 run reports once its wait call is timed: the run folder as
     recorded, plus the first call's time measured in the warm-up run of the same experiment
     (124 ms; not measured in this run, which predates wait timing)."""
-    first_call_ms = load(_seed_dir(64, True)).manifest["warmup_call_ms"][0]
+    first_call_ms = committed.run(_seed_dir(64, True)).manifest["warmup_call_ms"][0]
     folder = tmp_path / "run"
     shutil.copytree(_seed_dir(64, False), folder)
     manifest_path = folder / "manifest.json"

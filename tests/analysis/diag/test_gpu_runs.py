@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from autoprof.analysis import load
+from support.store import committed
 
 RUNS = Path(__file__).resolve().parents[3] / "traces" / "examples"
 
@@ -16,7 +15,7 @@ def _run(name: str, index: int = 0):
     folders = sorted(p for p in (RUNS / name).iterdir() if p.is_dir())
     if not folders:
         pytest.skip(f"no run folder under {RUNS / name}")
-    return load(folders[index])
+    return committed.run(folders[index])
 
 
 def _ids(run) -> dict[str, object]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.store import committed
 
 from autoprof.analysis.diff import (
     diff_facts,
@@ -207,11 +208,10 @@ def test_the_planted_cause_comes_first_and_the_gate_decides_the_exit() -> None:
 
 @pytest.mark.slow
 def test_committed_examples_eager_vs_graph_faster_because_launches_go() -> None:
-    import autoprof
     from autoprof.analysis.diff import diff
 
-    eager = autoprof.load(next((EXAMPLES / "eager_100").iterdir()))
-    graph = autoprof.load(next((EXAMPLES / "graph_replay").iterdir()))
+    eager = committed.run(next((EXAMPLES / "eager_100").iterdir()))
+    graph = committed.run(next((EXAMPLES / "graph_replay").iterdir()))
     d = checked(diff(eager, graph))
     assert d.verdict == "faster"
     assert d.step is not None and d.step.change_pct is not None and d.step.change_pct < -80
@@ -223,12 +223,11 @@ def test_committed_examples_eager_vs_graph_faster_because_launches_go() -> None:
 
 @pytest.mark.slow
 def test_committed_seed_64_vs_4096_not_comparable_because_of_shapes() -> None:
-    import autoprof
     from autoprof.analysis.diff import diff
 
     runs = {}
     for folder in sorted((EXAMPLES / "matmul_add").iterdir()):
-        run = autoprof.load(folder)
+        run = committed.run(folder)
         shapes = run.ops().set_index("name").loc["aten::mm", "input_shapes"]
         runs.setdefault("4096" if "4096" in shapes else "64", run)
     d = checked(diff(runs["64"], runs["4096"]))
@@ -309,10 +308,9 @@ def test_the_schema_catches_a_broken_diff() -> None:
 
 @pytest.mark.slow
 def test_committed_two_rank_run_against_itself_gives_each_rank() -> None:
-    import autoprof
     from autoprof.analysis.diff import diff
 
-    run = autoprof.load(next((EXAMPLES / "ddp_step").iterdir()))
+    run = committed.run(next((EXAMPLES / "ddp_step").iterdir()))
     d = checked(diff(run, run))
     assert d.verdict == "no significant change"
     assert [r.rank for r in d.ranks] == [0, 1]

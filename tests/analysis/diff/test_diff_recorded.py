@@ -11,15 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
+from autoprof.analysis import Run
 from autoprof.analysis.diff import Diff, diff, exit_status, render_text
 
 DATA = Path(__file__).resolve().parent / "data"
 pytestmark = pytest.mark.slow
 
 
-def _run(machine: str, name: str) -> Path:
-    return next((DATA / machine / name).iterdir())
+def _run(machine: str, name: str) -> Run:
+    """The one recording of ``name``, loaded and analysed once a session (support/store.py)."""
+    return committed.run(next((DATA / machine / name).iterdir()))
 
 
 def _diff(machine: str, planted: str) -> Diff:
@@ -113,8 +116,8 @@ def test_the_gpu_floor_is_the_spread_between_h200_recordings_of_one_program() ->
                                                         4096, 8192))]
     gpu_pct, step_pct = [], []
     for name in names:
-        d = diff(next((root / "gpu_h200" / name).iterdir()),
-                 next((root / "gpu_h200_rerun" / name).iterdir()))
+        d = diff(committed.run(next((root / "gpu_h200" / name).iterdir())),
+                 committed.run(next((root / "gpu_h200_rerun" / name).iterdir())))
         assert d.gpu is not None and d.step is not None and d.verdict == "no significant change"
         gpu_pct.append(d.gpu.change_pct or 0.0)
         step_pct.append(abs(d.step.change_pct or 0.0))

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.store import committed
 
 import autoprof.analysis as analysis
 from autoprof.analysis.metrics.flops import is_matrix_op
@@ -28,7 +29,7 @@ TRACE_SLOWER = {"eff_gemm_bf16_8192": 0.055}
 
 
 def _run(case: str) -> analysis.Run:
-    return analysis.load(ROOT / RECORDED[case]["run"])
+    return committed.run(ROOT / RECORDED[case]["run"])
 
 
 @pytest.fixture(scope="module", params=EFF)

@@ -2,7 +2,8 @@
 the lines step runs the compiled code as the measured steps do (no recompile, the same
 ops: tests/analysis/lines/compiled_regions.py end to end), and an op of a measured step
 left without a pair inside a compiled region takes that region's line (hand-built
-events)."""
+events). With inductor's provenance on and its C++ kernels profiled (``provenance``), each
+fused kernel of the measured steps is named by the forward line it came from."""
 
 from __future__ import annotations
 
@@ -160,6 +161,21 @@ def test_provenance_names_kernels_finer(provenance: autoprof.Run) -> None:
         if want:
             assert got.at[label] == want, (names.at[label], got.at[label], want)
     assert provenance.analysis.source_lines.attribution.match_pct >= 99.0
+    # the lines trace keeps the fused kernels by name (the lines step's kernel lines)
+    (lines,) = find_lines_files(provenance.path).values()
+    kept = {k for graph in read_lines_file(lines).kernels.values() for k in graph}
+    assert {"cpp_fused_gelu_0", "cpp_fused_add_mul_tanh_1"} <= kept
+
+
+@pytest.mark.slow
+def test_the_measured_steps_run_the_graphs_compiled_before(provenance: autoprof.Run) -> None:
+    """Each compiled region runs once a measured step (after wait, the lines step and the
+    profiler's warm-up: steps 3, 4, 5), and only its first graph (``n/0``): the lines step
+    made no graph of its own."""
+    events = provenance.events
+    regions = events[events["name"].astype(str).str.startswith(REGION) & (events["step"] >= 0)]
+    by_name = regions.groupby(regions["name"].astype(str))["step"].apply(sorted).to_dict()
+    assert by_name == {f"{REGION}: {frame}/0": [3, 4, 5] for frame in (0, 1, 2)}
 
 
 class _Outer(torch.nn.Module):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.store import committed
 
 import autoprof
 from autoprof.analysis.metrics.replay import (
@@ -52,7 +53,7 @@ def _id(path: Path) -> str:
 
 @pytest.fixture(scope="module", params=_recordings(), ids=_id)
 def recording(request: pytest.FixtureRequest) -> autoprof.Run:
-    run = autoprof.load(request.param)
+    run = committed.run(request.param)
     if not run.is_cuda or not run.events["is_gpu_work"].any():
         pytest.skip("no GPU work")
     return run
@@ -74,8 +75,8 @@ def test_a_cuda_graph_over_the_eager_steps_predicts_the_graph_run() -> None:
     12% shorter than the graph run's (423 vs 482 us; the kernels ran about 15% longer back
     to back in the graph run, which the replay does not model)."""
     examples = ROOT / "traces" / "examples"
-    eager = autoprof.load(next((examples / "eager_100").iterdir())).events
-    graph = autoprof.load(next((examples / "graph_replay").iterdir())).events
+    eager = committed.run(next((examples / "eager_100").iterdir())).events
+    graph = committed.run(next((examples / "graph_replay").iterdir())).events
     predicted = np.median([r.step_us for r in replay_steps(eager, [CudaGraph("eager_100")])])
     measured = np.median([r.measured_step_us for r in replay_steps(graph)])
     assert abs(predicted - measured) / measured <= 0.15
@@ -104,7 +105,7 @@ def test_a_cuda_graph_against_the_fix_timed_without_the_profiler(
         speedup = truth["hand_cuda_graph_speedup"]
     else:
         speedup = next(r["speedup"] for r in cases[case]["results"] if r["fix"] == measured)
-    run = autoprof.load(next(p for p in run_dir.iterdir() if p.is_dir()))
+    run = committed.run(next(p for p in run_dir.iterdir() if p.is_dir()))
     factor = fit_host_scale(run.events, truth["original_us"])
     got = predict_speedups(run.events, [CudaGraph(run.name)], baseline=[ScaleHost(factor)])
     assert got.low <= got.median <= got.high
