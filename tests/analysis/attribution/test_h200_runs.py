@@ -133,7 +133,8 @@ def test_ddp_fast_rank_waits_for_the_straggler():
 @pytest.mark.parametrize("case", ["n64_cold", "n64_prewarm", "n4096_cold", "n4096_prewarm"])
 def test_h200_fixture_verdicts(case):
     want = "overhead-bound" if case.startswith("n64") else "compute-bound"
-    assert committed.run(DATA / "h200" / "matmul_add" / case / "trace.json").summary()["verdict"] == want
+    summary = committed.run(DATA / "h200" / "matmul_add" / case / "trace.json").summary()
+    assert summary["verdict"] == want
 
 
 def test_profiler_overhead_on_the_size_sweep():

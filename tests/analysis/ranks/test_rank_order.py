@@ -20,8 +20,8 @@ from support.diagbuild import Ev, Trace
 from autoprof.analysis.kinds import BUCKETS, COMMUNICATION_BUCKETS
 from autoprof.analysis.metrics.breakdown import breakdown
 from autoprof.analysis.metrics.ranks import RANK_COLUMNS, rank_order, rank_table, straggler_from
-from autoprof.analysis.scale import summarize_ranks
 from autoprof.analysis.report.render import render
+from autoprof.analysis.scale import summarize_ranks
 
 STEP_US = 1000.0
 WORKER_TID = 2  # gloo runs the collective on a thread of its own
