@@ -83,14 +83,20 @@ class Progress:
 class PhaseLine:
     """While the summary is computed: once it has taken PROGRESS_AFTER_S, a stderr line that
     names the analysis phase it is in (`autoprof.analysis.loader.phase`) and the time so far,
-    rewritten every 0.25 s by a thread of its own (a phase need not report to be shown)."""
+    rewritten every 0.25 s by a thread of its own (a phase need not report to be shown). A
+    warning said meanwhile (`_one_line_warning`) blanks it first, so the warning gets a line
+    of its own; the next tick draws it again below."""
+
+    active: PhaseLine | None = None  # the line being shown, if any (one command at a time)
 
     def __init__(self, path: str, stream: Any = None) -> None:
         self.path = path
         self.stream = stream if stream is not None else sys.stderr
         self.name = "analysing"
         self.started = time.monotonic()
-        self.width = 0
+        self.width = 0  # the longest line drawn: 0 while none was
+        self._drawn = False  # a line is on the terminal now
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="autoprof-progress",
                                         daemon=True)
@@ -105,12 +111,14 @@ class PhaseLine:
         self.started = time.monotonic()
         self._listening = listening(self)
         self._listening.__enter__()
+        PhaseLine.active = self
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        PhaseLine.active = None
         self._listening.__exit__(None, None, None)
         if self.width:  # a line was shown: end it, or blank it when the summary failed
             elapsed = time.monotonic() - self.started
@@ -125,15 +133,28 @@ class PhaseLine:
             if elapsed < PROGRESS_AFTER_S:
                 continue
             line = f"autoprof: analysing {self.path}: {self.name} ({elapsed:.0f} s) "
-            self.stream.write("\r" + line.ljust(self.width))
-            self.stream.flush()
-            self.width = max(self.width, len(line))
+            with self._lock:
+                self.stream.write("\r" + line.ljust(self.width if self._drawn else 0))
+                self.stream.flush()
+                self.width = max(self.width, len(line))
+                self._drawn = True
+
+    def blank(self) -> None:
+        """Clear the line on the terminal (a message is about to be written there)."""
+        with self._lock:
+            if self._drawn:
+                self.stream.write("\r" + " " * self.width + "\r")
+                self.stream.flush()
+                self._drawn = False
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
     """warnings.showwarning for the command: `autoprof: warning: <message>`, one line
-    (not Python's two, with the source line of the analysis that raised it)."""
+    (not Python's two, with the source line of the analysis that raised it), on a line of its
+    own when a progress line is shown."""
+    if PhaseLine.active is not None:
+        PhaseLine.active.blank()
     say(f"autoprof: warning: {message}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 import time
 from pathlib import Path
 
@@ -53,3 +54,19 @@ def test_a_fast_summary_prints_nothing() -> None:
     with cli.PhaseLine("run", stream=out):
         phase("predictions")
     assert out.getvalue() == ""
+
+
+def test_a_warning_during_the_phase_line_gets_a_line_of_its_own(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "PROGRESS_AFTER_S", 0.0)
+    with cli.PhaseLine("run", stream=sys.stderr):
+        phase("predictions")
+        time.sleep(0.6)  # the line is drawn
+        cli._one_line_warning("whatif.json: not JSON", UserWarning, "x.py", 1)
+        time.sleep(0.6)  # and drawn again after the warning
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    warning = "autoprof: warning: whatif.json: not JSON"
+    assert warning in lines  # the whole line, alone
+    after = lines[lines.index(warning) + 1:]
+    assert any(ln.startswith("autoprof: analysing run") for ln in after)
