@@ -11,7 +11,7 @@ import pytest
 
 import autoprof
 from autoprof.analysis.loader.phase import listening, phase
-from autoprof.cli import commands as cli
+from autoprof.cli import progress as cli
 
 EAGER = next((Path(__file__).resolve().parents[3] / "traces" / "examples" / "eager_100")
              .glob("*/manifest.json")).parent
@@ -62,7 +62,7 @@ def test_a_warning_during_the_phase_line_gets_a_line_of_its_own(
     with cli.PhaseLine("run", stream=sys.stderr):
         phase("predictions")
         time.sleep(0.6)  # the line is drawn
-        cli._one_line_warning("whatif.json: not JSON", UserWarning, "x.py", 1)
+        cli.one_line_warning("whatif.json: not JSON", UserWarning, "x.py", 1)
         time.sleep(0.6)  # and drawn again after the warning
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
