@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.store import CommittedRuns, committed
-from support.tiers import QUICK_FILES
+from support.tiers import QUICK_FILES, SERIAL_FILES
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -63,9 +63,12 @@ def has_cuda() -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` picks: `-m quick` sees these marks
 def pytest_collection_modifyitems(config, items):
-    for item in items:  # the quick tier (support/tiers.py), by file
-        if Path(item.path).relative_to(REPO).as_posix() in QUICK_FILES:
+    for item in items:  # the quick tier and the timed files (support/tiers.py), by file
+        path = Path(item.path).relative_to(REPO).as_posix()
+        if path in QUICK_FILES:
             item.add_marker(pytest.mark.quick)
+        if path in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
     if os.environ.get("AUTOPROF_GPU_TESTS") == "1" or has_cuda():
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (CI has none; see docs/gpu-validation.md)")

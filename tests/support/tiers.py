@@ -81,3 +81,19 @@ QUICK: dict[str, tuple[str, ...]] = {
 }
 
 QUICK_FILES = frozenset(f for files in QUICK.values() for f in files)
+
+# The files whose tests time things and judge the times (A/B what-if rounds, the watcher's
+# drift, waits, threads): `bash scripts/test.sh` runs them alone, after the two workers, so
+# that the other worker's load is not read as a slowdown. tests/conftest.py marks their
+# tests `serial`.
+SERIAL_FILES = frozenset({
+    "tests/whatif/test_whatif_ab.py",
+    "tests/whatif/test_whatif_same_inputs.py",
+    "tests/whatif/test_whatif_timing.py",
+    "tests/whatif/test_whatif_harness.py",
+    "tests/core/test_watch_windows.py",
+    "tests/core/test_wait_timing.py",
+    "tests/core/test_after_window.py",
+    "tests/core/test_threads.py",
+    "tests/analysis/test_profiler_overhead_noise.py",
+})
