@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.store import CommittedRuns, committed
-from support.tiers import QUICK_FILES, SERIAL_FILES
+from support.tiers import FIRST_FILES, QUICK_FILES, SERIAL_FILES
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -63,6 +63,8 @@ def has_cuda() -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` picks: `-m quick` sees these marks
 def pytest_collection_modifyitems(config, items):
+    first = {f: i for i, f in enumerate(FIRST_FILES)}  # the longest files first, in order
+    items.sort(key=lambda it: first.get(Path(it.path).relative_to(REPO).as_posix(), len(first)))
     for item in items:  # the quick tier and the timed files (support/tiers.py), by file
         path = Path(item.path).relative_to(REPO).as_posix()
         if path in QUICK_FILES:

@@ -97,3 +97,14 @@ SERIAL_FILES = frozenset({
     "tests/core/test_threads.py",
     "tests/analysis/test_profiler_overhead_noise.py",
 })
+
+# The longest files (a minute or more of one worker's time, measured on two cores): the
+# collection puts them first, so that the two workers do not end on one of them alone.
+FIRST_FILES = (
+    "tests/reliability/test_interrupted_windows.py",
+    "tests/analysis/report/test_report_model.py",
+    "tests/integrations/test_schema.py",
+    "tests/analysis/replay/test_replay_h200.py",
+    "tests/analysis/lines/test_lines_regions.py",
+    "tests/integrations/test_callbacks.py",
+)
