@@ -17,6 +17,8 @@ from autoprof.runfolder.files import MANIFEST
 
 WATCH_FILE = "watch.json"
 MAX_WATCH_BYTES = 4 * 1024 * 1024
+HOST_CLOCK, DEVICE_CLOCK = "host", "cuda events"  # what timed the calls (key "clock")
+CLOCKS = (HOST_CLOCK, DEVICE_CLOCK)
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class WatchLog:
     width_calls: int
     points: tuple[tuple[int, float], ...]  # (first call, mean step time in ms)
     windows: tuple[Marked, ...]
+    clock: str = HOST_CLOCK  # older files: the host
 
 
 def find(run_dir: Path) -> Path | None:
@@ -82,4 +85,5 @@ def _parse(raw: dict[str, Any]) -> WatchLog:
                     for w in raw.get("windows", []) if isinstance(w, dict))
     return WatchLog(str(raw.get("name", "")), str(raw.get("healthy_run_id", "")),
                     _int(raw.get("calls")), _int(raw.get("first_window_calls")),
-                    _int(raw.get("width_calls"), 1), points, windows)
+                    _int(raw.get("width_calls"), 1), points, windows,
+                    raw["clock"] if raw.get("clock") in CLOCKS else HOST_CLOCK)

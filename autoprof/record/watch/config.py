@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+WATCH_CLOCKS = ("auto", "host")  # what times a watched call: the device where CUDA ran, or the host
 _INT_KEYS = ("drift_calls", "baseline_calls", "cooldown_calls", "max_windows")
 
 
@@ -18,7 +19,13 @@ class Watch:
 
     Every call's start is read on the host clock (no profiler, no device sync): the time from
     one call's start to the next one's is the job's step time, its loop (the loader, the
-    logging) included. The baseline is the median of the last ``baseline_calls`` step times
+    logging) included. ``clock="auto"`` (the default) reads it on the device instead where
+    the first window recorded CUDA work: a CUDA event recorded on the current stream at each
+    call's start, read once the device has passed the next one (``query``, never a sync), so
+    a step the device paces is timed at the device's pace and not at the host's, which runs
+    ahead until a sync (a loss logged every 50 calls) pays for every call before it at once
+    (:mod:`.device_pace`); ``clock="host"`` keeps the host clock.
+    The baseline is the median of the last ``baseline_calls`` step times
     that were not above it by more than ``threshold_pct`` (so a slowdown never becomes its own
     baseline), recomputed every ``baseline_calls`` calls. A drift is ``drift_calls`` such
     calls above it more than below it (a counter that counts up on a call above the limit and
@@ -55,8 +62,11 @@ class Watch:
     max_trace_mb: float = 256.0
     max_host_mb: float = 4096.0
     peers: bool = True
+    clock: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.clock not in WATCH_CLOCKS:
+            raise ValueError(f"Watch.clock must be one of {list(WATCH_CLOCKS)}, got {self.clock!r}")
         for key in _INT_KEYS:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

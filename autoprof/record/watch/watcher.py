@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autoprof.record.watch.config import Watch
 from autoprof.record.watch.timeline import Timeline
+from autoprof.runfolder.watchfile import HOST_CLOCK
 
 Kind = str  # "drift", "manual", "signal", "call", "peer": what triggered a window
 # how a drift was seen besides the plain one: "shift" (the baseline learnt after a window is
@@ -57,6 +58,7 @@ class Watcher:
                  "_limit_ns",
                  "_over", "_last_ns", "_cool_until", "_prior_ns", "_prior_us", "_shift_ns",
                  "_escalate_ns", "__weakref__")
+    clock = HOST_CLOCK  # what times the calls (watch.json says it)
 
     def __init__(self, name: str, watch: Watch, calls_before: int,
                  start_window: Callable[[Trigger], bool]) -> None:
@@ -126,7 +128,11 @@ class Watcher:
             return self._manual_or_call()
         if last is None:
             return False
-        period_ns = now_ns - last
+        return self._observe(now_ns - last)
+
+    def _observe(self, period_ns: int) -> bool:
+        """One call's step time (ns): into the timeline, the recent ring and the baseline's
+        ring or the drift count; True when a window begins with the call in progress."""
         self._tl_sum_ns += period_ns  # the timeline's bucket in progress
         self._tl_count += 1
         if self._tl_count >= self.timeline.width:
@@ -214,10 +220,14 @@ class Watcher:
         before the window), only an escalation a drift during the cool-down."""
         self.calls += max(0, calls)
         self.window = None
+        self._restart_clock()
         self._relearn()
         self._recent_ns = [0] * self.watch.drift_calls
         self._recent_i = 0
         self._cool_until = self.calls + self.watch.cooldown_calls
+
+    def _restart_clock(self) -> None:
+        """The calls timed so far end with a window (the host clock keeps nothing)."""
 
     def ask(self, kind: Kind, from_rank: int | None = None) -> None:
         """A manual, signal or peer trigger: the next call begins a window (dropped while one

@@ -13,8 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from autoprof.record.session import Session
+from autoprof.record.session.driver import cuda_in_use, torch_module
 from autoprof.record.warn import note
 from autoprof.record.watch import budget, peers, signals, timeline
+from autoprof.record.watch.config import Watch
+from autoprof.record.watch.device_pace import DeviceWatcher
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.trigger import TriggerRecord
 
@@ -57,7 +60,7 @@ def start_watching(session: Session) -> Watcher | None:
         peers.publish(watcher, trigger.kind)
         return True
 
-    watcher = Watcher(session.name, watch, calls_so_far(session), start_window)
+    watcher = _watcher(session, watch, start_window)
     session.watcher = watcher  # type: ignore[attr-defined]  # read by the decorator's wrapper
     signals.register(watcher)
     watcher.home = session.run_dir
@@ -65,6 +68,17 @@ def start_watching(session: Session) -> Watcher | None:
         peers.start()  # the other ranks' asks, polled off the watched calls
     _register_exit()
     return watcher
+
+
+def _watcher(session: Session, watch: Watch, start_window: Callable[[Trigger], bool]
+             ) -> Watcher:
+    """The device's clock where the first window recorded CUDA work and ``clock`` allows
+    it (:mod:`.device_pace`), else the host's."""
+    calls = calls_so_far(session)
+    run = session._run
+    if watch.clock == "auto" and run is not None and run.uses_cuda and cuda_in_use():
+        return DeviceWatcher(session.name, watch, calls, start_window, torch_module().cuda)
+    return Watcher(session.name, watch, calls, start_window)
 
 
 def _fit(first: Session, max_trace_mb: float, max_host_mb: float) -> budget.Fit:
@@ -129,8 +143,10 @@ def write_timeline(watcher: Watcher) -> None:
     """The watcher's step times and windows, into its healthy run folder's ``watch.json``."""
     run_dir = watcher.home
     if run_dir is not None:
-        timeline.write(run_dir, watcher.timeline.as_json(
-            watcher.name, run_dir.name, watcher.calls, watcher.first_window_calls))
+        data = watcher.timeline.as_json(watcher.name, run_dir.name, watcher.calls,
+                                        watcher.first_window_calls)
+        data["clock"] = watcher.clock
+        timeline.write(run_dir, data)
 
 
 _exit_registered = False

@@ -88,7 +88,9 @@ def chart(log: watchfile.WatchLog) -> alt.LayerChart:
 def _caption(log: watchfile.WatchLog) -> str:
     each = ("each point one call's step time" if log.width_calls == 1 else
             f"each point the mean step time of {log.width_calls:,} consecutive calls")
+    clock = ("on the device: CUDA events at the calls' starts"
+             if log.clock == watchfile.DEVICE_CLOCK else "on the host clock")
     return (f"{md_escape(log.name)}: {log.calls:,} calls; {each} (the time from one call's "
-            "start to the next one's, the loop included); the grey band is the first window, "
-            "the rules the triggered windows. The healthy window is "
+            f"start to the next one's, the loop included, {clock}); the grey band is the first "
+            "window, the rules the triggered windows. The healthy window is "
             f"{md_escape(log.healthy_run_id)}.")

@@ -1,0 +1,109 @@
+"""On CUDA, a watched call's step time read on the device, never with a sync.
+
+A CUDA event is recorded on the current stream at each watched call's start; once the device
+has passed the next call's event (``Event.query``), the time between the two on the device's
+clock is the call's step time. Where the device paces the job, the host runs ahead of it
+until the launch queue fills or a sync (``loss.item()`` every 50 calls) waits for every call
+queued before it, so the host's time per call is the host's own cost on most calls and the
+device's backlog on one: a median of host times then misses a device-bound slowdown
+entirely. The device's time between the calls' starts is the job's pace either way (where
+the host is the slower, the device waits for each call's first launch and its clock reads
+the host's pace).
+
+An event is reused once the device has passed it; a call that finds every event in flight
+(the device more than :data:`POOL` calls behind) or a stream being captured into a CUDA graph
+records none, and no step time spans that gap. Measured cost per call in
+``benchmarks/watch_cost.py --cuda``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from autoprof.record.watch.config import Watch
+from autoprof.record.watch.watcher import Trigger, Watcher
+from autoprof.runfolder.watchfile import DEVICE_CLOCK
+
+POOL = 256  # events in flight at most (the calls the device may be behind the host)
+_READS_PER_CALL = 2  # finished step times read per call at most (a backlog drains)
+
+
+class EventPace:
+    """The calls' start events in flight, oldest first, and the free ones."""
+
+    __slots__ = ("_cuda", "_free", "_pending")
+
+    def __init__(self, cuda: Any) -> None:
+        self._cuda = cuda  # torch.cuda (a stand-in in the unit tests)
+        self._free: list[Any] = []
+        self._pending: deque[tuple[int, Any]] = deque()
+
+    def record(self, call: int) -> None:
+        """An event at call ``call``'s start on the current stream, unless a stream is being
+        captured or every event is in flight (no step time spans the skipped call)."""
+        cuda = self._cuda
+        if cuda.is_current_stream_capturing():
+            return
+        if self._free:
+            event = self._free.pop()
+        elif len(self._pending) < POOL:
+            event = cuda.Event(enable_timing=True)
+        else:
+            return
+        event.record()
+        self._pending.append((call, event))
+
+    def finished(self) -> int | None:
+        """The oldest step time the device has finished (ns), or None: the oldest event
+        in flight is paired with the next one once the device has passed that one."""
+        pending = self._pending
+        while len(pending) >= 2:
+            (call, start), (after, end) = pending[0], pending[1]
+            if not end.query():
+                return None
+            pending.popleft()
+            self._free.append(start)
+            if after == call + 1:
+                elapsed_ms: float = start.elapsed_time(end)
+                return round(elapsed_ms * 1e6)
+        return None
+
+    def restart(self) -> None:
+        """Forget the events in flight (a window begins or ended): none is paired across."""
+        self._free.extend(event for _, event in self._pending)
+        self._pending.clear()
+
+
+class DeviceWatcher(Watcher):
+    """A :class:`Watcher` whose step times are the device's (:class:`EventPace`): the call
+    count, the manual, signal and call triggers are the host's, as they happen; a drift is
+    seen when the device has passed the calls that make it (a few calls later)."""
+
+    __slots__ = ("_pace",)
+    clock = DEVICE_CLOCK
+
+    def __init__(self, name: str, watch: Watch, calls_before: int,
+                 start_window: Callable[[Trigger], bool], cuda: Any) -> None:
+        self._pace = EventPace(cuda)
+        super().__init__(name, watch, calls_before, start_window)
+
+    def tick(self, now_ns: int) -> bool:
+        calls = self.calls = self.calls + 1
+        if self.pending is not None or calls >= self._next_at:
+            self._pace.restart()
+            return self._manual_or_call()
+        pace = self._pace
+        pace.record(calls)
+        for _ in range(_READS_PER_CALL):
+            period_ns = pace.finished()
+            if period_ns is None:
+                return False
+            if self._observe(period_ns):
+                pace.restart()
+                return True
+        return False
+
+    def _restart_clock(self) -> None:
+        self._pace.restart()
