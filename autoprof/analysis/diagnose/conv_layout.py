@@ -75,8 +75,8 @@ def _cudnn_benchmark_hint(benchmark: bool | None) -> str:
         return ("; and set torch.backends.cudnn.benchmark = True if the program does not "
                 "(this recording does not say; its gain is not predicted)")
     if not benchmark:
-        return ("; torch.backends.cudnn.benchmark is off in this run: setting it True lets "
-                "cuDNN time its algorithms for each shape (its gain is not predicted)")
+        return ("; cudnn.benchmark is off in this run: torch.backends.cudnn.benchmark = True "
+                "lets cuDNN time its algorithms for each shape (its gain is not predicted)")
     return ""
 
 
