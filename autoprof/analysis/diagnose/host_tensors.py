@@ -10,7 +10,8 @@ made once before the loop (a constant) the creation goes too.
 - evidence: host-to-device copies (`Memcpy HtoD`) of at most MAX_BYTES launched inside the
   profiled steps, under a copy op (COPY_OPS: `x.to(device)`, `.cuda()`) whose operand the
   op just before it on the same parent made on the host (MAKERS: `aten::arange`,
-  `aten::lift_fresh` for `torch.tensor(...)`, `aten::scalar_tensor`, `aten::full`, ...);
+  `aten::lift_fresh` for `torch.tensor(...)`, which records `aten::detach_` after it,
+  `aten::scalar_tensor`, `aten::full`, ...);
   the copy ops' host time must be at least MIN_PCT of the step;
 - fix: `tensor-on-device`: create on the device, or hoist the constant out of the loop;
 - gain: the copy ops' spans removed (their calls, their waits and the copies:
@@ -37,6 +38,8 @@ COPY_OPS = ("aten::to", "aten::_to_copy", "aten::copy_")
 MAKERS = ("aten::tensor", "aten::lift_fresh", "aten::scalar_tensor", "aten::arange",
           "aten::full", "aten::zeros", "aten::ones", "aten::linspace", "aten::eye",
           "aten::rand", "aten::randn", "aten::randint", "aten::randperm")
+# what `torch.tensor(data)` records after its `aten::lift_fresh` (the new tensor detached)
+PASS_THROUGH = ("aten::detach_", "aten::detach")
 MIN_PCT = 5.0  # of the step: the copies' host time
 _MAX_DEPTH = 32
 
@@ -54,15 +57,15 @@ def _copy_op(events: pd.DataFrame, row: int) -> int | None:
 
 
 def _maker_before(host: pd.DataFrame, row: int) -> str | None:
-    """The name of the `aten::` op just before host row `row` under the same parent, where
-    it is one of MAKERS, else None."""
+    """The name of the `aten::` op just before host row `row` under the same parent (past
+    PASS_THROUGH ops), where it is one of MAKERS, else None."""
     parent, ts = host.at[row, "parent"], float(host.at[row, "ts_us"])
     same = host[(host["parent"] == parent).to_numpy() & (host["ts_us"] < ts).to_numpy()]
-    ops = same[same["name"].astype(str).str.startswith("aten::")]
-    if ops.empty:
-        return None
-    name = str(ops.loc[ops["ts_us"].idxmax(), "name"])
-    return name if name in MAKERS else None
+    names = same.sort_values("ts_us", ascending=False)["name"].astype(str)
+    for name in names[names.str.startswith("aten::")]:
+        if name not in PASS_THROUGH:
+            return name if name in MAKERS else None
+    return None
 
 
 def host_tensors(events: pd.DataFrame, n_steps: int, step_us: float,

@@ -114,14 +114,18 @@ def test_no_zero_grad_finding_where_the_program_sets_none_or_it_is_small(
     assert zeroed_grads(_zero_trace(zero_op, n_params, zero_us).frame(), 3, STEP_US) is None
 
 
-def _tensor_trace(maker: str = "aten::arange", wait_us: float = 60.0) -> Trace:
-    """Three 1000 us steps: `maker` on the host, then `.to('cuda')` copying it from pageable
-    memory, the host waiting `wait_us` in the copy's stream sync, then a 400 us kernel."""
+def _tensor_trace(maker: str = "aten::arange", wait_us: float = 60.0,
+                  after: str | None = None) -> Trace:
+    """Three 1000 us steps: `maker` on the host (then `after`, where given), then
+    `.to('cuda')` copying it from pageable memory, the host waiting `wait_us` in the copy's
+    stream sync, then a 400 us kernel."""
     tr = Trace()
     for n in (1, 2, 3):
         t0 = STEP_US * (n - 1)
-        (tr.step(n, t0, STEP_US)
-         .cpu(maker, t0 + 5, 10)
+        tr.step(n, t0, STEP_US).cpu(maker, t0 + 5, 6)
+        if after is not None:
+            tr.cpu(after, t0 + 12, 4)
+        (tr
          .cpu("aten::to", t0 + 20, wait_us + 20)
          .cpu("aten::_to_copy", t0 + 21, wait_us + 18)
          .cpu("aten::copy_", t0 + 22, wait_us + 16)
@@ -134,12 +138,15 @@ def _tensor_trace(maker: str = "aten::arange", wait_us: float = 60.0) -> Trace:
     return tr
 
 
-def test_a_host_made_tensor_copied_each_step_is_offered_made_on_the_device() -> None:
-    got = host_tensors(_tensor_trace().frame(), 3, STEP_US)
+@pytest.mark.parametrize("maker,after", [("aten::arange", None),
+                                         ("aten::lift_fresh", "aten::detach_")])  # tensor()
+def test_a_host_made_tensor_copied_each_step_is_offered_made_on_the_device(
+        maker: str, after: str | None) -> None:
+    got = host_tensors(_tensor_trace(maker, after=after).frame(), 3, STEP_US)
     assert got is not None and got["fix"] == "tensor-on-device"
     assert got["evidence"]["copies_per_step"] == 1
     assert got["us_per_step"] == pytest.approx(80.0)  # the copy op, its wait inside it
-    assert got["where"][0]["name"] == "aten::arange"
+    assert got["where"][0]["name"] == maker
     assert "device=x.device" in got["hint"]
     assert 1.0 < got["predicted_speedup"] <= got["max_speedup"] * 1.001
 
