@@ -84,11 +84,12 @@ FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
 # batched_loader.py; deleting.py)
 CatalogueFixName = Literal["vectorise", "tf32", "inference-mode", "set-num-threads",
                            "compile-dynamic", "batched-dataset", "channels-last",
-                           "zero-grad-none", "tensor-on-device"]
+                           "zero-grad-none", "tensor-on-device", "ddp-no-sync"]
 CATALOGUE_FIX_NAMES: tuple[CatalogueFixName, ...] = ("vectorise", "tf32", "inference-mode",
                                                      "set-num-threads", "compile-dynamic",
                                                      "batched-dataset", "channels-last",
-                                                     "zero-grad-none", "tensor-on-device")
+                                                     "zero-grad-none", "tensor-on-device",
+                                                     "ddp-no-sync")
 MeasuredFixName = Literal["compile", "compile-reduce-overhead", "cuda-graph", "inference-mode",
                           "bf16", "channels-last"]
 # in the order check(..., try_fixes=...) tries them

@@ -15,6 +15,7 @@ from support.store import committed
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes
 from autoprof.analysis.diagnose.conv_layout import conv_layout
+from autoprof.analysis.diagnose.ddp_no_sync import ddp_accumulation
 from autoprof.analysis.diagnose.host_tensors import host_tensors
 from autoprof.analysis.diagnose.predictions import predicted_interval
 from autoprof.analysis.diagnose.zero_grad import zeroed_grads
@@ -199,3 +200,48 @@ def test_no_deleting_entry_on_a_program_without_their_evidence() -> None:
     _, opps = _catalogue_run("pageable_copy")
     fixes = {o.get("fix") for o in opps}
     assert not fixes & {"channels-last", "zero-grad-none", "tensor-on-device"}
+
+
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _ddp_trace(micro: int = 2, synced: tuple[bool, ...] = (True, True),
+               nccl_us: float = 150.0) -> Trace:
+    """Three 1000 us steps of rank 0, each `micro` DDP forwards (80 us kernel each) and
+    backward passes; the backward of micro-step k all-reduces (a `c10d::allreduce_` on the
+    backward thread launching a `nccl_us` NCCL kernel) where `synced[k]`."""
+    tr = Trace()
+    for n in (1, 2, 3):
+        t0 = STEP_US * (n - 1)
+        tr.step(n, t0, STEP_US)
+        for k in range(micro):
+            at = t0 + 10 + k * 350
+            (tr.region("DistributedDataParallel.forward", at, 60)
+             .launch(at + 5, 5, at + 12, 80.0, kernel="gemm_kernel"))
+            tr.cpu("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                   at + 100, 60, tid=2)
+            if synced[k]:
+                (tr.cpu("c10d::allreduce_", at + 105, 40, tid=2)
+                 .launch(at + 110, 5, at + 120, nccl_us, kernel=NCCL, stream=20, tid=2))
+        tr.cpu("cudaDeviceSynchronize", t0 + 10 + micro * 350, 200, "cuda_runtime")
+    return tr
+
+
+def test_an_allreduce_after_every_micro_step_is_offered_no_sync() -> None:
+    got = ddp_accumulation(_ddp_trace().frame(), 3, STEP_US)
+    assert got is not None and got["fix"] == "ddp-no-sync"
+    assert got["evidence"]["micro_steps"] == 2
+    assert got["evidence"]["repeated_allreduces_per_step"] == 1  # the first micro-step's
+    assert got["evidence"]["allreduce_gpu_us_per_step"] == pytest.approx(150.0)
+    assert "no_sync()" in got["hint"]
+    assert got["predicted_speedup"] > 1.0
+
+
+@pytest.mark.parametrize("micro,synced,nccl_us", [
+    (2, (False, True), 150.0),  # no_sync on the first micro-step already
+    (1, (True,), 150.0),  # one backward a step: nothing accumulates
+    (2, (True, True), 10.0),  # 10 us of NCCL and a 40 us call a step: under MIN_PCT
+])
+def test_no_sync_is_not_offered_where_used_without_accumulation_or_small(
+        micro: int, synced: tuple[bool, ...], nccl_us: float) -> None:
+    assert ddp_accumulation(_ddp_trace(micro, synced, nccl_us).frame(), 3, STEP_US) is None
