@@ -1,5 +1,5 @@
 """Held-out GPU programs for the catalogue's deleting entries (channels-last, zero-grad-none,
-tensor-on-device), each with its fix applied by hand, written before any prediction was read.
+tensor-on-device, ddp-no-sync), each with its fix by hand, written before any prediction was read.
 
 The programs, their fixes and this script were written before autoprof's analysis of any of
 them was run. One command on one H100 (about 5 minutes; no timing round starts past
@@ -18,6 +18,9 @@ it), into ``compare.json`` / ``compare.md`` under ``--into`` (default OUT):
 
 ``--tiny`` runs every program on the CPU at tiny sizes, one round, recorded and tarred the
 same way: a check that the programs and the pipeline run, not a measurement.
+
+`ddp_accumulate` runs DDP as one rank on the one GPU (NCCL; gloo on the CPU): its all-reduce
+is a one-rank NCCL call, so its gain is the reducer's and the launches', not a network's.
 """
 
 from __future__ import annotations
@@ -140,6 +143,42 @@ classify(pos, keep, 0.7)
             "hoisted": {"about": "position ids and mask made once before the loop",
                         "code": "classify(POS, KEEP, 0.7)",
                         "match": ["tensor-on-device", "before the loop"]},
+        },
+    },
+    "ddp_accumulate": {
+        "about": "DDP (one rank on one GPU, NCCL) training an 8-layer MLP (width 1024) with "
+                 "4 micro-batches of 32 accumulated per optimizer step, every backward "
+                 "all-reducing (no no_sync)",
+        "setup": """
+import torch.distributed as dist
+os.environ.setdefault('MASTER_ADDR', '127.0.0.1')
+os.environ['MASTER_PORT'] = str(20000 + os.getpid() % 20000)
+dist.init_process_group('nccl' if CUDA else 'gloo', rank=0, world_size=1)
+W, L, B, K = (16, 2, 4, 2) if DRY else (1024, 8, 32, 4)
+layers = []
+for _ in range(L):
+    layers += [torch.nn.Linear(W, W), torch.nn.ReLU()]
+ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers).to(DEVICE))
+opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+micro = [torch.randn(B, W, device=DEVICE) for _ in range(K)]
+""",
+        "base": """
+opt.zero_grad()
+for xb in micro:
+    ddp(xb).square().mean().backward()
+opt.step()
+""",
+        "fixes": {
+            "no_sync": {"about": "with ddp.no_sync(): on every micro-step but the last",
+                        "code": """
+opt.zero_grad()
+for xb in micro[:-1]:
+    with ddp.no_sync():
+        ddp(xb).square().mean().backward()
+ddp(micro[-1]).square().mean().backward()
+opt.step()
+""",
+                        "match": ["ddp-no-sync", "no_sync"]},
         },
     },
 }
