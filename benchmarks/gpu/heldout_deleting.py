@@ -183,7 +183,7 @@ opt.step()
     },
 }
 
-DEFAULTS = {"rounds": 5, "budget_s": 240.0, "record_calls": 20, "timeout_s": 120.0}
+DEFAULTS = {"rounds": 5, "budget_s": 300.0, "record_calls": 20, "timeout_s": 90.0}
 
 
 def _tar_runs(out: Path) -> None:

@@ -79,14 +79,14 @@ def host_tensors(events: pd.DataFrame, n_steps: int, step_us: float,
     if copies.empty or not n_steps or not step_us > 0:
         return None
     host = step_host(events)
+    launches = [int(r) for r in copies["launch_row"].to_numpy() if r >= 0 and r in events.index]
+    ops = {op for op in (_copy_op(events, r) for r in launches)
+           if op is not None and op in host.index}
+    # only the copy ops' siblings are searched for their makers
+    siblings = host[host["parent"].isin(host.loc[sorted(ops), "parent"]).to_numpy()]
     found: dict[int, str] = {}
-    for launch in copies["launch_row"].to_numpy():
-        if launch < 0 or launch not in events.index:
-            continue
-        op = _copy_op(events, int(launch))
-        if op is None or op in found or op not in host.index:
-            continue
-        maker = _maker_before(host, op)
+    for op in sorted(ops):
+        maker = _maker_before(siblings, op)
         if maker is not None:
             found[op] = maker
     if not found:
