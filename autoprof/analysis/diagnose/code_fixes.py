@@ -10,7 +10,7 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
 | `amp_scaler` | `bf16-autocast` | GradScaler's unscale op and its found_inf `.item()` sync |
 | `fp32_matmul` | `tf32` | fp32 GEMMs on CUDA cores of a GPU with TF32 tensor cores (tf32.py) |
-| `conv_layout` and two more | `channels-last`, ... | work the fix deletes (deleting.py) |
+| `conv_layout` and three more | `channels-last`, ... | work the fix deletes (deleting.py) |
 
 The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
 `x.pin_memory()` and `.to(device, non_blocking=True)`, `torch.autocast(..., dtype=

@@ -1,8 +1,9 @@
 """What the catalogue's deleting entries share: spans of the step a fix deletes, replayed.
 
 A layout transpose around a convolution (conv_layout.py), a gradient zeroed before backward
-adds into it (zero_grad.py) and a tensor built on the host then copied to the device
-(host_tensors.py) are each work the fixed program no longer does. Each entry names the host
+adds into it (zero_grad.py), a tensor built on the host then copied to the device
+(host_tensors.py) and an all-reduce after a micro-step that only accumulates
+(ddp_no_sync.py) are each work the fixed program no longer does. Each entry names the host
 spans that do it (a launch call, an op); the replay (`RemoveSpans`) takes out their host
 time and the calls made inside them with their cost, GPU work and waits, at the untraced
 call's pace (`baseline`), and the gain is the median over the profiled steps.
