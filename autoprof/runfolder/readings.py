@@ -88,6 +88,13 @@ class Readings:
         return _int(self.extra.get("intra_op_threads"))
 
     @property
+    def cudnn_benchmark(self) -> bool | None:
+        """``torch.backends.cudnn.benchmark`` in the recorded program, when the recorder wrote
+        it (older runs did not: None, not known)."""
+        value = self.extra.get("cudnn_benchmark")
+        return value if isinstance(value, bool) else None
+
+    @property
     def call_inputs(self) -> tuple[str, ...] | None:
         """The decorated call's arguments as recorded (dtype and shape of each tensor, type of
         anything else), when the recorder wrote them."""

@@ -177,3 +177,17 @@ def test_the_whatif_record_waits_for_the_folder_lock_and_lists_itself(tmp_path):
     after = read_record(tmp_path / rf.MANIFEST)
     assert after.files == ("a.pt.trace.json.gz", WHATIF_NAME)
     assert after.extra == {"some_future_key": 1}
+
+
+def test_the_recorder_writes_cudnn_benchmark_as_the_program_left_it():
+    import torch
+
+    from autoprof.record.session import driver
+
+    was = torch.backends.cudnn.benchmark
+    try:
+        for flag in (True, False):
+            torch.backends.cudnn.benchmark = flag
+            assert driver.backend_flags() == {"cudnn_benchmark": flag}
+    finally:
+        torch.backends.cudnn.benchmark = was

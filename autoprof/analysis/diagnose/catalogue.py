@@ -47,7 +47,8 @@ def ranked_opportunities(ctx: Analysis) -> list[dict[str, Any]]:
     cpu_ops = None if ctx.has_gpu else heavy_ops(ctx.events, bd.steps)
     opps = with_predictions(opportunities(bd, cpu_ops=cpu_ops, compiled=compiled), ctx.events,
                             ctx.call_region, ctx.reference, step_us, ctx.graph_input_copy_us,
-                            ctx.device_name)
+                            ctx.device_name,
+                            ctx.record.cudnn_benchmark if ctx.record is not None else None)
     extra = catalogue_fixes(ctx, step_us)
     out = ranked(opps + extra) if extra else opps
     return for_compiled(out) if compiled else out

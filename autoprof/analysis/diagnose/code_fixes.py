@@ -10,6 +10,7 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
 | `amp_scaler` | `bf16-autocast` | GradScaler's unscale op and its found_inf `.item()` sync |
 | `fp32_matmul` | `tf32` | fp32 GEMMs on CUDA cores of a GPU with TF32 tensor cores (tf32.py) |
+| `conv_layout` and three more | `channels-last`, ... | work the fix deletes (deleting.py) |
 
 The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
 `x.pin_memory()` and `.to(device, non_blocking=True)`, `torch.autocast(..., dtype=
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.diagnose.deleting import deleting_fixes
 from autoprof.analysis.diagnose.pageable import pageable_copies
 from autoprof.analysis.diagnose.tf32 import fp32_matmuls
 from autoprof.analysis.metrics.replay.bias import bias_adds
@@ -124,11 +126,13 @@ def unpredicted(opp: dict[str, Any]) -> dict[str, Any]:
 
 def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change],
                step_us: float, worker_loop: bool = False,
-               device: str | None = None) -> list[dict[str, Any]]:
+               device: str | None = None,
+               cudnn_benchmark: bool | None = None) -> list[dict[str, Any]]:
     """The opportunities of the module doc that a run shows, each with its prediction
     (`step_us`: the mean profiled step; `worker_loop`: the loop waits for DataLoader worker
     processes, so a fix the replay predicts a gain for is offered with its bound only,
-    `unpredicted`; `device`: the device's name, whose link sets a pinned copy's rate).
+    `unpredicted`; `device`: the device's name, whose link sets a pinned copy's rate;
+    `cudnn_benchmark`: the manifest's flag, for the channels-last hint).
     Raises ValueError where the replay cannot run."""
     host = _steps(events)
     n_steps = int(host["step"].nunique())
@@ -149,6 +153,8 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
     tf32 = fp32_matmuls(events, n_steps, step_us, device, baseline)
-    if tf32 is not None and tf32["predicted_speedup"] >= MIN_SPEEDUP:
-        out.append(unpredicted(tf32) if worker_loop else tf32)
+    entries = ([tf32] if tf32 is not None else []) + deleting_fixes(
+        events, n_steps, step_us, baseline, cudnn_benchmark)
+    out += [unpredicted(o) if worker_loop else o for o in entries
+            if o["predicted_speedup"] >= MIN_SPEEDUP]
     return out

@@ -149,20 +149,21 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                      ref: Reference | None, step_us: float = 0.0,
-                     input_copy_us: float = 0.0,
-                     device: str | None = None) -> list[dict[str, Any]]:
+                     input_copy_us: float = 0.0, device: str | None = None,
+                     cudnn_benchmark: bool | None = None) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
     profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
     inputs in, metrics/replay/changes.py; `device`: the device's name, for what its link
-    gives a pinned copy, metrics/host_link.py)."""
+    gives a pinned copy, metrics/host_link.py; `cudnn_benchmark`: the manifest's flag)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
         # one table replayed many times: its graph built once, of at most MAX_STEPS steps
         with shared_graphs(MAX_STEPS):
-            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device)
+            out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device,
+                                    cudnn_benchmark)
     except ValueError:
         return opps
     return ranked(one_per_fix(out))
@@ -190,7 +191,8 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                       ref: Reference | None, step_us: float, input_copy_us: float,
-                      device: str | None = None) -> list[dict[str, Any]]:
+                      device: str | None = None,
+                      cudnn_benchmark: bool | None = None) -> list[dict[str, Any]]:
     """`with_predictions` for a table with GPU work (unranked), its replays sharing one
     graph."""
     phase("predictions: the loop around the call")
@@ -206,8 +208,8 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
                             for o in out])
     phase("predictions: code fixes")
     loop_fix = python_loop(events, step_us, call, ref) if not workers else None
-    return _graph_blockers(out + code_fixes(events, call, baseline, step_us, workers, device)
-                           + ([loop_fix] if loop_fix is not None else []))
+    fixes = code_fixes(events, call, baseline, step_us, workers, device, cudnn_benchmark)
+    return _graph_blockers(out + fixes + ([loop_fix] if loop_fix is not None else []))
 
 
 def _graph_blockers(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -100,6 +100,13 @@ def threads_info() -> dict[str, int]:
     return {"intra_op_threads": int(torch_module().get_num_threads()), "cpus": cpus}
 
 
+def backend_flags() -> dict[str, bool]:
+    """The manifest's ``cudnn_benchmark``: ``torch.backends.cudnn.benchmark`` as the program
+    left it when the run was written (cuDNN then picks each convolution's algorithm by timing
+    them, not by its heuristics)."""
+    return {"cudnn_benchmark": bool(torch_module().backends.cudnn.benchmark)}
+
+
 @contextlib.contextmanager
 def _no_lazy_inductor() -> Iterator[None]:
     """While torch.profiler starts or steps: ``hasattr(torch, "_inductor")`` answers False

@@ -173,7 +173,7 @@ def manifest(who: Identity, options: Options, run: RunState, untraced: Untraced,
         files=(),
         error=run.error,
     )
-    extra: dict[str, object] = dict(driver.threads_info())
+    extra: dict[str, object] = {**driver.threads_info(), **driver.backend_flags()}
     if run.profiler_start_ms is not None:
         extra["profiler_start_ms"] = round(run.profiler_start_ms, 3)
     if untraced.call_input_bytes is not None:

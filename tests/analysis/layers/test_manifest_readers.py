@@ -71,6 +71,11 @@ def test_readings_of_options_and_extra_keys():
     assert record.device_name == "NVIDIA H200"
     assert record.device_memory_bytes == {"cuda:1": 1024}
     assert (record.cpus, record.intra_op_threads) == (8, None)  # a bool is no count
+    assert record.cudnn_benchmark is None  # an older run's record: not known
+    flags = Manifest.from_json({"schema_version": SCHEMA_VERSION, "name": "f",
+                                "cudnn_benchmark": False}, "m.json")
+    assert flags.cudnn_benchmark is False
+    assert Manifest(name="g", extra={"cudnn_benchmark": 1}).cudnn_benchmark is None  # no bool
     assert record.problem_size == 64.0  # from the options
     bare = Manifest(name="g", options={"warmup": True, "schedule": [1]}, extra={"size": 8.5,
                                                                                "n": 3})

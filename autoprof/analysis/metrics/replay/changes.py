@@ -92,6 +92,16 @@ class RemoveSelection:
 
 
 @dataclass(frozen=True)
+class RemoveSpans:
+    """Host spans the fix deletes (each from `starts_us[i]` to `ends_us[i]`, the trace's
+    clock): the host time inside them and the calls made there, with their cost, GPU work and
+    waits (a layout transpose's launch, a gradient's zeroing, a host tensor's copy)."""
+
+    starts_us: tuple[float, ...]
+    ends_us: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class FoldBiasAdd:
     """`x @ w + b` written `torch.addmm(b, x, w)`: each bias add right after a matrix
     product goes, host, launch and kernel, with the interpreter's dispatch of `+` before it
@@ -197,4 +207,4 @@ class SyncEachStep:
 
 Change = CudaGraph | RemoveSync | RemoveSelection | FoldBiasAdd | FuseOptimizer | \
     OverlapBetweenCalls | HideLoader | NonBlockingCopies | FasterKernels | ScaleHost | \
-    SyncEachStep | RemoveScaler
+    SyncEachStep | RemoveScaler | RemoveSpans

@@ -10,6 +10,7 @@
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
 - `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
 - `FoldBiasAdd`: the bias adds after a matrix product go, host and GPU.
+- `RemoveSpans`: the host spans a catalogue entry names go, with their calls' GPU work.
 - `RemoveScaler`: GradScaler's ops and its found_inf sync go, host and GPU (`scaler.py`).
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
@@ -43,6 +44,7 @@ from autoprof.analysis.metrics.replay.changes import (
     OverlapBetweenCalls,
     RemoveScaler,
     RemoveSelection,
+    RemoveSpans,
     RemoveSync,
     ScaleHost,
     SyncEachStep,
@@ -92,6 +94,9 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
         cuda_graph(g, plan, change)
     elif isinstance(change, SyncEachStep):
         _sync_each_step(g, plan, change)
+    elif isinstance(change, RemoveSpans):
+        remove_spans(g, plan, np.asarray(change.starts_us, float),
+                     np.asarray(change.ends_us, float))
     else:
         _apply_op_change(g, plan, change)
 
