@@ -75,6 +75,22 @@ def test_predictions_are_read_from_the_opportunities_that_name_the_fix():
                                                         "predicted_speedup": None}]}) is None
 
 
+def test_the_interval_is_read_from_the_same_opportunity_as_the_prediction():
+    from autoprof.record.whatif.auto import interval_for
+
+    summary = {"opportunities": [
+        {"fix": "cuda-graph", "predicted_speedup": 4.0,
+         "predicted_interval": {"low": 2.5, "high": 6.0}},
+        {"fix": "cuda-graph", "predicted_speedup": 9.0,
+         "predicted_interval": {"low": 1.0, "high": 20.0}},
+        {"fix": "bf16", "predicted_speedup": 1.3},
+        {"fix": "compile", "predicted_speedup": 1.1, "predicted_interval": {"low": "x"}}]}
+    assert interval_for("cuda-graph", summary) == (2.5, 6.0)
+    assert interval_for("bf16", summary) is None  # stated none
+    assert interval_for("compile", summary) is None  # not numbers
+    assert interval_for("inference-mode", summary) is None
+
+
 def test_check_refuses_a_bad_try_fixes_before_calling_the_function():
     import autoprof
 

@@ -178,6 +178,20 @@ def test_a_prediction_beside_each_measurement_and_a_miss_beyond_25_percent():
     assert differ.prediction_missed is True
 
 
+def test_a_prediction_with_an_interval_misses_only_when_the_measurement_is_outside_it():
+    from autoprof.analysis.report.whatif_text import missed_because
+
+    r = FixResult("pin-memory", "", True, "faster", speedup=2.0)
+    r.set_prediction(1.5, (1.2, 2.5))  # 25% off, but the measured gain is inside the interval
+    assert r.prediction_missed is False and (r.predicted_low, r.predicted_high) == (1.2, 2.5)
+    r.set_prediction(1.9, (1.8, 1.95))  # 5% off, outside the narrow interval it stated
+    assert r.prediction_missed is True
+    assert missed_because(r.to_dict()) == "measured outside its interval 1.80-1.95x"
+    r.set_prediction(3.0)
+    assert r.predicted_low is None and missed_because(r.to_dict()) == "over 25% off"
+    assert prediction_check(1.0, 2.0, (2.0, 2.0)) == (-50.0, False)  # the bounds are inside
+
+
 def test_what_if_fills_predictions_from_the_summary(monkeypatch):
     monkeypatch.setitem(FIXES, "fake-graph", _fake_fix())
     summary = {"is_cuda": False, "opportunities": [

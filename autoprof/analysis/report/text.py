@@ -24,7 +24,7 @@ from autoprof.analysis.report.model import (
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.ranks_text import rank_by_rank_lines
 from autoprof.analysis.report.speed import predicted, speed_text
-from autoprof.analysis.report.whatif_text import whatif_outcome
+from autoprof.analysis.report.whatif_text import missed_because, whatif_outcome
 from autoprof.runfolder.whatif import same_inputs_note
 from autoprof.units import fmt_bytes, fmt_pct, fmt_us, fmt_value, safe_strings
 
@@ -155,8 +155,8 @@ def _whatif(results: list[WhatIfResult], diags: list[Diagnostic]) -> list[str]:
             same_pct = given(r.same_inputs_prediction_error_pct)
             lines.append(f"      replay predicted {given(r.predicted_speedup):.2f}x, "
                          f"{error_pct:+.0f}% off the measured speedup"
-                         + (": the prediction MISSED (over 25%)" if given(r.prediction_missed)
-                            else "")
+                         + (f": the prediction MISSED ({missed_because(r.to_dict())})"
+                            if given(r.prediction_missed) else "")
                          + (f"; {same_pct:+.0f}% off the same-inputs one "
                             f"({given(r.same_inputs_speedup):.2f}x)"
                             if isinstance(same_pct, int | float) else ""))

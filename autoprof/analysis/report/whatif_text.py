@@ -79,3 +79,12 @@ def whatif_depends(results: list[dict[str, Any]]) -> list[str]:
     any loop)."""
     return [f"{r.get('fix')}: {same_inputs_note(r)}" for r in results
             if r.get("status") == "depends on inputs" and same_inputs_note(r)]
+
+
+def missed_because(r: dict[str, Any]) -> str:
+    """Why a prediction missed: the measured speedup outside the interval it stated, or (a
+    prediction stated without one) over 25% off."""
+    low, high = r.get("predicted_low"), r.get("predicted_high")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        return f"measured outside its interval {low:.2f}-{high:.2f}x"
+    return "over 25% off"

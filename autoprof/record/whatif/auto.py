@@ -114,6 +114,25 @@ def _unique(names: Iterable[str]) -> list[str]:
 def predicted_for(name: str, summary: dict[str, Any]) -> float | None:
     """The analysis's replayed prediction for fix ``name``: ``predicted_speedup`` of the first
     opportunity whose ``fix`` (or ``fixes`` list) names it; None when the summary has none."""
+    opp = _opportunity_for(name, summary)
+    return None if opp is None else float(opp["predicted_speedup"])
+
+
+def interval_for(name: str, summary: dict[str, Any]) -> tuple[float, float] | None:
+    """The interval (low, high) that opportunity states a measured gain is expected in
+    (``predicted_interval``); None when it states none."""
+    opp = _opportunity_for(name, summary)
+    band = None if opp is None else opp.get("predicted_interval")
+    if not isinstance(band, dict):
+        return None
+    low, high = band.get("low"), band.get("high")
+    if (isinstance(low, int | float) and isinstance(high, int | float)
+            and not isinstance(low, bool) and not isinstance(high, bool)):
+        return float(low), float(high)
+    return None
+
+
+def _opportunity_for(name: str, summary: dict[str, Any]) -> dict[str, Any] | None:
     for opp in summary.get("opportunities") or []:
         if not isinstance(opp, dict):
             continue
@@ -121,5 +140,5 @@ def predicted_for(name: str, summary: dict[str, Any]) -> float | None:
         named: list[Any] = fixes if isinstance(fixes, list) else [opp.get("fix")]
         value = opp.get("predicted_speedup")
         if name in named and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            return opp
     return None

@@ -12,7 +12,8 @@ Status = Literal["faster", "slower", "cannot tell", "no change", "depends on inp
                  "outputs differ", "raised", "not applicable"]
 DEPENDS: Final = "depends on inputs"  # faster only when the loop passes the same tensors each call
 MEASURED = ("faster", "slower", "cannot tell", "no change", DEPENDS)  # carry a speedup
-PREDICTION_MISS = 0.25  # a prediction further than 25% from the measured speedup is flagged
+# a prediction with no stated interval further than 25% from the measured speedup is flagged
+PREDICTION_MISS = 0.25
 
 
 @dataclass
@@ -28,8 +29,11 @@ class FixResult:
     the timing loop's own cost per call, measured beside the fix (an identity call timed the
     same way); it is inside both ``baseline_us`` and ``fixed_us`` and never subtracted.
     ``predicted_speedup``: the analysis's replayed prediction for this fix (None until the
-    analysis provides one); ``prediction_error_pct`` is (predicted - measured) / measured and
-    ``prediction_missed`` is True when that is beyond ``PREDICTION_MISS``.
+    analysis provides one) and ``predicted_low``/``predicted_high`` the interval it states a
+    measured gain is expected in (the summary's ``predicted_interval``);
+    ``prediction_error_pct`` is (predicted - measured) / measured and ``prediction_missed``
+    is True when the measured speedup lies outside that interval (a prediction without one:
+    an error beyond ``PREDICTION_MISS``).
     ``same_inputs_*``: a fix whose timed call copies each call's inputs in (a CUDA graph's
     static inputs) is also timed on the very inputs it was prepared with, no copy, as a loop
     that passes the same tensors each call runs it (``Applied.same_inputs_call``), interleaved
@@ -62,6 +66,8 @@ class FixResult:
     clock: str | None = None
     harness_us: float | None = None
     predicted_speedup: float | None = None
+    predicted_low: float | None = None
+    predicted_high: float | None = None
     prediction_error_pct: float | None = None
     prediction_missed: bool | None = None
     fixed_verdict: str | None = None
@@ -80,25 +86,34 @@ class FixResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def set_prediction(self, predicted: float | None) -> None:
-        """Record the replayed prediction and how far it is from what was measured (the
-        ``speedup``, or the time ratio when the outputs differ; ``prediction_missed`` judges
-        that one), and from the same-inputs speedup when there is one."""
+    def set_prediction(self, predicted: float | None,
+                       interval: tuple[float, float] | None = None) -> None:
+        """Record the replayed prediction, its stated interval (low, high) and how far it is
+        from what was measured (the ``speedup``, or the time ratio when the outputs differ;
+        ``prediction_missed`` judges that one), and from the same-inputs speedup when there
+        is one."""
         self.predicted_speedup = predicted
+        self.predicted_low, self.predicted_high = interval or (None, None)
         measured = self.speedup if self.speedup is not None else self.measured_speedup
-        self.prediction_error_pct, self.prediction_missed = prediction_check(predicted,
-                                                                             measured)
+        self.prediction_error_pct, self.prediction_missed = prediction_check(
+            predicted, measured, interval)
         self.same_inputs_prediction_error_pct = prediction_check(
             predicted, self.same_inputs_speedup)[0]
 
 
-def prediction_check(predicted: float | None,
-                     measured: float | None) -> tuple[float | None, bool | None]:
+def prediction_check(predicted: float | None, measured: float | None,
+                     interval: tuple[float, float] | None = None
+                     ) -> tuple[float | None, bool | None]:
     """``(error_pct, missed)``: the prediction's signed error relative to the measured speedup
-    and whether it exceeds ``PREDICTION_MISS``; ``(None, None)`` when either is missing."""
+    and whether the measured speedup lies outside the prediction's stated ``interval``
+    (low, high), or, without one, whether the error exceeds ``PREDICTION_MISS``;
+    ``(None, None)`` when either number is missing."""
     if predicted is None or measured is None or measured <= 0:
         return None, None
     error = (predicted - measured) / measured
+    if interval is not None:
+        low, high = interval
+        return error * 100.0, not low <= measured <= high
     return error * 100.0, abs(error) > PREDICTION_MISS
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from autoprof.record.decorator import decorate
 from autoprof.record.once import profile_once
 from autoprof.record.warn import note
-from autoprof.record.whatif.auto import predicted_for, resolve, suggested_by
+from autoprof.record.whatif.auto import interval_for, predicted_for, resolve, suggested_by
 from autoprof.record.whatif.copying import NotCopyable
 from autoprof.record.whatif.fixes import FIXES
 from autoprof.record.whatif.guard import user_state_kept
@@ -85,7 +85,9 @@ def what_if(
     trials = measured.trials
     for trial in trials:
         trial.result.suggested_by = suggested_by(trial.result.fix, summary or {})
-        trial.result.set_prediction(predicted_for(trial.result.fix, summary or {}))
+        fix, given_summary = trial.result.fix, summary or {}
+        trial.result.set_prediction(predicted_for(fix, given_summary),
+                                    interval_for(fix, given_summary))
     top = best(trials)
     if top is not None and run_dir is not None and options is not None:
         _profile(top, run_dir, options)

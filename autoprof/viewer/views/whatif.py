@@ -15,6 +15,7 @@ from autoprof.analysis.kinds import MEASURED_FIX_NAMES, OTHER_STATUS_COLOUR, WHA
 from autoprof.analysis.loader.whatif import NUMBERS as LOADER_NUMBERS
 from autoprof.analysis.loader.whatif import best_fix, measured_for, whatif_problem
 from autoprof.analysis.report.whatif_text import (
+    missed_because,
     whatif_depends,
     whatif_label,
     whatif_same_inputs,
@@ -156,11 +157,13 @@ def _table(results: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _prediction(r: dict[str, Any]) -> str:
-    """The replayed prediction against the measurement: its error, and 'missed' beyond 25%."""
+    """The replayed prediction against the measurement: its error, and 'missed' where the
+    measured speedup lies outside the prediction's stated interval (without one: beyond 25%)."""
     err, same = r.get("prediction_error_pct"), r.get("same_inputs_prediction_error_pct")
     if not isinstance(err, int | float):
         return ""
-    text = f"missed ({err:+.0f}%)" if r.get("prediction_missed") else f"{err:+.0f}%"
+    text = (f"missed ({err:+.0f}%, {missed_because(r)})" if r.get("prediction_missed")
+            else f"{err:+.0f}%")
     return text + (f"; same inputs {same:+.0f}%" if isinstance(same, int | float) else "")
 
 
