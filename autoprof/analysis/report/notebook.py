@@ -104,8 +104,8 @@ def _diagnostics(s: Report) -> str:
 
 def render_html(report: Report) -> str:
     """One run's report as a self-contained HTML block (``Run._repr_html_``)."""
-    s = report
-    body = _head(s) + breakdown_bar(s) + _opportunities(s) + _fix(s) + _diagnostics(s)
+    body = (_head(report) + breakdown_bar(report) + _opportunities(report) + _fix(report)
+            + _diagnostics(report))
     return f'<div class="autoprof-run" style="max-width:72em">{body}</div>'
 
 

@@ -81,7 +81,9 @@ def what_if(
 ) -> list[dict[str, Any]]:
     """Try ``fixes`` on ``fn(*args, **kwargs)`` (or take ``measured``, timed before the run was
     profiled); with ``run_dir``, profile the best fix into ``run_dir/whatif/`` and write
-    ``run_dir/whatif.json``. Returns the result records."""
+    ``run_dir/whatif.json``. ``report``, the run's typed report, chooses the fixes of
+    ``"auto"`` and gives each the findings behind it and its predicted speedup. Returns the
+    result records."""
     if measured is None:
         measured = measure_fixes(fn, args, kwargs, resolve(fixes, report),
                                  after_profiling=run_dir is not None, samples=samples)
