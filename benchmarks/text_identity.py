@@ -1,13 +1,13 @@
-"""Does this checkout's `autoprof summary` text read the same as another revision's? Every run.
+"""Does this checkout render each run's report as another revision does? Text, Markdown, HTML.
 
 For every run under the paths (default: summary_identity's roots, tests/data and every
 tests/analysis/**/data, plus traces/examples), the summary is computed once with this
 checkout (``load(path).summary()``, caches beside traces off; a run that does not load is
-counted and left out), then rendered as the text ``autoprof summary`` prints by both sides:
-the other revision's ``report.text.render_summary(summary)`` (its tree from ``git archive``,
-in a fresh process) and this checkout's ``render(Report.from_dict(summary), "text")``. The
-two texts must be byte-identical; each run that differs is printed with its first differing
-line, and the script exits 1.
+counted and left out), read into the typed report (``Report.from_dict``) and rendered in each
+format (``report.render``: the text ``autoprof summary`` prints, ``--format markdown``, the
+notebook's HTML) by both sides: the other revision (its tree from ``git archive``, in a fresh
+process) and this checkout. Each pair must be byte-identical; each run and format that
+differs is printed with its first differing line, and the script exits 1.
 
     python benchmarks/text_identity.py --rev main
     python benchmarks/text_identity.py --rev main --keep /tmp/summaries.json   # reuse them
@@ -63,20 +63,25 @@ def with_variants(loaded: dict[str, Any]) -> dict[str, Any]:
     return {**loaded, **{f"{p}#variant": variant(s) for p, s in loaded.items()}}
 
 
-def render_old(summaries_file: Path, out: Path) -> None:
-    """The texts of the autoprof on PYTHONPATH's dict renderer (the revision's side)."""
-    from autoprof.analysis.report.text import render_summary
-
-    loaded = json.loads(summaries_file.read_text())
-    out.write_text(json.dumps({p: render_summary(s) for p, s in loaded.items()}))
+FORMATS = ("text", "markdown", "html")
 
 
-def render_new(loaded: dict[str, Any]) -> dict[str, str]:
-    """This checkout's texts, from the typed report."""
+def rendered(loaded: dict[str, Any]) -> dict[str, str]:
+    """Each run in each format (keyed ``path|format``), with the autoprof this process
+    imports: the summary read into its ``Report``, then ``report.render``."""
     from autoprof.analysis.report.model import Report
     from autoprof.analysis.report.render import render
 
-    return {p: render(Report.from_dict(s, where=p), "text") for p, s in loaded.items()}
+    out = {}
+    for path, summary in loaded.items():
+        report = Report.from_dict(summary, where=path)
+        out |= {f"{path}|{fmt}": render(report, fmt) for fmt in FORMATS}
+    return out
+
+
+def render_old(summaries_file: Path, out: Path) -> None:
+    """The renders of the autoprof on PYTHONPATH (the revision's side)."""
+    out.write_text(json.dumps(rendered(json.loads(summaries_file.read_text()))))
 
 
 def first_difference(a: str, b: str) -> str:
@@ -94,13 +99,14 @@ def compare(rev: str, loaded: dict[str, Any], folder: Path) -> int:
     env = {**os.environ, "PYTHONPATH": str(folder / "tree"), "AUTOPROF_CACHE": "0"}
     subprocess.run([sys.executable, __file__, "--render-old", str(given), str(texts)],
                    check=True, env=env)
-    old, new = json.loads(texts.read_text()), render_new(loaded)
+    old, new = json.loads(texts.read_text()), rendered(loaded)
     differ = 0
-    for path in loaded:
-        if old[path].encode() != new[path].encode():
+    for key in new:
+        if old[key].encode() != new[key].encode():
             differ += 1
-            print(f"DIFFERS {path}: {first_difference(old[path], new[path])}")
-    print(f"{len(loaded)} runs: {len(loaded) - differ} texts byte-identical, {differ} differ "
+            print(f"DIFFERS {key}: {first_difference(old[key], new[key])}")
+    print(f"{len(loaded)} runs x {len(FORMATS)} formats: {len(new) - differ} renders "
+          f"byte-identical, {differ} differ "
           f"({sum(len(t) for t in new.values()):,} characters rendered per side)")
     return differ
 

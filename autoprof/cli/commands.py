@@ -1,8 +1,9 @@
 """The `autoprof` command: `autoprof summary PATH [--json]` and `autoprof view [DIR]`.
 
-The report is rendered from the same dict `--json` prints (autoprof.analysis.report.summary); this
-module formats and launches, it computes no statistic. Bad input gives one line on stderr,
-`autoprof: error: <path>: <problem>`, and exit status 2.
+The report is rendered from the typed Report whose JSON `--json` prints
+(autoprof.analysis.report.model); this module formats and launches, it computes no
+statistic. Bad input gives one line on stderr, `autoprof: error: <path>: <problem>`, and exit
+status 2.
 """
 
 from __future__ import annotations

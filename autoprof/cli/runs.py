@@ -19,12 +19,14 @@ def runs_markdown(root: Path) -> int:
     import io
 
     from autoprof.analysis.report.markdown import render_runs_markdown
+    from autoprof.analysis.report.model import FolderSummary
 
     listing = io.StringIO()
     with contextlib.redirect_stdout(listing):
         status = summary_of_runs(root, True)
     if listing.getvalue():
-        sys.stdout.write(render_runs_markdown(json.loads(listing.getvalue())))
+        folder = FolderSummary.from_json(listing.getvalue(), where=str(root))
+        sys.stdout.write(render_runs_markdown(folder))
     return status
 
 

@@ -138,8 +138,8 @@ def _what_if(target: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     """Try the fixes; a failure of autoprof's own is a warning, never the user's error."""
     try:
         run = load_run(run_dir)
-        summary = run.summary() if hasattr(run, "summary") else None
-        what_if(target, args, kwargs, fixes, summary=summary, run_dir=run_dir, options=options,
+        report = run.report() if hasattr(run, "report") else None  # a Path: not analysed
+        what_if(target, args, kwargs, fixes, report=report, run_dir=run_dir, options=options,
                 measured=early)
     except Exception as exc:
         warn(f"autoprof.check: trying the fixes failed ({type(exc).__name__}: {exc}); "

@@ -165,6 +165,7 @@ def _with_profiler_start(run: Path, value: object) -> dict[str, object]:
 
 
 def test_the_profiler_start_stall_is_in_the_summary_and_noted_when_large(traces_root):
+    from autoprof.analysis.report.model import Report
     from autoprof.analysis.report.text import render_summary
 
     fn = autoprof.autoprof(name="start_stall", warmup=0, schedule=dict(wait=0, warmup=1,
@@ -178,10 +179,11 @@ def test_the_profiler_start_stall_is_in_the_summary_and_noted_when_large(traces_
     assert large["profiler_start_ms"] == 912.5
     line = ("profiler start: the call where the profiler started took 912 ms longer (torch's "
             "trace setup; outside the measured steps)")
-    assert line in " ".join(render_summary(large).split())
+    assert line in " ".join(render_summary(Report.from_dict(large)).split())
     small = _with_profiler_start(run, 40.0)
-    assert small["profiler_start_ms"] == 40.0 and "profiler start:" not in render_summary(small)
+    assert small["profiler_start_ms"] == 40.0
+    assert "profiler start:" not in render_summary(Report.from_dict(small))
     for unusable in ("slow", True, None):
         summary = _with_profiler_start(run, unusable)
         assert summary["profiler_start_ms"] is None
-        assert "profiler start:" not in render_summary(summary)
+        assert "profiler start:" not in render_summary(Report.from_dict(summary))

@@ -146,7 +146,7 @@ def test_the_first_window_is_fitted_from_its_first_recorded_step(traces_root, ca
     assert _uncompressed_bytes(run) - 4096 <= predicted <= 2 * _uncompressed_bytes(run)
     loaded = autoload(run)
     assert loaded.record is not None and loaded.record.window_budget == fitted
-    text = render_summary(loaded.summary())  # the summary says what was fitted and why
+    text = render_summary(loaded.report())  # the summary says what was fitted and why
     assert "window-fitted" in text and f"{fitted['active']} of 8 active steps" in text
 
 

@@ -8,10 +8,12 @@ import re
 from functools import cache
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from autoprof.analysis import load
+from autoprof.analysis import Report, load
 from autoprof.analysis.report.markdown import md, render_markdown
+from autoprof.analysis.report.model import Breakdown
 from autoprof.analysis.report.notebook import breakdown_bar, render_html
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,11 +32,16 @@ def _summary(path: Path) -> dict:
 
 
 def summary(path: Path) -> dict:
+    """The run's summary JSON, a copy a test may change before reading it into a Report."""
     return copy.deepcopy(_summary(path))
 
 
+def report(path: Path) -> Report:
+    return Report.from_dict(summary(path))
+
+
 def test_markdown_names_verdict_breakdown_opportunities_and_best_fix() -> None:
-    text = render_markdown(summary(WHATIF_RUN))
+    text = render_markdown(report(WHATIF_RUN))
     assert text.startswith("### autoprof: `seed64x100` is **overhead-bound**")
     assert "| `host_launch` | 3.46 ms | 71.3 % |" in text  # units through autoprof.units
     # the estimate with its interval, never the bucket's bound of 3.49x below a 5.6x estimate
@@ -51,7 +58,7 @@ def test_markdown_tables_keep_their_columns_whatever_the_names() -> None:
     s = summary(WHATIF_RUN)
     s["top_ops"]["by_self_cpu"][0]["name"] = "evil|<script>alert(1)</script>`x"
     s["diagnostics"][0]["message"] = "a | b <img src=x onerror=alert(1)> *bold*"
-    text = render_markdown(s)
+    text = render_markdown(Report.from_dict(s))
     assert "<script>" not in text.replace("`evil\\|<script>", "")  # only inside a code span
     assert "<img" not in text
     row = next(line for line in text.splitlines() if "evil" in line)
@@ -61,7 +68,7 @@ def test_markdown_tables_keep_their_columns_whatever_the_names() -> None:
 
 
 def test_markdown_of_a_cpu_run_without_gpu_or_whatif() -> None:
-    text = render_markdown(summary(CPU_RUN))
+    text = render_markdown(report(CPU_RUN))
     assert "is **cpu-only**" in text
     assert "Best measured fix" not in text and "Top GPU work" not in text
 
@@ -71,7 +78,7 @@ def test_cli_format_markdown(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["summary", "--format", "markdown", str(CPU_RUN)]) == 0
     out = capsys.readouterr().out
-    assert out == render_markdown(summary(CPU_RUN))
+    assert out == render_markdown(report(CPU_RUN))
     assert main(["summary", "--format", "markdown", str(CPU_RUN.parent)]) == 0
     listing = capsys.readouterr().out
     assert listing.startswith("### autoprof: 1 runs under")
@@ -81,19 +88,20 @@ def test_cli_format_markdown(capsys: pytest.CaptureFixture[str]) -> None:
 def test_html_has_the_bar_the_fix_and_escapes_names() -> None:
     s = summary(WHATIF_RUN)
     s["opportunities"][0]["where"][0]["name"] = "<script>alert(1)</script>"
-    html = render_html(s)
+    html = render_html(Report.from_dict(s))
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert 'class="autoprof-bar"' in html
     assert html.count("width:") >= 4  # one segment per bucket with time
     assert "compile-reduce-overhead: 9.05x faster" in html
     assert "overhead-bound" in html
-    assert breakdown_bar({"breakdown": {"steps": 0}}) == ""
+    assert breakdown_bar(msgspec.structs.replace(report(WHATIF_RUN),
+                                                breakdown=Breakdown(steps=0))) == ""
 
 
 def test_run_renders_itself() -> None:
     run = load(CPU_RUN)
     assert "cpu-only" in run._repr_html_()
-    assert run._repr_markdown_() == render_markdown(run.summary())
+    assert run._repr_markdown_() == render_markdown(run.report())
 
 
 @pytest.mark.slow

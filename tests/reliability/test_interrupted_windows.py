@@ -48,7 +48,7 @@ def _loads_partial(run_dir: Path, steps: int, reason: str) -> Manifest:
     assert run.record is not None and run.record.status == "partial"
     called = run.steps()
     assert len(called) >= steps, called
-    text = render_summary(run.summary())  # the summary says why it ended
+    text = render_summary(run.report())  # the summary says why it ended
     assert "ended-early" in text and reason.split(" (")[0] in " ".join(text.split())
     return record
 

@@ -3,45 +3,45 @@
 from __future__ import annotations
 
 import pytest
+from support.reports import report
 
 from autoprof.record.whatif.auto import ALWAYS, resolve, suggested_by
 
 
 def test_opportunity_causes_come_first_then_the_verdict():
-    summary = {"opportunities": [{"cause": "host_sync"}, {"cause": "host_launch"}],
-               "verdict": "compute-bound", "diagnostics": [], "is_cuda": True}
+    summary = report(opportunities=[{"cause": "host_sync"}, {"cause": "host_launch"}],
+                     verdict="compute-bound", diagnostics=[], is_cuda=True)
     assert resolve("auto", summary) == ["cuda-graph", "compile-reduce-overhead", "compile",
                                         "bf16", *ALWAYS]
 
 
 def test_without_opportunities_the_verdict_and_diagnostics_decide():
-    overhead = {"verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"}],
-                "is_cuda": True}
+    overhead = report(verdict="overhead-bound", diagnostics=[{"id": "host-sync"}], is_cuda=True)
     assert resolve("auto", overhead)[:3] == ["cuda-graph", "compile-reduce-overhead", "compile"]
-    assert resolve("auto", {"verdict": "compute-bound"})[:2] == ["bf16", "compile"]
-    assert resolve("auto", {"verdict": "cpu-only"}) == ["compile", *ALWAYS]
-    assert resolve("auto", {}) == list(ALWAYS)
+    assert resolve("auto", report(verdict="compute-bound"))[:2] == ["bf16", "compile"]
+    assert resolve("auto", report(verdict="cpu-only")) == ["compile", *ALWAYS]
+    assert resolve("auto", None) == list(ALWAYS)
 
 
 def test_names_all_and_unknown():
-    assert resolve("bf16", {}) == ["bf16"]
-    assert resolve(["bf16", "compile", "bf16"], {}) == ["bf16", "compile"]
-    assert len(resolve("all", {})) == 6
+    assert resolve("bf16") == ["bf16"]
+    assert resolve(["bf16", "compile", "bf16"]) == ["bf16", "compile"]
+    assert len(resolve("all")) == 6
     with pytest.raises(ValueError, match=r"unknown fix\(es\) \['fast'\]"):
-        resolve(("fast",), {})
+        resolve(("fast",))
 
 
 def test_suggested_by_names_the_findings_behind_a_fix():
-    summary = {"verdict": "overhead-bound", "is_cuda": True,
-               "diagnostics": [{"id": "host-sync"}, {"id": "cold-start"}]}
+    summary = report(verdict="overhead-bound", is_cuda=True,
+                     diagnostics=[{"id": "host-sync"}, {"id": "cold-start"}])
     assert suggested_by("cuda-graph", summary) == ["overhead-bound", "host-sync"]
     assert suggested_by("bf16", summary) == []
 
 
 def test_cuda_only_fixes_are_never_suggested_on_a_cpu_run():
-    summary = {"opportunities": [{"cause": "host_launch"}, {"cause": "host_sync"}],
-               "verdict": "overhead-bound", "diagnostics": [{"id": "host-sync"}],
-               "is_cuda": False}
+    summary = report(opportunities=[{"cause": "host_launch"}, {"cause": "host_sync"}],
+                     verdict="overhead-bound", diagnostics=[{"id": "host-sync"}],
+                     is_cuda=False)
     names = resolve("auto", summary)
     assert names == ["compile", *ALWAYS]
     assert suggested_by("cuda-graph", summary) == []
@@ -56,7 +56,7 @@ def test_cuda_only_fixes_are_never_suggested_on_a_cpu_run():
 def test_try_fixes_that_is_not_a_name_or_list_of_names_is_refused_clearly(bad):
     with pytest.raises(ValueError, match=r"try_fixes must be 'auto', 'all', a fix name or a "
                                          r"list/tuple of fix names \(compile, ") as err:
-        resolve(bad, {})
+        resolve(bad)
     assert type(bad).__name__ in str(err.value)
     assert "not iterable" not in str(err.value)
 
@@ -64,31 +64,33 @@ def test_try_fixes_that_is_not_a_name_or_list_of_names_is_refused_clearly(bad):
 def test_predictions_are_read_from_the_opportunities_that_name_the_fix():
     from autoprof.record.whatif.auto import predicted_for
 
-    summary = {"opportunities": [
+    summary = report(opportunities=[
         {"cause": "host_launch", "fix": "cuda-graph", "predicted_speedup": 4.0},
-        {"cause": "gpu_memory", "fixes": ["compile", "bf16"], "predicted_speedup": 1.3},
-        {"cause": "host_sync", "fix": "cuda-graph", "predicted_speedup": 9.0}]}
+        {"cause": "gpu_memory", "fix": "bf16", "predicted_speedup": 1.3},
+        {"cause": "host_sync", "fix": "cuda-graph", "predicted_speedup": 9.0}])
     assert predicted_for("cuda-graph", summary) == 4.0  # the first that names it
     assert predicted_for("bf16", summary) == 1.3
     assert predicted_for("inference-mode", summary) is None
-    assert predicted_for("compile", {"opportunities": [{"fix": "compile",
-                                                        "predicted_speedup": None}]}) is None
+    assert predicted_for("inference-mode", None) is None
+    unpredicted = report(opportunities=[{"fix": "compile", "predicted_speedup": None}])
+    assert predicted_for("compile", unpredicted) is None
 
 
 def test_the_interval_is_read_from_the_same_opportunity_as_the_prediction():
     from autoprof.record.whatif.auto import interval_for
 
-    summary = {"opportunities": [
+    summary = report(opportunities=[
         {"fix": "cuda-graph", "predicted_speedup": 4.0,
          "predicted_interval": {"low": 2.5, "high": 6.0}},
         {"fix": "cuda-graph", "predicted_speedup": 9.0,
          "predicted_interval": {"low": 1.0, "high": 20.0}},
         {"fix": "bf16", "predicted_speedup": 1.3},
-        {"fix": "compile", "predicted_speedup": 1.1, "predicted_interval": {"low": "x"}}]}
+        {"fix": "compile", "predicted_speedup": 1.1, "predicted_interval": {"low": "x"}}])
     assert interval_for("cuda-graph", summary) == (2.5, 6.0)
     assert interval_for("bf16", summary) is None  # stated none
     assert interval_for("compile", summary) is None  # not numbers
     assert interval_for("inference-mode", summary) is None
+    assert interval_for("cuda-graph", None) is None
 
 
 def test_check_refuses_a_bad_try_fixes_before_calling_the_function():

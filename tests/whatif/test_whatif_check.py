@@ -12,6 +12,7 @@ import torch
 import autoprof
 from autoprof import autoprof as autoprof_decorator
 from autoprof.analysis.loader.whatif import read_whatif
+from autoprof.analysis.report.model import Report
 from autoprof.analysis.report.text import render_summary
 
 TINY = {"wait": 0, "warmup": 1, "active": 1, "repeat": 1}
@@ -43,7 +44,7 @@ def test_check_writes_whatif_json_lists_it_and_the_summary_shows_it():
     assert inference["baseline_us"] > 0 and inference["fixed_us"] > 0
     assert inference["speedup"] == pytest.approx(inference["baseline_us"] / inference["fixed_us"])
     assert graph == {**graph, "applicable": False, "reason": "no CUDA device", "speedup": None}
-    text = render_summary(run.summary())
+    text = render_summary(run.report())
     assert "WHAT-IF" in text and "no CUDA device" in text
     assert any(line.lstrip().startswith("inference-mode") and "match" in line
                for line in text.splitlines())
@@ -72,7 +73,7 @@ def test_without_try_fixes_nothing_is_tried():
     run = autoprof.check(lambda x: x * 2, torch.ones(2))
     assert not (Path(run.path) / "whatif.json").exists()
     assert run.summary()["whatif"] == []
-    assert "WHAT-IF" not in render_summary(run.summary())
+    assert "WHAT-IF" not in render_summary(run.report())
 
 
 def test_a_failure_inside_whatif_is_a_warning_and_the_run_is_returned(monkeypatch):
@@ -225,7 +226,7 @@ def test_the_report_says_what_each_findings_fix_measured():
         {"fix": "cuda-graph", "applicable": False, "status": "not applicable",
          "reason": "no CUDA device", "suggested_by": ["cpu-only"]},
     ]
-    text = render_summary(summary)
+    text = render_summary(Report.from_dict(summary))
     block = text[text.index("WHAT-IF"):]
     assert ("cpu-only: suggests compile; measured: faster, 3.00x (95% CI 2.80-3.20x), "
             "outputs match") in block

@@ -103,9 +103,11 @@ def test_bf16_is_not_applicable_without_float_compute():
 
 @pytest.mark.slow
 def test_a_cpu_run_gets_no_cuda_only_fix_suggested():
-    summary = {"is_cuda": False, "verdict": "overhead-bound",
-               "opportunities": [{"cause": "host_launch"}], "diagnostics": []}
-    results = what_if(lambda x: x + 1, (torch.ones(4),), {}, "auto", summary=summary, samples=3)
+    from support.reports import report
+
+    summary = report(is_cuda=False, verdict="overhead-bound",
+                     opportunities=[{"cause": "host_launch"}], diagnostics=[])
+    results = what_if(lambda x: x + 1, (torch.ones(4),), {}, "auto", report=summary, samples=3)
     tried = [r["fix"] for r in results]
     assert "cuda-graph" not in tried and "compile-reduce-overhead" not in tried
     assert tried[0] == "compile"

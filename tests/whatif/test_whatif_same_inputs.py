@@ -158,7 +158,7 @@ def test_the_markdown_report_does_not_drop_a_fix_that_depends_on_the_loop() -> N
     summary = committed.run(run).summary()
     r = _seed_like()
     report = Report.from_dict({**summary, "whatif": [r.to_dict()]})
-    markdown = render_markdown(report.to_dict())
+    markdown = render_markdown(report)
     assert "none measured faster with each call's inputs copied in" in markdown
     assert "**Depends on your loop** (what-if): cuda-graph: " in markdown
     assert f"{r.same_inputs_speedup:.2f}x" in markdown

@@ -194,8 +194,10 @@ def test_a_prediction_with_an_interval_misses_only_when_the_measurement_is_outsi
 
 def test_what_if_fills_predictions_from_the_summary(monkeypatch):
     monkeypatch.setitem(FIXES, "fake-graph", _fake_fix())
-    summary = {"is_cuda": False, "opportunities": [
-        {"cause": "host_launch", "fix": "fake-graph", "predicted_speedup": 9.0}]}
-    r = what_if(_work, (torch.ones(3),), {}, ("fake-graph",), summary=summary, samples=3)[0]
+    from support.reports import report
+
+    summary = report(is_cuda=False, opportunities=[
+        {"cause": "host_launch", "fix": "fake-graph", "predicted_speedup": 9.0}])
+    r = what_if(_work, (torch.ones(3),), {}, ("fake-graph",), report=summary, samples=3)[0]
     assert r["predicted_speedup"] == 9.0 and r["prediction_missed"] is True
     assert r["prediction_error_pct"] > 100

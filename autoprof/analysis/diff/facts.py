@@ -1,4 +1,5 @@
-"""What a diff needs to know of one run, read once from its summary, manifest and events.
+"""What a diff needs to know of one run, read once from its report (the typed summary,
+report/model), manifest and events.
 
 Everything is per profiled step (``_per_step``), so runs that recorded different numbers of
 steps compare directly.
@@ -6,7 +7,7 @@ steps compare directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ import pandas as pd
 
 from autoprof.analysis.diff.user_ops import UserOpFacts, most_common, user_op_facts
 from autoprof.analysis.metrics.problem_size import run_size, stated_size
+from autoprof.analysis.report.model import Report
+from autoprof.analysis.report.model.base import given
 
 if TYPE_CHECKING:
     from autoprof.analysis.run import Run
@@ -123,40 +126,42 @@ def _kernel_facts(events: pd.DataFrame, steps: int) -> dict[str, KernelFacts]:
     return facts
 
 
-def _memory_peak_bytes(summary: Mapping[str, Any]) -> float | None:
+def _memory_peak_bytes(report: Report) -> float | None:
     """The largest allocated peak over the run's devices (the Memory analysis)."""
-    memory = summary.get("memory")
+    memory = report.memory
     devices = memory.get("devices") if isinstance(memory, Mapping) else None
     peaks = [float(d["peak_allocated_bytes"]) for d in devices or []
              if isinstance(d, Mapping) and isinstance(d.get("peak_allocated_bytes"), int | float)]
     return max(peaks) if peaks else None
 
 
-def _per_step(summary: Mapping[str, Any], key: str, source: str) -> list[float]:
-    rows = summary.get(source)
-    if source == "breakdown":
-        rows = rows.get("per_step") if isinstance(rows, Mapping) else None
-    if not isinstance(rows, list):
-        return []
-    return [float(r[key]) for r in rows
-            if isinstance(r, Mapping) and isinstance(r.get(key), int | float)]
+def _numbers(values: Iterable[object]) -> list[float]:
+    """The values that are numbers, as floats (a missing one, null, is left out)."""
+    return [float(v) for v in values if isinstance(v, int | float)]
 
 
-def _launches_per_step(summary: Mapping[str, Any]) -> float | None:
-    launches = _per_step(summary, "launches", "steps")
+def _per_step_rows(report: Report) -> list[Mapping[str, Any]]:
+    """The breakdown's per-step rows (``Breakdown.per_step``; none when absent)."""
+    rows = given(report.breakdown.per_step)
+    return [r for r in rows or [] if isinstance(r, Mapping)]
+
+
+def _step_us(report: Report) -> list[float]:
+    return _numbers(r.get("step_us") for r in _per_step_rows(report))
+
+
+def _launches_per_step(report: Report) -> float | None:
+    launches = _numbers(s.launches for s in report.steps)
     return float(pd.Series(launches).median()) if launches else None
 
 
-def _step_us_by_rank(summary: Mapping[str, Any]) -> dict[int, list[float]]:
+def _step_us_by_rank(report: Report) -> dict[int, list[float]]:
     """Each rank's step times from the per-step breakdown rows that name a rank."""
-    breakdown = summary.get("breakdown")
-    rows = breakdown.get("per_step") if isinstance(breakdown, Mapping) else None
     by_rank: dict[int, list[float]] = {}
-    for r in rows if isinstance(rows, list) else []:
-        if (isinstance(r, Mapping) and isinstance(r.get("rank"), int)
-                and isinstance(r.get("step_us"), int | float)):
+    for r in _per_step_rows(report):
+        if isinstance(r.get("rank"), int) and isinstance(r.get("step_us"), int | float):
             by_rank.setdefault(int(r["rank"]), []).append(float(r["step_us"]))
-    return by_rank if int(summary.get("world_size") or 1) > 1 else {}
+    return by_rank if (report.world_size or 1) > 1 else {}
 
 
 def _problem_size(record: Manifest | None, run: Run) -> float | None:
@@ -165,40 +170,40 @@ def _problem_size(record: Manifest | None, run: Run) -> float | None:
 
 
 def run_facts(run: Run) -> RunFacts:
-    """Everything a diff compares, from one loaded run."""
-    summary = run.summary()
+    """Everything a diff compares, from one loaded run (its typed report, manifest and
+    events)."""
+    report = run.report()
     record = run.record
-    device = summary.get("device")
+    device = report.device
     device_name = str(device.get("name")) if isinstance(device, Mapping) else "CPU"
-    step_us = _per_step(summary, "step_us", "breakdown")
+    step_us = _step_us(report)
     steps = max(len(step_us), 1)
-    breakdown = summary.get("breakdown")
-    buckets = breakdown.get("buckets_us") if isinstance(breakdown, Mapping) else None
-    efficiency = summary.get("efficiency")
-    mfu = efficiency.get("mfu_pct") if isinstance(efficiency, Mapping) else None
+    buckets = given(report.breakdown.buckets_us) or {}
+    mfu = report.efficiency.get("mfu_pct")
+    world_size = report.world_size or 1
     return RunFacts(
         label=str(run.path),
         name=str(run.name),
         device=device_name,
-        is_cuda=bool(summary.get("is_cuda")),
+        is_cuda=report.is_cuda,
         versions=_versions(record),
         options=dict(record.options) if record is not None else {},
-        world_size=int(summary.get("world_size") or 1),
+        world_size=world_size,
         step_us=step_us,
-        gpu_us=_per_step(summary, "gpu_work_us", "steps"),
-        buckets_us={str(k): float(v) for k, v in (buckets or {}).items()},
-        launches_per_step=_launches_per_step(summary),
-        memory_peak_bytes=_memory_peak_bytes(summary),
+        gpu_us=_numbers(s.gpu_work_us for s in report.steps),
+        buckets_us={str(k): float(v) for k, v in buckets.items() if v is not None},
+        launches_per_step=_launches_per_step(report),
+        memory_peak_bytes=_memory_peak_bytes(report),
         mfu_pct=float(mfu) if isinstance(mfu, int | float) else None,
         problem_size=_problem_size(record, run),
         ops=_op_facts(run.events, steps),
         kernels=_kernel_facts(run.events, steps),
-        step_us_by_rank=_step_us_by_rank(summary),
+        step_us_by_rank=_step_us_by_rank(report),
         user_ops=user_op_facts(run.events, steps),
         call_inputs=record.call_inputs if record is not None else None,
         intra_op_threads=record.intra_op_threads if record is not None else None,
         problem_size_guessed=bool(pd.isna(stated_size(record, str(run.path)))),
         host=record.host if record is not None else None,
         steps_recorded=(record.steps_recorded if record is not None
-                        and int(summary.get("world_size") or 1) == 1 else None),
+                        and world_size == 1 else None),
     )

@@ -1,1 +1,2 @@
-"""Report stage: what users read: the summary dict and the key_averages tables."""
+"""Report stage: what users read: the typed Report (model/), its JSON and renders, and the
+key_averages tables."""

@@ -11,13 +11,12 @@ escaped, so a name such as ``a|b`` or ``<script>`` stays text, in a table too.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from autoprof.analysis.kinds import BUCKETS_SHOWN
-from autoprof.analysis.report.model import Opportunity, Report, WhatIfResult
+from autoprof.analysis.report.model import FolderSummary, Opportunity, Report, WhatIfResult
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
-from autoprof.analysis.report.text import untraced_between_clause
+from autoprof.analysis.report.text import safe_report, untraced_between_clause
 from autoprof.analysis.report.whatif_text import whatif_depends
 from autoprof.units import fmt_pct, fmt_us, safe_strings
 
@@ -164,29 +163,27 @@ def _rank_by_rank(s: Report) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report | dict[str, Any]) -> str:
-    """The Markdown report of one run (a summary dict, as ``--json`` prints it, is read into
-    the ``Report`` first); every string in it through units.safe_text (control characters
-    escaped, long names cut)."""
-    data = report.to_dict() if isinstance(report, Report) else report
-    s = Report.from_dict(safe_strings(data))
+def render_markdown(report: Report) -> str:
+    """The Markdown report of one run; every string in it through units.safe_text (control
+    characters escaped, long names cut: text.safe_report)."""
+    s = safe_report(report)
     lines = [*_head(s), *_breakdown(s), *_rank_by_rank(s), *_opportunities(s.opportunities),
              *_whatif(s), *_diagnostics(s), *_top_ops(s)]
     return "\n".join(lines) + "\n"
 
 
-def render_runs_markdown(listing: dict[str, Any]) -> str:
-    """A folder of runs (``{"path", "runs"}``): one table row per run."""
-    listing = safe_strings(listing)
-    lines = [f"### autoprof: {len(listing.get('runs') or [])} runs under "
-             f"{code(listing.get('path'))}", "",
+def render_runs_markdown(listing: FolderSummary) -> str:
+    """A folder of runs (what ``autoprof summary --json FOLDER`` prints): one table row per
+    run; every string through units.safe_text."""
+    listing = FolderSummary.from_dict(safe_strings(listing.to_dict()))
+    lines = [f"### autoprof: {len(listing.runs)} runs under {code(listing.path)}", "",
              "| run | verdict | GPU busy | self CPU | self GPU |",
              "| --- | --- | ---: | ---: | ---: |"]
-    for r in listing.get("runs") or []:
-        if r.get("error"):
-            lines.append(f"| {code(r['path'])} | error: {md(r['error'])} | | | |")
+    for r in listing.runs:
+        if r.error:
+            lines.append(f"| {code(r.path)} | error: {md(r.error)} | | | |")
             continue
-        lines.append(f"| {code(r['path'])} | {md(r.get('verdict'))} | "
-                     f"{fmt_pct(r.get('gpu_busy_pct'))} | {fmt_us(r.get('self_cpu_us'))} | "
-                     f"{fmt_us(r.get('self_gpu_us'))} |")
+        lines.append(f"| {code(r.path)} | {md(given(r.verdict))} | "
+                     f"{fmt_pct(given(r.gpu_busy_pct))} | {fmt_us(given(r.self_cpu_us))} | "
+                     f"{fmt_us(given(r.self_gpu_us))} |")
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from autoprof.analysis.kinds import (
     VERDICT_COLOURS,
 )
 from autoprof.analysis.report.markdown import fix_sentence, render_markdown
-from autoprof.analysis.report.model import Breakdown, Report
+from autoprof.analysis.report.model import Report
 from autoprof.analysis.report.model.base import given
 from autoprof.analysis.report.speed import speed_text
 from autoprof.analysis.report.whatif_text import whatif_depends
@@ -42,9 +42,9 @@ def _head(s: Report) -> str:
             f'<p style="margin:4px 0">{_e(s.verdict_reason or "")}</p>')
 
 
-def breakdown_bar(s: Report | dict[str, Any]) -> str:
+def breakdown_bar(s: Report) -> str:
     """The mean step as one stacked bar plus its legend; '' without step buckets."""
-    bd = s.breakdown if isinstance(s, Report) else Breakdown.from_dict(s.get("breakdown") or {})
+    bd = s.breakdown
     pct, us = bd.buckets_pct or {}, bd.buckets_us or {}
     shown = [b for b in BUCKETS_SHOWN if float(pct.get(b) or 0) > 0]
     if not bd.steps or not shown:
@@ -102,11 +102,10 @@ def _diagnostics(s: Report) -> str:
     return f"<div><b>Diagnostics</b> ({len(s.diagnostics)})</div><ul>{items}</ul>"
 
 
-def render_html(report: Report | dict[str, Any]) -> str:
-    """One run's report as a self-contained HTML block (``Run._repr_html_``); a summary dict
-    (``--json``) is read into the ``Report`` first."""
-    s = report if isinstance(report, Report) else Report.from_dict(report)
-    body = _head(s) + breakdown_bar(s) + _opportunities(s) + _fix(s) + _diagnostics(s)
+def render_html(report: Report) -> str:
+    """One run's report as a self-contained HTML block (``Run._repr_html_``)."""
+    body = (_head(report) + breakdown_bar(report) + _opportunities(report) + _fix(report)
+            + _diagnostics(report))
     return f'<div class="autoprof-run" style="max-width:72em">{body}</div>'
 
 

@@ -356,12 +356,16 @@ def _head(s: Report) -> list[str]:
             + (f" | status {s.status}" if s.status else "")]
 
 
-def render_summary(report: Report | dict[str, Any]) -> str:
-    """The text report of one run (a summary dict, as ``--json`` prints it, is read into the
-    ``Report`` first); every string in it printed through units.safe_text (control characters
-    escaped, very long names cut)."""
-    data = report.to_dict() if isinstance(report, Report) else report
-    s = Report.from_dict(safe_strings(data))
+def safe_report(report: Report) -> Report:
+    """``report`` with every string in it through units.safe_text (control characters escaped,
+    very long names cut): what the text and Markdown reports print."""
+    return Report.from_dict(safe_strings(report.to_dict()))
+
+
+def render_summary(report: Report) -> str:
+    """The text report of one run; every string in it printed through units.safe_text
+    (``safe_report``)."""
+    s = safe_report(report)
     lines = [
         *_head(s),
         "",

@@ -1,7 +1,7 @@
 """``try_fixes="auto"``: the fixes a run's own analysis points at.
 
-Read from the run's summary dict: each opportunity's ``cause`` (attribution's
-``host_launch``, ``host_sync``, ...) first, then the verdict
+Read from the run's typed report (analysis/report/model): each opportunity's ``cause``
+(attribution's ``host_launch``, ``host_sync``, ...) first, then the verdict
 and the diagnostics' ids. ``inference-mode`` and ``channels-last`` are always added: their
 preconditions look at the call itself (outputs with autograd history, 4-D inputs).
 
@@ -15,9 +15,12 @@ preconditions look at the call itself (outputs with autograd history, 4-D inputs
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autoprof.record.whatif.fixes import FIXES
+
+if TYPE_CHECKING:
+    from autoprof.analysis.report.model import Opportunity, Report
 
 LAUNCH = ("cuda-graph", "compile-reduce-overhead", "compile")
 SUGGESTED: dict[str, tuple[str, ...]] = {
@@ -38,25 +41,21 @@ SUGGESTED: dict[str, tuple[str, ...]] = {
 ALWAYS = ("inference-mode", "channels-last")
 
 
-def signals(summary: dict[str, Any]) -> list[str]:
-    """What the run says, most specific first: opportunity causes, then verdict, diagnostics."""
-    found: list[str] = []
-    for opp in summary.get("opportunities") or []:
-        if isinstance(opp, dict) and opp.get("cause"):
-            found.append(str(opp["cause"]))
-    if summary.get("verdict"):
-        found.append(str(summary["verdict"]))
-    for diag in summary.get("diagnostics") or []:
-        if isinstance(diag, dict) and diag.get("id"):
-            found.append(str(diag["id"]))
-    return found
+def signals(report: Report | None) -> list[str]:
+    """What the run says, most specific first: opportunity causes, then verdict, diagnostics
+    (none without a report)."""
+    if report is None:
+        return []
+    return [*(o.cause for o in report.opportunities if o.cause),
+            *([report.verdict] if report.verdict else []),
+            *(d.id for d in report.diagnostics if d.id)]
 
 
-def cuda_run(summary: dict[str, Any]) -> bool:
-    """Whether the run did CUDA work: its summary's ``is_cuda`` when it has one, else whether
+def cuda_run(report: Report | None) -> bool:
+    """Whether the run did CUDA work: its report's ``is_cuda``, else (no report) whether
     this process has a CUDA device."""
-    if isinstance(summary.get("is_cuda"), bool):
-        return bool(summary["is_cuda"])
+    if report is not None:
+        return report.is_cuda
     try:
         import torch
 
@@ -65,34 +64,34 @@ def cuda_run(summary: dict[str, Any]) -> bool:
         return False
 
 
-def _offered(name: str, summary: dict[str, Any]) -> bool:
+def _offered(name: str, report: Report | None) -> bool:
     """CUDA-only fixes (cuda-graph, compile-reduce-overhead) are never suggested on CPU runs."""
-    return not FIXES[name].cuda_only or cuda_run(summary)
+    return not FIXES[name].cuda_only or cuda_run(report)
 
 
-def suggested(summary: dict[str, Any]) -> list[str]:
-    """Fix names for a run's summary, each once, in the order the signals name them."""
-    names = [*(n for s in signals(summary) for n in SUGGESTED.get(s, ())), *ALWAYS]
-    return _unique(n for n in names if _offered(n, summary))
+def suggested(report: Report | None) -> list[str]:
+    """Fix names for a run's report, each once, in the order the signals name them."""
+    names = [*(n for s in signals(report) for n in SUGGESTED.get(s, ())), *ALWAYS]
+    return _unique(n for n in names if _offered(n, report))
 
 
-def suggested_by(name: str, summary: dict[str, Any]) -> list[str]:
+def suggested_by(name: str, report: Report | None) -> list[str]:
     """The run's signals (opportunity causes, verdict, diagnostic ids) that name fix ``name``
     (none for a CUDA-only fix on a CPU run)."""
-    if name in FIXES and not _offered(name, summary):
+    if name in FIXES and not _offered(name, report):
         return []
-    return _unique(s for s in signals(summary) if name in SUGGESTED.get(s, ()))
+    return _unique(s for s in signals(report) if name in SUGGESTED.get(s, ()))
 
 
 ACCEPTED = "'auto', 'all', a fix name or a list/tuple of fix names"
 
 
-def resolve(try_fixes: object, summary: dict[str, Any] | None = None) -> list[str]:
+def resolve(try_fixes: object, report: Report | None = None) -> list[str]:
     """``"auto"``, ``"all"``, one fix name or a sequence of names, as a checked list; anything
     else is a ValueError naming the accepted values."""
     if isinstance(try_fixes, str):
         if try_fixes == "auto":
-            return suggested(summary or {})
+            return suggested(report)
         if try_fixes == "all":
             return list(FIXES)
         try_fixes = (try_fixes,)
@@ -111,18 +110,19 @@ def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def predicted_for(name: str, summary: dict[str, Any]) -> float | None:
+def predicted_for(name: str, report: Report | None) -> float | None:
     """The analysis's replayed prediction for fix ``name``: ``predicted_speedup`` of the first
-    opportunity whose ``fix`` (or ``fixes`` list) names it; None when the summary has none."""
-    opp = _opportunity_for(name, summary)
-    return None if opp is None else float(opp["predicted_speedup"])
+    opportunity whose ``fix`` names it; None when the report has none."""
+    opp = _opportunity_for(name, report)
+    value = None if opp is None else opp.predicted_speedup
+    return float(value) if isinstance(value, int | float) else None
 
 
-def interval_for(name: str, summary: dict[str, Any]) -> tuple[float, float] | None:
+def interval_for(name: str, report: Report | None) -> tuple[float, float] | None:
     """The interval (low, high) that opportunity states a measured gain is expected in
     (``predicted_interval``); None when it states none."""
-    opp = _opportunity_for(name, summary)
-    band = None if opp is None else opp.get("predicted_interval")
+    opp = _opportunity_for(name, report)
+    band = None if opp is None else opp.predicted_interval  # UNSET: not a dict
     if not isinstance(band, dict):
         return None
     low, high = band.get("low"), band.get("high")
@@ -132,13 +132,9 @@ def interval_for(name: str, summary: dict[str, Any]) -> tuple[float, float] | No
     return None
 
 
-def _opportunity_for(name: str, summary: dict[str, Any]) -> dict[str, Any] | None:
-    for opp in summary.get("opportunities") or []:
-        if not isinstance(opp, dict):
-            continue
-        fixes = opp.get("fixes")
-        named: list[Any] = fixes if isinstance(fixes, list) else [opp.get("fix")]
-        value = opp.get("predicted_speedup")
-        if name in named and isinstance(value, int | float) and not isinstance(value, bool):
+def _opportunity_for(name: str, report: Report | None) -> Opportunity | None:
+    for opp in report.opportunities if report is not None else []:
+        value = opp.predicted_speedup
+        if opp.fix == name and isinstance(value, int | float) and not isinstance(value, bool):
             return opp
     return None

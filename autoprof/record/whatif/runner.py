@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autoprof.record.decorator import decorate
 from autoprof.record.once import profile_once
@@ -23,6 +23,9 @@ from autoprof.runfolder import MANIFEST, MAX_MANIFEST_BYTES, ManifestError, read
 from autoprof.runfolder.whatif import same_inputs_note, whatif_record, write_whatif
 from autoprof.units import fmt_us
 
+if TYPE_CHECKING:
+    from autoprof.analysis.report.model import Report
+
 TryFixes = str | Sequence[str]  # anything else is refused by ``validate``
 FIXED_RUNS = "whatif"  # the profiled best fix lands in <run>/whatif/<name>.<fix>/<run_id>/
 SLOWER_AFTER_PROFILING = 1.25  # original timed after profiling / its warm-up calls before
@@ -31,7 +34,7 @@ SLOWER_AFTER_PROFILING = 1.25  # original timed after profiling / its warm-up ca
 def validate(fixes: object) -> None:
     """Raise ValueError for an unknown fix name or a value that is not one of those accepted
     (``auto.ACCEPTED``) before anything runs."""
-    resolve(fixes, {})
+    resolve(fixes)
 
 
 @dataclass
@@ -70,7 +73,7 @@ def what_if(
     kwargs: dict[str, Any],
     fixes: TryFixes,
     *,
-    summary: dict[str, Any] | None = None,
+    report: Report | None = None,
     run_dir: Path | None = None,
     options: Any = None,
     samples: int = DEFAULT_SAMPLES,
@@ -78,16 +81,17 @@ def what_if(
 ) -> list[dict[str, Any]]:
     """Try ``fixes`` on ``fn(*args, **kwargs)`` (or take ``measured``, timed before the run was
     profiled); with ``run_dir``, profile the best fix into ``run_dir/whatif/`` and write
-    ``run_dir/whatif.json``. Returns the result records."""
+    ``run_dir/whatif.json``. ``report``, the run's typed report, chooses the fixes of
+    ``"auto"`` and gives each the findings behind it and its predicted speedup. Returns the
+    result records."""
     if measured is None:
-        measured = measure_fixes(fn, args, kwargs, resolve(fixes, summary),
+        measured = measure_fixes(fn, args, kwargs, resolve(fixes, report),
                                  after_profiling=run_dir is not None, samples=samples)
     trials = measured.trials
     for trial in trials:
-        trial.result.suggested_by = suggested_by(trial.result.fix, summary or {})
-        fix, given_summary = trial.result.fix, summary or {}
-        trial.result.set_prediction(predicted_for(fix, given_summary),
-                                    interval_for(fix, given_summary))
+        fix = trial.result.fix
+        trial.result.suggested_by = suggested_by(fix, report)
+        trial.result.set_prediction(predicted_for(fix, report), interval_for(fix, report))
     top = best(trials)
     if top is not None and run_dir is not None and options is not None:
         _profile(top, run_dir, options)

@@ -275,7 +275,7 @@ def test_the_text_and_markdown_say_how_much_passes_between_calls():
     from autoprof.analysis.report.markdown import render_markdown
     from autoprof.analysis.report.text import render_summary
 
-    s = truth_run("mlp_loader_w0").summary()
+    s = truth_run("mlp_loader_w0").report()
     text = " ".join(render_summary(s).split())
     assert "between calls (the caller's loop, GPU idle): 12.2 ms per step (80.4%), in " \
            "DataLoader.__next__ 12 ms" in text

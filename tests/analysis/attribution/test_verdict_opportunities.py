@@ -54,7 +54,8 @@ def test_summary_carries_the_interfaces():
     from autoprof.analysis.report.summary import summarize
     from autoprof.analysis.report.text import render_summary
 
-    s = summarize(FakeRun(_sleepy().events)).to_dict()
+    report = summarize(FakeRun(_sleepy().events))
+    s = report.to_dict()
     bd = s["breakdown"]
     assert set(bd["buckets_us"]) == set(bd["buckets_pct"]) == {
         "gpu_compute", "gpu_memory", "gpu_communication", "host_launch", "host_sync",
@@ -64,7 +65,7 @@ def test_summary_carries_the_interfaces():
     assert s["profiler_overhead"] == {"available": False,
                                       "reason": "no untraced calls in the manifest"}
     assert {"breakdown", "opportunities", "verdict"} <= set(s["ranks"][0])
-    text = render_summary(s)
+    text = render_summary(report)
     verdict_at = text.index("VERDICT:")
     where_at = text.index("WHERE THE TIME GOES")
     assert verdict_at < where_at < text.index("EVIDENCE")

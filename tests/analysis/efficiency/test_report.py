@@ -43,7 +43,7 @@ def test_run_efficiency_is_the_kernel_table() -> None:
 
 
 def test_cli_text_has_the_section_for_gpu_runs_only(tmp_path: Path) -> None:
-    text = render_summary(_load("eff_gemm_fp32_8192").summary())
+    text = render_summary(_load("eff_gemm_fp32_8192").report())
     section = text[text.index("EFFICIENCY"):]
     assert "NVIDIA H200" in section and "TFLOP/s" in section and "compute" in section
     assert "low-efficiency" in text and "set_float32_matmul_precision" in text
@@ -51,7 +51,7 @@ def test_cli_text_has_the_section_for_gpu_runs_only(tmp_path: Path) -> None:
     b.events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
                      "ts": 1.0, "dur": 5.0})
     cpu_only = analysis.load(b.write(tmp_path / "cpu.json"))
-    assert "EFFICIENCY" not in render_summary(cpu_only.summary())
+    assert "EFFICIENCY" not in render_summary(cpu_only.report())
 
 
 def test_synthetic_fp32_gemm_is_flagged_and_bf16_is_not(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_summary_and_text_with_memory(leak_trace):
                         "capacity_bytes", "peak_step", "peak_ts_us"}
     assert [r["name"] for r in memory["by_region"]] == ["keep", "temp", "scratch"]
     assert len(memory["steps"]) == 3
-    text = render_summary(summary).split("\nMEMORY", 1)[1].split("\n\n", 1)[0]
+    text = render_summary(run.report()).split("\nMEMORY", 1)[1].split("\n\n", 1)[0]
     [keep] = [line for line in text.splitlines() if line.strip().startswith("keep ")]
     assert "4 MiB, peak inside" in keep and "12 MiB live at peak" in keep
     assert "start " in text and "3 allocations" in text
@@ -77,7 +77,7 @@ def test_no_memory_events(plain_trace):
     run = analysis.load(plain_trace)
     summary = run.summary()
     assert summary["memory"] is None
-    assert "MEMORY" not in render_summary(summary)
+    assert "MEMORY" not in render_summary(run.report())
     assert len(run.memory()) == 0 and "allocated_bytes" in run.memory().columns
     assert not {d.id for d in run.diagnostics()} & MEMORY_IDS
 
@@ -90,4 +90,4 @@ def test_a_trace_without_reserved_totals(tmp_path):
     [cuda] = run.summary()["memory"]["devices"]
     assert cuda["peak_reserved_bytes"] is None and cuda["peak_allocated_bytes"] > 0.98 * GIB
     assert not fired  # near-capacity reads reserved memory: unknown here, so no finding
-    assert "peak reserved n/a" in render_summary(run.summary())
+    assert "peak reserved n/a" in render_summary(run.report())

@@ -24,6 +24,7 @@ from autoprof.analysis.diagnose.predictions import (
 )
 from autoprof.analysis.metrics.replay.baseline import worker_loop
 from autoprof.analysis.metrics.replay.loop import loop_split
+from autoprof.analysis.report.model import Report
 from autoprof.analysis.report.text import render_summary
 
 TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
@@ -90,7 +91,7 @@ def test_opportunities_with_only_a_bound_come_after_and_say_so() -> None:
 
 
 def test_the_text_shows_the_prediction_beside_the_bound() -> None:
-    text = render_summary(_run("mlp_loader_w0").summary())
+    text = render_summary(_run("mlp_loader_w0").report())
     assert "loader-workers predicted 4.68x (" in text
     assert "up to" not in text.split("loader-workers predicted")[1].split("\n")[0]
     assert "x over steps" in text
@@ -110,13 +111,13 @@ def test_a_prediction_beside_the_measured_fix_and_a_miss_said_so() -> None:
          "predicted_speedup": 5.0, "prediction_error_pct": 40.0, "prediction_missed": True},
         {"fix": "remove-sync", "applicable": True, "status": "no change", "reason": "",
          "predicted_speedup": 1.01, "prediction_error_pct": -2.0, "prediction_missed": False}]
-    text = render_summary(summary)
+    text = render_summary(Report.from_dict(summary))
     assert "replay predicted 5.00x, +40% off the measured speedup: the prediction MISSED" in text
     assert "replay predicted 1.01x, -2% off the measured speedup\n" in text
 
 
 def test_the_text_says_which_opportunities_are_only_bounds() -> None:
-    text = render_summary(_run("sync_item").summary())
+    text = render_summary(_run("sync_item").report())
     assert "(a bound only: no fix replayed)" in text
 
 

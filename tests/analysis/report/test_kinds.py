@@ -70,11 +70,12 @@ def test_no_other_module_lists_the_buckets_or_the_verdicts_again() -> None:
 
 
 def test_the_viewer_and_the_notebook_paint_a_bucket_alike() -> None:
+    from support.reports import report
+
     from autoprof.analysis.report.notebook import breakdown_bar
 
-    summary = {"breakdown": {"step_us": 100.0, "steps": 3,
-                             "buckets_pct": {"gpu_compute": 70.0, "host_launch": 30.0}}}
-    html = breakdown_bar(summary)
+    html = breakdown_bar(report(breakdown={
+        "step_us": 100.0, "steps": 3, "buckets_pct": {"gpu_compute": 70.0, "host_launch": 30.0}}))
     assert f"background:{kinds.BUCKET_COLOURS['gpu_compute']}" in html
     assert f"background:{kinds.BUCKET_COLOURS['host_launch']}" in html
     viewer = (PACKAGE / "viewer" / "views" / "breakdown.py").read_text(encoding="utf-8")

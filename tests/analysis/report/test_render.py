@@ -33,9 +33,9 @@ def summary() -> dict[str, Any]:
 
 def test_each_format_is_what_its_renderer_makes_of_the_same_record(summary: dict[str, Any]) -> None:
     report = Report.from_dict(summary)
-    assert render(report, "text") == render_summary(summary)
-    assert render(report, "markdown") == render_markdown(summary)
-    assert render(report, "html") == render_html(summary)
+    assert render(report, "text") == render_summary(report)
+    assert render(report, "markdown") == render_markdown(report)
+    assert render(report, "html") == render_html(report)
     assert {fmt: bool(render(report, fmt).strip()) for fmt in FORMATS} == dict.fromkeys(
         FORMATS, True)
     with pytest.raises(ValueError, match="unknown format 'pdf'"):

@@ -1,7 +1,7 @@
 """The text `autoprof summary` prints is rendered from the typed report: it says the report's
 facts (header, verdict, one row per step, per finding, per fix, per rank, per top op) in
-its sections' order, whichever way the report is given (typed, or the `--json` dict), and
-never prints a control character a name carried."""
+its sections' order, whichever way the report came (built, or read back from the JSON
+``--json`` prints), and never prints a control character a name carried."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _section(text: str, title: str) -> list[str]:
 def test_the_text_says_the_reports_facts_in_order(key: str) -> None:
     report = _report(key)
     text = render(report, "text")
-    assert text == render_summary(report) == render_summary(report.to_dict())
+    assert text == render_summary(report) == render_summary(Report.from_json(report.to_json()))
     head, run_line = text.splitlines()[:2]
     assert head == f"autoprof summary: {report.path}"
     assert run_line.startswith(f"run: {report.name} | {report.world_size} rank(s) | ")
