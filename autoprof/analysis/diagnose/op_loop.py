@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.metrics.replay.baseline import Reference
-from autoprof.analysis.metrics.stats import cpu_mask
+from autoprof.analysis.metrics.stats import cpu_mask, factorized, text_of
 
 MAX_PERIOD = 4  # the longest op sequence a loop body is looked for as
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
@@ -57,13 +57,15 @@ GATHERS = ("aten::stack", "aten::cat")
 ITEM_OPS = frozenset({"aten::select", "aten::slice", "aten::index", "aten::narrow"})
 _OP = "aten::"
 _OPTIMIZER = "Optimizer."
+_LOOP_COLUMNS = ["name", "parent", "depth", "ts_us", "end_us", "step", "tid", "input_dims"]
 
 
 def _outermost(host: pd.DataFrame) -> np.ndarray:
     """Mask of `host`'s `aten::` rows with no `aten::` op and no optimizer step above."""
-    names = host["name"].astype(str)
-    is_op = names.str.startswith(_OP).to_numpy()
-    blocks = is_op | names.str.startswith(_OPTIMIZER).to_numpy()
+    codes, uniques = factorized(host["name"])  # each distinct name tested once
+    texts = [str(u) for u in uniques]
+    is_op = np.array([t.startswith(_OP) for t in texts], dtype=bool)[codes]
+    blocks = is_op | np.array([t.startswith(_OPTIMIZER) for t in texts], dtype=bool)[codes]
     parent = host.index.get_indexer(host["parent"].fillna(-1).astype(np.int64))
     depth = host["depth"].to_numpy()
     blocked = np.zeros(len(host), dtype=bool)
@@ -113,7 +115,7 @@ class _Steps:
     repeats the ops of the steps before it)."""
 
     def __init__(self, ops: pd.DataFrame) -> None:
-        self.names: list[str] = ops["name"].astype(str).tolist()
+        self.names: list[str] = text_of(ops["name"]).tolist()
         self.ts_us: list[float] = ops["ts_us"].to_numpy(float).tolist()
         self.end_us: list[float] = ops["end_us"].to_numpy(float).tolist()
         self.dims: list[Any] | None = ops["input_dims"].tolist() \
@@ -158,7 +160,8 @@ def _loop_in_step(steps: _Steps, at: list[int]) -> dict[str, Any] | None:
 
 def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """Each profiled step's loop (the longest over its threads), by step."""
-    host = events[cpu_mask(events) & (events["step"] >= 0).to_numpy()]
+    columns = [c for c in _LOOP_COLUMNS if c in events.columns]
+    host = events.loc[cpu_mask(events) & (events["step"] >= 0).to_numpy(), columns]
     ops = host[_outermost(host)].sort_values("ts_us", kind="stable")
     steps = _Steps(ops)
     groups = ops.groupby(["step", "tid"], sort=True).indices

@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -98,9 +99,12 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     alive); a column assigned anew or set in place has new Arrow data. Other columns (object
     dtype: mutable) are factorized every time. The cached arrays are read-only."""
     if isinstance(values.dtype, pd.CategoricalDtype):  # the loader's text columns
-        codes = values.cat.codes.to_numpy()
+        # the Categorical's own arrays: `.cat.codes` would build a Series on every call
+        categorical = cast(pd.Categorical, values.array)
+        codes = categorical.codes
         if not len(codes) or codes.min() >= 0:  # no NA: the codes are a factorization
-            return codes.astype(np.intp), np.asarray(values.cat.categories, dtype=object)
+            return (codes.astype(np.intp),
+                    np.asarray(categorical.categories.to_numpy(dtype=object), dtype=object))
     data = getattr(values.array, "_pa_array", None)
     if data is None:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
