@@ -110,8 +110,9 @@ class Breakdown:
         def of(df: pd.DataFrame) -> pd.DataFrame:
             return df[df["rank"] == rank].reset_index(drop=True)
 
-        own = Breakdown(of(self.steps), of(self.where), of(self.between),
-                        of(self.between_where))
+        tables = (self.steps, self.where, self.between, self.between_where)
+        own = self if all(_only_rank(df, rank) for df in tables) else Breakdown(
+            *(of(df) for df in tables))
         self._memo["rank", rank] = own
         return own
 
@@ -141,6 +142,13 @@ class Breakdown:
         if cached is None:
             cached = self._memo["mean"] = mean_of(self.steps, self.between, self.between_where)
         return dict(cached)
+
+
+def _only_rank(df: pd.DataFrame, rank: int) -> bool:
+    """Whether every row of `df` is `rank`'s and its index is 0..n-1: its rows for `rank`
+    are the table itself."""
+    return bool((df["rank"].to_numpy() == rank).all()) and df.index.equals(
+        pd.RangeIndex(len(df)))
 
 
 def breakdown(events: pd.DataFrame, call_region: str | None = None,

@@ -139,6 +139,17 @@ def text_of(values: pd.Series) -> np.ndarray:
     return np.asarray(texts[codes])
 
 
+def texts_or_blank(values: pd.Series) -> list[str]:
+    """``values.astype(object).fillna("").astype(str).tolist()``, each distinct value
+    converted once."""
+    if len(values) == 0:
+        return []
+    codes, uniques = factorized(values)
+    texts = np.empty(len(uniques), dtype=object)
+    texts[:] = ["" if pd.isna(u) else str(u) for u in uniques]
+    return list(texts[codes].tolist())
+
+
 def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     """``values.isin(wanted)`` as a boolean array, tested once per distinct value."""
     if len(values) == 0:
