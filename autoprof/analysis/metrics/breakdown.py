@@ -240,12 +240,23 @@ def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
          *[np.concatenate([s, e]) for s, e in merged.values()]]))
     mid = (points[:-1] + points[1:]) / 2
     code = np.full(len(mid), BUCKETS.index("host_untraced"))
+    exact = not (len(points) and np.isnan(points[-1]))  # no NaN boundary: counted per point
+    up = mid == points[1:]  # a midpoint that rounds up onto the next point
     for key in reversed(list(merged)):  # lowest priority first: higher ones overwrite
         s, e = merged[key]
-        inside = (np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
+        inside = (_at_most(points, s, up) - _at_most(points, e, up) if exact else
+                  np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
         code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
             "host_sync" if key == "drain" else key)
     return points, code
+
+
+def _at_most(points: np.ndarray, bounds: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """For each segment between two points, how many of `bounds` (each one of `points`)
+    are at most its midpoint: ``np.searchsorted(np.sort(bounds), mid, "right")`` from a
+    count per point instead of a search per segment."""
+    per_point = np.bincount(np.searchsorted(points, bounds), minlength=len(points))
+    return np.asarray(np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0))
 
 
 def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import factorized
+from autoprof.analysis.metrics.stats import factorized, first_seen
 
 SHAPE_COLUMNS = ["name", "lane", "shapes", "calls", "first_ts_us"]
 
@@ -21,19 +21,17 @@ def shape_counts(events: pd.DataFrame, keep: np.ndarray, group: np.ndarray,
     shaped = dims_text[code] != ""
     if not shaped.any():
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS})
-    # one int per (group, dims) pair; pairs in order of first appearance (groupby's
-    # sort=False), calls and first start by numpy (counts and minima are exact)
-    pair = group[shaped].astype(np.int64) * (len(dims) + 1) + code[shaped]
-    distinct, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first, kind="stable")
+    # one int per (group, dims) pair, in order of first appearance (groupby's sort=False);
+    # calls and first start by numpy (counts and minima are exact)
+    pairs, _, distinct = first_seen(group[shaped].astype(np.int64) * (len(dims) + 1)
+                                    + code[shaped])
     first_ts = np.full(len(distinct), np.nan)
-    np.fmin.at(first_ts, inverse, ts_us[shaped])
-    g = group[shaped][first[order]]
+    np.fmin.at(first_ts, pairs, ts_us[shaped])
+    g = distinct // (len(dims) + 1)
     return pd.DataFrame({"name": names[g], "lane": lanes[g],
-                         "shapes": dims_text[code[shaped][first[order]]],
-                         "calls": np.bincount(inverse)[order],
-                         "first_ts_us": first_ts[order]})
+                         "shapes": dims_text[distinct % (len(dims) + 1)],
+                         "calls": np.bincount(pairs, minlength=len(distinct)),
+                         "first_ts_us": first_ts})
 
 
 def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:

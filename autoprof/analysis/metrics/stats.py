@@ -150,6 +150,16 @@ def texts_or_blank(values: pd.Series) -> list[str]:
     return list(texts[codes].tolist())
 
 
+def first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, first, uniques) of an integer array: codes numbered in order of first
+    appearance (a hash, no sort), ``first`` the position of each code's first row."""
+    codes, uniques = pd.factorize(values)
+    codes = np.asarray(codes, dtype=np.intp)
+    before = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]])) if len(codes) \
+        else codes
+    return codes, np.flatnonzero(codes > before), np.asarray(uniques)
+
+
 def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     """``values.isin(wanted)`` as a boolean array, tested once per distinct value."""
     if len(values) == 0:

@@ -101,7 +101,9 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
     name_codes = factorized(events["name"])[0]  # the kernel and op tables group these
     cost_row = cost_rows(events, work["op_row"].to_numpy())
     has_op = cost_row >= 0
-    op_rows = np.unique(cost_row[has_op])
+    marked = np.zeros(int(cost_row.max()) + 1 if has_op.any() else 0, dtype=bool)
+    marked[cost_row[has_op]] = True
+    op_rows = np.flatnonzero(marked)  # the distinct cost rows, ascending (no sort)
     ops = events[[c for c in _COST_COLUMNS if c in events]].iloc[op_rows]
     costs = _distinct_costs(ops) if len(ops) else op_costs(events.iloc[:0])
     n = len(work)
