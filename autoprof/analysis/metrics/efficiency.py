@@ -85,11 +85,23 @@ class Efficiency:
         }
 
 
-def _first_set(work: pd.DataFrame, codes: np.ndarray, column: str, order: np.ndarray
+_FIRST_SET = ("dtype", "flops_source", "input_dims")  # per kernel / op: the first non-empty
+
+
+def _set_values(work: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per _FIRST_SET column of the work table: its values and the positions of the
+    non-empty ones (the kernel and op tables read the same rows)."""
+    out = {}
+    for column in _FIRST_SET:
+        values = work[column].to_numpy(dtype=object)
+        out[column] = (values, np.flatnonzero(pd.notna(values) & (values != "")))
+    return out
+
+
+def _first_set(values: np.ndarray, filled: np.ndarray, codes: np.ndarray, order: np.ndarray
                ) -> np.ndarray:
-    """Per group (``codes``; in the order of ``order``), the first non-empty ``column``."""
-    values = work[column].to_numpy(dtype=object)
-    filled = np.flatnonzero(pd.notna(values) & (values != ""))
+    """Per group (``codes``; in the order of ``order``), the first non-empty value
+    (``filled``: the positions of the non-empty ``values``)."""
     found, first = np.unique(codes[filled], return_index=True)
     out = np.full(len(order), "", dtype=object)
     if len(found):
@@ -99,7 +111,8 @@ def _first_set(work: pd.DataFrame, codes: np.ndarray, column: str, order: np.nda
     return out
 
 
-def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
+def _grouped(work: pd.DataFrame, key: str, peak: Peak,
+             set_values: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     """The kernel (or op) table: one row per distinct ``key`` (grouped by its codes,
     ``<key>_code``), by gpu_us, largest first. The sums are pandas' (one groupby); the
     counts, flags and rates are numpy over the groups."""
@@ -122,7 +135,8 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
     gpu_us = sums["dur_us"].to_numpy(dtype=float)
     flops = known_sums["flops"].to_numpy(dtype=float)
     nbytes = known_sums["bytes"].to_numpy(dtype=float)
-    dtype = _first_set(work, codes, "dtype", order)
+    firsts = {c: _first_set(*set_values[c], codes, order) for c in _FIRST_SET}
+    dtype = firsts["dtype"]
     is_counted = np.bincount(inverse, weights=counted.astype(float))[at] == calls[at]
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = _rates(flops, nbytes, sums, dtype, is_counted, link, peak)
@@ -134,7 +148,8 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
         "flops": flops,
         "bytes": nbytes,
         "dtype": dtype,
-        **{c: _first_set(work, codes, c, order) for c in ("flops_source", "input_dims")},
+        "flops_source": firsts["flops_source"],
+        "input_dims": firsts["input_dims"],
         "shared": np.bincount(inverse, weights=work["shared"].to_numpy(dtype=float))[at] > 0,
         **rates,
     }
@@ -248,8 +263,9 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
     if not with_flops.empty:
         by_dtype = with_flops.groupby("dtype")["flops"].sum()
         dtype = str(by_dtype.idxmax()) or None
-    kernels = _grouped(work, "name", peak)
-    ops = _grouped(op_work(work, events), "op", peak)
+    set_values = _set_values(work)
+    kernels = _grouped(work, "name", peak, set_values)
+    ops = _grouped(op_work(work, events), "op", peak, set_values)
     per_step = _steps(work, steps, peak, dtype)
     total_us = float(work["dur_us"].sum())
     good = kernels["pct_of_roofline"].astype(float) >= HALF_PEAK_PCT
