@@ -1,14 +1,16 @@
-"""The first open (load + summary, no cache) at 1M events, side by side in fresh processes:
-this checkout with its decode helper, the same checkout with ``AUTOPROF_DECODE_HELPER=0``,
-and the package at ``--before`` (``git archive``), on the plain and the gzipped synthetic
-1M-event, 5-step trace of ``benchmarks/traces.py`` (the first-open target's).
+"""The first open (load + summary, no cache) at 1M events (``--events`` for another size),
+side by side in fresh processes: this checkout with its decode helper, the same checkout
+with ``AUTOPROF_DECODE_HELPER=0``, and the package at ``--before`` (``git archive``; helper
+off), on the plain and the gzipped synthetic 5-step trace of ``benchmarks/traces.py`` (the
+first-open target's).
 
 Each process reports the wall time of ``load()`` and of ``summary()``, its own peak RSS
 (``VmHWM``) and the peak of its RSS plus its children's sampled every 20 ms (``TreeRss``: the
 helper counts). The three configurations alternate, ``--rounds`` times per file; cells are
 medians [min-max], ratios are medians over ``before``'s.
 
-    .venv/bin/python benchmarks/first_open.py --before e5ad67e [--rounds 5] [--out F.json]
+    .venv/bin/python benchmarks/first_open.py --before e5ad67e [--rounds 5] [--events N]
+        [--out F.json]
 """
 
 from __future__ import annotations
@@ -71,10 +73,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True, help="the revision to compare with")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the trace")
     parser.add_argument("--work", type=Path, default=HERE / "out")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    plain = ensure_trace(args.work / "traces", N_EVENTS, STEPS)
+    plain = ensure_trace(args.work / "traces", args.events, STEPS)
     zipped = plain.with_name("trace.json.gz")
     if not zipped.exists():
         zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
@@ -103,7 +106,8 @@ def main() -> int:
             print(f"| {name} | {key} | {' | '.join(_cell(c) for c in cols)} | "
                   f"{med[1] / med[0]:.3f} | {med[1] / med[2]:.3f} |")
     if args.out:
-        report = {"before": args.before, "rounds": args.rounds, "results": results,
+        report = {"before": args.before, "rounds": args.rounds, "events": args.events,
+                  "results": results,
                   "load_average": os.getloadavg(), "cpus": os.cpu_count()}
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0

@@ -184,7 +184,8 @@ def _launch_latency(ctx: Analysis) -> Diagnostic | None:
 def _short_kernels(ctx: Analysis) -> Diagnostic | None:
     ov = ctx.overhead
     ev = ctx.events
-    linked = ev[ev["is_gpu_work"].to_numpy(dtype=bool) & (ev["launch_row"].to_numpy() >= 0)]
+    linked = ev.loc[ev["is_gpu_work"].to_numpy(dtype=bool) & (ev["launch_row"].to_numpy() >= 0),
+                    ["launch_row", "dur_us"]]
     if linked.empty:
         return None
     share = ov.short_kernels / len(linked)

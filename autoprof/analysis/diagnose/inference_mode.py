@@ -41,7 +41,7 @@ import pandas as pd
 
 from autoprof.analysis.kinds import CatalogueFixName
 from autoprof.analysis.metrics.replay.baseline import Reference
-from autoprof.analysis.metrics.stats import cpu_mask, name_matches
+from autoprof.analysis.metrics.stats import cpu_mask, isin_mask, name_matches
 
 MIN_NODES = 4  # fewer graph nodes a step cost too little to name
 NODE_VIEW_RATIO = 1.0  # one node's host cost over the median view op (module doc: 3.8 / 3.7)
@@ -66,9 +66,37 @@ def _host_steps(events: pd.DataFrame) -> pd.DataFrame:
 
 def _outermost_recorded_us(host: pd.DataFrame) -> pd.Series:
     """Per step, the time of the ops with a sequence number that no other such op holds."""
-    recorded = host[host["seq_nr"].to_numpy() >= 0]
-    inner = recorded["parent"].isin(recorded.index).to_numpy()
+    recorded = host.loc[host["seq_nr"].to_numpy() >= 0, ["parent", "step", "dur_us"]]
+    inner = _in_labels(recorded["parent"].to_numpy(), recorded.index.to_numpy())
     return recorded[~inner].groupby("step")["dur_us"].sum()
+
+
+def _in_labels(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``np.isin(values, labels)`` for integer row labels, by a lookup table (no hash)."""
+    if not len(labels) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    labels = labels.astype(np.int64)
+    lo, hi = int(labels.min()), int(labels.max())
+    table = np.zeros(hi - lo + 1, dtype=bool)
+    table[labels - lo] = True
+    ok = (values >= lo) & (values <= hi)  # False for NaN
+    out = np.zeros(len(values), dtype=bool)
+    out[ok] = table[values[ok].astype(np.int64) - lo]
+    return out
+
+
+def _graph_nodes(host: pd.DataFrame) -> pd.Series:
+    """Per step (ascending), the distinct sequence numbers of its ops: the autograd graph's
+    nodes (a groupby's nunique, counted from the distinct (step, seq_nr) pairs)."""
+    recorded = host["seq_nr"].to_numpy() >= 0
+    step = host["step"].to_numpy()[recorded].astype(np.int64)
+    seq = host["seq_nr"].to_numpy()[recorded].astype(np.int64)
+    if not len(step):
+        return pd.Series(dtype=np.int64)
+    span = int(seq.max()) + 1
+    pairs = pd.unique(step * span + seq)
+    steps, counts = np.unique(pairs // span, return_counts=True)
+    return pd.Series(counts.astype(np.int64), index=steps)
 
 
 def _gpu_us(events: pd.DataFrame, n_steps: int) -> float:
@@ -98,9 +126,8 @@ def autograd_inference(events: pd.DataFrame, step_us: float,
     steps = np.unique(host["step"].to_numpy())
     if not len(steps) or name_matches(host["name"], BACKWARD).any():
         return None
-    nodes = host[host["seq_nr"].to_numpy() >= 0].groupby("step")["seq_nr"].nunique()
-    nodes = nodes.reindex(steps, fill_value=0)
-    views = host.loc[host["name"].isin(VIEW_OPS).to_numpy(), "dur_us"]
+    nodes = _graph_nodes(host).reindex(steps, fill_value=0)
+    views = host.loc[isin_mask(host["name"], VIEW_OPS), "dur_us"]
     if int(nodes.min()) < MIN_NODES or views.empty:
         return None
     recorded_us = _outermost_recorded_us(host).reindex(steps, fill_value=0.0)

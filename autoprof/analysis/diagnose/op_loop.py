@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.baseline import Reference
-from autoprof.analysis.metrics.stats import cpu_mask
+from autoprof.analysis.metrics.stats import cpu_mask, factorized
 
 MAX_PERIOD = 4  # the longest op sequence a loop body is looked for as
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
@@ -57,14 +58,16 @@ GATHERS = ("aten::stack", "aten::cat")
 ITEM_OPS = frozenset({"aten::select", "aten::slice", "aten::index", "aten::narrow"})
 _OP = "aten::"
 _OPTIMIZER = "Optimizer."
+_LOOP_COLUMNS = ["name", "parent", "depth", "ts_us", "end_us", "step", "tid", "input_dims"]
 
 
 def _outermost(host: pd.DataFrame) -> np.ndarray:
     """Mask of `host`'s `aten::` rows with no `aten::` op and no optimizer step above."""
-    names = host["name"].astype(str)
-    is_op = names.str.startswith(_OP).to_numpy()
-    blocks = is_op | names.str.startswith(_OPTIMIZER).to_numpy()
-    parent = host.index.get_indexer(host["parent"].fillna(-1).astype(np.int64))
+    codes, uniques = factorized(host["name"])  # each distinct name tested once
+    texts = [str(u) for u in uniques]
+    is_op = np.array([t.startswith(_OP) for t in texts], dtype=bool)[codes]
+    blocks = is_op | np.array([t.startswith(_OPTIMIZER) for t in texts], dtype=bool)[codes]
+    parent = parent_positions(host)
     depth = host["depth"].to_numpy()
     blocked = np.zeros(len(host), dtype=bool)
     for level in np.unique(depth):  # parents first: a level at a time
@@ -90,11 +93,12 @@ def _small(dims: Any) -> bool:
     return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
 
 
-def _longest_repeat(names: list[str]) -> tuple[int, int, int]:
+def _longest_repeat(names: np.ndarray) -> tuple[int, int, int]:
     """(start, period, repeats) of the longest back-to-back repetition of a sequence of at most
-    MAX_PERIOD names (the shortest period on ties); repeats 0 when none."""
+    MAX_PERIOD names (any array of comparable values: the names' codes); the shortest period
+    on ties; repeats 0 when none."""
     best = (0, 0, 0)
-    arr = np.asarray(names, dtype=object)
+    arr = np.asarray(names)
     for period in range(1, MAX_PERIOD + 1):
         if len(arr) <= period:
             break
@@ -108,24 +112,26 @@ def _longest_repeat(names: list[str]) -> tuple[int, int, int]:
 
 
 class _Steps:
-    """One thread's outermost ops of each step, read as plain lists, with what depends on
-    their names and shapes alone found once per distinct op sequence and shape text (a step
-    repeats the ops of the steps before it)."""
+    """One thread's outermost ops of each step, read as arrays (names by their codes), with
+    what depends on their names and shapes alone found once per distinct op sequence and
+    shape text (a step repeats the ops of the steps before it)."""
 
     def __init__(self, ops: pd.DataFrame) -> None:
-        self.names: list[str] = ops["name"].astype(str).tolist()
+        codes, uniques = factorized(ops["name"])
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.texts: list[str] = [str(u) for u in uniques]
         self.ts_us: list[float] = ops["ts_us"].to_numpy(float).tolist()
         self.end_us: list[float] = ops["end_us"].to_numpy(float).tolist()
         self.dims: list[Any] | None = ops["input_dims"].tolist() \
             if "input_dims" in ops.columns else None
-        self._repeats: dict[tuple[str, ...], tuple[int, int, int]] = {}
+        self._repeats: dict[bytes, tuple[int, int, int]] = {}
         self._small: dict[Any, bool] = {}
 
-    def repeat(self, names: list[str]) -> tuple[int, int, int]:
-        """`_longest_repeat(names)`, once per distinct sequence."""
-        key = tuple(names)
+    def repeat(self, codes: np.ndarray) -> tuple[int, int, int]:
+        """`_longest_repeat(codes)`, once per distinct sequence."""
+        key = codes.tobytes()
         if key not in self._repeats:
-            self._repeats[key] = _longest_repeat(names)
+            self._repeats[key] = _longest_repeat(codes)
         return self._repeats[key]
 
     def small(self, dims: Any) -> bool:
@@ -135,36 +141,41 @@ class _Steps:
         return self._small[dims]
 
 
-def _loop_in_step(steps: _Steps, at: list[int]) -> dict[str, Any] | None:
+def _loop_in_step(steps: _Steps, at: np.ndarray) -> dict[str, Any] | None:
     """The loop in one step's outermost ops (`at`: their positions in `steps`, one thread, in
     time order), or None: its body, repeats, the ops it spans (`loop_ops`, the split and
     gather included), the ops of the thread (`ops`) and the span's start and end."""
-    names = [steps.names[i] for i in at]
-    start, period, repeats = steps.repeat(names)
+    codes = steps.codes[at]
+    start, period, repeats = steps.repeat(codes)
     if repeats < MIN_REPEATS:
         return None
     end = start + period * repeats  # one past the loop's last op
     if steps.dims is not None and \
-            not all(steps.small(d) for d in {steps.dims[i] for i in at[start:end]}):
+            not all(steps.small(d) for d in {steps.dims[i] for i in at[start:end].tolist()}):
         return None
-    first = start - 1 if start > 0 and names[start - 1] in SPLITS else start
-    last = end if end < len(names) and names[end] in GATHERS else end - 1
-    if first == start and last == end - 1 and not ITEM_OPS & set(names[start:start + period]):
+
+    def name(i: int) -> str:
+        return steps.texts[int(codes[i])]
+
+    body = [name(i) for i in range(start, start + period)]
+    first = start - 1 if start > 0 and name(start - 1) in SPLITS else start
+    last = end if end < len(codes) and name(end) in GATHERS else end - 1
+    if first == start and last == end - 1 and not ITEM_OPS & set(body):
         return None  # nothing takes the items apart or puts them together: a chain
-    return {"body": names[start:start + period], "repeats": repeats,
-            "loop_ops": last - first + 1, "ops": len(names),
-            "ts_us": steps.ts_us[at[first]], "end_us": steps.end_us[at[last]]}
+    return {"body": body, "repeats": repeats, "loop_ops": last - first + 1, "ops": len(codes),
+            "ts_us": steps.ts_us[int(at[first])], "end_us": steps.end_us[int(at[last])]}
 
 
 def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """Each profiled step's loop (the longest over its threads), by step."""
-    host = events[cpu_mask(events) & (events["step"] >= 0).to_numpy()]
+    columns = [c for c in _LOOP_COLUMNS if c in events.columns]
+    host = events.loc[cpu_mask(events) & (events["step"] >= 0).to_numpy(), columns]
     ops = host[_outermost(host)].sort_values("ts_us", kind="stable")
     steps = _Steps(ops)
     groups = ops.groupby(["step", "tid"], sort=True).indices
     out: dict[int, dict[str, Any]] = {}
     for (step, _), at in sorted(groups.items(), key=lambda kv: kv[0]):
-        found = _loop_in_step(steps, at.tolist())
+        found = _loop_in_step(steps, at)
         if found is not None and found["loop_ops"] > out.get(int(step), {}).get("loop_ops", 0):
             out[int(step)] = found
     return out

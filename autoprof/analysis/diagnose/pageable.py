@@ -36,8 +36,8 @@ _OP = "aten::"
 
 
 def _gpu_copies(events: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    gpu = events[events["is_gpu_work"].to_numpy(dtype=bool)]
-    return gpu[name_matches(gpu["name"], re.compile("^" + re.escape(prefix)))]
+    named = name_matches(events["name"], re.compile("^" + re.escape(prefix)))
+    return events[events["is_gpu_work"].to_numpy(dtype=bool) & named]
 
 
 def pageable_rows(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -58,12 +58,12 @@ HINT = ("fp32 matrix products run on the CUDA cores: allow TF32 on the tensor co
 
 
 def _fp32_gemms(events: pd.DataFrame) -> pd.DataFrame:
-    gpu = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
-    if not len(gpu):
-        return gpu
-    codes, uniques = factorized(gpu["name"])  # each distinct kernel name tested once
+    gpu = events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()
+    if not gpu.any():
+        return events[gpu]
+    codes, uniques = factorized(events["name"])  # each distinct kernel name tested once
     simt = np.fromiter((_simt_gemm(str(u)) for u in uniques), bool, len(uniques))
-    return gpu[simt[codes]]
+    return events[gpu & simt[codes]]
 
 
 def _simt_gemm(name: str) -> bool:

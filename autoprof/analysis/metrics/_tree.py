@@ -31,10 +31,14 @@ def ancestors(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Mask of every ancestor of the rows in the mask `rows` (the rows themselves excluded,
     unless one is an ancestor of another)."""
     out = np.zeros(len(parent), dtype=bool)
+    slot = np.zeros(len(parent), dtype=np.int64)  # scratch: drops repeats without a sort
     cur = parent[rows]
     cur = cur[cur >= 0]
     while len(cur):
-        cur = np.unique(cur[~out[cur]])
+        cur = cur[~out[cur]]
+        at = np.arange(len(cur))
+        slot[cur] = at
+        cur = cur[slot[cur] == at]  # one of each row
         out[cur] = True
         cur = parent[cur]
         cur = cur[cur >= 0]

@@ -33,6 +33,7 @@ the call's own launched before it returned, stays in the GPU buckets, not betwee
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,7 @@ from autoprof.analysis.metrics.breakdown_loop import (
     tail_intervals,
     windows,
 )
+from autoprof.analysis.metrics.breakdown_mean import mean_of
 from autoprof.analysis.metrics.breakdown_where import (
     WHERE_COLUMNS,
     Rows,
@@ -71,7 +73,6 @@ MEMORY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
 STEP_COLUMNS = ["rank", "step", "start_us", "end_us", "step_us",
                 *[f"{b}_us" for b in BUCKETS], "autoprof_us", "between_calls_us"]
 BETWEEN_COLUMNS = ["rank", "step", *[f"{b}_us" for b in BUCKETS]]
-TOP_BETWEEN = 3  # names of the time between calls in the mean
 
 _NEEDS = ["name", "cat", "lane", "is_gpu_work", "ts_us", "end_us", "dur_us", "step", "rank",
           "parent", "op_row"]
@@ -96,20 +97,33 @@ class Breakdown:
     between: pd.DataFrame = field(default_factory=lambda: _empty(BETWEEN_COLUMNS))
     between_where: pd.DataFrame = field(
         default_factory=lambda: _empty(WHERE_BETWEEN_COLUMNS))
+    # for_rank, within_call and mean, each computed once (the tables are not changed after)
+    _memo: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
 
     def for_rank(self, rank: int | None) -> Breakdown:
         if rank is None:
             return self
+        if ("rank", rank) in self._memo:
+            return cast(Breakdown, self._memo["rank", rank])
 
         def of(df: pd.DataFrame) -> pd.DataFrame:
             return df[df["rank"] == rank].reset_index(drop=True)
 
-        return Breakdown(of(self.steps), of(self.where), of(self.between),
-                         of(self.between_where))
+        tables = (self.steps, self.where, self.between, self.between_where)
+        own = self if all(_only_rank(df, rank) for df in tables) else Breakdown(
+            *(of(df) for df in tables))
+        self._memo["rank", rank] = own
+        return own
 
     def within_call(self) -> Breakdown:
         """The steps less their time between calls: each bucket and `step_us` counted inside
         the call only (what an untraced call of the function is compared with)."""
+        if "within_call" not in self._memo:
+            self._memo["within_call"] = self._within_call()
+        return cast(Breakdown, self._memo["within_call"])
+
+    def _within_call(self) -> Breakdown:
         steps = self.steps.copy()
         between = self.between.set_index(["rank", "step"]).reindex(
             pd.MultiIndex.from_frame(steps[["rank", "step"]])).fillna(0.0)
@@ -121,67 +135,20 @@ class Breakdown:
                          _empty(WHERE_BETWEEN_COLUMNS))
 
     def mean(self) -> dict[str, object]:
-        """The summary's `breakdown`: mean step time and mean bucket times over the steps,
-        `autoprof_us` (autoprof's own time left out, mean), the time between calls
-        (breakdown_between.between_summary) and `per_step` (each step's)."""
-        steps = self.steps
-        n = len(steps)
-        step_us = float(steps["step_us"].mean()) if n else 0.0
-        buckets = {b: float(steps[f"{b}_us"].mean()) if n else 0.0 for b in BUCKETS}
-        pct = {b: 100.0 * v / step_us if step_us > 0 else 0.0 for b, v in buckets.items()}
-        between = _between_by_step(self.between)
-        per_step = [{"rank": int(r["rank"]), "step": int(r["step"]),
-                     "step_us": float(r["step_us"]),
-                     "buckets_us": {b: float(r[f"{b}_us"]) for b in BUCKETS},
-                     **_step_between(between, r)}
-                    for r in steps.to_dict(orient="records")]
-        return {"step_us": step_us, "buckets_us": buckets, "buckets_pct": pct,
-                "steps": n,
-                "autoprof_us": float(steps["autoprof_us"].mean()) if n else 0.0,
-                **_mean_between(self, step_us),
-                "per_step": per_step}
+        """The summary's `breakdown` (breakdown_mean.mean_of), computed once per breakdown: a
+        new top-level dict each call, its nested values shared (read them, do not change
+        them)."""
+        cached = self._memo.get("mean")
+        if cached is None:
+            cached = self._memo["mean"] = mean_of(self.steps, self.between, self.between_where)
+        return dict(cached)
 
 
-def _between_by_step(between: pd.DataFrame) -> dict[tuple[object, object], dict[str, float]]:
-    """Each (rank, step)'s time between calls per bucket, read once (a step number twice in
-    one rank: the first)."""
-    out: dict[tuple[object, object], dict[str, float]] = {}
-    columns = [between[f"{b}_us"].tolist() for b in BUCKETS]
-    for i, key in enumerate(zip(between["rank"].tolist(), between["step"].tolist(),
-                                strict=True)):
-        if key not in out:
-            out[key] = {b: float(col[i]) for b, col in zip(BUCKETS, columns, strict=True)}
-    return out
-
-
-def _step_between(between: dict[tuple[object, object], dict[str, float]],
-                  row: dict[str, object]) -> dict[str, object]:
-    """One step's time between calls, in all and per bucket (None without a call)."""
-    us = row.get("between_calls_us")
-    got = between.get((row["rank"], row["step"]))
-    if not isinstance(us, float) or not np.isfinite(us) or got is None:
-        return {"between_calls_us": None, "between_calls_buckets_us": None}
-    return {"between_calls_us": us, "between_calls_buckets_us": dict(got)}
-
-
-def _mean_between(bd: Breakdown, step_us: float) -> dict[str, object]:
-    """`between_calls_us` (mean over the steps with a call), its share of the mean step
-    `between_calls_pct`, per bucket `between_calls_buckets_us`, and `between_calls_where`
-    (what the caller's loop does with the GPU idle, largest first); None without a call."""
-    has = bd.steps["between_calls_us"].notna() if len(bd.steps) else pd.Series(dtype=bool)
-    if not bool(has.any()):
-        return {"between_calls_us": None, "between_calls_pct": None,
-                "between_calls_buckets_us": None, "between_calls_where": []}
-    us = float(bd.steps.loc[has, "between_calls_us"].mean())
-    buckets = {b: float(bd.between[f"{b}_us"].mean()) for b in BUCKETS}
-    n = int(has.sum())
-    names = bd.between_where.groupby("name", sort=False)["us"].sum().sort_values(
-        ascending=False, kind="stable").head(TOP_BETWEEN)
-    return {"between_calls_us": us,
-            "between_calls_pct": 100.0 * us / step_us if step_us > 0 else 0.0,
-            "between_calls_buckets_us": buckets,
-            "between_calls_where": [{"name": str(k), "us_per_step": float(v) / n}
-                                    for k, v in names.items()]}
+def _only_rank(df: pd.DataFrame, rank: int) -> bool:
+    """Whether every row of `df` is `rank`'s and its index is 0..n-1: its rows for `rank`
+    are the table itself."""
+    return bool((df["rank"].to_numpy() == rank).all()) and df.index.equals(
+        pd.RangeIndex(len(df)))
 
 
 def breakdown(events: pd.DataFrame, call_region: str | None = None,
@@ -273,12 +240,23 @@ def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
          *[np.concatenate([s, e]) for s, e in merged.values()]]))
     mid = (points[:-1] + points[1:]) / 2
     code = np.full(len(mid), BUCKETS.index("host_untraced"))
+    exact = not (len(points) and np.isnan(points[-1]))  # no NaN boundary: counted per point
+    up = mid == points[1:]  # a midpoint that rounds up onto the next point
     for key in reversed(list(merged)):  # lowest priority first: higher ones overwrite
         s, e = merged[key]
-        inside = (np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
+        inside = (_at_most(points, s, up) - _at_most(points, e, up) if exact else
+                  np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
         code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
             "host_sync" if key == "drain" else key)
     return points, code
+
+
+def _at_most(points: np.ndarray, bounds: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """For each segment between two points, how many of `bounds` (each one of `points`)
+    are at most its midpoint: ``np.searchsorted(np.sort(bounds), mid, "right")`` from a
+    count per point instead of a search per segment."""
+    per_point = np.bincount(np.searchsorted(points, bounds), minlength=len(points))
+    return np.asarray(np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0))
 
 
 def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,

@@ -64,15 +64,16 @@ def where_table(rows: Rows, points: np.ndarray, code: np.ndarray, in_window: np.
 
         return np.asarray(upto(hi) - upto(lo))
 
-    out = []
+    parts = _Parts(rows.uniques)
     for bucket, (mask, lo, hi) in holders.items():
         outer = mask & ~has_ancestor_in(rows.parent, mask)
         if not outer.any():
             continue
         if lo is None or hi is None:
             lo, hi = rows.ts[outer], rows.end[outer]
-        out.append(pd.DataFrame({"bucket": bucket, "name": _labels(rows, outer, bucket),
-                                 "us": overlap(bucket, lo, hi)}))
+        labels = (parts.texts(_labels(rows, outer, bucket)) if bucket == "host_sync"
+                  else rows.codes[outer])
+        parts.add(bucket, labels, overlap(bucket, lo, hi))
     if regions.any():
         us = overlap("host_untraced", rows.ts[regions], rows.end[regions])
         pos = np.flatnonzero(regions)
@@ -83,17 +84,62 @@ def where_table(rows: Rows, points: np.ndarray, code: np.ndarray, in_window: np.
         has = up >= 0
         has[has] = index_of[up[has]] >= 0
         np.subtract.at(inner, index_of[up[has]], us[has])  # what a nested region holds
-        out.append(pd.DataFrame({"bucket": "host_untraced",
-                                 "name": [f"between ops in {n}" for n in rows.names(regions)],
-                                 "us": np.maximum(inner, 0.0)}))
-    if not out:
-        return pd.DataFrame(columns=WHERE_COLUMNS)
-    table = pd.concat(out, ignore_index=True)
-    table = table[table["us"] > 0]
-    res = table.groupby(["bucket", "name"], sort=False)["us"].sum().reset_index()
-    res.insert(0, "rank", rank)
-    return res.sort_values(["bucket", "us"], ascending=[True, False], kind="stable")[
-        WHERE_COLUMNS].reset_index(drop=True)
+        parts.add("host_untraced", parts.between_ops(rows.codes[regions]),
+                  np.maximum(inner, 0.0))
+    return parts.table(rank)
+
+
+class _Parts:
+    """The holders' time per bucket, each holder's label as a code into one vocabulary (the
+    names' own codes first, then other labels), summed per (bucket, label) without building
+    a text per row."""
+
+    def __init__(self, names: np.ndarray) -> None:
+        self.vocab: list[object] = list(names)
+        self.named = len(self.vocab)
+        self._region: dict[int, int] = {}  # name code -> code of "between ops in <name>"
+        self.buckets: list[str] = []
+        self.parts: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    def texts(self, labels: np.ndarray) -> np.ndarray:
+        """Codes for labels given as text (one new code per distinct text)."""
+        codes, uniques = pd.factorize(np.asarray(labels, dtype=object))
+        self.vocab.extend(uniques.tolist())
+        return np.asarray(codes + len(self.vocab) - len(uniques), dtype=np.int64)
+
+    def between_ops(self, name_codes: np.ndarray) -> np.ndarray:
+        """Codes of the labels `between ops in <name>` of regions named by `name_codes`."""
+        distinct, inverse = np.unique(name_codes, return_inverse=True)
+        for c in distinct.tolist():
+            if c not in self._region:
+                self._region[c] = len(self.vocab)
+                self.vocab.append(f"between ops in {self.vocab[c]}")
+        return np.array([self._region[c] for c in distinct.tolist()],
+                        dtype=np.int64)[inverse.reshape(-1)]
+
+    def add(self, bucket: str, labels: np.ndarray, us: np.ndarray) -> None:
+        if bucket not in self.buckets:
+            self.buckets.append(bucket)
+        self.parts.append((self.buckets.index(bucket), np.asarray(labels, dtype=np.int64), us))
+
+    def table(self, rank: int) -> pd.DataFrame:
+        """WHERE_COLUMNS, by bucket, largest first (a name that is NA is left out)."""
+        if not self.parts:
+            return pd.DataFrame(columns=WHERE_COLUMNS)
+        bucket = np.concatenate([np.full(len(u), b, dtype=np.int64) for b, _, u in self.parts])
+        label = np.concatenate([lab for _, lab, _ in self.parts])
+        us = np.concatenate([u for _, _, u in self.parts])
+        vocab = np.empty(len(self.vocab), dtype=object)
+        vocab[:] = self.vocab
+        keep = (us > 0) & ~np.asarray(pd.isna(vocab), dtype=bool)[label]
+        sums = pd.Series(us[keep]).groupby([bucket[keep], label[keep]], sort=False).sum()
+        b_at = sums.index.get_level_values(0).to_numpy(dtype=np.int64)
+        l_at = sums.index.get_level_values(1).to_numpy(dtype=np.int64)
+        res = pd.DataFrame({"rank": rank,
+                            "bucket": np.asarray(self.buckets, dtype=object)[b_at],
+                            "name": vocab[l_at], "us": sums.to_numpy(dtype=float)})
+        return res.sort_values(["bucket", "us"], ascending=[True, False], kind="stable")[
+            WHERE_COLUMNS].reset_index(drop=True)
 
 
 def _labels(rows: Rows, mask: np.ndarray, bucket: str) -> np.ndarray:

@@ -36,6 +36,7 @@ KERNEL_COLUMNS = ["name", "calls", "gpu_us", "flops", "tflops", "pct_of_peak_flo
                   "flops_source", "shared", "input_dims", "layout_pct"]
 STEP_COLUMNS = ["rank", "step", "flops", "step_us", "tflops", "mfu_pct", "gpu_span_us",
                 "gpu_span_tflops"]
+_TIMES = ["dur_us", "flops_us", "bytes_us", "layout_us"]  # summed per kernel / op
 NO_SHAPES = ("the trace has no input shapes, so no FLOPs or bytes: profile with "
              "record_shapes=True (e.g. @autoprof(record_shapes=True, with_flops=True))")
 
@@ -84,11 +85,23 @@ class Efficiency:
         }
 
 
-def _first_set(work: pd.DataFrame, codes: np.ndarray, column: str, order: np.ndarray
+_FIRST_SET = ("dtype", "flops_source", "input_dims")  # per kernel / op: the first non-empty
+
+
+def _set_values(work: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per _FIRST_SET column of the work table: its values and the positions of the
+    non-empty ones (the kernel and op tables read the same rows)."""
+    out = {}
+    for column in _FIRST_SET:
+        values = work[column].to_numpy(dtype=object)
+        out[column] = (values, np.flatnonzero(pd.notna(values) & (values != "")))
+    return out
+
+
+def _first_set(values: np.ndarray, filled: np.ndarray, codes: np.ndarray, order: np.ndarray
                ) -> np.ndarray:
-    """Per group (``codes``; in the order of ``order``), the first non-empty ``column``."""
-    values = work[column].to_numpy(dtype=object)
-    filled = np.flatnonzero(pd.notna(values) & (values != ""))
+    """Per group (``codes``; in the order of ``order``), the first non-empty value
+    (``filled``: the positions of the non-empty ``values``)."""
     found, first = np.unique(codes[filled], return_index=True)
     out = np.full(len(order), "", dtype=object)
     if len(found):
@@ -98,58 +111,91 @@ def _first_set(work: pd.DataFrame, codes: np.ndarray, column: str, order: np.nda
     return out
 
 
-def _grouped(work: pd.DataFrame, key: str, peak: Peak) -> pd.DataFrame:
+def _grouped(work: pd.DataFrame, key: str, peak: Peak,
+             set_values: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     """The kernel (or op) table: one row per distinct ``key`` (grouped by its codes,
-    ``<key>_code``), by gpu_us, largest first."""
+    ``<key>_code``), by gpu_us, largest first. The sums are pandas' (one groupby); the
+    counts, flags and rates are numpy over the groups."""
     if work.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in KERNEL_COLUMNS})
     codes = work[f"{key}_code"].to_numpy()  # one code per distinct text: no text hashed
-    g = work.groupby(codes, sort=False)
-    sums = g[["dur_us", "flops_us", "bytes_us", "layout_us"]].sum()
-    order = sums.index.to_numpy()
-    distinct, first = np.unique(codes, return_index=True)
-    text = work[key].to_numpy(dtype=object)[first]
-    out = pd.DataFrame({
-        "name": list(text[np.searchsorted(distinct, order)]),
-        "calls": g.size().reindex(order).to_numpy(),
-        "gpu_us": sums["dur_us"].to_numpy(),
-        "flops": g["flops"].sum(min_count=1).reindex(order).to_numpy(),
-        "bytes": g["bytes"].sum(min_count=1).reindex(order).to_numpy(),
-        **{c: _first_set(work, codes, c, order) for c in ("dtype", "flops_source",
-                                                          "input_dims")},
-        "shared": g["shared"].any().reindex(order).to_numpy(),
-        "counted": g["counted"].all().reindex(order).to_numpy(dtype=bool),
-        "link": g["link"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "")
-        .reindex(order).to_numpy(dtype=object),
-        "flops_us": sums["flops_us"].to_numpy(),
-        "bytes_us": sums["bytes_us"].to_numpy(),
-        "layout_us": sums["layout_us"].to_numpy(),
-    })
-    out["layout_pct"] = 100 * out["layout_us"] / out["gpu_us"].where(out["gpu_us"] > 0)
+    g = work[[*_TIMES, "flops", "bytes"]].groupby(codes, sort=False)
+    sums = g[_TIMES].sum()
+    known_sums = g[["flops", "bytes"]].sum(min_count=1)  # NaN: none known
+    distinct, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    at = np.argsort(first, kind="stable")  # the groups in order of first appearance
+    order = distinct[at]
+    calls = np.bincount(inverse)
+    counted = work["counted"].to_numpy(dtype=bool)
+    links, link_text = pd.factorize(work["link"].to_numpy(dtype=object))
+    pairs = np.unique(inverse * (len(link_text) + 1) + links)  # distinct (group, link)
+    one_link = np.bincount(pairs // (len(link_text) + 1), minlength=len(distinct)) == 1
+    link = np.where(one_link, np.asarray(link_text, dtype=object)[links[first]], "")[at]
+    gpu_us = sums["dur_us"].to_numpy(dtype=float)
+    flops = known_sums["flops"].to_numpy(dtype=float)
+    nbytes = known_sums["bytes"].to_numpy(dtype=float)
+    firsts = {c: _first_set(*set_values[c], codes, order) for c in _FIRST_SET}
+    dtype = firsts["dtype"]
+    is_counted = np.bincount(inverse, weights=counted.astype(float))[at] == calls[at]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = _rates(flops, nbytes, sums, dtype, is_counted, link, peak)
+    ranked = np.argsort(-gpu_us, kind="stable")  # largest first, ties in table order
+    columns: dict[str, Any] = {
+        "name": work[key].to_numpy(dtype=object)[first][at],
+        "calls": calls[at],
+        "gpu_us": gpu_us,
+        "flops": flops,
+        "bytes": nbytes,
+        "dtype": dtype,
+        "flops_source": firsts["flops_source"],
+        "input_dims": firsts["input_dims"],
+        "shared": np.bincount(inverse, weights=work["shared"].to_numpy(dtype=float))[at] > 0,
+        **rates,
+    }
+    out = {c: columns[c][ranked] for c in KERNEL_COLUMNS}
+    out["name"] = list(out["name"])
+    out["bound"] = pd.Series(list(out["bound"]), dtype=object)
+    return pd.DataFrame(out)
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    return np.where(values > 0, values, np.nan)
+
+
+def _rates(flops: np.ndarray, nbytes: np.ndarray, sums: pd.DataFrame, dtype: np.ndarray,
+           counted: np.ndarray, link: np.ndarray, peak: Peak) -> dict[str, np.ndarray]:
+    """The kernel table's rates and roofline columns from its sums (``sums``: the summed
+    times; ``dtype``, ``counted`` and ``link`` per kernel or op)."""
+    gpu_us = sums["dur_us"].to_numpy(dtype=float)
     # rates over the calls whose cost is known (a kernel already running when the trace
     # began has no launch, hence no op and no cost)
-    out["tflops"] = out["flops"] / (out["flops_us"].where(out["flops_us"] > 0) * 1e-6) / 1e12
-    out["gbps"] = out["bytes"] / (out["bytes_us"].where(out["bytes_us"] > 0) * 1e-6) / 1e9
-    out["intensity"] = out["flops"] / out["bytes"].where(out["bytes"] > 0)
-    roof = np.array([peak.for_dtype(d) or np.nan for d in out["dtype"]], dtype=float)
+    tflops = flops / (_positive(sums["flops_us"].to_numpy(dtype=float)) * 1e-6) / 1e12
+    gbps = nbytes / (_positive(sums["bytes_us"].to_numpy(dtype=float)) * 1e-6) / 1e9
+    intensity = flops / _positive(nbytes)
+    roof = np.array([peak.for_dtype(d) or np.nan for d in dtype], dtype=float)
     bw = peak.gbps or np.nan
-    out["pct_of_peak_flops"] = 100 * out["tflops"] / roof
-    over_link = out["link"].to_numpy(dtype=object) != ""
-    out["pct_of_peak_bw"] = (100 * out["gbps"] / bw).where(~over_link)
+    over_link = link != ""
+    pct_of_peak_bw = np.where(~over_link, 100 * gbps / bw, np.nan)
     ridge = roof * 1e12 / (bw * 1e9)
-    bound = np.where(out["intensity"] >= ridge, "compute", "memory")
-    known = out["intensity"].notna() & np.isfinite(ridge)
-    bound = np.where(out["counted"], "memory", bound)  # copies, fills: bytes and no FLOPs
-    bound = np.where(over_link, out["link"].to_numpy(dtype=object), bound)
-    known = known | out["counted"]
-    out["bound"] = pd.Series([b if k else None for b, k in zip(bound, known, strict=True)],
-                             dtype=object, index=out.index)
-    attainable = np.minimum(roof, out["intensity"] * bw * 1e9 / 1e12)
-    by_flops = 100 * out["tflops"] / attainable
-    flopless = out["flops"].fillna(0) <= 0  # copies and fills: bandwidth is their roof
-    out["pct_of_roofline"] = np.where(flopless, out["pct_of_peak_bw"], by_flops)
-    out = out.sort_values("gpu_us", ascending=False, kind="stable").reset_index(drop=True)
-    return out[KERNEL_COLUMNS]
+    bound = np.where(intensity >= ridge, "compute", "memory").astype(object)
+    known = ~np.isnan(intensity) & np.isfinite(ridge)
+    bound = np.where(counted, "memory", bound)  # copies, fills: bytes and no FLOPs
+    bound = np.where(over_link, link, bound)
+    known = known | counted
+    attainable = np.minimum(roof, intensity * bw * 1e9 / 1e12)
+    # copies and fills: bandwidth is their roof
+    flopless = np.where(np.isnan(flops), 0.0, flops) <= 0
+    return {
+        "layout_pct": 100 * sums["layout_us"].to_numpy(dtype=float) / _positive(gpu_us),
+        "tflops": tflops, "gbps": gbps, "intensity": intensity,
+        "pct_of_peak_flops": 100 * tflops / roof,
+        "pct_of_peak_bw": pct_of_peak_bw,
+        "bound": np.array([b if k else None for b, k in zip(bound, known, strict=True)],
+                          dtype=object),
+        "pct_of_roofline": np.where(flopless, pct_of_peak_bw, 100 * tflops / attainable),
+        "link": link, "counted": counted,
+    }
 
 
 def _steps(work: pd.DataFrame, steps: pd.DataFrame | None, peak: Peak, dtype: str | None
@@ -157,7 +203,7 @@ def _steps(work: pd.DataFrame, steps: pd.DataFrame | None, peak: Peak, dtype: st
     """Per step: FLOPs of its GPU work, its time (max of CPU span and GPU span), TFLOP/s and
     MFU over that time, and TFLOP/s over the GPU span alone (what CUDA events around the
     step's GPU work would measure)."""
-    in_step = work[work["step"] >= 0]
+    in_step = work.loc[work["step"].to_numpy() >= 0, ["rank", "step", "flops", "ts_us", "end_us"]]
     if in_step.empty:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in STEP_COLUMNS})
     g = in_step.groupby(["rank", "step"], sort=True)
@@ -217,8 +263,9 @@ def efficiency(events: pd.DataFrame, device: str | None = None, *,
     if not with_flops.empty:
         by_dtype = with_flops.groupby("dtype")["flops"].sum()
         dtype = str(by_dtype.idxmax()) or None
-    kernels = _grouped(work, "name", peak)
-    ops = _grouped(op_work(work, events), "op", peak)
+    set_values = _set_values(work)
+    kernels = _grouped(work, "name", peak, set_values)
+    ops = _grouped(op_work(work, events), "op", peak, set_values)
     per_step = _steps(work, steps, peak, dtype)
     total_us = float(work["dur_us"].sum())
     good = kernels["pct_of_roofline"].astype(float) >= HALF_PEAK_PCT

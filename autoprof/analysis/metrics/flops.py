@@ -40,6 +40,7 @@ from autoprof.analysis.metrics.op_inputs import (
     tensors,
     tensors_at,
 )
+from autoprof.analysis.metrics.stats import texts_or_blank
 
 # --- matrix products -----------------------------------------------------------------------
 
@@ -373,21 +374,19 @@ def op_costs(ops: pd.DataFrame) -> pd.DataFrame:
     if ops.empty:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("flops", "bytes") else object)
                              for c in cols}, index=ops.index)
-    blank = pd.Series("", index=ops.index)
-    types = ops["input_types"] if "input_types" in ops else blank
-    values = ops["input_values"] if "input_values" in ops else blank
+    n = len(ops)
+    names, dims = texts_or_blank(ops["name"]), texts_or_blank(ops["input_dims"])
+    types = texts_or_blank(ops["input_types"]) if "input_types" in ops else [""] * n
+    values = texts_or_blank(ops["input_values"]) if "input_values" in ops else [""] * n
+    flops = ops["flops"].astype(float).fillna(-1.0).tolist()
     # only convolutions read their scalar arguments: elsewhere they would split equal ops
-    conv = ops["name"].astype(object).fillna("").astype(str).map(
-        lambda n: n.split("::", 1)[-1] in (*_CONV_ARGS, "convolution_backward"))
-    keys = pd.DataFrame({
-        "name": ops["name"].astype(object).fillna("").astype(str),
-        "dims": ops["input_dims"].astype(object).fillna("").astype(str),
-        "types": types.astype(object).fillna("").astype(str),
-        "flops": ops["flops"].astype(float).fillna(-1.0),
-        "values": values.astype(object).fillna("").astype(str).where(conv, ""),
-    })
-    codes, unique = pd.factorize(pd.MultiIndex.from_frame(keys), sort=False)
-    costs = [op_cost(n, d, t, f if f >= 0 else math.nan, v) for n, d, t, f, v in unique]
+    reads_args = (*_CONV_ARGS, "convolution_backward")
+    seen: dict[tuple[str, str, str, float, str], int] = {}  # distinct key -> its code
+    codes = np.array([seen.setdefault((m, d, t, f, v if m.split("::", 1)[-1] in reads_args
+                                       else ""), len(seen))
+                      for m, d, t, f, v in zip(names, dims, types, flops, values, strict=True)],
+                     dtype=np.intp)
+    costs = [op_cost(m, d, t, f if f >= 0 else math.nan, v) for m, d, t, f, v in seen]
     table = pd.DataFrame([[getattr(c, k) for k in cols] for c in costs], columns=cols)
     out = table.iloc[codes].reset_index(drop=True)
     out.index = ops.index

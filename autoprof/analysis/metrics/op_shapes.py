@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import factorized
+from autoprof.analysis.metrics.stats import factorized, first_seen
 
 SHAPE_COLUMNS = ["name", "lane", "shapes", "calls", "first_ts_us"]
 
@@ -21,17 +21,17 @@ def shape_counts(events: pd.DataFrame, keep: np.ndarray, group: np.ndarray,
     shaped = dims_text[code] != ""
     if not shaped.any():
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS})
-    counts = (
-        pd.DataFrame({"group": group[shaped], "dims": code[shaped], "ts": ts_us[shaped]})
-        .groupby(["group", "dims"], sort=False)
-        .agg(calls=("ts", "size"), first_ts_us=("ts", "min"))
-        .reset_index()
-    )
-    g = counts["group"].to_numpy()
+    # one int per (group, dims) pair, in order of first appearance (groupby's sort=False);
+    # calls and first start by numpy (counts and minima are exact)
+    pairs, _, distinct = first_seen(group[shaped].astype(np.int64) * (len(dims) + 1)
+                                    + code[shaped])
+    first_ts = np.full(len(distinct), np.nan)
+    np.fmin.at(first_ts, pairs, ts_us[shaped])
+    g = distinct // (len(dims) + 1)
     return pd.DataFrame({"name": names[g], "lane": lanes[g],
-                         "shapes": dims_text[counts["dims"].to_numpy()],
-                         "calls": counts["calls"].to_numpy(),
-                         "first_ts_us": counts["first_ts_us"].to_numpy()})
+                         "shapes": dims_text[distinct % (len(dims) + 1)],
+                         "calls": np.bincount(pairs, minlength=len(distinct)),
+                         "first_ts_us": first_ts})
 
 
 def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -50,9 +50,14 @@ def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
               .agg(calls=("calls", "sum"), first_ts_us=("first_ts_us", "min"))
               .reset_index()
               .sort_values(["calls", "first_ts_us"], ascending=[False, True], kind="stable"))
-    out: dict[tuple[str, str], str] = {}
-    for (name, lane), rows in summed.groupby(["name", "lane"], sort=False):
-        more = len(rows) - 1
-        out[(str(name), str(lane))] = (str(rows["shapes"].iloc[0])
-                                       + (f" (+{more} more)" if more else ""))
-    return out
+    top: dict[tuple[str, str], str] = {}  # the first row of each (name, lane) after the sort
+    seen: dict[tuple[str, str], int] = {}
+    for name, lane, shapes in zip(summed["name"].tolist(), summed["lane"].tolist(),
+                                  summed["shapes"].tolist(), strict=True):
+        if pd.isna(name) or pd.isna(lane):
+            continue  # as groupby leaves NA keys out
+        key = (str(name), str(lane))
+        top.setdefault(key, str(shapes))
+        seen[key] = seen.get(key, 0) + 1
+    return {key: text + (f" (+{seen[key] - 1} more)" if seen[key] > 1 else "")
+            for key, text in top.items()}

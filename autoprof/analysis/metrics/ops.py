@@ -57,7 +57,7 @@ import pandas as pd
 from autoprof.analysis.loader.vocabulary import EPS_US, NOT_CPU_WORK_CATS
 from autoprof.analysis.metrics.op_shapes import SHAPE_COLUMNS, shape_counts, shapes_text
 from autoprof.analysis.metrics.recorded_flops import event_flops
-from autoprof.analysis.metrics.stats import factorized, isin_mask, require_columns
+from autoprof.analysis.metrics.stats import factorized, first_seen, isin_mask, require_columns
 
 Lane = Literal["cpu", "gpu"]
 
@@ -329,8 +329,7 @@ def _aggregate(
         return (pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in OPS_COLUMNS}),
                 pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS}))
     on_gpu = isin_mask(events["lane"], ("gpu",))[keep]
-    groups, where, inverse = np.unique(key[keep] * 2 + on_gpu, return_index=True,
-                                       return_inverse=True)
+    inverse, where, groups = first_seen(key[keep] * 2 + on_gpu)
     ts = events["ts_us"].to_numpy(dtype=np.float64)[keep]
     first_ts = np.full(len(groups), np.inf)
     np.minimum.at(first_ts, inverse, ts)

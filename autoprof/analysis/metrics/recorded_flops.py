@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics.stats import factorized, isin_mask
 
 
 def event_flops(events: pd.DataFrame) -> np.ndarray:
@@ -20,11 +20,21 @@ def event_flops(events: pd.DataFrame) -> np.ndarray:
     todo = np.flatnonzero(np.isnan(flops) & named)
     if len(todo) == 0:
         return np.asarray(flops)
-    pairs = events[["name", "input_dims"]].iloc[todo].astype(object).fillna("")
-    codes, unique = pd.factorize(pd.MultiIndex.from_frame(pairs), sort=False)
-    estimate = np.array([_torch_flops(str(n), str(d)) for n, d in unique], dtype=np.float64)
+    # one estimate per distinct (name, input_dims), found from the columns' codes
+    name_code, names = factorized(events["name"])
+    dims_code, dims = factorized(events["input_dims"])
+    pair = name_code[todo].astype(np.int64) * (len(dims) + 1) + dims_code[todo]
+    codes, unique = pd.factorize(pair, sort=False)
+    estimate = np.array([_torch_flops(_text(names[p // (len(dims) + 1)]),
+                                      _text(dims[p % (len(dims) + 1)])) for p in unique.tolist()],
+                        dtype=np.float64)
     flops[todo] = estimate[codes]
     return np.asarray(flops)
+
+
+def _text(value: object) -> str:
+    """A name or input_dims as text ("" for NA, as ``astype(object).fillna("")`` gives)."""
+    return "" if pd.isna(value) else str(value)
 
 
 # torch/csrc/profiler/util.cpp saveExtraArgs: which inputs each formula reads.

@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -98,9 +99,12 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     alive); a column assigned anew or set in place has new Arrow data. Other columns (object
     dtype: mutable) are factorized every time. The cached arrays are read-only."""
     if isinstance(values.dtype, pd.CategoricalDtype):  # the loader's text columns
-        codes = values.cat.codes.to_numpy()
+        # the Categorical's own arrays: `.cat.codes` would build a Series on every call
+        categorical = cast(pd.Categorical, values.array)
+        codes = categorical.codes
         if not len(codes) or codes.min() >= 0:  # no NA: the codes are a factorization
-            return codes.astype(np.intp), np.asarray(values.cat.categories, dtype=object)
+            return (codes.astype(np.intp),
+                    np.asarray(categorical.categories.to_numpy(dtype=object), dtype=object))
     data = getattr(values.array, "_pa_array", None)
     if data is None:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
@@ -133,6 +137,27 @@ def text_of(values: pd.Series) -> np.ndarray:
     texts = np.empty(len(uniques), dtype=object)
     texts[:] = [str(u) for u in uniques]
     return np.asarray(texts[codes])
+
+
+def texts_or_blank(values: pd.Series) -> list[str]:
+    """``values.astype(object).fillna("").astype(str).tolist()``, each distinct value
+    converted once."""
+    if len(values) == 0:
+        return []
+    codes, uniques = factorized(values)
+    texts = np.empty(len(uniques), dtype=object)
+    texts[:] = ["" if pd.isna(u) else str(u) for u in uniques]
+    return list(texts[codes].tolist())
+
+
+def first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, first, uniques) of an integer array: codes numbered in order of first
+    appearance (a hash, no sort), ``first`` the position of each code's first row."""
+    codes, uniques = pd.factorize(values)
+    codes = np.asarray(codes, dtype=np.intp)
+    before = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]])) if len(codes) \
+        else codes
+    return codes, np.flatnonzero(codes > before), np.asarray(uniques)
 
 
 def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:

@@ -25,7 +25,8 @@ def steps_with(events: pd.DataFrame, mask: np.ndarray) -> set[tuple[int, int]]:
     """The (rank, step) pairs of the rows ``mask`` selects that lie in a step."""
     rows = mask & (events["step"].to_numpy() >= 0)
     ranks, steps = events["rank"].to_numpy()[rows], events["step"].to_numpy()[rows]
-    pairs = np.unique(ranks.astype(np.int64) * _STEPS_PER_RANK + steps)  # both are >= 0
+    # both are >= 0; pd.unique hashes (no sort of every row)
+    pairs = pd.unique(ranks.astype(np.int64) * _STEPS_PER_RANK + steps)
     return set(zip((pairs // _STEPS_PER_RANK).tolist(), (pairs % _STEPS_PER_RANK).tolist(),
                    strict=True))
 

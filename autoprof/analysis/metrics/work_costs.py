@@ -101,7 +101,9 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
     name_codes = factorized(events["name"])[0]  # the kernel and op tables group these
     cost_row = cost_rows(events, work["op_row"].to_numpy())
     has_op = cost_row >= 0
-    op_rows = np.unique(cost_row[has_op])
+    marked = np.zeros(int(cost_row.max()) + 1 if has_op.any() else 0, dtype=bool)
+    marked[cost_row[has_op]] = True
+    op_rows = np.flatnonzero(marked)  # the distinct cost rows, ascending (no sort)
     ops = events[[c for c in _COST_COLUMNS if c in events]].iloc[op_rows]
     costs = _distinct_costs(ops) if len(ops) else op_costs(events.iloc[:0])
     n = len(work)
@@ -120,11 +122,39 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
         text["dtype"][has_op] = picked["dtype"].to_numpy(dtype=object)
         text["flops_source"][has_op] = picked["flops_source"].to_numpy(dtype=object)
         text["input_dims"][has_op] = _text_at(events["input_dims"], rows)
-    table = pd.DataFrame({
-        "name": _objects(_text_at(work["name"], np.arange(n))),
+    names = work["name"]
+    is_kernel = _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE))
+    dur_us = work["dur_us"].to_numpy(dtype=float)
+    tf32 = (text["dtype"] == "fp32") & _name_flags(names, _TF32_KERNEL)
+    text["dtype"][tf32] = "tf32"
+    # an op's kernels share its cost by duration; its memsets / memcpys get a share only
+    # when the op itself only moves memory (copy_, fill_: no FLOPs) and they do not carry
+    # their own byte count
+    own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
+           else np.full(len(work), np.nan))
+    counted = ~is_kernel & np.isfinite(own) & (own >= 0)
+    link = np.where(counted & _name_flags(names, _HOST_COPY), HOST_LINK,
+                    np.where(counted & _name_flags(names, _PEER_COPY), PEER_LINK, "")
+                    ).astype(object)
+    memory_op = np.where(np.isnan(op_flops), -1.0, op_flops) == 0
+    takes = (is_kernel | memory_op) & ~counted
+    op_flops[~takes], op_bytes[~takes] = np.nan, np.nan
+    text["flops_source"][~takes], text["dtype"][~takes] = "", ""
+    sharing = np.where(takes, cost_row, -1)
+    dur = np.where(takes, dur_us, 0.0)
+    op_dur = pd.Series(dur).groupby(sharing).transform("sum").to_numpy()
+    op_kernels = np.bincount(sharing + 1)[sharing + 1]  # each row's op's work items
+    share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
+    flops = op_flops * share
+    moved = own * np.where(_name_flags(names, _DEVICE_COPY), 2.0, 1.0)
+    nbytes = np.where(counted, moved, op_bytes * share)
+    costed = ~np.isnan(op_flops) | ~np.isnan(op_bytes)
+    layout = _name_flags(names, _LAYOUT_KERNEL)
+    return pd.DataFrame({
+        "name": _objects(_text_at(names, np.arange(n))),
         "name_code": name_codes[is_work],
-        "is_kernel": _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE)),
-        "dur_us": work["dur_us"].to_numpy(dtype=float),
+        "is_kernel": is_kernel,
+        "dur_us": dur_us,
         "ts_us": work["ts_us"].to_numpy(dtype=float),
         "end_us": work["end_us"].to_numpy(dtype=float),
         "step": work["step"].to_numpy(),
@@ -137,50 +167,28 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
         "dtype": _objects(text["dtype"]),
         "flops_source": _objects(text["flops_source"]),
         "input_dims": _objects(text["input_dims"]),
+        "link": _objects(link),
+        "flops": flops,
+        "bytes": nbytes,
+        "counted": counted,
+        "shared": costed & (op_kernels > 1),
+        "layout_us": np.where(layout, dur_us, 0.0),
+        "flops_us": np.where(np.isnan(flops), 0.0, dur_us),
+        "bytes_us": np.where(np.isnan(nbytes), 0.0, dur_us),
     })
-    tf32 = (table["dtype"] == "fp32").to_numpy() & _name_flags(work["name"], _TF32_KERNEL)
-    table.loc[tf32, "dtype"] = "tf32"
-    # an op's kernels share its cost by duration; its memsets / memcpys get a share only
-    # when the op itself only moves memory (copy_, fill_: no FLOPs) and they do not carry
-    # their own byte count
-    own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
-           else np.full(len(work), np.nan))
-    counted = ~table["is_kernel"].to_numpy() & np.isfinite(own) & (own >= 0)
-    table["link"] = _objects(np.where(counted & _name_flags(work["name"], _HOST_COPY),
-                                      HOST_LINK,
-                                      np.where(counted & _name_flags(work["name"], _PEER_COPY),
-                                               PEER_LINK, "")).astype(object))
-    memory_op = table["op_flops"].fillna(-1).to_numpy() == 0
-    takes = (table["is_kernel"].to_numpy() | memory_op) & ~counted
-    table.loc[~takes, ["op_flops", "op_bytes", "flops_source", "dtype"]] = [np.nan, np.nan, "",
-                                                                           ""]
-    sharing = table["cost_row"].where(takes, -1)
-    dur = table["dur_us"].where(takes, 0.0)
-    op_dur = dur.groupby(sharing).transform("sum").to_numpy()
-    op_kernels = dur.groupby(sharing).transform("size").to_numpy()
-    share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
-    table["flops"] = table["op_flops"] * share
-    moved = own * np.where(_name_flags(work["name"], _DEVICE_COPY), 2.0, 1.0)
-    table["bytes"] = np.where(counted, moved, table["op_bytes"] * share)
-    table["counted"] = counted
-    costed = table["op_flops"].notna().to_numpy() | table["op_bytes"].notna().to_numpy()
-    table["shared"] = costed & (op_kernels > 1)
-    layout = _name_flags(work["name"], _LAYOUT_KERNEL)
-    table["layout_us"] = table["dur_us"].where(layout, 0.0)
-    table["flops_us"] = table["dur_us"].where(table["flops"].notna(), 0.0)
-    table["bytes_us"] = table["dur_us"].where(table["bytes"].notna(), 0.0)
-    return table
 
 
 def op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """The work table as the op table counts it: a memcpy / memset's own bytes count for its
     op only when the op launched no kernel (a copy), not beside a matmul's whose bytes are
     the shapes' (or unknown)."""
-    op_row = events.loc[events["is_gpu_work"].to_numpy(dtype=bool), "op_row"].to_numpy()
+    op_row = events["op_row"].to_numpy()[events["is_gpu_work"].to_numpy(dtype=bool)]
     with_kernel = set(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)].tolist())
     beside = work["counted"].to_numpy() & np.isin(op_row, list(with_kernel))
-    out = work.assign(op=work["op"].replace("", "(no op)"))
-    out.loc[beside, ["bytes", "bytes_us"]] = [np.nan, 0.0]
-    out.loc[beside, "counted"] = False
-    out.loc[beside, "link"] = ""
-    return out
+    op = work["op"].to_numpy(dtype=object)
+    return work.assign(
+        op=_objects(np.where(op == "", "(no op)", op).astype(object)),
+        bytes=np.where(beside, np.nan, work["bytes"].to_numpy(dtype=float)),
+        bytes_us=np.where(beside, 0.0, work["bytes_us"].to_numpy(dtype=float)),
+        counted=work["counted"].to_numpy(dtype=bool) & ~beside,
+        link=_objects(np.where(beside, "", work["link"].to_numpy(dtype=object)).astype(object)))

@@ -39,8 +39,16 @@ _OP_FIELDS = ["name", "lane", "calls", "self_cpu_us", "cpu_total_us", "self_devi
               "device_total_us"]
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # kept as they are (exact types)
+
+
 def jsonable(value: Any) -> Any:
     """`value` with numpy scalars made Python, NaN/inf made None, tuples made lists."""
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind in _PLAIN:
+        return value
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
