@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import store_shared
 from support.store import CommittedRuns, committed
 from support.tiers import FIRST_FILES, QUICK_FILES, SERIAL_FILES
 
@@ -37,11 +40,16 @@ def _no_profiler_left_running(monkeypatch, tmp_path):
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist (``-n``, scripts/test.sh): the files that read every committed run
-    share one worker (support/xdist_scopes.py)."""
+    share one worker (support/xdist_scopes.py), and the controller makes the session's folder
+    through which the workers share each analysed committed run (support/store_shared.py)."""
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         from support import xdist_scopes
 
         config.pluginmanager.register(xdist_scopes, "autoprof-xdist-scopes")
+        if not hasattr(config, "workerinput"):  # the controller, before any worker starts
+            folder = tempfile.mkdtemp(prefix="autoprof-shared-runs-")
+            os.environ[store_shared.ENV] = folder
+            config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")
