@@ -1,7 +1,9 @@
 """How `bash scripts/test.sh` spreads the suite over two pytest-xdist workers: by file, as
 ``--dist loadfile`` does (a module-scoped recording is made once), except that the files
 that read every committed run share one worker, so that its session store
-(support/store.py) loads and analyses each of those runs once, not once per worker.
+(support/store.py) loads and analyses each of those runs once, not once per worker; the
+other worker reads the runs it needs from there as they are analysed
+(support/store_shared.py).
 
 tests/conftest.py registers this plugin only when xdist runs the session (``-n``).
 """
