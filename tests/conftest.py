@@ -19,9 +19,20 @@ DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _no_profiler_left_running(monkeypatch, tmp_path):
-    """Every test runs with its own traces folder, and no torch profiler may outlive it."""
+def _no_profiler_left_running(monkeypatch, tmp_path, request):
+    """Every test runs with its own traces folder, and no torch profiler may outlive it.
+
+    A run's finisher starts its work at once (``AUTOPROF_FINISH_YIELD_S=0``) instead of
+    waiting for the program to leave a core idle (record/finisher/cpu_gate.py): in a test
+    the program is pytest, which records the steps and then waits for that very finisher,
+    so the wait only delayed it (loading its code and two waits of 0.2 s or more, after the
+    window instead of during it: 11-14 s of 47-58 s on tests/core's test_api, test_call_edges,
+    test_nesting and test_finish). The tests of that wait set it themselves
+    (tests/core/test_cpu_gate.py); the files that time things (`serial`) keep the default,
+    as a program does."""
     monkeypatch.setenv("AUTOPROF_DIR", str(tmp_path / "traces"))
+    if request.node.get_closest_marker("serial") is None:
+        monkeypatch.setenv("AUTOPROF_FINISH_YIELD_S", "0")
     yield
     cache = sys.modules.get("autoprof.analysis.loader.cache")
     if cache is not None:  # background cache writes must not outlive their test's folder
