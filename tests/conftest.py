@@ -19,20 +19,9 @@ DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _no_profiler_left_running(monkeypatch, tmp_path, request):
-    """Every test runs with its own traces folder, and no torch profiler may outlive it.
-
-    A run's finisher starts its work at once (``AUTOPROF_FINISH_YIELD_S=0``) instead of
-    waiting for the program to leave a core idle (record/finisher/cpu_gate.py): in a test
-    the program is pytest, which records the steps and then waits for that very finisher,
-    so the wait only delayed it (loading its code and two waits of 0.2 s or more, after the
-    window instead of during it: 11-14 s of 47-58 s on tests/core's test_api, test_call_edges,
-    test_nesting and test_finish). The tests of that wait set it themselves
-    (tests/core/test_cpu_gate.py); the files that time things (`serial`) keep the default,
-    as a program does."""
+def _no_profiler_left_running(monkeypatch, tmp_path):
+    """Every test runs with its own traces folder, and no torch profiler may outlive it."""
     monkeypatch.setenv("AUTOPROF_DIR", str(tmp_path / "traces"))
-    if request.node.get_closest_marker("serial") is None:
-        monkeypatch.setenv("AUTOPROF_FINISH_YIELD_S", "0")
     yield
     cache = sys.modules.get("autoprof.analysis.loader.cache")
     if cache is not None:  # background cache writes must not outlive their test's folder
@@ -47,6 +36,28 @@ def _no_profiler_left_running(monkeypatch, tmp_path, request):
         except Exception:
             pass
     assert not enabled, "a torch profiler was left running after this test"
+
+
+_YIELD = "AUTOPROF_FINISH_YIELD_S"
+_YIELD_BEFORE = os.environ.get(_YIELD)  # the session's own value, for the timed files
+
+
+@pytest.hookimpl(tryfirst=True)  # before the item's fixtures (a module's recording) are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A run's finisher starts its work at once (``AUTOPROF_FINISH_YIELD_S=0``) instead of
+    waiting for the program to leave a core idle (record/finisher/cpu_gate.py): in a test
+    the program is pytest, which records the steps and then waits for that very finisher,
+    so the wait only delayed it (loading its code and two waits of 0.2 s or more, after the
+    window instead of during it: 11-14 s of 47-58 s on tests/core's test_api, test_call_edges,
+    test_nesting and test_finish). The tests of that wait set it themselves
+    (tests/core/test_cpu_gate.py); the files that time things (`serial`) keep the session's
+    value (the default, as a program has)."""
+    if item.get_closest_marker("serial") is None:
+        os.environ[_YIELD] = "0"
+    elif _YIELD_BEFORE is None:
+        os.environ.pop(_YIELD, None)
+    else:
+        os.environ[_YIELD] = _YIELD_BEFORE
 
 
 def pytest_configure(config: pytest.Config) -> None:
