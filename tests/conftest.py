@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import store_shared
 from support.store import CommittedRuns, committed
 from support.tiers import FIRST_FILES, QUICK_FILES, SERIAL_FILES
 
@@ -35,13 +38,40 @@ def _no_profiler_left_running(monkeypatch, tmp_path):
     assert not enabled, "a torch profiler was left running after this test"
 
 
+_YIELD = "AUTOPROF_FINISH_YIELD_S"
+_YIELD_BEFORE = os.environ.get(_YIELD)  # the session's own value, for the timed files
+
+
+@pytest.hookimpl(tryfirst=True)  # before the item's fixtures (a module's recording) are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A run's finisher starts its work at once (``AUTOPROF_FINISH_YIELD_S=0``) instead of
+    waiting for the program to leave a core idle (record/finisher/cpu_gate.py): in a test
+    the program is pytest, which records the steps and then waits for that very finisher,
+    so the wait only delayed it (loading its code and two waits of 0.2 s or more, after the
+    window instead of during it: 11-14 s of 47-58 s on tests/core's test_api, test_call_edges,
+    test_nesting and test_finish). The tests of that wait set it themselves
+    (tests/core/test_cpu_gate.py); the files that time things (`serial`) keep the session's
+    value (the default, as a program has)."""
+    if item.get_closest_marker("serial") is None:
+        os.environ[_YIELD] = "0"
+    elif _YIELD_BEFORE is None:
+        os.environ.pop(_YIELD, None)
+    else:
+        os.environ[_YIELD] = _YIELD_BEFORE
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist (``-n``, scripts/test.sh): the files that read every committed run
-    share one worker (support/xdist_scopes.py)."""
+    share one worker (support/xdist_scopes.py), and the controller makes the session's folder
+    through which the workers share each analysed committed run (support/store_shared.py)."""
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "numprocesses", None):
         from support import xdist_scopes
 
         config.pluginmanager.register(xdist_scopes, "autoprof-xdist-scopes")
+        if not hasattr(config, "workerinput"):  # the controller, before any worker starts
+            folder = tempfile.mkdtemp(prefix="autoprof-shared-runs-")
+            os.environ[store_shared.ENV] = folder
+            config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")

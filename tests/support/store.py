@@ -10,7 +10,8 @@ cached property) is computed once for the whole session; ``committed.summary(pat
 Only committed, read-only folders are stored: a path outside them (a run a test recorded or
 edited in ``tmp_path``) is refused, as such a run may change between two loads. A stored
 ``Run`` is shared: tests read it and never change it (a test that edits events or a summary
-loads its own with ``autoprof.load``). The session fixture ``committed_runs``
+loads its own with ``autoprof.load``). Under pytest-xdist the workers share each analysed run
+through a folder of the session (support/store_shared.py). The session fixture ``committed_runs``
 (tests/conftest.py) hands out this store and empties it when the session ends.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from support.store_shared import shared_folder, shared_run
 
 if TYPE_CHECKING:
     from autoprof.analysis import Run
@@ -45,7 +48,8 @@ def _committed_path(path: str | Path) -> Path:
 class CommittedRuns:
     """Committed runs by (resolved path, options): loaded and analysed at most once each."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: bool = False) -> None:
+        self._shared = shared  # between xdist workers, when the session has a folder for it
         self._runs: dict[tuple[Path, AnalysisOptions | None], Run] = {}
         self._summaries: dict[tuple[Path, AnalysisOptions | None], dict[str, Any]] = {}
         self.loads = 0  # how many times a run was really read (the store's own tests)
@@ -54,11 +58,18 @@ class CommittedRuns:
         """The one shared ``Run`` of the committed run or trace at ``path``."""
         key = (_committed_path(path), options)
         if key not in self._runs:
-            import autoprof
-
-            self._runs[key] = autoprof.load(key[0], options=options)
-            self.loads += 1
+            folder = shared_folder() if self._shared else None
+            if folder is None:
+                self._runs[key] = self._load(key)
+            else:
+                self._runs[key] = shared_run(folder, repr(key), lambda: self._load(key))
         return self._runs[key]
+
+    def _load(self, key: tuple[Path, AnalysisOptions | None]) -> Run:
+        import autoprof
+
+        self.loads += 1
+        return autoprof.load(key[0], options=key[1])
 
     def summary(self, path: str | Path, options: AnalysisOptions | None = None) -> dict[str, Any]:
         """``run(path).summary()``, computed once; each caller gets its own copy to read."""
@@ -72,4 +83,4 @@ class CommittedRuns:
         self._summaries.clear()
 
 
-committed = CommittedRuns()
+committed = CommittedRuns(shared=True)  # under xdist, one analysis per run for all the workers

@@ -99,7 +99,9 @@ SERIAL_FILES = frozenset({
 })
 
 # The longest files (a minute or more of one worker's time, measured on two cores): the
-# collection puts them first, so that the two workers do not end on one of them alone.
+# collection puts them first, and under xdist support/xdist_scopes.py hands them out first
+# (xdist's own queue, by number of tests, put these few-test files among the last), so
+# that the two workers do not end on one of them alone.
 FIRST_FILES = (
     "tests/reliability/test_interrupted_windows.py",
     "tests/analysis/report/test_report_model.py",

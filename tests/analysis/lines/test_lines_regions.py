@@ -67,9 +67,9 @@ def test_a_region_without_a_line_gives_none() -> None:
     assert attribute(events, {0: lines}).rows["source"].to_dict() == {0: "t.py:3 (step)"}
 
 
-def _record(tmp: Path, *flags: str) -> autoprof.Run:
+def _record(tmp: Path, inductor_cache: Path, *flags: str) -> autoprof.Run:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
-           "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor"), "TORCH_LOGS": "recompiles"}
+           "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache), "TORCH_LOGS": "recompiles"}
     done = subprocess.run([sys.executable, str(PROGRAM), str(tmp), *flags], check=True,
                           env=env, timeout=900, capture_output=True, text=True)
     assert "Recompiling" not in done.stderr  # the lines step ran the graphs compiled before
@@ -78,13 +78,22 @@ def _record(tmp: Path, *flags: str) -> autoprof.Run:
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> autoprof.Run:
-    return _record(tmp_path_factory.mktemp("regions"))
+def inductor_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One inductor cache for both recordings of this file, new to the file: the second
+    reuses what does not depend on provenance (the C++ prefix, kernels of the same source;
+    inductor's config is in its graph keys, so each run still compiles its own graphs),
+    about 5 s of its ~20 s on two cores."""
+    return tmp_path_factory.mktemp("inductor")
 
 
 @pytest.fixture(scope="module")
-def provenance(tmp_path_factory: pytest.TempPathFactory) -> autoprof.Run:
-    return _record(tmp_path_factory.mktemp("regions_provenance"), "provenance")
+def plain(tmp_path_factory: pytest.TempPathFactory, inductor_cache: Path) -> autoprof.Run:
+    return _record(tmp_path_factory.mktemp("regions"), inductor_cache)
+
+
+@pytest.fixture(scope="module")
+def provenance(tmp_path_factory: pytest.TempPathFactory, inductor_cache: Path) -> autoprof.Run:
+    return _record(tmp_path_factory.mktemp("regions_provenance"), inductor_cache, "provenance")
 
 
 def _outermost_region(events: pd.DataFrame, label: int) -> str:
