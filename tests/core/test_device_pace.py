@@ -194,3 +194,28 @@ def test_the_clock_option_is_checked_and_older_watch_files_read_as_the_host():
     assert log.clock == watchfile.HOST_CLOCK
     log = watchfile._parse({"name": "f", "clock": watchfile.DEVICE_CLOCK})
     assert log.clock == watchfile.DEVICE_CLOCK
+
+
+def test_the_device_clock_is_chosen_only_where_the_window_recorded_cuda_and_clock_allows(
+        monkeypatch):
+    from types import SimpleNamespace
+
+    from autoprof.record.watch import window
+
+    stream = Stream()
+    monkeypatch.setattr(window, "torch_module", lambda: SimpleNamespace(cuda=stream))
+    run = SimpleNamespace(uses_cuda=True, steps_done=3, after_window_call_ms=[1.0], pace=None)
+    session = SimpleNamespace(name="f", warmup_call_ms=[1.0, 1.0], _run=run)
+
+    def start(trigger: Trigger) -> bool:
+        return True
+
+    monkeypatch.setattr(window, "cuda_in_use", lambda: True)
+    chosen = window._watcher(session, Watch(), start)
+    assert isinstance(chosen, DeviceWatcher) and chosen.calls == 6
+    assert type(window._watcher(session, Watch(clock="host"), start)) is Watcher
+    run.uses_cuda = False  # the window recorded the CPU only
+    assert type(window._watcher(session, Watch(), start)) is Watcher
+    run.uses_cuda = True
+    monkeypatch.setattr(window, "cuda_in_use", lambda: False)  # CUDA never started
+    assert type(window._watcher(session, Watch(), start)) is Watcher
