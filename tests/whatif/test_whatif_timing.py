@@ -5,6 +5,7 @@ harness's own cost reported apart, and predictions beside measurements."""
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from types import SimpleNamespace
 
@@ -201,3 +202,28 @@ def test_what_if_fills_predictions_from_the_summary(monkeypatch):
     r = what_if(_work, (torch.ones(3),), {}, ("fake-graph",), report=summary, samples=3)[0]
     assert r["predicted_speedup"] == 9.0 and r["prediction_missed"] is True
     assert r["prediction_error_pct"] > 100
+
+
+def test_a_speedup_is_never_shown_outside_its_own_interval():
+    """The ratio of the medians can fall outside the paired pairs' interval on scattered
+    samples (here 15.0x against 1.77-14.46x): the interval is stretched to hold it."""
+    from autoprof.record.whatif.ab import paired_ratio
+    from autoprof.record.whatif.harness import Timing
+    from autoprof.record.whatif.trial import _fill, fill_same_inputs
+
+    def timing(samples: list[float]) -> Timing:
+        ordered = sorted(samples)
+        return Timing(statistics.median(samples), ordered[1], ordered[-2], tuple(samples), 1,
+                      "perf-counter")
+
+    base = timing([30, 30, 30, 11, 11, 30, 10])
+    fixed = timing([2, 9, 2, 9, 9, 2, 2])
+    iv = paired_ratio(list(base.samples_us), list(fixed.samples_us))
+    assert 1 / iv.low < 15.0  # the paired interval alone leaves the estimate out
+    r = FixResult("fake", "", True, "faster")
+    _fill(r, base, fixed, SimpleNamespace(match=True, max_abs_error=0.0, tolerance=0.0,
+                                          problem=None), 0.0)
+    assert r.speedup == 15.0 and r.speedup_low <= r.speedup <= r.speedup_high
+    assert r.speedup_high == 15.0 and r.status == "faster"
+    fill_same_inputs(r, base, fixed)
+    assert r.same_inputs_speedup_low <= r.same_inputs_speedup <= r.same_inputs_speedup_high

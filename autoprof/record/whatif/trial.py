@@ -179,7 +179,7 @@ def _fill(result: FixResult, baseline: Timing, timing: Timing, comparison: Any,
         result.status, result.reason = "cannot tell", "the fix's calls took no measurable time"
         return
     iv = paired_ratio(list(baseline.samples_us), list(timing.samples_us))
-    low, high = _speedup_interval(iv)
+    low, high = _speedup_interval(iv, ratio)
     result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
     result.status = classify(low, high)
     result.settle = settle_text(iv) if result.status == "cannot tell" else None
@@ -193,9 +193,9 @@ def fill_same_inputs(result: FixResult, baseline: Timing, same: Timing) -> None:
     result.same_inputs_us, result.same_inputs_spread_us = same.median_us, same.spread_us
     if result.speedup is None or same.median_us <= 0:
         return
-    result.same_inputs_speedup = baseline.median_us / same.median_us
+    result.same_inputs_speedup = ratio = baseline.median_us / same.median_us
     low, high = _speedup_interval(paired_ratio(list(baseline.samples_us),
-                                               list(same.samples_us)))
+                                               list(same.samples_us)), ratio)
     result.same_inputs_speedup_low, result.same_inputs_speedup_high = low, high
     result.same_inputs_status = classify(low, high)
     result.status = loop_status(result.status, result.same_inputs_status)
@@ -203,10 +203,14 @@ def fill_same_inputs(result: FixResult, baseline: Timing, same: Timing) -> None:
         result.reason = same_inputs_note(result.to_dict())
 
 
-def _speedup_interval(iv: Interval) -> tuple[float, float]:
+def _speedup_interval(iv: Interval, speedup: float) -> tuple[float, float]:
     """The speedup's 95% interval from fixed / baseline's over the interleaved pairs (a
-    speedup is its inverse)."""
-    return (1 / iv.high if iv.high > 0 else 0.0), (1 / iv.low if iv.low > 0 else math.inf)
+    speedup is its inverse), stretched to hold ``speedup`` (the ratio of the medians, which
+    on scattered samples can fall outside the paired pairs' interval: a number is never
+    shown outside its own interval, and the status is read from the stretched one)."""
+    low = 1 / iv.high if iv.high > 0 else 0.0
+    high = 1 / iv.low if iv.low > 0 else math.inf
+    return min(low, speedup), max(high, speedup)
 
 
 def try_fixes(
