@@ -63,8 +63,10 @@ class _Codes(dict[Any, int]):
 class Interner:
     """Assigns each distinct value a dense int32 code, in order of first appearance.
 
-    Lookups run as ``map(dict.__getitem__, ...)`` inside ``np.fromiter``: no Python frame
-    per event (only per distinct value), ~3x faster than pandas.factorize on object arrays.
+    ``ColumnBuilder.encode`` looks values up in ``codes`` inside the list comprehension that
+    reads them (``[codes[e.name] for e in events]``): one pass, no Python frame per event
+    (only per distinct value), ~35% faster than ``map(codes.__getitem__, ...)`` over a list
+    read first, itself ~3x faster than pandas.factorize on object arrays.
     """
 
     def __init__(self, first: Any = "") -> None:
@@ -74,6 +76,16 @@ class Interner:
     def encode(self, values: Iterable[Any], count: int) -> npt.NDArray[np.int32]:
         return np.fromiter(map(self.codes.__getitem__, values), dtype=np.int32, count=count)
 
+    def encode_raw(self, raws: list[msgspec.Raw]) -> npt.NDArray[np.int32]:
+        """Codes of the texts of ``raws`` (as bytes). They are joined with NUL bytes and
+        split again, one C call each instead of a ``bytes()`` call per value; a value that
+        holds a NUL itself (no JSON has one outside a string, msgspec none inside) would
+        split into more parts than there are values, and is then read one by one."""
+        parts = b"\0".join(raws).split(b"\0") if raws else []
+        if len(parts) != len(raws):
+            parts = list(map(bytes, raws))
+        return self.encode(parts, len(parts))
+
     def values(self) -> list[Any]:
         return list(self.codes)
 
@@ -81,6 +93,10 @@ class Interner:
 # Each field is read by a list comprehension naming the attribute (``[e.ts for e in
 # events]``), then made an array by ``np.fromiter``: ~20% faster than ``map(attrgetter(...))``
 # (no call per event) and ~45% for the args objects alone.
+
+
+def _int32(codes: list[int]) -> npt.NDArray[np.int32]:
+    return np.fromiter(codes, dtype=np.int32, count=len(codes))
 
 
 def _floats(values: list[Any]) -> FloatArray:
@@ -188,15 +204,16 @@ class ColumnBuilder:
         n = len(events)
         if not n:
             return Chunk({}, warnings=warnings)
-        ph_codes = self.phs.encode([e.ph for e in events], n)
-        cat_codes = self.cats.encode([e.cat for e in events], n)
+        phs, cats, names = self.phs.codes, self.cats.codes, self.names.codes
+        ph_codes = _int32([phs[e.ph] for e in events])
+        cat_codes = _int32([cats[e.cat] for e in events])
         kind = self._kinds()[ph_codes]
         is_x = kind == KIND_X
         args = [e.args for e in events]
         chunk: dict[str, np.ndarray] = {
             "ph": ph_codes,
             "cat": cat_codes,
-            "name": self.names.encode([e.name for e in events], n),
+            "name": _int32([names[e.name] for e in events]),
             "pid": _ids([e.pid for e in events]),
             "tid": _ids([e.tid for e in events]),
             "ts": _floats([e.ts for e in events]),
@@ -207,19 +224,18 @@ class ColumnBuilder:
         chunk["flow_id"] = _spread(_ids([e.id for e in _pick(events, flows)]), flows, n)
         op_rows = np.flatnonzero(is_x & ~self._cat_flags(_NO_SHAPES_CATS)[cat_codes])
         op_args = _pick(args, op_rows)
-        n_ops = len(op_args)
         chunk["seq_nr"] = _spread(_ids([a.seq_nr for a in op_args]), op_rows, n)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _floats([a.flops for a in op_args])
         chunk["input_dims"] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
-        chunk["input_dims"][op_rows] = self.dims.encode(
-            map(bytes, [a.input_dims for a in op_args]), n_ops)
+        chunk["input_dims"][op_rows] = self.dims.encode_raw(
+            [a.input_dims for a in op_args])
         chunk["input_types"] = np.zeros(n, dtype=np.int32)
-        chunk["input_types"][op_rows] = self.types.encode(
-            map(bytes, [a.input_types for a in op_args]), n_ops)
+        chunk["input_types"][op_rows] = self.types.encode_raw(
+            [a.input_types for a in op_args])
         chunk["input_values"] = np.zeros(n, dtype=np.int32)
-        chunk["input_values"][op_rows] = self.values.encode(
-            map(bytes, [a.input_values for a in op_args]), n_ops)
+        chunk["input_values"][op_rows] = self.values.encode_raw(
+            [a.input_values for a in op_args])
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         device_args = _pick(args, device_rows)
         chunk["device"] = _spread(_ids([a.device for a in device_args]), device_rows, n)
