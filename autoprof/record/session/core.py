@@ -151,7 +151,7 @@ class Session(Steps):
 
     def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
-            self._end_step(rf, failure(exc))
+            self._end_step(rf, None if exc is None else failure(exc))
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
 

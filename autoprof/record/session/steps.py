@@ -93,7 +93,8 @@ class Steps(Starting):
         except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
             self._interrupted(interrupt, run)
             raise
-        self._mark_heap(prof, run)
+        if self.options.watch is not None:  # (a recorded step's own cost: no call unwatched)
+            self._mark_heap(prof, run)
         return True
 
     def _count_step(self, prof: Driver, run: RunState, exc: BaseException | None) -> None:
