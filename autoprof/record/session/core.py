@@ -146,7 +146,10 @@ class Session(Steps):
         except BaseException as exc:
             self._end_recorded_step(rf, exc)
             raise
-        self._end_recorded_step(rf, None)
+        try:  # _end_recorded_step(rf, None), one frame less
+            self._end_step(rf, None)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
         return result
 
     def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:

@@ -119,4 +119,5 @@ class Steps(Starting):
         if run.steps_done >= self._total_steps:
             self._fire(Event.SCHEDULE_OVER, "complete")
         elif run.steps_done >= prof.first_recorded_step:
-            self._stepping_thread = self._owner_native_id()
+            owner = self._owner
+            self._stepping_thread = None if owner is None else owner.native_id
