@@ -146,12 +146,15 @@ class Session(Steps):
         except BaseException as exc:
             self._end_recorded_step(rf, exc)
             raise
-        self._end_recorded_step(rf, None)
+        try:  # _end_recorded_step(rf, None), one frame less
+            self._end_step(rf, None)
+        except Exception as problem:  # pragma: no cover - defensive
+            self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
         return result
 
     def _end_recorded_step(self, rf: Any, exc: BaseException | None) -> None:
         try:
-            self._end_step(rf, failure(exc))
+            self._end_step(rf, None if exc is None else failure(exc))
         except Exception as problem:  # pragma: no cover - defensive
             self._warn(f"autoprof: internal problem in {self.name!r}: {problem!r}")
 

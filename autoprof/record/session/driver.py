@@ -222,15 +222,23 @@ class Driver:
         from torch.profiler import ProfilerAction
 
         self._cut_after: list[int] = []
+        # the last (step, action) asked: torch asks for step k as step k - 1 ends, and
+        # :meth:`phase` asks for it again as step k ends (a step's own cost while recording)
+        self._asked: list[tuple[int, Any]] = [(-1, None)]
 
-        def cuttable(step: int, cut_after: list[int] = self._cut_after) -> Any:
+        def cuttable(step: int, cut_after: list[int] = self._cut_after,
+                     asked: list[tuple[int, Any]] = self._asked) -> Any:
             cut = cut_after[0] if cut_after else None
             if cut is None or step < cut:
-                return schedule_fn(step)
-            if step > cut:
-                return ProfilerAction.NONE
-            action = schedule_fn(step)
-            return ProfilerAction.RECORD_AND_SAVE if action == ProfilerAction.RECORD else action
+                action = schedule_fn(step)
+            elif step > cut:
+                action = ProfilerAction.NONE
+            else:
+                action = schedule_fn(step)
+                if action == ProfilerAction.RECORD:
+                    action = ProfilerAction.RECORD_AND_SAVE
+            asked[0] = (step, action)  # one store: a reader sees a whole pair
+            return action
 
         return cuttable
 
@@ -238,6 +246,7 @@ class Driver:
         """End the window after ``last_step`` (a recording step): the schedule saves the
         trace there and stops."""
         self._cut_after[:] = [last_step]
+        self._asked[0] = (-1, None)  # asked before the cut
         self.total_steps = last_step + 1
 
     def recording_step(self, start: int, count: int) -> int | None:
@@ -264,7 +273,10 @@ class Driver:
             return "done"
         if step == self.lines.step:
             return "lines"
-        return PHASES.get(self.schedule_fn(step).name, "wait")
+        asked_step, action = self._asked[0]  # the schedule: a function of the step and cut
+        if asked_step != step:
+            action = self.schedule_fn(step)
+        return PHASES.get(action.name, "wait")
 
     def start(self) -> None:
         """Start recording (``start_ms`` counts it)."""

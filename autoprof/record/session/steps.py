@@ -93,7 +93,8 @@ class Steps(Starting):
         except BaseException as interrupt:  # Ctrl+C while torch stops or exports a cycle
             self._interrupted(interrupt, run)
             raise
-        self._mark_heap(prof, run)
+        if self.options.watch is not None:  # (a recorded step's own cost: no call unwatched)
+            self._mark_heap(prof, run)
         return True
 
     def _count_step(self, prof: Driver, run: RunState, exc: BaseException | None) -> None:
@@ -118,4 +119,5 @@ class Steps(Starting):
         if run.steps_done >= self._total_steps:
             self._fire(Event.SCHEDULE_OVER, "complete")
         elif run.steps_done >= prof.first_recorded_step:
-            self._stepping_thread = self._owner_native_id()
+            owner = self._owner
+            self._stepping_thread = None if owner is None else owner.native_id
