@@ -17,9 +17,10 @@ _INT_KEYS = ("drift_calls", "baseline_calls", "cooldown_calls", "max_windows")
 class Watch:
     """How a watched function is timed after its first window, and when it records again.
 
-    Every call's start is read on the host clock (no profiler, no device sync): the time from
+    Every call's start is timed without a profiler and without a device sync: the time from
     one call's start to the next one's is the job's step time, its loop (the loader, the
-    logging) included. ``clock="auto"`` (the default) reads it on the device instead where
+    logging) included, on the host clock. ``clock="auto"`` (the default) reads it on the
+    device instead where
     the first window recorded CUDA work: a CUDA event recorded on the current stream at each
     call's start, read once the device has passed the next one (``query``, never a sync), so
     a step the device paces is timed at the device's pace and not at the host's, which runs
