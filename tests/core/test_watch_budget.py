@@ -155,3 +155,20 @@ def test_a_first_window_over_the_budget_keeps_its_one_measured_step(traces_root)
     m = manifest(run)
     assert m["status"] == "complete" and m["steps_recorded"] == 1
     assert "not even one step fits" in m["budget"]["why"]
+
+
+def test_a_trace_is_counted_once_while_the_finisher_compresses_it(tmp_path):
+    """The finisher writes the gzip whole, reads it back, then removes the raw trace: for a
+    while both are there, and the trace per step must not double (a window would then be
+    refused as over its budget)."""
+    from autoprof import runfolder
+
+    final = tmp_path / "w.1.pt.trace.json.gz"
+    raw = tmp_path / runfolder.raw_trace_name(final.name)
+    body = b"x" * 3000
+    raw.write_bytes(body)
+    assert budget.bytes_per_step(tmp_path, 3) == 1000  # raw only: not compressed yet
+    final.write_bytes(gzip.compress(body))
+    assert budget.bytes_per_step(tmp_path, 3) == 1000  # both: counted once
+    raw.unlink()
+    assert budget.bytes_per_step(tmp_path, 3) == 1000  # the gzip alone

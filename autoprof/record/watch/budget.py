@@ -77,13 +77,25 @@ def bytes_per_step(run_dir: Path, recorded_steps: int) -> float | None:
     if recorded_steps < 1:
         return None
     try:
-        files = [p for p in run_dir.iterdir()
-                 if p.name.endswith((runfolder.TRACE_SUFFIX, runfolder.RAW_SUFFIX))]
+        names = {p.name if p.name.endswith(runfolder.TRACE_SUFFIX)
+                 else runfolder.final_trace_name(p.name)
+                 for p in run_dir.iterdir()
+                 if p.name.endswith((runfolder.TRACE_SUFFIX, runfolder.RAW_SUFFIX))}
         ranks = max(1, len(list(run_dir.glob(runfolder.RANK_MANIFEST_GLOB))))
     except OSError:
         return None
-    total = sum(trace_bytes(p) for p in files)
+    total = sum(_one_trace(run_dir / name) for name in names)
     return total / ranks / recorded_steps if total > 0 else None
+
+
+def _one_trace(final: Path) -> int:
+    """A cycle's trace counted once while the finisher compresses it: its gzip once that is
+    in place (written whole, then renamed; the raw trace is removed after it), else its raw
+    trace, else the gzip that replaced the raw trace meanwhile."""
+    if final.exists():
+        return trace_bytes(final)
+    raw = final.with_name(runfolder.raw_trace_name(final.name))
+    return trace_bytes(raw) or trace_bytes(final)
 
 
 def fit(schedule: Schedule, max_trace_mb: float, per_step_bytes: float | None,
