@@ -13,7 +13,6 @@ measurement. Goal: at most 1% of a 1 ms step (10 us a call).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import statistics
 import sys
@@ -26,17 +25,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from watch_cost import _plain  # noqa: E402  (the CPU benchmark's plain functools.wraps wrapper)
+
 
 def _step(x: Any) -> Any:
     return x.add_(1.0)
-
-
-def _plain(fn: Any) -> Any:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _watched(out: str, clock: str) -> Any:
