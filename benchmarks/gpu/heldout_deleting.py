@@ -25,18 +25,14 @@ is a one-rank NCCL call, so its gain is the reducer's and the launches', not a n
 
 from __future__ import annotations
 
-import argparse
-import os
-import shutil
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout_compare import compare  # noqa: E402
-from heldout_driver import Case, measure  # noqa: E402
+import heldout_oneshot  # noqa: E402
+from heldout_driver import Case  # noqa: E402
 
 CASES: dict[str, Case] = {
     "conv_bn_nchw": {
@@ -184,53 +180,11 @@ opt.step()
 }
 
 DEFAULTS = {"rounds": 5, "budget_s": 300.0, "record_calls": 20, "timeout_s": 90.0}
-
-
-def _tar_runs(out: Path) -> None:
-    """OUT/runs/ as OUT/runs.tar.gz (one file to bring back), the folder removed."""
-    runs = out / "runs"
-    if not runs.is_dir():
-        return
-    with tarfile.open(out / "runs.tar.gz", "w:gz") as tar:
-        tar.add(runs, arcname="runs")
-    shutil.rmtree(runs)
-
-
-def analyse(out: Path, into: Path) -> dict[str, Any]:
-    """The recorded runs' predictions beside the truth, written under `into`."""
-    into.mkdir(parents=True, exist_ok=True)
-    if into.resolve() != out.resolve():
-        shutil.copyfile(out / "truth.json", into / "truth.json")
-    if not (into / "runs").is_dir() and (out / "runs.tar.gz").is_file():
-        with tarfile.open(out / "runs.tar.gz") as tar:
-            tar.extractall(into, filter="data")
-    return compare(str(into))
+analyse = heldout_oneshot.analyse
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", required=True, help="truth.json and runs.tar.gz")
-    parser.add_argument("--analyse", action="store_true",
-                        help="predictions beside the truth (any machine, CPU)")
-    parser.add_argument("--into", help="where --analyse unpacks and writes (default OUT)")
-    parser.add_argument("--tiny", action="store_true",
-                        help="every program on the CPU at tiny sizes, one round")
-    parser.add_argument("--rounds", type=int, default=int(DEFAULTS["rounds"]))
-    parser.add_argument("--budget-s", type=float, default=DEFAULTS["budget_s"])
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    if args.analyse:
-        return analyse(out, Path(args.into) if args.into else out)
-    truth = measure(CASES, {
-        "out": str(out), "device": "cpu" if args.tiny else "cuda", "dry": args.tiny,
-        "rounds": 1 if args.tiny else args.rounds, "budget_s": args.budget_s,
-        "record": True, "record_calls": int(DEFAULTS["record_calls"]),
-        "timeout_s": DEFAULTS["timeout_s"], "resume": False})
-    _tar_runs(out)
-    print(f"wrote {out / 'truth.json'} and {out / 'runs.tar.gz'} "
-          f"({os.path.getsize(out / 'runs.tar.gz') / 1e6:.1f} MB)"
-          if (out / "runs.tar.gz").is_file() else f"wrote {out / 'truth.json'}")
-    return truth
+    return heldout_oneshot.main(argv, (__doc__ or "").splitlines()[0], CASES, DEFAULTS)
 
 
 if __name__ == "__main__":
