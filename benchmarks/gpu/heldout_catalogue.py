@@ -38,7 +38,7 @@ fused kernel): a check that the programs and the pipeline run, not a measurement
 | ``mixer_eval_grad`` | evaluation with autograd on | ``inference_mode``; CUDA graph |
 | ``two_tower_zero_grad`` | ``zero_grad(set_to_none=False)``, 1M-row tables | ``zero_grad()`` |
 | ``char_lm_host_mask`` | mask, positions, weights made on the host | on the device; once |
-| ``policy_rollout_launch_bound`` | ~280 tiny kernels a call | CUDA graph |
+| ``policy_rollout_launch_bound`` | ~230 small ops a call | CUDA graph |
 """
 
 from __future__ import annotations
