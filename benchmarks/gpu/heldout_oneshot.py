@@ -59,6 +59,8 @@ def main(argv: list[str] | None, about: str, cases: dict[str, Case],
     parser.add_argument("--rounds", type=int, default=int(defaults["rounds"]))
     parser.add_argument("--budget-s", type=float, default=defaults["budget_s"],
                         help="no timing round starts that would end past this")
+    parser.add_argument("--resume", action="store_true",
+                        help="add rounds to OUT/truth.json (the programs are not recorded again)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.analyse:
@@ -68,7 +70,7 @@ def main(argv: list[str] | None, about: str, cases: dict[str, Case],
         "out": str(out), "device": "cpu" if args.tiny else "cuda", "dry": args.tiny,
         "rounds": 1 if args.tiny else args.rounds, "budget_s": args.budget_s,
         "record": True, "record_calls": int(defaults["record_calls"]),
-        "timeout_s": defaults["timeout_s"], "resume": False})
+        "timeout_s": defaults["timeout_s"], "resume": args.resume})
     tar_runs(out)
     print(f"wrote {out / 'truth.json'} and {out / 'runs.tar.gz'} "
           f"({os.path.getsize(out / 'runs.tar.gz') / 1e6:.1f} MB)"

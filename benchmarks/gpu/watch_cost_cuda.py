@@ -6,6 +6,10 @@ loop of each round (wall clock, a sync at each loop's end), the median over roun
 
     PYTHONPATH=. python benchmarks/gpu/watch_cost_cuda.py [--rounds 7] [--out FILE]
 
+``--parts`` also times, alone in the same loop, each CUDA call the device clock can make
+(``parts_ns_per_call``: the kernel alone, then each call beside it), to say where a watched
+call's cost goes.
+
 ``max_windows=0``: a drift seen in this tight loop must not start a window inside the
 measurement. Goal: at most 1% of a 1 ms step (10 us a call).
 """
@@ -57,11 +61,50 @@ def _best_ns(fn: Any, x: Any, calls: int, repeat: int = 3) -> float:
     return best
 
 
+def _parts(calls: int) -> dict[str, float]:
+    """ns a call of each CUDA call the device clock can make, beside the kernel (its own
+    cost: the kernel alone subtracted), the best of 3 loops."""
+    x = torch.zeros(256, device="cuda")
+    c_api = torch._C
+    stream = torch.cuda.current_stream()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    torch.cuda.synchronize()
+    candidates: dict[str, Any] = {
+        "is_current_stream_capturing": torch.cuda.is_current_stream_capturing,
+        "_cuda_isCurrentStreamCapturing": c_api._cuda_isCurrentStreamCapturing,
+        "current_stream": torch.cuda.current_stream,
+        "_cuda_getDevice + _cuda_getCurrentRawStream":
+            lambda: c_api._cuda_getCurrentRawStream(c_api._cuda_getDevice()),
+        "Event.record()": start.record,
+        "Event.record(stream)": lambda: start.record(stream),
+        "_CudaEventBase.record(event, stream)":
+            lambda: c_api._CudaEventBase.record(start, stream),
+        "Event.query()": end.query,
+        "Event.elapsed_time": lambda: start.elapsed_time(end),
+    }
+
+    def loop(extra: Any) -> float:
+        def call(t: Any) -> None:
+            t.add_(1.0)
+            if extra is not None:
+                extra()
+        return _best_ns(call, x, calls)
+
+    kernel = loop(None)
+    parts = {"kernel alone (add_ on 256 floats)": kernel}
+    for name, extra in candidates.items():
+        parts[name] = loop(extra) - kernel
+    return parts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--parts", action="store_true", help="also time each CUDA call")
     args = parser.parse_args()
     import autoprof
 
@@ -88,6 +131,8 @@ def main() -> int:
         "host_clock_extra_ns_per_call": med["watch_host_clock"] - med["plain_wraps"],
         "goal_extra_ns_per_call": 10_000,
     }
+    if args.parts:
+        result["parts_ns_per_call"] = _parts(args.calls)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")

@@ -12,8 +12,8 @@ the host's pace).
 
 An event is reused once the device has passed it; a call that finds every event in flight
 (the device more than :data:`POOL` calls behind) or a stream being captured into a CUDA graph
-records none, and no step time spans that gap. Measured cost per call in
-``benchmarks/watch_cost.py --cuda``.
+records none, and no step time spans that gap. Measured cost per call:
+``benchmarks/gpu/watch_cost_cuda.py`` (docs/watch.md, "On a GPU").
 """
 
 from __future__ import annotations
@@ -28,31 +28,72 @@ from autoprof.runfolder.watchfile import DEVICE_CLOCK
 
 POOL = 256  # events in flight at most (the calls the device may be behind the host)
 _READS_PER_CALL = 2  # finished step times read per call at most (a backlog drains)
+_STREAMS_CACHED = 64  # current streams remembered by their raw handle at most
+
+
+class StreamCalls:
+    """The two calls a watched call makes on the device, at their cheapest: is the current
+    stream being captured, and record an event on it. ``Event.record()`` asks torch for
+    the current stream as a new Python ``Stream`` each time (a few microseconds); here the
+    ``Stream`` is kept per (device, raw stream handle), both read from torch's C calls, and
+    made again only where the current stream changed. Where those calls are missing (a
+    stand-in, another torch) the public ones are used."""
+
+    __slots__ = ("capturing", "_device", "_raw", "_record", "_current", "_streams")
+
+    def __init__(self, cuda: Any, c_api: Any = None) -> None:
+        names = ("_cuda_isCurrentStreamCapturing", "_cuda_getDevice",
+                 "_cuda_getCurrentRawStream", "_CudaEventBase")
+        self._streams: dict[tuple[int, int], Any] = {}
+        if c_api is None or not all(hasattr(c_api, n) for n in names):
+            self.capturing: Callable[[], bool] = cuda.is_current_stream_capturing
+            self._record: Callable[..., None] | None = None
+            return
+        self.capturing = c_api._cuda_isCurrentStreamCapturing
+        self._device: Callable[[], int] = c_api._cuda_getDevice
+        self._raw: Callable[[int], int] = c_api._cuda_getCurrentRawStream
+        self._record = c_api._CudaEventBase.record
+        self._current: Callable[[], Any] = cuda.current_stream
+
+    def record(self, event: Any) -> None:
+        """Record ``event`` on the current stream."""
+        if self._record is None:
+            event.record()
+            return
+        device = self._device()
+        key = (device, self._raw(device))
+        stream = self._streams.get(key)
+        if stream is None:
+            if len(self._streams) >= _STREAMS_CACHED:
+                self._streams.clear()
+            stream = self._streams[key] = self._current()
+        self._record(event, stream)
 
 
 class EventPace:
     """The calls' start events in flight, oldest first, and the free ones."""
 
-    __slots__ = ("_cuda", "_free", "_pending")
+    __slots__ = ("_calls", "_cuda", "_free", "_pending")
 
-    def __init__(self, cuda: Any) -> None:
+    def __init__(self, cuda: Any, c_api: Any = None) -> None:
         self._cuda = cuda  # torch.cuda (a stand-in in the unit tests)
+        self._calls = StreamCalls(cuda, c_api)  # torch._C, where the fast calls are wanted
         self._free: list[Any] = []
         self._pending: deque[tuple[int, Any]] = deque()
 
     def record(self, call: int) -> None:
         """An event at call ``call``'s start on the current stream, unless a stream is being
         captured or every event is in flight (no step time spans the skipped call)."""
-        cuda = self._cuda
-        if cuda.is_current_stream_capturing():
+        calls = self._calls
+        if calls.capturing():
             return
         if self._free:
             event = self._free.pop()
         elif len(self._pending) < POOL:
-            event = cuda.Event(enable_timing=True)
+            event = self._cuda.Event(enable_timing=True)
         else:
             return
-        event.record()
+        calls.record(event)
         self._pending.append((call, event))
 
     def finished(self) -> int | None:
@@ -85,8 +126,9 @@ class DeviceWatcher(Watcher):
     clock = DEVICE_CLOCK
 
     def __init__(self, name: str, watch: Watch, calls_before: int,
-                 start_window: Callable[[Trigger], bool], cuda: Any) -> None:
-        self._pace = EventPace(cuda)
+                 start_window: Callable[[Trigger], bool], cuda: Any,
+                 c_api: Any = None) -> None:
+        self._pace = EventPace(cuda, c_api)
         super().__init__(name, watch, calls_before, start_window)
 
     def tick(self, now_ns: int) -> bool:

@@ -77,7 +77,9 @@ def _watcher(session: Session, watch: Watch, start_window: Callable[[Trigger], b
     calls = calls_so_far(session)
     run = session._run
     if watch.clock == "auto" and run is not None and run.uses_cuda and cuda_in_use():
-        return DeviceWatcher(session.name, watch, calls, start_window, torch_module().cuda)
+        torch = torch_module()
+        return DeviceWatcher(session.name, watch, calls, start_window, torch.cuda,
+                             getattr(torch, "_C", None))
     return Watcher(session.name, watch, calls, start_window)
 
 
