@@ -8,6 +8,7 @@ time spans a gap."""
 from __future__ import annotations
 
 import statistics
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -198,8 +199,6 @@ def test_the_clock_option_is_checked_and_older_watch_files_read_as_the_host():
 
 def test_the_device_clock_is_chosen_only_where_the_window_recorded_cuda_and_clock_allows(
         monkeypatch):
-    from types import SimpleNamespace
-
     from autoprof.record.watch import window
 
     stream = Stream()
@@ -219,3 +218,61 @@ def test_the_device_clock_is_chosen_only_where_the_window_recorded_cuda_and_cloc
     run.uses_cuda = True
     monkeypatch.setattr(window, "cuda_in_use", lambda: False)  # CUDA never started
     assert type(window._watcher(session, Watch(), start)) is Watcher
+
+
+class _CApi:
+    """The part of ``torch._C`` the clock's fast calls read: the current device and its
+    current stream's raw handle, a capture flag, and the event base's ``record``."""
+
+    def __init__(self) -> None:
+        self.device, self.raw = 0, 1000
+        self.capturing = False
+        self.recorded: list[tuple[Any, Any]] = []
+        api = self
+
+        class EventBase:
+            @staticmethod
+            def record(event: Any, stream: Any) -> None:
+                api.recorded.append((event, stream))
+
+        self._CudaEventBase = EventBase
+
+    def _cuda_isCurrentStreamCapturing(self) -> bool:  # noqa: N802 -- torch._C's name
+        return self.capturing
+
+    def _cuda_getDevice(self) -> int:  # noqa: N802
+        return self.device
+
+    def _cuda_getCurrentRawStream(self, device: int) -> int:  # noqa: N802
+        assert device == self.device
+        return self.raw
+
+
+def test_the_fast_calls_keep_the_stream_until_the_current_stream_changes():
+    c_api, made = _CApi(), []
+
+    def current_stream() -> tuple[int, int]:
+        made.append((c_api.device, c_api.raw))
+        return made[-1]
+
+    cuda = SimpleNamespace(current_stream=current_stream, Event=lambda enable_timing: object())
+    pace = EventPace(cuda, c_api)
+    for call in range(5):
+        pace.record(call)
+    assert made == [(0, 1000)]  # asked once, not per call
+    c_api.raw = 2000  # the user switched streams (with torch.cuda.stream(s): ...)
+    pace.record(5)
+    c_api.device, c_api.raw = 1, 3000  # another device
+    pace.record(6)
+    assert made == [(0, 1000), (0, 2000), (1, 3000)]
+    assert [stream for _, stream in c_api.recorded] == [(0, 1000)] * 5 + [(0, 2000), (1, 3000)]
+    c_api.capturing = True  # a CUDA graph capture: no event
+    pace.record(7)
+    assert len(c_api.recorded) == 7
+
+
+def test_without_the_fast_calls_the_public_ones_are_used():
+    stream = Stream()
+    pace = EventPace(stream, SimpleNamespace())  # a torch._C without them
+    pace.record(1)
+    assert stream.made == 1
