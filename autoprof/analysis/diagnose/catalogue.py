@@ -45,10 +45,13 @@ def ranked_opportunities(ctx: Analysis) -> list[dict[str, Any]]:
     compiled = is_compiled(ctx)
     step_us = float(bd.steps["step_us"].mean()) if len(bd.steps) else 0.0
     cpu_ops = None if ctx.has_gpu else heavy_ops(ctx.events, bd.steps)
+    lines = ctx.source_lines if ctx.has_gpu else None
     opps = with_predictions(opportunities(bd, cpu_ops=cpu_ops, compiled=compiled), ctx.events,
                             ctx.call_region, ctx.reference, step_us, ctx.graph_input_copy_us,
                             ctx.device_name,
-                            ctx.record.cudnn_benchmark if ctx.record is not None else None)
+                            ctx.record.cudnn_benchmark if ctx.record is not None else None,
+                            lines.attribution.rows["source"]
+                            if lines is not None and lines.available else None)
     extra = catalogue_fixes(ctx, step_us)
     out = ranked(opps + extra) if extra else opps
     return for_compiled(out) if compiled else out

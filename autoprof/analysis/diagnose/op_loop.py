@@ -86,7 +86,7 @@ def _outermost(host: pd.DataFrame) -> np.ndarray:
     return np.asarray(is_op & ~blocked, dtype=bool)
 
 
-def _small(dims: Any) -> bool:
+def small_inputs(dims: Any) -> bool:
     """Whether every tensor input in `dims` (a list of shapes, or its JSON text as the trace
     gives it) has at most SMALL_ELEMENTS; False when no shape is known (no list, or an empty
     one). An argument recorded as `[]` (a number, or a 0-d tensor such as the `0` that
@@ -144,9 +144,9 @@ class _Steps:
         return self._repeats[key]
 
     def small(self, dims: Any) -> bool:
-        """`_small(dims)`, once per distinct shape text."""
+        """`small_inputs(dims)`, once per distinct shape text."""
         if dims not in self._small:
-            self._small[dims] = _small(dims)
+            self._small[dims] = small_inputs(dims)
         return self._small[dims]
 
 

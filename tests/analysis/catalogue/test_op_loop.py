@@ -162,7 +162,7 @@ def test_an_op_whose_arguments_are_all_numbers_is_small_and_unknown_shapes_are_n
     """`sum(loss_i for i ...)` adds each item's loss to Python's `0`: the add's arguments
     are recorded as `[[], [], []]` (numbers and 0-d tensors), which holds no large tensor;
     a row whose shapes were not recorded stays unknown."""
-    from autoprof.analysis.diagnose.op_loop import _small
+    from autoprof.analysis.diagnose.op_loop import small_inputs as _small
 
     assert _small([[], [], []]) and _small("[[], [], []]") and _small([[1, 100], [1], []])
     assert not _small([]) and not _small("") and not _small(None) and not _small("[[]")
