@@ -90,7 +90,8 @@ def small_inputs(dims: Any) -> bool:
     """Whether every tensor input in `dims` (a list of shapes, or its JSON text as the trace
     gives it) has at most SMALL_ELEMENTS; False when no shape is known (no list, or an empty
     one). An argument recorded as `[]` (a number, or a 0-d tensor such as the `0` that
-    Python's `sum` starts from) holds at most one element."""
+    Python's `sum` starts from) holds at most one element; a list of tensors (`torch.cat`'s,
+    recorded as a list of shapes) is each of its tensors."""
     if isinstance(dims, str):
         try:
             dims = json.loads(dims)
@@ -99,7 +100,11 @@ def small_inputs(dims: Any) -> bool:
     if not isinstance(dims, list | tuple) or not dims:
         return False
     shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)]
-    return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+    shapes = [s for d in shapes for s in (d if isinstance(d[0], list | tuple) else [d])]
+    try:
+        return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+    except (TypeError, ValueError):
+        return False  # a shape that is not a list of sizes: not known
 
 
 def _longest_repeat(names: np.ndarray) -> tuple[int, int, int]:

@@ -167,5 +167,8 @@ def test_an_op_whose_arguments_are_all_numbers_is_small_and_unknown_shapes_are_n
     assert _small([[], [], []]) and _small("[[], [], []]") and _small([[1, 100], [1], []])
     assert not _small([]) and not _small("") and not _small(None) and not _small("[[]")
     assert not _small([[1024, 1024], []])
+    # a list of tensors (torch.cat's) is each of them; a shape of anything else is not known
+    assert _small([[[8, 16], [8, 16]], []]) and not _small([[[8, 16], [1024, 1024]], []])
+    assert not _small([[["a"]]])
     got = python_loop(events_table(_step(64, [[], [], []])), 10000.0)
     assert got is not None and got["evidence"]["repeats_per_step"] == 64
