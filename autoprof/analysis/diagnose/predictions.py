@@ -49,7 +49,7 @@ import pandas as pd
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.diagnose.error_band import band_of
 from autoprof.analysis.diagnose.op_loop import python_loop
-from autoprof.analysis.diagnose.sync_reads import read_hint, read_spans
+from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
@@ -124,7 +124,7 @@ def _loader_between(loop: Loop) -> bool:
 
 def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
                baseline: list[Change], input_copy_us: float, workers: bool,
-               sources: pd.Series | None = None) -> dict[str, Any]:
+               sources: Sources | None = None) -> dict[str, Any]:
     fix = FIX_OF_CAUSE.get(str(opp.get("cause")))
     if fix == "loader-workers" and opp.get("hint") != FIX_HINTS[fix]:
         fix = None  # no DataLoader between the calls: no fix the replay knows
@@ -155,14 +155,15 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
                      ref: Reference | None, step_us: float = 0.0,
                      input_copy_us: float = 0.0, device: str | None = None,
                      cudnn_benchmark: bool | None = None,
-                     sources: pd.Series | None = None) -> list[dict[str, Any]]:
+                     sources: Sources | None = None) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
     profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
     inputs in, metrics/replay/changes.py; `device`: the device's name, for what its link
     gives a pinned copy, metrics/host_link.py; `cudnn_benchmark`: the manifest's flag;
-    `sources`: each row's source line where the run has them, metrics/lines)."""
+    `sources`: gives each row's source line where the run has them, metrics/lines; called
+    only where a step reads a scalar, sync_reads.py)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
@@ -198,7 +199,7 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                       ref: Reference | None, step_us: float, input_copy_us: float,
                       device: str | None = None, cudnn_benchmark: bool | None = None,
-                      sources: pd.Series | None = None) -> list[dict[str, Any]]:
+                      sources: Sources | None = None) -> list[dict[str, Any]]:
     """`with_predictions` for a table with GPU work (unranked), its replays sharing one
     graph."""
     phase("predictions: the loop around the call")

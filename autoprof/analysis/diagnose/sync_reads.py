@@ -23,6 +23,8 @@ gain to be offered), 1.020x with the read gone, 1.018x measured.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -32,10 +34,13 @@ from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.stats import cpu_mask, factorized, merge_intervals
 from autoprof.analysis.metrics.sync import host_syncs
 
-__all__ = ["SMALL_ELEMENTS", "ReadSpans", "read_hint", "read_spans"]
+__all__ = ["SMALL_ELEMENTS", "ReadSpans", "Sources", "read_hint", "read_spans"]
 _OP = "aten::"
 
 ReadSpans = tuple[tuple[float, ...], tuple[float, ...], list[str]]
+# each events-table row's source line (the lines attribution's `source`, by row label), or
+# None where the run has none: called only where a step reads a scalar
+Sources = Callable[[], "pd.Series | None"]
 
 
 def _lifted(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -81,11 +86,11 @@ class _Thread:
         return out
 
 
-def read_spans(events: pd.DataFrame, sources: pd.Series | None = None) -> ReadSpans | None:
+def read_spans(events: pd.DataFrame, sources: Sources | None = None) -> ReadSpans | None:
     """The host spans `remove-sync` deletes (the module doc): each scalar read in the
-    profiled steps, with the small ops of its line just before it where `sources` (the
-    source line of each events-table row, by row label) is given; their merged starts and
-    ends, and the lines whose ops went with a read. None where no step reads a scalar."""
+    profiled steps, with the small ops of its line just before it where `sources` gives the
+    source line of each events-table row; their merged starts and ends, and the lines whose
+    ops went with a read. None where no step reads a scalar."""
     host = events[cpu_mask(events) & (events["step"] >= 0).to_numpy()]
     syncs = host_syncs(host)
     syncs = syncs[syncs["name"].isin(SCALAR_READS)]
@@ -97,17 +102,18 @@ def read_spans(events: pd.DataFrame, sources: pd.Series | None = None) -> ReadSp
     reads = sorted(set(_lifted(is_op, parent, host.index.get_indexer(syncs.index)).tolist()))
     has_op_above = parent >= 0
     has_op_above[has_op_above] = is_op[parent[has_op_above]]
-    thread = _Thread(host, is_op & ~has_op_above, sources) if sources is not None else None
+    lines = sources() if sources is not None else None
+    thread = _Thread(host, is_op & ~has_op_above, lines) if lines is not None else None
     rows: list[int] = []
-    lines: set[str] = set()
+    named: set[str] = set()
     for read in reads:
         got = thread.with_line(read) if thread is not None else [read]
         rows += got
         if len(got) > 1 and thread is not None:
-            lines.add(str(thread.source[thread.where[read]]))
+            named.add(str(thread.source[thread.where[read]]))
     starts, ends = merge_intervals(host["ts_us"].to_numpy(float)[rows],
                                    host["end_us"].to_numpy(float)[rows])
-    return (tuple(float(v) for v in starts), tuple(float(v) for v in ends), sorted(lines))
+    return (tuple(float(v) for v in starts), tuple(float(v) for v in ends), sorted(named))
 
 
 def read_hint(spans: ReadSpans | None) -> str:

@@ -53,7 +53,7 @@ def test_the_read_goes_whole_and_with_the_check_on_its_line() -> None:
     # the check's small ops on the read's line go with it; the matmul (another line) stays
     on_line = {"aten::mm": "decode.py:24 (token)", "aten::eq": LINE, "aten::all": LINE,
                "aten::item": LINE}
-    starts, ends, lines = read_spans(events, _sources(events, on_line)) or ((), (), [])
+    starts, ends, lines = read_spans(events, lambda: _sources(events, on_line)) or ((), (), [])
     assert lines == [LINE]
     assert sum(e - s for s, e in zip(starts, ends, strict=True)) == 20 + 20 + 40
     assert min(starts) == 100.0
@@ -64,7 +64,7 @@ def test_a_large_op_on_the_reads_line_stays() -> None:
     on the read's line, but the check needs them; the walk back stops at the first large op."""
     events = _step()
     every = {n: LINE for n in ("aten::mm", "aten::eq", "aten::all", "aten::item")}
-    starts, ends, _ = read_spans(events, _sources(events, every)) or ((), (), [])
+    starts, ends, _ = read_spans(events, lambda: _sources(events, every)) or ((), (), [])
     assert min(starts) == 100.0  # eq onwards: the mm before it kept
 
 
@@ -73,6 +73,11 @@ def test_a_step_without_a_read_has_no_spans() -> None:
           _op("aten::eq", 100, 20, [[8], []]),
           kineto_event("cudaDeviceSynchronize", "cuda_runtime", 170, 25, pid=CPU_PID)]
     assert read_spans(events_table(ev)) is None
+
+    def no_lines() -> pd.Series:
+        raise AssertionError("the source lines are read only where a step reads a scalar")
+
+    assert read_spans(events_table(ev), no_lines) is None
 
 
 def _remove_sync(run_dir: Path) -> dict[str, Any]:
