@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from autoprof.analysis.diagnose.batched_loader import per_sample_loader
 from autoprof.analysis.diagnose.code_fixes import MIN_SPEEDUP
 from autoprof.analysis.diagnose.cold_start_cpu import is_compiled
@@ -37,6 +39,12 @@ def catalogue_fixes(ctx: Analysis, step_us: float) -> list[dict[str, Any]]:
     return [o for o in found if o is not None and o["predicted_speedup"] >= MIN_SPEEDUP]
 
 
+def _sources(ctx: Analysis) -> pd.Series | None:
+    """Each events-table row's source line (metrics/lines), None where the run has none."""
+    lines = ctx.source_lines
+    return lines.attribution.rows["source"] if lines.available else None
+
+
 def ranked_opportunities(ctx: Analysis) -> list[dict[str, Any]]:
     """`Analysis.opportunities`: the breakdown's causes (opportunities.py) with each fix's
     prediction (predictions.py) and the entries of the module doc, ranked together where any
@@ -48,7 +56,8 @@ def ranked_opportunities(ctx: Analysis) -> list[dict[str, Any]]:
     opps = with_predictions(opportunities(bd, cpu_ops=cpu_ops, compiled=compiled), ctx.events,
                             ctx.call_region, ctx.reference, step_us, ctx.graph_input_copy_us,
                             ctx.device_name,
-                            ctx.record.cudnn_benchmark if ctx.record is not None else None)
+                            ctx.record.cudnn_benchmark if ctx.record is not None else None,
+                            lambda: _sources(ctx))
     extra = catalogue_fixes(ctx, step_us)
     out = ranked(opps + extra) if extra else opps
     return for_compiled(out) if compiled else out

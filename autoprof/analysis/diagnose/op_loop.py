@@ -20,20 +20,27 @@ op over the whole batch (`x / x.norm(dim=1, keepdim=True)`) removes them:
   recording) is not one, since no batch dimension holds its iterations;
 - fix: `vectorise`, one op sequence over the batch; `where` names the sequence's first op
   (the report adds its line);
+- backward: a loop that autograd records adds nodes to the graph for each item, and
+  `backward()` runs each, as many ops again; vectorising removes them too. They are found by
+  their sequence numbers (op_loop_backward.py): the nodes whose `seq_nr` a forward row inside
+  the loop carries;
 - gain: such a step is the host's, each op costing about the same at the program's own pace
   (a launch and the framework's dispatch; the profiler inflates some ops far more than
   others, so their profiled times are not used): the untraced call (else the profiled step)
-  is shared equally among its outermost ops, and after the fix it holds the ops outside the
-  loop and one iteration's (the vectorised body), no less than the GPU time of the work
-  launched outside the loop; the untraced time between calls is added to both sides.
-  `predicted_speedup` is the median over the steps.
+  is shared equally among its outermost ops, the backward's included, and after the fix it
+  holds the ops outside the loop and its nodes, and one iteration's of each (the vectorised
+  body), no less than the GPU time of the work launched outside them; the untraced time
+  between calls is added to both sides. `predicted_speedup` is the median over the steps.
 
-Measured: on the H100 catalogue's row loop (256 rows of 512, then a matmul) this predicts
-147x against 136x measured without the profiler (+8%), ranked above the CUDA graph (7.2x);
-none of the catalogue's eight other H100 programs fires it (an Adam over 192 parameters with
-foreach=False included: its per-parameter ops are the optimizer's). One program measured, so
-the interval is at least PREDICTION_ERROR either way (a measured gain between 2/3 and twice the
-estimate), wider than the pooled model-error band (error_band.py).
+Measured: on the H100 catalogue's row loop (256 rows of 512, then a matmul; no backward) this
+predicts 147x against 136x measured without the profiler (+8%), ranked above the CUDA graph
+(7.2x); none of the catalogue's eight other H100 programs fires it (an Adam over 192
+parameters with foreach=False included: its per-parameter ops are the optimizer's). On the
+H100 per-sample loss loop (128 `cross_entropy` calls on 1-row slices, then `backward()`)
+51x against 55x measured (-8%); it was 11.7x (-79%) before the backward's nodes were counted,
+its floor then the GPU time of the loop's own backward kernels. Two development programs, so
+the interval is at least PREDICTION_ERROR either way (a measured gain between 2/3 and twice
+the estimate), wider than the pooled model-error band (error_band.py).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.diagnose.op_loop_backward import loop_backward, node_positions
 from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.baseline import Reference
 from autoprof.analysis.metrics.stats import cpu_mask, factorized
@@ -52,13 +60,14 @@ from autoprof.analysis.metrics.stats import cpu_mask, factorized
 MAX_PERIOD = 4  # the longest op sequence a loop body is looked for as
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
 SMALL_ELEMENTS = 65536  # an op over more elements is not launch-bound
-PREDICTION_ERROR = 0.5  # one program measured (module doc): 2/3 to twice the estimate
+PREDICTION_ERROR = 0.5  # two programs measured (module doc): 2/3 to twice the estimate
 SPLITS = ("aten::unbind", "aten::split", "aten::chunk", "aten::split_with_sizes")
 GATHERS = ("aten::stack", "aten::cat")
 ITEM_OPS = frozenset({"aten::select", "aten::slice", "aten::index", "aten::narrow"})
 _OP = "aten::"
 _OPTIMIZER = "Optimizer."
-_LOOP_COLUMNS = ["name", "parent", "depth", "ts_us", "end_us", "step", "tid", "input_dims"]
+_LOOP_COLUMNS = ["name", "parent", "depth", "ts_us", "end_us", "step", "tid", "input_dims",
+                 "seq_nr"]
 
 
 def _outermost(host: pd.DataFrame) -> np.ndarray:
@@ -77,11 +86,12 @@ def _outermost(host: pd.DataFrame) -> np.ndarray:
     return np.asarray(is_op & ~blocked, dtype=bool)
 
 
-def _small(dims: Any) -> bool:
+def small_inputs(dims: Any) -> bool:
     """Whether every tensor input in `dims` (a list of shapes, or its JSON text as the trace
     gives it) has at most SMALL_ELEMENTS; False when no shape is known (no list, or an empty
     one). An argument recorded as `[]` (a number, or a 0-d tensor such as the `0` that
-    Python's `sum` starts from) holds at most one element."""
+    Python's `sum` starts from) holds at most one element; a list of tensors (`torch.cat`'s,
+    recorded as a list of shapes) is each of its tensors."""
     if isinstance(dims, str):
         try:
             dims = json.loads(dims)
@@ -90,7 +100,11 @@ def _small(dims: Any) -> bool:
     if not isinstance(dims, list | tuple) or not dims:
         return False
     shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)]
-    return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+    shapes = [s for d in shapes for s in (d if isinstance(d[0], list | tuple) else [d])]
+    try:
+        return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+    except (TypeError, ValueError):
+        return False  # a shape that is not a list of sizes: not known
 
 
 def _longest_repeat(names: np.ndarray) -> tuple[int, int, int]:
@@ -135,9 +149,9 @@ class _Steps:
         return self._repeats[key]
 
     def small(self, dims: Any) -> bool:
-        """`_small(dims)`, once per distinct shape text."""
+        """`small_inputs(dims)`, once per distinct shape text."""
         if dims not in self._small:
-            self._small[dims] = _small(dims)
+            self._small[dims] = small_inputs(dims)
         return self._small[dims]
 
 
@@ -167,39 +181,53 @@ def _loop_in_step(steps: _Steps, at: np.ndarray) -> dict[str, Any] | None:
 
 
 def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
-    """Each profiled step's loop (the longest over its threads), by step."""
+    """Each profiled step's loop (the longest over its threads), by step, with the backward
+    its iterations add (`backward`: op_loop_backward.py)."""
     columns = [c for c in _LOOP_COLUMNS if c in events.columns]
     host = events.loc[cpu_mask(events) & (events["step"] >= 0).to_numpy(), columns]
-    ops = host[_outermost(host)].sort_values("ts_us", kind="stable")
+    outer = _outermost(host)
+    ops = host[outer].sort_values("ts_us", kind="stable")
     steps = _Steps(ops)
     groups = ops.groupby(["step", "tid"], sort=True).indices
     out: dict[int, dict[str, Any]] = {}
-    for (step, _), at in sorted(groups.items(), key=lambda kv: kv[0]):
+    for (step, tid), at in sorted(groups.items(), key=lambda kv: kv[0]):
         found = _loop_in_step(steps, at)
         if found is not None and found["loop_ops"] > out.get(int(step), {}).get("loop_ops", 0):
-            out[int(step)] = found
+            out[int(step)] = {**found, "tid": tid}
+    if out:
+        node = node_positions(host)
+        by_step = host.groupby("step", sort=False).indices
+        for step, loop in out.items():
+            loop["backward"] = loop_backward(host, outer, node, by_step[step], loop)
     return out
 
 
 def _gpu_outside_us(events: pd.DataFrame, step: int, loop: dict[str, Any]) -> float:
-    """The GPU time of the step's work launched outside the loop's span."""
+    """The GPU time of the step's work launched outside the loop's span and outside the
+    backward nodes its iterations added."""
     gpu = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] == step).to_numpy()]
     rows = gpu["launch_row"].to_numpy()
     known = np.isin(rows, events.index.to_numpy())
     launched = np.full(len(gpu), np.nan)
     launched[known] = events.loc[rows[known], "ts_us"].to_numpy(float)
     inside = (launched >= loop["ts_us"]) & (launched <= loop["end_us"])
+    inside |= np.isin(rows, loop["backward"]["rows"])
     return float(gpu["dur_us"].to_numpy(float)[~inside].sum())
 
 
 def _gain(loop: dict[str, Any], before_us: float, between_us: float, gpu_rest_us: float
           ) -> float:
     """One step's predicted speed-up (the module doc): `before_us` the call (or step) at the
-    program's own pace, each of its outermost ops costing the same share of it; after, the
-    ops outside the loop and one iteration's, no less than the GPU time outside the loop;
-    `between_us` the time between calls, unchanged."""
-    op_us = before_us / loop["ops"]
-    after_us = max((loop["ops"] - loop["loop_ops"] + len(loop["body"])) * op_us, gpu_rest_us)
+    program's own pace, each of its outermost ops (the backward's included) costing the same
+    share of it; after, the ops outside the loop and its backward, and one iteration's of
+    each (the vectorised body), no less than the GPU time outside them; `between_us` the time
+    between calls, unchanged."""
+    backward = loop["backward"]
+    ops = loop["ops"] + backward["other_thread_ops"]
+    removed = loop["loop_ops"] + backward["ops"]
+    kept = len(loop["body"]) + backward["ops"] / loop["repeats"]
+    op_us = before_us / ops
+    after_us = max((ops - removed + kept) * op_us, gpu_rest_us)
     return float((before_us + between_us) / (after_us + between_us))
 
 
@@ -223,14 +251,17 @@ def python_loop(events: pd.DataFrame, step_us: float, call: str | None = None,
     before_us, between_us = _pace(step_us, call, ref)
     gains = np.array([_gain(loops[s], before_us, between_us,
                             _gpu_outside_us(events, s, loops[s])) for s in steps])
-    us = float(np.mean([loops[s]["end_us"] - loops[s]["ts_us"] for s in steps]))
+    us = float(np.mean([loops[s]["end_us"] - loops[s]["ts_us"] + loops[s]["backward"]["us"]
+                        for s in steps]))
     body = loops[steps[0]]["body"]
     repeats = int(np.median([loops[s]["repeats"] for s in steps]))
     seq = " > ".join(n.removeprefix(_OP) for n in body)
-    hint = (f"a Python loop runs {seq} {repeats} times a step on small tensors, one launch per "
-            "op per item: write it as one op over the batch (e.g. [r / r.norm() for r in x] "
-            "as x / x.norm(dim=1, keepdim=True)); a CUDA graph would replay the same "
-            f"{repeats * len(body)} launches")
+    nodes = int(np.median([loops[s]["backward"]["nodes"] for s in steps]))
+    backward = f" and its backward runs {nodes} autograd nodes for them" if nodes else ""
+    hint = (f"a Python loop runs {seq} {repeats} times a step on small tensors{backward}, one "
+            "launch per op per item: write it as one op over the batch (e.g. [r / r.norm() "
+            "for r in x] as x / x.norm(dim=1, keepdim=True)); a CUDA graph would replay the "
+            f"same {repeats * len(body)} launches")
     median = float(np.median(gains))
     return {"cause": "python_loop", "us_per_step": us, "pct_of_step": 100.0 * us / step_us,
             "max_speedup": max(float(gains.max()),
@@ -239,7 +270,10 @@ def python_loop(events: pd.DataFrame, step_us: float, call: str | None = None,
             "evidence": {"body": body, "repeats_per_step": repeats,
                          "loop_ops_per_step": int(np.median([loops[s]["loop_ops"]
                                                              for s in steps])),
-                         "ops_per_step": int(np.median([loops[s]["ops"] for s in steps]))},
+                         "ops_per_step": int(np.median([loops[s]["ops"] for s in steps])),
+                         "backward_nodes_per_step": nodes,
+                         "backward_ops_per_step": int(np.median(
+                             [loops[s]["backward"]["ops"] for s in steps]))},
             "fix": "vectorise", "predicted_speedup": median,
             "prediction_error": PREDICTION_ERROR,
             "predicted_spread": {"median": median, "q1": float(np.quantile(gains, 0.25)),

@@ -10,7 +10,7 @@ the number and the words are one change:
 | cause | fix | replayed as |
 | --- | --- | --- |
 | `host_launch` | `cuda-graph` | the call captured as one CUDA graph (without its syncs) |
-| `host_sync` | `remove-sync` | the host no longer waits at its syncs |
+| `host_sync` | `remove-sync` | no wait at its syncs; `.item()` goes whole (sync_reads.py) |
 | `gpu_memory` | `pin-memory` | host-to-device copies non-blocking from pinned memory |
 | `between_calls` | `loader-workers` | the time between calls and the fetches hidden by workers |
 
@@ -49,6 +49,7 @@ import pandas as pd
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.diagnose.error_band import band_of
 from autoprof.analysis.diagnose.op_loop import python_loop
+from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
@@ -122,7 +123,8 @@ def _loader_between(loop: Loop) -> bool:
 
 
 def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
-               baseline: list[Change], input_copy_us: float, workers: bool) -> dict[str, Any]:
+               baseline: list[Change], input_copy_us: float, workers: bool,
+               sources: Sources | None = None) -> dict[str, Any]:
     fix = FIX_OF_CAUSE.get(str(opp.get("cause")))
     if fix == "loader-workers" and opp.get("hint") != FIX_HINTS[fix]:
         fix = None  # no DataLoader between the calls: no fix the replay knows
@@ -130,7 +132,9 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
         return opp
     if workers and fix != "loader-workers":
         return unpredicted(opp)
-    got = predict_fix(events, fix, call or "", baseline, input_copy_us=input_copy_us)
+    reads = read_spans(events, sources) if fix == "remove-sync" else None
+    got = predict_fix(events, fix, call or "", baseline, input_copy_us=input_copy_us,
+                      reads=reads[:2] if reads is not None else None)
     spread = got["predicted_spread"]
     if not np.isfinite(spread["median"]):
         return opp
@@ -143,27 +147,30 @@ def _predicted(opp: dict[str, Any], events: pd.DataFrame, call: str | None,
     elif fix == "cuda-graph" and call is not None and graph_drops_syncs(events, call):
         out["hint"] = SYNC_FREE_GRAPH_HINT
     else:
-        out["hint"] = FIX_HINTS[fix]
+        out["hint"] = FIX_HINTS[fix] + read_hint(reads)
     return out
 
 
 def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                      ref: Reference | None, step_us: float = 0.0,
                      input_copy_us: float = 0.0, device: str | None = None,
-                     cudnn_benchmark: bool | None = None) -> list[dict[str, Any]]:
+                     cudnn_benchmark: bool | None = None,
+                     sources: Sources | None = None) -> list[dict[str, Any]]:
     """`opps` with each one's named fix and replayed speedup, the time between calls added
     when it is large enough, and the one-line fixes of code_fixes.py (the module doc; `ref`:
     the untraced times the host is paced to, metrics/replay/baseline.py; `step_us`: the mean
     profiled step; `input_copy_us`: the GPU time a CUDA graph of the call spends copying its
     inputs in, metrics/replay/changes.py; `device`: the device's name, for what its link
-    gives a pinned copy, metrics/host_link.py; `cudnn_benchmark`: the manifest's flag)."""
+    gives a pinned copy, metrics/host_link.py; `cudnn_benchmark`: the manifest's flag;
+    `sources`: gives each row's source line where the run has them, metrics/lines; called
+    only where a step reads a scalar, sync_reads.py)."""
     if not len(events) or not bool(events["is_gpu_work"].any()):
         return opps
     try:
         # one table replayed many times: its graph built once, of at most MAX_STEPS steps
         with shared_graphs(MAX_STEPS):
             out = _with_predictions(opps, events, call, ref, step_us, input_copy_us, device,
-                                    cudnn_benchmark)
+                                    cudnn_benchmark, sources)
     except ValueError:
         return opps
     return ranked(one_per_fix(out))
@@ -191,8 +198,8 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,
                       ref: Reference | None, step_us: float, input_copy_us: float,
-                      device: str | None = None,
-                      cudnn_benchmark: bool | None = None) -> list[dict[str, Any]]:
+                      device: str | None = None, cudnn_benchmark: bool | None = None,
+                      sources: Sources | None = None) -> list[dict[str, Any]]:
     """`with_predictions` for a table with GPU work (unranked), its replays sharing one
     graph."""
     phase("predictions: the loop around the call")
@@ -204,8 +211,8 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     baseline = host_baseline(events, call, loop, ref or Reference())
     workers = worker_loop(events, loop)
     phase("predictions: replaying each fix")
-    out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers)
-                            for o in out])
+    out = _beyond_the_sync([_predicted(o, events, call, baseline, input_copy_us, workers,
+                                       sources) for o in out])
     phase("predictions: code fixes")
     loop_fix = python_loop(events, step_us, call, ref) if not workers else None
     fixes = code_fixes(events, call, baseline, step_us, workers, device, cudnn_benchmark)

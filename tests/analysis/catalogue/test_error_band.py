@@ -15,9 +15,10 @@ from benchmarks.validation import error_band as script
 
 REPO = Path(__file__).resolve().parents[3]
 # docs/validation.md, "Programs written before their predictions were read": at least this
-# share of the held-out GPU pairs inside their stated interval (a bound the docs state, under
-# the goal of 80% that is not met yet)
-HELDOUT_INSIDE_AT_LEAST = 0.55
+# share of the H100 set's pairs inside their stated interval (12 of 16, a bound the docs
+# state, under the goal of 80% that is not met yet; two of its programs are development
+# programs since their misses were read)
+HELDOUT_INSIDE_AT_LEAST = 0.75
 
 
 def test_the_committed_bands_are_the_scripts_output_on_the_committed_pairs() -> None:

@@ -1,7 +1,8 @@
 """A Python loop of tiny ops (diagnose/op_loop.py): found from the repeated outermost ops of a
-step, predicted from the ops it removes, ranked above a CUDA graph; not found where the ops
-are large, too few, or the optimizer's; on the H100 catalogue held to the gain measured
-without the profiler."""
+step, predicted from the ops it removes (the backward nodes its items add included), ranked
+above a CUDA graph; not found where the ops are large, too few, or the optimizer's; on the
+H100 catalogue's row loop and the H100 per-sample loss loop held to the gain measured without
+the profiler."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, python_loop
 from autoprof.analysis.diagnose.predictions import ranked
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
+H100_SET = Path(__file__).resolve().parents[3] / "benchmarks" / "validation" / "data" / \
+    "gpu_h100_heldout"
 ROW = [[512], []]
 
 
@@ -57,6 +60,48 @@ def test_a_loop_of_tiny_ops_is_found_and_predicted_from_the_ops_it_removes() -> 
     assert got["max_speedup"] >= got["predicted_speedup"]
 
 
+def _training_step(n_items: int) -> list[dict[str, Any]]:
+    """`_step` with autograd recording: each forward op carries its sequence number, and a
+    backward thread runs one node per forward op that recorded one (its own op, launch and
+    2 us kernel), the loop's 2 nodes per item and the matmul's."""
+    forward = _step(n_items, ROW)
+    ops = [e for e in forward if e["cat"] == "cpu_op"]
+    for seq, e in enumerate(ops[1:]):  # the loop's norm and div, the stack, the matmul
+        e.setdefault("args", {})["Sequence number"] = 100 + seq
+    backward, t, corr = [], 2000.0, 10_000
+    for seq in reversed(range(100, 100 + len(ops) - 1)):
+        node = "autograd::engine::evaluate_function: XBackward0"
+        backward.append(kineto_event(node, "cpu_op", t, 9, tid=2, pid=CPU_PID,
+                                     **{"Sequence number": seq}))
+        backward.append(kineto_event("aten::mul", "cpu_op", t + 1, 7, tid=2, pid=CPU_PID,
+                                     **{"Input Dims": ROW}))
+        backward.append(kineto_event("cudaLaunchKernel", "cuda_runtime", t + 2, 4, tid=2,
+                                     pid=CPU_PID, correlation=corr))
+        backward.append(kineto_event("k", "kernel", t + 5, 2, tid=7, pid=GPU_PID,
+                                     correlation=corr))
+        t, corr = t + 10, corr + 1
+    return forward + backward
+
+
+def test_the_backward_nodes_each_item_adds_go_with_the_loop() -> None:
+    """A training step's loop records autograd nodes per item, found in the backward by
+    their sequence numbers: vectorising removes their ops too, and their kernels are not
+    work left outside the loop."""
+    got = python_loop(events_table(_training_step(64)), 10000.0)
+    assert got is not None and got["fix"] == "vectorise"
+    ev = got["evidence"]
+    # the stack's node is the gather's, so it goes with the loop: 128 + 1 nodes, the matmul's
+    # is the step's own
+    assert ev["backward_nodes_per_step"] == ev["backward_ops_per_step"] == 129
+    assert "129 autograd nodes" in got["hint"]
+    # 131 forward ops and 130 backward ops of 10000/261 us each: after, the matmul and one
+    # iteration forward (3 ops), the matmul's node and one iteration's nodes backward
+    # (1 + 129 / 64): above the GPU time outside the loop and its nodes (the matmul's 100 us,
+    # its node's 2 us; the loop's nodes' 258 us of kernels are not left)
+    ops, after_ops = 131 + 130, 3 + 1 + 129 / 64
+    assert got["predicted_speedup"] == pytest.approx(ops / after_ops)
+
+
 def test_large_ops_few_items_and_the_optimizers_loop_are_not_a_loop_to_vectorise() -> None:
     assert python_loop(events_table(_step(64, [[4096, 4096], []])), 10000.0) is None
     assert python_loop(events_table(_step(MIN_REPEATS - 1, ROW)), 10000.0) is None
@@ -87,6 +132,24 @@ def test_the_h100_row_loop_is_vectorised_first_and_no_other_program_has_a_loop()
         assert band["low"] <= about["measured_speedup"] <= band["high"]
 
 
+@pytest.mark.slow
+def test_the_per_sample_loss_loop_is_predicted_with_its_backward() -> None:
+    """The H100 per-sample loss (`sum(F.cross_entropy(logits[i:i + 1], y[i:i + 1]) for i in
+    range(128)) / 128`, then `backward()`; a development program since its prediction was
+    read): each item adds 4 autograd nodes whose backward ops are as many as the forward's,
+    and vectorising removes both. The measured gain without the profiler lies inside the
+    stated interval and within 25% of the estimate."""
+    case = json.loads((H100_SET / "truth.json").read_text())["cases"]["per_sample_loss_loop"]
+    run = committed.run(H100_SET / case["record"]["run"])
+    top = run.analysis.opportunities[0]
+    assert top["fix"] == "vectorise"
+    assert top["evidence"]["backward_nodes_per_step"] == 4 * top["evidence"]["repeats_per_step"]
+    measured = case["fixes"]["vectorised"]["speedup"]
+    band = top["predicted_interval"]
+    assert band["low"] <= measured <= band["high"]
+    assert abs(top["predicted_speedup"] / measured - 1) <= 0.25
+
+
 def test_a_chain_of_one_op_on_its_own_result_is_not_a_loop_over_items() -> None:
     """`acc = acc * c` 64 times: no split, no gather, no item taken: nothing to batch."""
     ev = [kineto_event("ProfilerStep#1", "user_annotation", 0, 1000, pid=CPU_PID)]
@@ -99,10 +162,13 @@ def test_an_op_whose_arguments_are_all_numbers_is_small_and_unknown_shapes_are_n
     """`sum(loss_i for i ...)` adds each item's loss to Python's `0`: the add's arguments
     are recorded as `[[], [], []]` (numbers and 0-d tensors), which holds no large tensor;
     a row whose shapes were not recorded stays unknown."""
-    from autoprof.analysis.diagnose.op_loop import _small
+    from autoprof.analysis.diagnose.op_loop import small_inputs as _small
 
     assert _small([[], [], []]) and _small("[[], [], []]") and _small([[1, 100], [1], []])
     assert not _small([]) and not _small("") and not _small(None) and not _small("[[]")
     assert not _small([[1024, 1024], []])
+    # a list of tensors (torch.cat's) is each of them; a shape of anything else is not known
+    assert _small([[[8, 16], [8, 16]], []]) and not _small([[[8, 16], [1024, 1024]], []])
+    assert not _small([[["a"]]])
     got = python_loop(events_table(_step(64, [[], [], []])), 10000.0)
     assert got is not None and got["evidence"]["repeats_per_step"] == 64

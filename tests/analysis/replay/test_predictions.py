@@ -61,9 +61,10 @@ def test_launch_overhead_predicts_the_cuda_graph_and_its_hint_names_it() -> None
 
 
 def test_a_sync_whose_gain_exists_only_under_the_profiler_is_no_fix() -> None:
-    """sync_item: removing the .item() measured 0.95x by hand; replayed at the untraced
-    call's pace the sync gains nothing, so no fix is offered and the hint says why."""
-    sync = next(o for o in _opps("sync_item") if o["cause"] == "host_sync")
+    """sync_cpu: removing the `.cpu()` copy measured 0.96x by hand; replayed at the
+    untraced call's pace the sync gains nothing, so no fix is offered and the hint says why
+    (`.item()`, whose read goes whole, is sync_reads.py's)."""
+    sync = next(o for o in _opps("sync_cpu") if o["cause"] == "host_sync")
     assert sync["fix"] is None
     assert "exists only under the profiler" in sync["hint"]
 

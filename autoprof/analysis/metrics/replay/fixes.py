@@ -9,7 +9,9 @@ between two calls.
   `CudaGraph(call)`, the copy's GPU time `input_copy_us` (`changes.input_copy_us`); what
   capture requires comes with it (the call's syncs gone, a capturable optimizer:
   `CudaGraph`), and `graph_drops_syncs` says when the call syncs;
-- `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`;
+- `remove-sync`: the sync removed, or replaced by a sync-free form: `RemoveSync()`; a
+  scalar read (`.item()`) goes whole, with the check on its line (`RemoveSpans` of the
+  spans diagnose/sync_reads.py names);
 - `remove-line`: the line that syncs deleted: the sync, and for a data-dependent selection
   (a mask index, `.nonzero()`) the ops computing on it, forward and backward
   (`RemoveSelection`);
@@ -52,27 +54,33 @@ from autoprof.analysis.metrics.replay.changes import (
     OverlapBetweenCalls,
     RemoveScaler,
     RemoveSelection,
+    RemoveSpans,
     RemoveSync,
 )
 from autoprof.analysis.metrics.replay.replay import predict_speedups
 from autoprof.analysis.metrics.stats import Coverage, isin_mask
 from autoprof.analysis.metrics.sync import host_syncs, of_batch_copy
 
+Spans = tuple[tuple[float, ...], tuple[float, ...]]  # host spans' starts and ends (trace clock)
 WORKERS = 4  # the DataLoader workers `loader-workers` predicts for (its hint names them)
 # a copy that no longer exists: no call cost, no GPU time
 _GONE = NonBlockingCopies(call_us=0.0, speedup=1e9)
 
 
 def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
-                input_copy_us: float = 0.0, copy_speedup: float = 1.0) -> list[Change]:
+                input_copy_us: float = 0.0, copy_speedup: float = 1.0,
+                reads: Spans | None = None) -> list[Change]:
     """The replay changes of the named fix on a run whose call row is named `call`
     (`workers`: the DataLoader workers `loader-workers` starts; `input_copy_us`: the GPU time
     a CUDA graph of the call spends copying each batch into its static inputs;
-    `copy_speedup`: how much faster `pin-memory`'s pinned copies run on the GPU)."""
+    `copy_speedup`: how much faster `pin-memory`'s pinned copies run on the GPU; `reads`:
+    the host spans `remove-sync` deletes, its scalar reads with the check on their line,
+    diagnose/sync_reads.py)."""
     graph = CudaGraph(call, input_copy_us=input_copy_us)
+    read_out: list[Change] = [RemoveSpans(*reads)] if reads is not None and reads[0] else []
     table: dict[FixName, list[Change]] = {
         "cuda-graph": [graph],
-        "remove-sync": [RemoveSync()],
+        "remove-sync": [*read_out, RemoveSync()],
         "remove-line": [RemoveSync(), RemoveSelection()],
         "sync-free-cuda-graph": [RemoveSync(), graph],
         "loader-workers": [HideLoader(workers=workers),
@@ -89,13 +97,13 @@ def fix_changes(fix: FixName, call: str, workers: int = WORKERS,
 def predict_fix(events: pd.DataFrame, fix: FixName, call: str,
                 baseline: Sequence[Change] = (), rank: int | None = None,
                 workers: int = WORKERS, input_copy_us: float = 0.0,
-                copy_speedup: float = 1.0) -> dict[str, Any]:
+                copy_speedup: float = 1.0, reads: Spans | None = None) -> dict[str, Any]:
     """The named fix's replayed speedup as the summary shows it: `fix`, `predicted_speedup`
     (the median over the profiled steps, the number the what-if reads) and
     `predicted_spread` (median, quartiles, min and max over the steps); `baseline`: changes
     applied to both sides first (a `ScaleHost` to the untraced call); `input_copy_us` as
-    `fix_changes`, and `copy_speedup`."""
-    changes = fix_changes(fix, call, workers, input_copy_us, copy_speedup)
+    `fix_changes`, and `copy_speedup` and `reads`."""
+    changes = fix_changes(fix, call, workers, input_copy_us, copy_speedup, reads)
     got = predict_speedups(events, changes, rank=rank, baseline=baseline)
     return {"fix": fix, "predicted_speedup": got.median, "predicted_spread": got.to_json()}
 
