@@ -8,8 +8,9 @@ could not give back (live blocks between them): at 1M events about 80 MB more re
 after the decode than the columns themselves, there when the events table is built next.
 Here each chunk's values are copied into its column's block and the chunk's arrays are
 freed at once (the next chunk reuses their memory). A block is an anonymous memory map: a
-page holds memory only once written (a block's unused end costs nothing), and the whole
-block goes back to the system when its column is freed.
+page holds memory only once written (a block's unused end costs nothing), it grows in place
+where the system can (Linux), and the whole block goes back to the system when its column
+is freed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,21 @@ import mmap
 
 import numpy as np
 
-GROWTH = 2  # a full block grows to twice its size: every item is copied about once more
+GROWTH = 2  # a full block grows to twice its size
 MIN_BYTES = 1 << 17
+
+
+# a private anonymous map where the platform names one: its pages fault in as cheaply as
+# malloc's, and it grows in place (mremap moves the pages, copies nothing). Python's
+# default anonymous map is a shared one: dearer faults, and it must not grow in place (its
+# pages past the first size are not backed)
+_PRIVATE = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+
+
+def _new_map(size: int) -> mmap.mmap:
+    if _PRIVATE and hasattr(mmap, "MAP_ANONYMOUS"):
+        return mmap.mmap(-1, size, flags=_PRIVATE)
+    return mmap.mmap(-1, size)
 
 
 class _Block:
@@ -27,15 +41,23 @@ class _Block:
 
     def __init__(self, dtype: np.dtype, items: int) -> None:
         self.dtype = dtype
-        self.map = mmap.mmap(-1, max(items * dtype.itemsize, MIN_BYTES))
+        self.map = _new_map(max(items * dtype.itemsize, MIN_BYTES))
+        self.private = bool(_PRIVATE and hasattr(mmap, "MAP_ANONYMOUS"))
 
     def reserve(self, items: int) -> None:
-        """Room for at least ``items`` items (the first ones kept): a map twice as large and
-        a copy (Python's anonymous maps are shared ones, which must not grow in place)."""
+        """Room for at least ``items`` items (the first ones kept): the map grown in place,
+        else a map twice as large and a copy."""
         need = items * self.dtype.itemsize
         if need <= len(self.map):
             return
-        grown = mmap.mmap(-1, max(need, int(len(self.map) * GROWTH)))
+        size = max(need, int(len(self.map) * GROWTH))
+        if self.private:
+            try:
+                self.map.resize(size)
+                return
+            except (OSError, SystemError, ValueError):
+                pass
+        grown = _new_map(size)
         grown.write(self.map)
         self.map.close()
         self.map = grown
