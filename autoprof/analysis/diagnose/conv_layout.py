@@ -42,17 +42,20 @@ MIN_SHARE = 0.10  # of the steps' GPU time
 _MAX_DEPTH = 32
 
 
-def _step_gpu(events: pd.DataFrame) -> pd.DataFrame:
-    return events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
+def _step_gpu(events: pd.DataFrame) -> np.ndarray:
+    """Mask of the GPU work inside the profiled steps."""
+    return np.asarray(events["is_gpu_work"].to_numpy(dtype=bool)
+                      & (events["step"] >= 0).to_numpy(), dtype=bool)
 
 
-def _transposes(gpu: pd.DataFrame) -> pd.DataFrame:
-    if not len(gpu):
-        return gpu
-    codes, uniques = factorized(gpu["name"])
+def _transposes(events: pd.DataFrame, in_steps: np.ndarray) -> pd.DataFrame:
+    """The rows of `in_steps` named as layout transposes (only those rows are copied)."""
+    if not in_steps.any():
+        return events.iloc[:0]
+    codes, uniques = factorized(events["name"])
     hit = np.fromiter((any(m in str(u).lower() for m in LAYOUT_MARKS) for u in uniques), bool,
                       len(uniques))
-    return gpu[hit[codes]]
+    return events[in_steps & hit[codes]]
 
 
 def conv_op(events: pd.DataFrame, row: int) -> str | None:
@@ -85,8 +88,8 @@ def conv_layout(events: pd.DataFrame, n_steps: int, step_us: float,
                 cudnn_benchmark: bool | None = None) -> dict[str, Any] | None:
     """The `conv_layout` opportunity with its prediction, or None (the module doc's evidence
     absent or under MIN_SHARE)."""
-    gpu = _step_gpu(events)
-    moves = _transposes(gpu)
+    in_steps = _step_gpu(events)
+    moves = _transposes(events, in_steps)
     if moves.empty or not n_steps or not step_us > 0:
         return None
     launch = moves["launch_row"].to_numpy()
@@ -96,7 +99,8 @@ def conv_layout(events: pd.DataFrame, n_steps: int, step_us: float,
     conv = np.array([o is not None for o in ops], bool)
     moves, launch = moves[conv], launch[conv]
     move_us = float(moves["dur_us"].sum())
-    if moves.empty or move_us < MIN_SHARE * float(gpu["dur_us"].sum()):
+    gpu_us = float(events["dur_us"][in_steps].sum())
+    if moves.empty or move_us < MIN_SHARE * gpu_us:
         return None
     per_op = pd.Series(moves["dur_us"].to_numpy(), index=[o for o in ops if o is not None])
     top = per_op.groupby(level=0).sum().sort_values(ascending=False)
@@ -112,7 +116,7 @@ def conv_layout(events: pd.DataFrame, n_steps: int, step_us: float,
                        for n, v in top.head(3).items()], hint,
                       {"transposes_per_step": len(moves) / n_steps,
                        "transpose_gpu_us_per_step": us,
-                       "share_of_gpu_time": move_us / float(gpu["dur_us"].sum()),
+                       "share_of_gpu_time": move_us / gpu_us,
                        "cudnn_benchmark": cudnn_benchmark})
     got = replayed(events, events.loc[launch], baseline)
     return {**opp, **got} if got is not None else None

@@ -68,6 +68,8 @@ def ddp_accumulation(events: pd.DataFrame, n_steps: int, step_us: float,
     evidence absent or under MIN_PCT)."""
     if not n_steps or not step_us > 0 or not len(events):
         return None
+    if not isin_mask(events["name"], (FORWARD,)).any():
+        return None  # no DDP forward anywhere: no rank's rows need be copied
     ranks = ranks_of(events)
     mine = for_rank(events, ranks[0]) if ranks else events
     host = step_host(mine)

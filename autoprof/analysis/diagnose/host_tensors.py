@@ -27,10 +27,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from autoprof.analysis.diagnose.span_fixes import opportunity, replayed, step_host
 from autoprof.analysis.metrics.replay.changes import Change
+from autoprof.analysis.metrics.stats import factorized
 
 HTOD = "Memcpy HtoD"
 MAX_BYTES = 65536  # a small tensor's copy: its cost is the call and the wait, not the link
@@ -72,8 +74,11 @@ def host_tensors(events: pd.DataFrame, n_steps: int, step_us: float,
                  baseline: Sequence[Change] = ()) -> dict[str, Any] | None:
     """The `host_tensors` opportunity with its prediction, or None (the module doc's evidence
     absent or under MIN_PCT)."""
-    gpu = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
-    copies = gpu[gpu["name"].astype(str).str.startswith(HTOD)]
+    # masks first: only the copies' rows are taken, not every GPU row of the steps
+    codes, uniques = factorized(events["name"])
+    htod = np.fromiter((str(u).startswith(HTOD) for u in uniques), bool, len(uniques))
+    copies = events[events["is_gpu_work"].to_numpy(dtype=bool)
+                    & (events["step"] >= 0).to_numpy() & htod[codes]]
     if "bytes" in copies.columns:
         copies = copies[copies["bytes"].fillna(0).to_numpy() <= MAX_BYTES]
     if copies.empty or not n_steps or not step_us > 0:

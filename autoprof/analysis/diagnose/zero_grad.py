@@ -63,9 +63,11 @@ def zeroed_grads(events: pd.DataFrame, n_steps: int, step_us: float,
                  baseline: Sequence[Change] = ()) -> dict[str, Any] | None:
     """The `zeroed_grads` opportunity with its prediction, or None (the module doc's evidence
     absent or under MIN_PCT)."""
+    if not n_steps or not step_us > 0 or not name_matches(events["name"], REGION).any():
+        return None  # no region anywhere: the step's host rows need not be copied
     host = step_host(events)
     regions = host[name_matches(host["name"], REGION)]
-    if regions.empty or not n_steps or not step_us > 0:
+    if regions.empty:
         return None
     zeros = host[isin_mask(host["name"], ZERO_OPS)]
     zeros = outermost(zeros[_inside(zeros, regions)])

@@ -59,7 +59,9 @@ class _Buffer:
                 self.data += block
 
     def take(self, start: int, stop: int) -> bytes:
-        return bytes(self.data[start - self.base : stop - self.base])
+        # through a view: one copy (a bytearray slice would be a copy to copy again)
+        with memoryview(self.data) as view:
+            return bytes(view[start - self.base : stop - self.base])
 
     def drop_to(self, offset: int) -> None:
         del self.data[: offset - self.base]

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from autoprof.analysis.loader.column_store import ColumnStore
 from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryColumns, memory_part
 from autoprof.analysis.loader.schema import Event
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
@@ -171,7 +172,8 @@ class ColumnBuilder:
     types: Interner = field(default_factory=lambda: Interner(b""))
     values: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
-    chunks: list[Chunk] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)  # their columns moved to ``store``
+    store: ColumnStore = field(default_factory=ColumnStore)
     metadata: Metadata = field(default_factory=Metadata)
     warnings: list[str] = field(default_factory=list)  # the chunks', in file order: finish()
 
@@ -186,6 +188,8 @@ class ColumnBuilder:
         )
 
     def append(self, chunk: Chunk) -> None:
+        """Add ``chunk`` after the chunks before it; its columns move into ``store``."""
+        self.store.append(chunk.columns)
         self.chunks.append(chunk)
 
     def interned(self, name: str) -> Interner:
@@ -269,13 +273,14 @@ class ColumnBuilder:
             self.metadata.thread_names[(pid, tid)] = arg_name
 
     def finish(self) -> RawColumns:
-        whole = merge_chunks(self.chunks)
+        whole = merge_chunks(self.chunks)  # their memory events, metadata and warnings
         self.chunks.clear()
         for entry in whole.metadata:
             self._add_metadata(*entry)
         self.warnings.extend(whole.warnings)
         empty = np.empty(0, dtype=np.int64)
-        merged = {key: whole.columns.get(key, empty) for key in CHUNK_KEYS}
+        stored = self.store.take()
+        merged = {key: stored.get(key, empty) for key in CHUNK_KEYS}
         # the "" code of ph/names/cats is 0; input dims use b"" (-> "") and None (-> "").
         kind_of_code = self._kinds()
         dims_text = [_dims_text(bytes(d)) for d in self.dims.values()]

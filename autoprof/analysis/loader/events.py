@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (imported here, not lazily inside the first load)
 
-from autoprof.analysis.loader.columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X
+from autoprof.analysis.loader.columns import KIND_FLOW_END, KIND_FLOW_START, KIND_X, RawColumns
 from autoprof.analysis.loader.decode import TraceFile
 from autoprof.analysis.loader.nesting import nest, self_time
 from autoprof.analysis.loader.vocabulary import (
@@ -217,9 +217,33 @@ def to_frame(columns: dict[str, Any]) -> pd.DataFrame:
     return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
-def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
-    """The events table for one trace (rows sorted by ts_us; see docs/architecture.md)."""
+class _Taker:
+    """``take(values, name, rows)``: ``values[rows]`` (``values`` itself for ``rows=None``),
+    and, when consuming, the trace's column ``name`` left empty (its memory freed once no
+    one else holds it)."""
+
+    def __init__(self, columns: RawColumns, consume: bool) -> None:
+        self._columns, self._consume = columns, consume
+
+    def __call__(self, values: np.ndarray, name: str, rows: IntArray | None) -> np.ndarray:
+        out = values if rows is None else values[rows]
+        self.release(name)
+        return out
+
+    def release(self, *names: str) -> None:
+        for name in names if self._consume else ():
+            setattr(self._columns, name, np.empty(0, getattr(self._columns, name).dtype))
+
+
+def build_events(trace: TraceFile, rank: int = 0, *, consume: bool = False) -> pd.DataFrame:
+    """The events table for one trace (rows sorted by ts_us; see docs/architecture.md).
+
+    ``consume``: each of ``trace.columns``' arrays is released (left empty) once its rows
+    are taken, so the trace's columns and the table are never in memory whole together
+    (the load's peak); the caller reads only ``columns.memory`` after. A trace with no
+    usable rows is left whole (its columns say why)."""
     c = trace.columns
+    take = _Taker(c, consume)
     warnings = trace.warnings
     keep = _keep_mask(trace, warnings)
     # correlation: args.correlation, else the ac2g flow at the same place (launches, GPU)
@@ -234,14 +258,16 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     rows = np.flatnonzero(keep)
     if not len(rows):
         return empty_events()
-    cat = c.cat[rows].astype(np.int64)
+    take.release("kind", "flow_id")
+    corr = take(corr, "correlation", rows=None)
+    cat = take(c.cat, "cat", rows).astype(np.int64)
     gpu_cat = np.zeros(len(c.cats), bool)
     gpu_cat[_codes_where(c.cats, GPU_CATS)] = True
     cpu_cat = np.zeros(len(c.cats), bool)
     cpu_cat[_codes_where(c.cats, CPU_CATS)] = True
-    pid, tid = c.pid[rows], c.tid[rows]
+    pid, tid = take(c.pid, "pid", rows), take(c.tid, "tid", rows)
     gpu = gpu_cat[cat] | (np.isin(pid, _gpu_pids(trace)) & ~cpu_cat[cat])
-    ts, dur = c.ts[rows], c.dur[rows]
+    ts, dur = take(c.ts, "ts", rows), take(c.dur, "dur", rows)
     order = _nesting_order(gpu, pid, tid, ts, dur)
     rows, cat, pid, tid = rows[order], cat[order], pid[order], tid[order]
     ts, dur, gpu = ts[order], dur[order], gpu[order]
@@ -262,6 +288,7 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     ts, dur, end, self_us = ts[final], dur[final], end[final], self_us[final]
     gpu, is_work = gpu[final], is_work[final]
     corr_rows = corr[rows]
+    del corr
     launch_cat = np.zeros(len(c.cats), bool)
     launch_cat[_codes_where(c.cats, RUNTIME_CATS)] = True
     is_launch = launch_cat[cat] & ~gpu & (corr_rows >= 0)
@@ -272,12 +299,14 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
     op_cat = np.zeros(len(c.cats), bool)
     op_cat[_codes_where(c.cats, frozenset({"cpu_op"}))] = True
     op_row = _innermost_op(parent, launch_row, op_cat[cat] & ~gpu)
-    name_codes = c.name[rows]
+    name_codes = take(c.name, "name", rows)
     step = _steps(name_codes.astype(np.int64), c.names, ts, end, ~gpu)
     has_launch = launch_row >= 0
     step[has_launch] = step[launch_row[has_launch]]
-    device = np.where(gpu, np.where(c.device[rows] >= 0, c.device[rows], pid), -1)
-    stream = np.where(gpu, np.where(c.stream[rows] >= 0, c.stream[rows], tid), -1)
+    device = take(c.device, "device", rows)
+    device = np.where(gpu, np.where(device >= 0, device, pid), -1)
+    stream = take(c.stream, "stream", rows)
+    stream = np.where(gpu, np.where(stream >= 0, stream, tid), -1)
     columns: dict[str, Any] = {
         "name": _strings(c.names, name_codes),
         "cat": _strings(c.cats, cat),
@@ -295,15 +324,15 @@ def build_events(trace: TraceFile, rank: int = 0) -> pd.DataFrame:
         "parent": parent,
         "step": step,
         "correlation": corr_rows,
-        "external_id": c.external_id[rows],
-        "seq_nr": c.seq_nr[rows],
+        "external_id": take(c.external_id, "external_id", rows),
+        "seq_nr": take(c.seq_nr, "seq_nr", rows),
         "launch_row": launch_row,
         "op_row": op_row,
-        "flops": c.flops[rows],
-        "bytes": c.bytes[rows],
-        "input_dims": _strings(c.dims, c.input_dims[rows]),
-        "input_types": _strings(c.types, c.input_types[rows]),
-        "input_values": _strings(c.values, c.input_values[rows]),
+        "flops": take(c.flops, "flops", rows),
+        "bytes": take(c.bytes, "bytes", rows),
+        "input_dims": _strings(c.dims, take(c.input_dims, "input_dims", rows)),
+        "input_types": _strings(c.types, take(c.input_types, "input_types", rows)),
+        "input_values": _strings(c.values, take(c.input_values, "input_values", rows)),
         "rank": np.full(len(rows), rank, dtype=np.int64),
     }
     frame = to_frame(columns)

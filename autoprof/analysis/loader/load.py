@@ -74,7 +74,7 @@ def _load_one(trace: TracePath, progress: Progress | None) -> _cache.Cached:
     trace_file = formats.read(trace, progress=progress)
     if progress is not None:
         progress(0.75, f"building the events table of {trace.name}")
-    events = build_events(trace_file, rank=0)
+    events = build_events(trace_file, rank=0, consume=True)  # its columns freed as used
     if not len(events):
         raise TraceError(trace, _no_events_problem(trace_file))
     distributed = trace_file.distributed_rank

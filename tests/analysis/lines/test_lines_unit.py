@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from autoprof.analysis.metrics.lines.match import attribute
 from autoprof.analysis.metrics.lines.table import common_module, split_source
@@ -107,6 +108,16 @@ def test_match_by_order_and_name_with_an_extra_op() -> None:
         0: "t.py:0 (f)", 1: "t.py:1 (f)", 2: "t.py:2 (f)",
         3: "t.py:0 (f)", 5: "t.py:1 (f)", 6: "t.py:2 (f)"}
     assert round(result.match_pct, 3) == round(100 * 6 / 7, 3)
+
+
+def test_without_lines_nothing_is_attributed_and_the_columns_are_still_checked() -> None:
+    events = _events(["aten::a", "aten::b"], [0, 0])
+    result = attribute(events, {})
+    assert result.rows.empty and list(result.rows.columns) == ["source", "module", "library"]
+    assert result.match_pct == 0.0 and not result.has_lines
+    assert attribute(events, {}, {"graph": {}}).rows.empty  # a graph without kernels
+    with pytest.raises(ValueError, match="self_us"):
+        attribute(events.drop(columns=["self_us"]), {})
 
 
 def test_helpers() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from support.invariants import check_events
 from support.loader_paths import H200_TRACES, MATMUL
@@ -114,6 +115,20 @@ def test_build_events_directly_and_non_integer_pids_map_to_stable_negatives():
     again = build_events(read_trace(MATMUL / "n64_cold" / "trace.json"), rank=3)
     assert int(again.loc[again["cat"] == "Trace", "pid"].iloc[0]) == int(span["pid"].iloc[0])
     assert trace.metadata["deviceProperties"][0]["name"] == "NVIDIA H200"
+
+
+def test_a_consumed_trace_gives_the_same_table_and_keeps_only_its_memory_events(tmp_path):
+    whole = build_events(read_trace(MATMUL / "n64_cold" / "trace.json"), rank=1)
+    trace = read_trace(MATMUL / "n64_cold" / "trace.json")
+    memory = trace.columns.memory
+    consumed = build_events(trace, rank=1, consume=True)
+    pd.testing.assert_frame_equal(consumed, whole, check_exact=True)
+    assert len(trace.columns) == 0 and len(trace.columns.ts) == len(trace.columns.pid) == 0
+    assert trace.columns.memory is memory and trace.columns.names  # the vocabularies stay
+    path = tmp_path / "instants.json"  # no usable row: left whole, its columns say why
+    path.write_text(json.dumps({"traceEvents": [{"ph": "i", "name": "x", "ts": 1}]}))
+    lonely = read_trace(path)
+    assert build_events(lonely, consume=True).empty and len(lonely.columns) == 1
 
 
 def test_ac2g_flows_fill_a_missing_correlation(tmp_path):

@@ -128,6 +128,9 @@ def attribute(events: pd.DataFrame, lines_by_rank: dict[int, list[LinesOp]],
     """Each user op row of ``events`` (and the GPU work it launched) with its line; CUDA-graph
     launches and their kernels, and compiled graphs' kernels with inductor's provenance
     (``kernels``: graph key -> kernel -> lines), through :mod:`.graphs`."""
+    if not lines_by_rank and not any(kernels.values() if kernels else ()):
+        require_columns(events, _NEEDS, "source lines")
+        return Attribution(EMPTY, 0.0, False)  # no lines: nothing to match, no op copied
     ops = user_ops(events)
     found: dict[int, tuple[str, str]] = {}
     launches: dict[int, tuple[str, str]] = {}
