@@ -245,3 +245,44 @@ def test_an_allreduce_after_every_micro_step_is_offered_no_sync() -> None:
 def test_no_sync_is_not_offered_where_used_without_accumulation_or_small(
         micro: int, synced: tuple[bool, ...], nccl_us: float) -> None:
     assert ddp_accumulation(_ddp_trace(micro, synced, nccl_us).frame(), 3, STEP_US) is None
+
+
+DELETING_SET = (Path(__file__).resolve().parents[3] / "benchmarks" / "validation" / "data"
+                / "gpu_h100_heldout_deleting")
+
+
+def _on_development_run(case: str, fix: str, name: str) -> tuple[dict[str, object], float]:
+    """The entry `name`'s opportunity on the committed H100 recording of `case` (a
+    development program since its prediction was read) and the gain of `fix` measured
+    without the profiler."""
+    truth = json.loads((DELETING_SET / "truth.json").read_text())["cases"][case]
+    run = committed.run(DELETING_SET / truth["record"]["run"])
+    opp = next(o for o in run.analysis.opportunities if o.get("cause") == name)
+    return opp, float(truth["fixes"][fix]["speedup"])
+
+
+@pytest.mark.slow
+def test_a_foreach_zeroing_counts_backwards_adds_into_the_zeroed_gradients() -> None:
+    """`zero_grad(set_to_none=False)` on a fused AdamW zeroes every gradient in one
+    `_foreach_zero_`, and backward then adds each new gradient into its buffer (96 adds a
+    step): those adds go with set_to_none, and the measured gain lies in the stated
+    interval."""
+    opp, measured = _on_development_run("zero_grad_false", "set_to_none", "zeroed_grads")
+    assert opp["fix"] == "zero-grad-none"
+    assert opp["evidence"]["zero_ops_per_step"] == 1  # one foreach op over them all
+    assert opp["evidence"]["accumulate_adds_per_step"] > 1
+    band = opp["predicted_interval"]
+    assert band["low"] <= measured <= band["high"]
+
+
+@pytest.mark.slow
+def test_ddp_accumulation_counts_the_reducers_work_with_its_all_reduces() -> None:
+    """DDP, one rank on NCCL, 4 micro-steps that each all-reduce: no_sync on the first three
+    also skips the reducer's copies into and out of its buckets and its hook after each
+    gradient; with them the entry is offered and the measured gain lies in the stated
+    interval."""
+    opp, measured = _on_development_run("ddp_accumulate", "no_sync", "ddp_accumulation")
+    assert opp["fix"] == "ddp-no-sync"
+    assert opp["evidence"]["micro_steps"] == 4
+    band = opp["predicted_interval"]
+    assert band["low"] <= measured <= band["high"]
