@@ -106,6 +106,35 @@ def test_zeroed_gradients_are_offered_set_to_none() -> None:
     assert 1.1 < got["predicted_speedup"] <= got["max_speedup"] * 1.001
 
 
+def test_a_foreach_zeroing_deletes_the_first_backward_passs_adds_only() -> None:
+    """One `_foreach_zero_` over 8 gradients, then two micro-steps (a forward op that
+    autograd records, then backward adding into each gradient): the first pass's 8 adds go
+    with set_to_none, the second pass's stay (it adds into gradients set_to_none leaves
+    too)."""
+    n_params = 8
+    tr = Trace()
+    for n in (1, 2, 3):
+        t0 = STEP_US * (n - 1)
+        (tr.step(n, t0, STEP_US).region("Optimizer.zero_grad#AdamW.zero_grad", t0 + 5, 30)
+         .cpu("aten::_foreach_zero_", t0 + 7, 25)
+         .launch(t0 + 10, 5, t0 + 16, 4.0, kernel="zero_kernel"))
+        for pass_start in (t0 + 60, t0 + 500):
+            tr.cpu("aten::linear", pass_start, 20)
+            for p in range(n_params):
+                at = pass_start + 40 + p * 40
+                (tr.cpu("torch::autograd::AccumulateGrad", at, 30)
+                 .cpu("aten::add_", at + 2, 25)
+                 .launch(at + 5, 5, at + 12, 2.0, kernel="add_kernel"))
+        tr.cpu("cudaDeviceSynchronize", t0 + 900, 20, "cuda_runtime")
+    ev = tr.frame()
+    ev["seq_nr"] = [7 if name == "aten::linear" else -1 for name in ev["name"].astype(str)]
+    got = zeroed_grads(ev, 3, STEP_US)
+    assert got is not None and got["fix"] == "zero-grad-none"
+    assert got["evidence"]["zero_ops_per_step"] == 1
+    assert got["evidence"]["accumulate_adds_per_step"] == n_params
+    assert got["us_per_step"] == pytest.approx(25.0 + n_params * 25.0)
+
+
 @pytest.mark.parametrize("zero_op,n_params,zero_us", [
     ("aten::detach_", 8, 20.0),  # set_to_none=True: the region drops gradients, zeroes none
     ("aten::zero_", 1, 2.0),  # 27 us of a 1000 us step: under MIN_PCT
