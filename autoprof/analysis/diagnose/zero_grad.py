@@ -104,8 +104,10 @@ def zeroed_grads(events: pd.DataFrame, n_steps: int, step_us: float,
     if 100.0 * us / step_us < MIN_PCT:
         return None
     region = str(regions["name"].mode().iloc[0])
+    zero_ops = len(zeros) / n_steps
     hint = (f"the optimizer zeroes the gradients instead of dropping them "
-            f"({len(zeros) / n_steps:g} zeroing ops a step under {region}, and backward adds "
+            f"({zero_ops:g} zeroing op{'' if zero_ops == 1 else 's'} a step under {region}, "
+            f"and backward adds "
             f"{len(adds) / n_steps:g} gradients into the zeroed buffers: {us:.0f} us a step): "
             "call optimizer.zero_grad() (set_to_none=True, the default since torch 2.0), not "
             "zero_grad(set_to_none=False); backward then writes each gradient instead of "
