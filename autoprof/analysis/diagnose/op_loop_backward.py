@@ -8,8 +8,11 @@ them with the forward's ops. The trace ties a node to the forward op that made i
 node's row, `autograd::engine::evaluate_function: <Node>` (on the device's backward thread
 for CUDA, on the caller's thread on the CPU), carries the `Sequence number` (`seq_nr`) of the
 forward op that recorded it. A loop's nodes are the step's nodes whose sequence number a
-forward row inside the loop's span carries, on the loop's thread; its backward ops are the
-outermost ops (no `aten::` op above) under those nodes.
+forward row inside the loop's span carries, on the loop's thread, and no forward row outside
+it: an op on tensors that need no grad carries the counter's current value without making a
+node, so a loop of such ops (an augmentation before the model) shares its numbers with the
+model's next node, which is not the loop's. Its backward ops are the outermost ops (no
+`aten::` op above) under those nodes.
 
 On the H100 per-sample loss loop (128 `cross_entropy` calls on 1-row slices, then
 `backward()`): 515 outermost forward ops, 512 of them the loop's; 517 nodes, 512 of them the
@@ -58,8 +61,12 @@ def loop_backward(host: pd.DataFrame, outer: np.ndarray, node: np.ndarray, rows:
         else np.full(len(rows), -1)
     in_node = node[rows]
     is_node = in_node == rows
-    span = (tid == loop["tid"]) & (ts >= loop["ts_us"]) & (ts <= loop["end_us"]) & (seq >= 0)
-    loop_nodes = rows[is_node & np.isin(seq, seq[span])]
+    forward = (in_node < 0) & (seq >= 0)
+    span = (tid == loop["tid"]) & (ts >= loop["ts_us"]) & (ts <= loop["end_us"])
+    # an op on tensors that need no grad carries the counter's value without making a node:
+    # a node whose number a forward op outside the loop carries too is that op's
+    loop_nodes = rows[is_node & np.isin(seq, seq[forward & span])
+                      & ~np.isin(seq, seq[forward & ~span])]
     in_loop = np.isin(in_node, loop_nodes)
     op = outer[rows]
     ends, starts = host["end_us"].to_numpy(float), host["ts_us"].to_numpy(float)

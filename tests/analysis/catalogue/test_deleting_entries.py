@@ -106,6 +106,35 @@ def test_zeroed_gradients_are_offered_set_to_none() -> None:
     assert 1.1 < got["predicted_speedup"] <= got["max_speedup"] * 1.001
 
 
+def test_a_foreach_zeroing_deletes_the_first_backward_passs_adds_only() -> None:
+    """One `_foreach_zero_` over 8 gradients, then two micro-steps (a forward op that
+    autograd records, then backward adding into each gradient): the first pass's 8 adds go
+    with set_to_none, the second pass's stay (it adds into gradients set_to_none leaves
+    too)."""
+    n_params = 8
+    tr = Trace()
+    for n in (1, 2, 3):
+        t0 = STEP_US * (n - 1)
+        (tr.step(n, t0, STEP_US).region("Optimizer.zero_grad#AdamW.zero_grad", t0 + 5, 30)
+         .cpu("aten::_foreach_zero_", t0 + 7, 25)
+         .launch(t0 + 10, 5, t0 + 16, 4.0, kernel="zero_kernel"))
+        for pass_start in (t0 + 60, t0 + 500):
+            tr.cpu("aten::linear", pass_start, 20)
+            for p in range(n_params):
+                at = pass_start + 40 + p * 40
+                (tr.cpu("torch::autograd::AccumulateGrad", at, 30)
+                 .cpu("aten::add_", at + 2, 25)
+                 .launch(at + 5, 5, at + 12, 2.0, kernel="add_kernel"))
+        tr.cpu("cudaDeviceSynchronize", t0 + 900, 20, "cuda_runtime")
+    ev = tr.frame()
+    ev["seq_nr"] = [7 if name == "aten::linear" else -1 for name in ev["name"].astype(str)]
+    got = zeroed_grads(ev, 3, STEP_US)
+    assert got is not None and got["fix"] == "zero-grad-none"
+    assert got["evidence"]["zero_ops_per_step"] == 1
+    assert got["evidence"]["accumulate_adds_per_step"] == n_params
+    assert got["us_per_step"] == pytest.approx(25.0 + n_params * 25.0)
+
+
 @pytest.mark.parametrize("zero_op,n_params,zero_us", [
     ("aten::detach_", 8, 20.0),  # set_to_none=True: the region drops gradients, zeroes none
     ("aten::zero_", 1, 2.0),  # 27 us of a 1000 us step: under MIN_PCT
@@ -245,3 +274,44 @@ def test_an_allreduce_after_every_micro_step_is_offered_no_sync() -> None:
 def test_no_sync_is_not_offered_where_used_without_accumulation_or_small(
         micro: int, synced: tuple[bool, ...], nccl_us: float) -> None:
     assert ddp_accumulation(_ddp_trace(micro, synced, nccl_us).frame(), 3, STEP_US) is None
+
+
+DELETING_SET = (Path(__file__).resolve().parents[3] / "benchmarks" / "validation" / "data"
+                / "gpu_h100_heldout_deleting")
+
+
+def _on_development_run(case: str, fix: str, name: str) -> tuple[dict[str, object], float]:
+    """The entry `name`'s opportunity on the committed H100 recording of `case` (a
+    development program since its prediction was read) and the gain of `fix` measured
+    without the profiler."""
+    truth = json.loads((DELETING_SET / "truth.json").read_text())["cases"][case]
+    run = committed.run(DELETING_SET / truth["record"]["run"])
+    opp = next(o for o in run.analysis.opportunities if o.get("cause") == name)
+    return opp, float(truth["fixes"][fix]["speedup"])
+
+
+@pytest.mark.slow
+def test_a_foreach_zeroing_counts_backwards_adds_into_the_zeroed_gradients() -> None:
+    """`zero_grad(set_to_none=False)` on a fused AdamW zeroes every gradient in one
+    `_foreach_zero_`, and backward then adds each new gradient into its buffer (96 adds a
+    step): those adds go with set_to_none, and the measured gain lies in the stated
+    interval."""
+    opp, measured = _on_development_run("zero_grad_false", "set_to_none", "zeroed_grads")
+    assert opp["fix"] == "zero-grad-none"
+    assert opp["evidence"]["zero_ops_per_step"] == 1  # one foreach op over them all
+    assert opp["evidence"]["accumulate_adds_per_step"] > 1
+    band = opp["predicted_interval"]
+    assert band["low"] <= measured <= band["high"]
+
+
+@pytest.mark.slow
+def test_ddp_accumulation_counts_the_reducers_work_with_its_all_reduces() -> None:
+    """DDP, one rank on NCCL, 4 micro-steps that each all-reduce: no_sync on the first three
+    also skips the reducer's copies into and out of its buckets and its hook after each
+    gradient; with them the entry is offered and the measured gain lies in the stated
+    interval."""
+    opp, measured = _on_development_run("ddp_accumulate", "no_sync", "ddp_accumulation")
+    assert opp["fix"] == "ddp-no-sync"
+    assert opp["evidence"]["micro_steps"] == 4
+    band = opp["predicted_interval"]
+    assert band["low"] <= measured <= band["high"]

@@ -172,3 +172,33 @@ def test_an_op_whose_arguments_are_all_numbers_is_small_and_unknown_shapes_are_n
     assert not _small([[["a"]]])
     got = python_loop(events_table(_step(64, [[], [], []])), 10000.0)
     assert got is not None and got["evidence"]["repeats_per_step"] == 64
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.slow
+def test_a_five_op_augmentation_loop_is_found_without_the_models_backward() -> None:
+    """The H100 forecaster's per-sample crop, scale and noise (`slice`, `mul`, `randn_like`,
+    `mul`, `add` on each of 128 windows, then an LSTM step; a development program since its
+    prediction was read): a body of five ops is found, and the LSTM's backward node, whose
+    sequence number the loop's grad-free ops carry too, is not counted as the loop's."""
+    truth = REPO / "benchmarks" / "validation" / "data" / "gpu_h100_heldout_catalogue"
+    case = json.loads((truth / "truth.json").read_text())["cases"]["forecaster_crop_loop"]
+    run = committed.run(truth / case["record"]["run"])
+    top = run.analysis.opportunities[0]
+    assert top["fix"] == "vectorise"
+    assert len(top["evidence"]["body"]) == 5
+    assert top["evidence"]["repeats_per_step"] == 128
+    assert top["evidence"]["backward_nodes_per_step"] == 0
+
+
+@pytest.mark.slow
+def test_a_dataloaders_per_sample_ops_are_not_a_loop_to_vectorise() -> None:
+    """A DataLoader that builds its batch one sample at a time repeats the sample's ops
+    inside its fetch: that is `batched-dataset`'s (diagnose/batched_loader.py), offered there,
+    not a second fix of the same ops."""
+    run = committed.run(REPO / "tests" / "data" / "gpu_h200_lines" / "runs" / "off" / "loader"
+                        / "20261204-010307-e688ba")
+    fixes = [o.get("fix") for o in run.analysis.opportunities]
+    assert "batched-dataset" in fixes and "vectorise" not in fixes
