@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from autoprof.record.watch import Watch
-from autoprof.record.watch.device_pace import POOL, DeviceWatcher, EventPace
+from autoprof.record.watch.device_pace import POOL, STRIDE, DeviceWatcher, EventPace
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder import watchfile
 
@@ -31,6 +31,7 @@ class Stream:
         self.free_ns = 0  # when the device has finished everything queued so far
         self.capturing = False
         self.made = 0  # events created
+        self.recorded = 0  # events recorded
 
     def launch(self, host_ms: float, device_ms: float) -> None:
         start = max(self.free_ns, self.host_ns)
@@ -57,6 +58,7 @@ class Event:
 
     def record(self) -> None:
         self.at_ns = max(self.stream.free_ns, self.stream.host_ns)
+        self.stream.recorded += 1
 
     def query(self) -> bool:
         assert self.at_ns is not None
@@ -276,3 +278,25 @@ def test_without_the_fast_calls_the_public_ones_are_used():
     pace = EventPace(stream, SimpleNamespace())  # a torch._C without them
     pace.record(1)
     assert stream.made == 1
+
+
+def test_the_watcher_records_an_event_every_stride_calls_and_each_call_gets_their_mean():
+    assert STRIDE > 1
+    stream = Stream()
+    device = DeviceWatcher("f", WATCH, 0, _start([]), stream)
+    pattern = [0.5, 1.5, 1.0, 1.0]  # device ms a call, repeating: a mean of 1.0 ms
+
+    _run(device, stream, 400, 0.2, lambda call: pattern[call % len(pattern)])
+    assert stream.recorded == 400 // STRIDE
+    assert device.baseline_ns == pytest.approx(1.0 * MS, rel=0.02)
+
+
+def test_a_step_time_spans_stride_calls_and_is_their_mean():
+    stream = Stream()
+    pace = EventPace(stream, stride=4)
+    pace.record(4)
+    for device_ms in (1.0, 2.0, 3.0, 2.0):
+        stream.launch(0.1, device_ms)
+    pace.record(8)
+    stream.sync()
+    assert pace.finished() == 2 * MS  # 8 ms over 4 calls

@@ -1,8 +1,10 @@
 """On CUDA, a watched call's step time read on the device, never with a sync.
 
-A CUDA event is recorded on the current stream at each watched call's start; once the device
-has passed the next call's event (``Event.query``), the time between the two on the device's
-clock is the call's step time. Where the device paces the job, the host runs ahead of it
+A CUDA event is recorded on the current stream at the start of every :data:`STRIDE`-th
+watched call; once the device has passed the next one (``Event.query``), the time between the
+two on the device's clock over the calls between them is each of those calls' step time (an
+event, its query and its reading cost about 12.7 us on an H100 as measured with
+``Event.record()``: paid once in STRIDE calls). Where the device paces the job, the host runs ahead of it
 until the launch queue fills or a sync (``loss.item()`` every 50 calls) waits for every call
 queued before it, so the host's time per call is the host's own cost on most calls and the
 device's backlog on one: a median of host times then misses a device-bound slowdown
@@ -11,7 +13,7 @@ the host is the slower, the device waits for each call's first launch and its cl
 the host's pace).
 
 An event is reused once the device has passed it; a call that finds every event in flight
-(the device more than :data:`POOL` calls behind) or a stream being captured into a CUDA graph
+(the device more than :data:`POOL` events behind) or a stream being captured into a CUDA graph
 records none, and no step time spans that gap. Measured cost per call:
 ``benchmarks/gpu/watch_cost_cuda.py`` (docs/watch.md, "On a GPU").
 """
@@ -26,7 +28,8 @@ from autoprof.record.watch.config import Watch
 from autoprof.record.watch.watcher import Trigger, Watcher
 from autoprof.runfolder.watchfile import DEVICE_CLOCK
 
-POOL = 256  # events in flight at most (the calls the device may be behind the host)
+POOL = 256  # events in flight at most (the device may be POOL x STRIDE calls behind)
+STRIDE = 4  # an event every STRIDE-th call; each of those calls' step time is their mean
 _READS_PER_CALL = 2  # finished step times read per call at most (a backlog drains)
 _STREAMS_CACHED = 64  # current streams remembered by their raw handle at most
 
@@ -71,13 +74,16 @@ class StreamCalls:
 
 
 class EventPace:
-    """The calls' start events in flight, oldest first, and the free ones."""
+    """The calls' start events in flight, oldest first, and the free ones; an event is
+    recorded every ``stride``-th call (the caller's choice), and a step time is the mean of
+    the ``stride`` calls between two of them."""
 
-    __slots__ = ("_calls", "_cuda", "_free", "_pending")
+    __slots__ = ("_calls", "_cuda", "_free", "_pending", "stride")
 
-    def __init__(self, cuda: Any, c_api: Any = None) -> None:
+    def __init__(self, cuda: Any, c_api: Any = None, stride: int = 1) -> None:
         self._cuda = cuda  # torch.cuda (a stand-in in the unit tests)
         self._calls = StreamCalls(cuda, c_api)  # torch._C, where the fast calls are wanted
+        self.stride = stride
         self._free: list[Any] = []
         self._pending: deque[tuple[int, Any]] = deque()
 
@@ -97,8 +103,9 @@ class EventPace:
         self._pending.append((call, event))
 
     def finished(self) -> int | None:
-        """The oldest step time the device has finished (ns), or None: the oldest event
-        in flight is paired with the next one once the device has passed that one."""
+        """The oldest step time the device has finished (ns, the mean of the ``stride``
+        calls), or None: the oldest event in flight is paired with the next one once the
+        device has passed that one."""
         pending = self._pending
         while len(pending) >= 2:
             (call, start), (after, end) = pending[0], pending[1]
@@ -106,9 +113,9 @@ class EventPace:
                 return None
             pending.popleft()
             self._free.append(start)
-            if after == call + 1:
+            if after == call + self.stride:
                 elapsed_ms: float = start.elapsed_time(end)
-                return round(elapsed_ms * 1e6)
+                return round(elapsed_ms * 1e6 / self.stride)
         return None
 
     def restart(self) -> None:
@@ -128,7 +135,7 @@ class DeviceWatcher(Watcher):
     def __init__(self, name: str, watch: Watch, calls_before: int,
                  start_window: Callable[[Trigger], bool], cuda: Any,
                  c_api: Any = None) -> None:
-        self._pace = EventPace(cuda, c_api)
+        self._pace = EventPace(cuda, c_api, STRIDE)
         super().__init__(name, watch, calls_before, start_window)
 
     def tick(self, now_ns: int) -> bool:
@@ -136,15 +143,18 @@ class DeviceWatcher(Watcher):
         if self.pending is not None or calls >= self._next_at:
             self._pace.restart()
             return self._manual_or_call()
+        if calls % STRIDE:
+            return False
         pace = self._pace
         pace.record(calls)
         for _ in range(_READS_PER_CALL):
             period_ns = pace.finished()
             if period_ns is None:
                 return False
-            if self._observe(period_ns):
-                pace.restart()
-                return True
+            for _ in range(STRIDE):  # each call the mean spans, as the host clock counts
+                if self._observe(period_ns):
+                    pace.restart()
+                    return True
         return False
 
     def _restart_clock(self) -> None:
