@@ -4,13 +4,14 @@ A CUDA event is recorded on the current stream at the start of every :data:`STRI
 watched call; once the device has passed the next one (``Event.query``), the time between the
 two on the device's clock over the calls between them is each of those calls' step time (an
 event, its query and its reading cost about 12.7 us on an H100 as measured with
-``Event.record()``: paid once in STRIDE calls). Where the device paces the job, the host runs ahead of it
-until the launch queue fills or a sync (``loss.item()`` every 50 calls) waits for every call
-queued before it, so the host's time per call is the host's own cost on most calls and the
-device's backlog on one: a median of host times then misses a device-bound slowdown
-entirely. The device's time between the calls' starts is the job's pace either way (where
-the host is the slower, the device waits for each call's first launch and its clock reads
-the host's pace).
+``Event.record()``: paid once in STRIDE calls).
+
+Where the device paces the job, the host runs ahead of it until the launch queue fills or a
+sync (``loss.item()`` every 50 calls) waits for every call queued before it, so the host's
+time per call is the host's own cost on most calls and the device's backlog on one: a
+median of host times then misses a device-bound slowdown entirely. The device's time
+between the calls' starts is the job's pace either way (where the host is the slower, the
+device waits for each call's first launch and its clock reads the host's pace).
 
 An event is reused once the device has passed it; a call that finds every event in flight
 (the device more than :data:`POOL` events behind) or a stream being captured into a CUDA graph
