@@ -1,8 +1,9 @@
 """What watching costs a call on CUDA: a function that launches one small kernel, plain
 (``functools.wraps``) against ``@autoprof(watch=...)`` past its first window with the
-device's clock (``clock="auto"``: a CUDA event every 4th call, read once the device passed it) and
-with the host's (``clock="host"``), side by side in one process, interleaved rounds, the best
-loop of each round (wall clock, a sync at each loop's end), the median over rounds::
+device's clock (``clock="auto"``: a CUDA event every 4th call, read once the device passed
+it) and with the host's (``clock="host"``), side by side in one process, interleaved
+rounds, the best loop of each round (wall clock, a sync at each loop's end), the median
+over rounds::
 
     PYTHONPATH=. python benchmarks/gpu/watch_cost_cuda.py [--rounds 7] [--out FILE]
 
