@@ -148,6 +148,24 @@ def total_steps(options: Options) -> float:
     return math.inf if total is None else total
 
 
+def trace_only(with_stack: bool) -> dict[str, Any]:
+    """torch.profiler's ``experimental_config`` with ``trace_only`` where this torch has it
+    (2.13 on; nothing for an older one): autoprof only exports the trace, so torch's stop
+    builds none of the per-event objects that ``events()`` and ``key_averages()`` read (a
+    ``KinetoEvent`` per event and the event tree), which the stop would otherwise build and
+    the window's end free. The trace keeps every field (torch writes them onto its
+    activities either way). torch turns it off with stacks (``with_stack``: the stack of an
+    event needs that tree), so it is not asked for then."""
+    if with_stack:
+        return {}
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(trace_only=True)}
+    except (ImportError, TypeError):  # a torch without the option
+        return {}
+
+
 def lines_step_fits(schedule_fn: Callable[[int], Any], first: int, total: float) -> bool:
     """Do torch's first two recording steps both warm up (the first becomes the lines step,
     the second stays torch's own warm-up)?"""
@@ -208,6 +226,7 @@ class Driver:
             with_stack=options.with_stack,
             with_flops=options.with_flops,
             with_modules=options.with_modules,
+            **trace_only(options.with_stack),
         )
         # CUPTI let go by the trace's last stop only (cupti.py)
         self._cupti = CuptiTeardown()
