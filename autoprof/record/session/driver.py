@@ -240,6 +240,10 @@ class Driver:
         would keep the profiler and its events until a garbage collection."""
         from torch.profiler import ProfilerAction
 
+        # the phase of each of torch's actions, keyed by the action (its ``name`` is a
+        # property of Python code, asked once per recorded step otherwise)
+        self._phase_of: dict[Any, Phase] = {
+            action: PHASES[action.name] for action in ProfilerAction if action.name in PHASES}
         self._cut_after: list[int] = []
         # the last (step, action) asked: torch asks for step k as step k - 1 ends, and
         # :meth:`phase` asks for it again as step k ends (a step's own cost while recording)
@@ -295,7 +299,7 @@ class Driver:
         asked_step, action = self._asked[0]  # the schedule: a function of the step and cut
         if asked_step != step:
             action = self.schedule_fn(step)
-        return PHASES.get(action.name, "wait")
+        return self._phase_of.get(action, "wait")
 
     def start(self) -> None:
         """Start recording (``start_ms`` counts it)."""
