@@ -150,7 +150,7 @@ def total_steps(options: Options) -> float:
 
 def trace_only(with_stack: bool) -> dict[str, Any]:
     """torch.profiler's ``experimental_config`` with ``trace_only`` where this torch has it
-    (2.13 on; nothing for an older one): autoprof only exports the trace, so torch's stop
+    (2.13 has it; nothing for a torch without it): autoprof only exports the trace, so torch's stop
     builds none of the per-event objects that ``events()`` and ``key_averages()`` read (a
     ``KinetoEvent`` per event and the event tree), which the stop would otherwise build and
     the window's end free. The trace keeps every field (torch writes them onto its
