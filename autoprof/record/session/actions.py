@@ -18,9 +18,9 @@ from autoprof.record.options import Options
 from autoprof.record.session import writer
 from autoprof.record.session.driver import (
     Driver,
-    record_function,
     torch_module,
 )
+from autoprof.record.session.label import step_label
 from autoprof.record.session.owner import Owner, registry
 from autoprof.record.session.table import Event, State
 from autoprof.record.session.writer import Identity, RunState
@@ -132,7 +132,7 @@ class Actions:
     # -- the actions of the table (see table.py) ----------------------------------------
 
     def _take_ownership(self) -> None:
-        self._record_function = record_function()
+        self._record_function = step_label()
         self._owner = Owner()
         self._owner.guard(self, self._local)  # stops the run if this thread ends first
 

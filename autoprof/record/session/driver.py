@@ -148,6 +148,24 @@ def total_steps(options: Options) -> float:
     return math.inf if total is None else total
 
 
+def trace_only(with_stack: bool) -> dict[str, Any]:
+    """torch.profiler's ``experimental_config`` with ``trace_only`` where this torch has it
+    (2.13 has it; nothing for a torch without it): autoprof only exports the trace, so torch's stop
+    builds none of the per-event objects that ``events()`` and ``key_averages()`` read (a
+    ``KinetoEvent`` per event and the event tree), which the stop would otherwise build and
+    the window's end free. The trace keeps every field (torch writes them onto its
+    activities either way). torch turns it off with stacks (``with_stack``: the stack of an
+    event needs that tree), so it is not asked for then."""
+    if with_stack:
+        return {}
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(trace_only=True)}
+    except (ImportError, TypeError):  # a torch without the option
+        return {}
+
+
 def lines_step_fits(schedule_fn: Callable[[int], Any], first: int, total: float) -> bool:
     """Do torch's first two recording steps both warm up (the first becomes the lines step,
     the second stays torch's own warm-up)?"""
@@ -208,6 +226,7 @@ class Driver:
             with_stack=options.with_stack,
             with_flops=options.with_flops,
             with_modules=options.with_modules,
+            **trace_only(options.with_stack),
         )
         # CUPTI let go by the trace's last stop only (cupti.py)
         self._cupti = CuptiTeardown()
@@ -221,6 +240,10 @@ class Driver:
         would keep the profiler and its events until a garbage collection."""
         from torch.profiler import ProfilerAction
 
+        # the phase of each of torch's actions, keyed by the action (its ``name`` is a
+        # property of Python code, asked once per recorded step otherwise)
+        self._phase_of: dict[Any, Phase] = {
+            action: PHASES[action.name] for action in ProfilerAction if action.name in PHASES}
         self._cut_after: list[int] = []
         # the last (step, action) asked: torch asks for step k as step k - 1 ends, and
         # :meth:`phase` asks for it again as step k ends (a step's own cost while recording)
@@ -276,7 +299,7 @@ class Driver:
         asked_step, action = self._asked[0]  # the schedule: a function of the step and cut
         if asked_step != step:
             action = self.schedule_fn(step)
-        return PHASES.get(action.name, "wait")
+        return self._phase_of.get(action, "wait")
 
     def start(self) -> None:
         """Start recording (``start_ms`` counts it)."""
