@@ -145,8 +145,9 @@ class _Steps:
         codes, uniques = factorized(ops["name"])
         self.codes = np.asarray(codes, dtype=np.int64)
         self.texts: list[str] = [str(u) for u in uniques]
-        self.ts_us: list[float] = ops["ts_us"].to_numpy(float).tolist()
-        self.end_us: list[float] = ops["end_us"].to_numpy(float).tolist()
+        # arrays, not lists: a step reads two of them (a list holds a float object per op)
+        self.ts_us: np.ndarray = ops["ts_us"].to_numpy(float)
+        self.end_us: np.ndarray = ops["end_us"].to_numpy(float)
         self.dims: list[Any] | None = ops["input_dims"].tolist() \
             if "input_dims" in ops.columns else None
         self._repeats: dict[bytes, tuple[int, int, int]] = {}
@@ -188,7 +189,8 @@ def _loop_in_step(steps: _Steps, at: np.ndarray) -> dict[str, Any] | None:
     if first == start and last == end - 1 and not ITEM_OPS & set(body):
         return None  # nothing takes the items apart or puts them together: a chain
     return {"body": body, "repeats": repeats, "loop_ops": last - first + 1, "ops": len(codes),
-            "ts_us": steps.ts_us[int(at[first])], "end_us": steps.end_us[int(at[last])]}
+            "ts_us": float(steps.ts_us[int(at[first])]),
+            "end_us": float(steps.end_us[int(at[last])])}
 
 
 def _in_fetch(fetches: pd.DataFrame, tid: Any, ts_us: float) -> bool:

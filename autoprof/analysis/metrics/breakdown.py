@@ -244,18 +244,23 @@ def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
     up = mid == points[1:]  # a midpoint that rounds up onto the next point
     for key in reversed(list(merged)):  # lowest priority first: higher ones overwrite
         s, e = merged[key]
-        inside = (_at_most(points, s, up) - _at_most(points, e, up) if exact else
+        inside = (_open_at(points, s, e, up) if exact else
                   np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
         code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
             "host_sync" if key == "drain" else key)
     return points, code
 
 
-def _at_most(points: np.ndarray, bounds: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """For each segment between two points, how many of `bounds` (each one of `points`)
-    are at most its midpoint: ``np.searchsorted(np.sort(bounds), mid, "right")`` from a
-    count per point instead of a search per segment."""
-    per_point = np.bincount(np.searchsorted(points, bounds), minlength=len(points))
+def _open_at(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, up: np.ndarray
+             ) -> np.ndarray:
+    """For each segment between two points, how many of the intervals (`starts`, `ends`:
+    each one of `points`) start at most at its midpoint less how many end there:
+    ``np.searchsorted(np.sort(starts), mid, "right") - np.searchsorted(np.sort(ends), mid,
+    "right")`` from one count per point (starts less ends) instead of a search per
+    segment."""
+    n = len(points)
+    per_point = (np.bincount(np.searchsorted(points, starts), minlength=n)
+                 - np.bincount(np.searchsorted(points, ends), minlength=n))
     return np.asarray(np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0))
 
 

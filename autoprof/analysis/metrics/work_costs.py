@@ -175,7 +175,7 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
         "layout_us": np.where(layout, dur_us, 0.0),
         "flops_us": np.where(np.isnan(flops), 0.0, dur_us),
         "bytes_us": np.where(np.isnan(nbytes), 0.0, dur_us),
-    })
+    }, copy=False)  # the columns as built (one block each), not copied into 2-D blocks
 
 
 def op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:

@@ -67,10 +67,14 @@ def _bias_pairs_kept(events: pd.DataFrame, products: np.ndarray, adds: np.ndarra
     if "input_dims" not in events.columns:
         return np.full(len(adds), is_bias_add("", ""), dtype=bool)
     codes, texts = factorized(events["input_dims"])
-    pairs = np.stack([codes[products], codes[adds]], axis=1)
-    distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    # one integer per (product, add) pair of codes: a 1-D unique, not a row-wise one
+    width = max(len(texts), 1)
+    pairs = codes[products].astype(np.int64) * width + codes[adds].astype(np.int64)
+    distinct, inverse = np.unique(pairs, return_inverse=True)
     verdict = np.fromiter((is_bias_add(str(texts[a]), str(texts[b]))
-                           for a, b in distinct.tolist()), bool, len(distinct))
+                           for a, b in zip((distinct // width).tolist(),
+                                           (distinct % width).tolist(), strict=True)),
+                          bool, len(distinct))
     kept: np.ndarray = verdict[inverse.reshape(-1)]
     return kept
 

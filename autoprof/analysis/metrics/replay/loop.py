@@ -55,14 +55,13 @@ class Loop:
         return Spread.of(self.steps["between_pct"].tolist())
 
 
-def _outermost(parent: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Of the rows in `keep`, those whose parent (a position, -1: none) is not in `keep`."""
-    pos = np.flatnonzero(keep)
-    up = parent[pos]
-    inside = np.zeros(len(pos), dtype=bool)
-    ok = up >= 0
-    inside[ok] = keep[up[ok]]
-    return np.asarray(pos[~inside], dtype=np.int64)
+def _outermost(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Of `rows` (ascending positions), those whose parent (a position, -1: none) is not
+    one of `rows`."""
+    up = parent[rows]
+    at = np.minimum(np.searchsorted(rows, up), max(len(rows) - 1, 0))
+    inside = (up >= 0) & (rows[at] == up) if len(rows) else np.zeros(0, dtype=bool)
+    return np.asarray(rows[~inside], dtype=np.int64)
 
 
 def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop:
@@ -78,6 +77,7 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     calls_cov = Coverage(ts[calls], end[calls])
     own = autoprof_mask(ev) & cpu
     own_cov = Coverage(ts[own], end[own])
+    own_spans = list(zip(ts[own].tolist(), end[own].tolist(), strict=True))
     step_span = np.zeros(len(ev), dtype=bool)
     step_span[ev.index.get_indexer(steps.index)] = True
     user = cpu & ~own & ~step_span & ~calls
@@ -87,8 +87,7 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     for lo, hi, number in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
                               steps["step_no"].tolist(), strict=True):
         call_us = calls_cov.covered(lo, hi)
-        outside_own = own_cov.covered(lo, hi) - _own_inside_calls(own, ts, end, calls_cov,
-                                                                  lo, hi)
+        outside_own = own_cov.covered(lo, hi) - _own_inside_calls(own_spans, calls_cov, lo, hi)
         between = max(hi - lo - call_us - max(outside_own, 0.0), 0.0)
         rows.append((int(number), hi - lo, call_us, between, max(outside_own, 0.0)))
         users.name_between(calls_cov, lo, hi, between, where_us)
@@ -107,11 +106,12 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
                        "autoprof_us"]], where)
 
 
-def _own_inside_calls(own: np.ndarray, ts: np.ndarray, end: np.ndarray, calls: Coverage,
-                      lo: float, hi: float) -> float:
-    """autoprof's labelled time that lies inside a call (counted with the call)."""
+def _own_inside_calls(own: list[tuple[float, float]], calls: Coverage, lo: float, hi: float
+                      ) -> float:
+    """autoprof's labelled time (`own`: its rows' start and end) that lies inside a call
+    (counted with the call)."""
     total = 0.0
-    for s, e in zip(ts[own].tolist(), end[own].tolist(), strict=True):
+    for s, e in own:
         if e > lo and s < hi:
             total += calls.covered(max(s, lo), min(e, hi))
     return total
@@ -133,26 +133,23 @@ class _UserRows:
         self.longest_us = float(spans.max()) + 1.0 if len(spans) else np.inf
 
     def rows_in(self, lo: float, hi: float) -> np.ndarray:
-        """A mask of the user rows reaching into [lo, hi)."""
+        """The positions (ascending) of the user rows reaching into [lo, hi)."""
         first = int(np.searchsorted(self.pos_ts, lo - self.longest_us, "left")) \
             if np.isfinite(self.longest_us) else 0
         last = int(np.searchsorted(self.pos_ts, hi, "left"))
         near = self.pos[first:max(last, first)]
-        here = np.zeros(len(self.ts), dtype=bool)
-        here[near[(self.end[near] > lo) & (self.ts[near] < hi)]] = True
-        return here
+        return np.sort(near[(self.end[near] > lo) & (self.ts[near] < hi)])
 
     def name_between(self, calls: Coverage, lo: float, hi: float, between_us: float,
                      where_us: dict[str, float]) -> None:
         """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the
         call, the rest as untraced."""
         ts, end, names = self.ts, self.end, self.names
-        here = self.rows_in(lo, hi)
-        rows = np.flatnonzero(here)  # rows mostly inside a call are the call's
+        rows = self.rows_in(lo, hi)  # rows mostly inside a call are the call's
         lo_r, hi_r = ts[rows], end[rows]
-        here[rows[calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r)]] = False
+        rows = rows[~(calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r))]
         traced = 0.0
-        for r in _outermost(self.parent, here).tolist():
+        for r in _outermost(self.parent, rows).tolist():
             us = max(min(end[r], hi) - max(ts[r], lo), 0.0)
             name = "DataLoader.__next__" if DATA_LOADER_NAME.search(names[r]) else names[r]
             where_us[name] = where_us.get(name, 0.0) + us

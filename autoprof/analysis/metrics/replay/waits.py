@@ -121,7 +121,8 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: list[float],
         waits = [own[-1]]  # a synchronous copy: the call returned after its copy ended
     elif name in SYNC_NAMES:
         waits = _named_waits(name, thread, state)
-    waits = [i for i in waits if end[i] <= end[r] + CLOCK_TOLERANCE_US]
+    if waits:  # most calls wait for nothing: no list to filter
+        waits = [i for i in waits if end[i] <= end[r] + CLOCK_TOLERANCE_US]
     kind = LAUNCH if own else SYNC if name in SYNC_NAMES else \
         RECORD if name in RECORDS else WAIT_EVENT
     if kind == RECORD:

@@ -1,0 +1,75 @@
+"""The summary's counting shortcuts answer what their plain forms answer, on random inputs:
+the breakdown's painting count, the loop's outermost user rows and the bias-add pairing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autoprof.analysis.metrics.breakdown import _open_at
+from autoprof.analysis.metrics.replay.bias import _bias_pairs_kept, is_bias_add
+from autoprof.analysis.metrics.replay.loop import _outermost
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_open_at_counts_the_intervals_over_each_midpoint(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    starts = rng.integers(0, 50, n).astype(float)
+    ends = starts + rng.integers(0, 20, n)  # empty intervals too
+    points = np.unique(np.concatenate([starts, ends, rng.integers(0, 70, 5).astype(float)]))
+    mid = (points[:-1] + points[1:]) / 2
+    up = mid == points[1:]
+    want = (np.searchsorted(np.sort(starts), mid, "right")
+            - np.searchsorted(np.sort(ends), mid, "right"))
+    assert _open_at(points, starts, ends, up).tolist() == want.tolist()
+
+
+def test_open_at_of_no_points_is_empty() -> None:
+    empty = np.zeros(0)
+    assert len(_open_at(empty, empty, empty, np.zeros(0, dtype=bool))) == 0
+
+
+def _outermost_by_mask(parent: np.ndarray, rows: np.ndarray) -> list[int]:
+    keep = np.zeros(len(parent), dtype=bool)
+    keep[rows] = True
+    return [int(r) for r in rows if parent[r] < 0 or not keep[parent[r]]]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_outermost_keeps_the_rows_whose_parent_is_not_kept(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    parent = np.array([int(rng.integers(-1, i)) if i else -1 for i in range(n)], dtype=np.int64)
+    rows = np.flatnonzero(rng.random(n) < rng.random())
+    got = _outermost(parent, rows)
+    assert got.dtype == np.int64
+    assert got.tolist() == _outermost_by_mask(parent, rows)
+
+
+def test_bias_pairs_kept_decides_each_pair_by_its_shapes() -> None:
+    dims = ["[[8, 4], [4, 16]]", "[[8, 16], [16]]", "[[8, 16], [1, 16]]", "[[8, 16], [8]]",
+            "[[3, 4], [4, 5]]", "[[3, 5], [5]]", ""]
+    events = pd.DataFrame({"input_dims": pd.Series(dims, dtype="category")})
+    rng = np.random.default_rng(0)
+    products = rng.integers(0, len(dims), 200)
+    adds = rng.integers(0, len(dims), 200)
+    want = [is_bias_add(dims[p], dims[a]) for p, a in zip(products, adds, strict=True)]
+    assert any(want) and not all(want)
+    assert _bias_pairs_kept(events, products, adds).tolist() == want
+
+
+def test_a_loops_span_is_read_from_the_ops_arrays_as_floats() -> None:
+    from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, _loop_in_step, _Steps
+
+    names = ["aten::unbind"] + ["aten::select", "aten::mul"] * MIN_REPEATS + ["aten::stack"]
+    n = len(names)
+    ts_us = np.arange(n, dtype=float) * 2.5 + 0.25
+    ops = pd.DataFrame({"name": pd.Series(names, dtype="category"), "ts_us": ts_us,
+                        "end_us": ts_us + 1.5, "input_dims": ["[[2]]"] * n})
+    found = _loop_in_step(_Steps(ops), np.arange(n))
+    assert found is not None
+    assert (found["repeats"], found["loop_ops"]) == (MIN_REPEATS, n)
+    assert type(found["ts_us"]) is float and type(found["end_us"]) is float
+    assert (found["ts_us"], found["end_us"]) == (ts_us[0], ts_us[-1] + 1.5)
