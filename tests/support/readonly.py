@@ -21,40 +21,48 @@ import pytest
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
-    root = os.path.realpath(folder)
+class _Folder:
+    """The folder's real path, and whether a path lies under it."""
 
-    def inside(path: Any) -> bool:
+    def __init__(self, folder: Path) -> None:
+        self.root = os.path.realpath(folder)
+
+    def inside(self, path: Any) -> bool:
         if isinstance(path, int):  # a file descriptor: opened before, not a new write
             return False
         full = os.path.realpath(os.fspath(path))
-        return full == root or full.startswith(root + os.sep)
+        return full == self.root or full.startswith(self.root + os.sep)
 
-    def denied(path: Any) -> PermissionError:
-        return PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+    def check(self, path: Any) -> None:
+        """Raise what a read-only folder raises, for a write under it."""
+        if self.inside(path):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
 
+
+def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    guard = _Folder(folder)
     real_open, real_os_open = builtins.open, os.open
     real_mkdir, real_replace, real_rename = os.mkdir, os.replace, os.rename
 
     def fake_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if inside(file) and any(c in mode for c in "wax+"):
-            raise denied(file)
+        if any(c in mode for c in "wax+"):
+            guard.check(file)
         return real_open(file, mode, *args, **kwargs)
 
     def fake_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if flags & _WRITE_FLAGS and inside(path):
-            raise denied(path)
+        if flags & _WRITE_FLAGS:
+            guard.check(path)
         return real_os_open(path, flags, *args, **kwargs)
 
     def fake_mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
-        if inside(path):
-            raise denied(path)
+        guard.check(path)
         real_mkdir(path, *args, **kwargs)
 
     def fake_move(real: Any) -> Any:
         def move(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-            if inside(dst) or inside(src):
-                raise denied(dst)
+            if guard.inside(src):
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(dst))
+            guard.check(dst)
             real(src, dst, *args, **kwargs)
         return move
 
