@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+
+from _trees import cell, extract_revision  # noqa: E402
 
 from traces import ensure_trace  # noqa: E402
 
@@ -65,10 +65,6 @@ def _run(tree: Path, trace: Path, helper: bool) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True, help="the revision to compare with")
@@ -83,12 +79,7 @@ def main() -> int:
         zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before], cwd=REPO, check=True,
-                                 capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(before, filter="data")
+        before = extract_revision(args.before, Path(tmp) / "before")
         for trace in (plain, zipped):
             runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):
@@ -103,7 +94,7 @@ def main() -> int:
         for key in ("open_s", "load_s", "summary_s", "peak_mb", "tree_peak_mb"):
             cols = [[r[key] for r in runs[c]] for c in CONFIGS]
             med = [statistics.median(c) for c in cols]
-            print(f"| {name} | {key} | {' | '.join(_cell(c) for c in cols)} | "
+            print(f"| {name} | {key} | {' | '.join(cell(c) for c in cols)} | "
                   f"{med[1] / med[0]:.3f} | {med[1] / med[2]:.3f} |")
     if args.out:
         report = {"before": args.before, "rounds": args.rounds, "events": args.events,

@@ -16,13 +16,11 @@ alternate, ``--rounds`` times per trace; cells are medians [min-max].
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+from _trees import cell, extract_revision  # noqa: E402
 from gpu_tiled import ensure_tiled  # noqa: E402
 
 CONFIGS = ("before", "after")
@@ -74,10 +73,6 @@ def _run(tree: Path, run: Path) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
-
-
 def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
     print("| trace | measure | before | after | after / before |")
     print("| --- | --- | --- | --- | --- |")
@@ -85,18 +80,18 @@ def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
         for key in ("open_s", "load_s", "summary_s", "summary_cpu_s", "peak_mb"):
             cols = [[r[key] for r in runs[c]] for c in CONFIGS]
             med = [statistics.median(c) for c in cols]
-            print(f"| {name} | {key} | {_cell(cols[0])} | {_cell(cols[1])} | "
+            print(f"| {name} | {key} | {cell(cols[0])} | {cell(cols[1])} | "
                   f"{med[1] / med[0]:.3f} |")
         for config in CONFIGS:
             longest = [max(r.get("phases") or [["", 0.0]], key=lambda p: p[1])
                        for r in runs[config]]
             names = sorted({p[0] for p in longest})
             print(f"| {name} | longest phase of the summary, s ({config}) | "
-                  f"{_cell([p[1] for p in longest])} | {'; '.join(names)} | |")
+                  f"{cell([p[1] for p in longest])} | {'; '.join(names)} | |")
             ratio = [r["open_s"] / r["load_s"] for r in runs[config]]
-            print(f"| {name} | first open / load ({config}) | {_cell(ratio)} | | |")
+            print(f"| {name} | first open / load ({config}) | {cell(ratio)} | | |")
             cpu = [(r["load_cpu_s"] + r["summary_cpu_s"]) / r["load_cpu_s"] for r in runs[config]]
-            print(f"| {name} | first open / load, CPU time ({config}) | {_cell(cpu)} | | |")
+            print(f"| {name} | first open / load, CPU time ({config}) | {cell(cpu)} | | |")
         hashes = {r["summary_sha1"] for c in CONFIGS for r in runs[c]}
         print(f"| {name} | same summary on both sides | {len(hashes) == 1} | | |")
         picks = {json.dumps([r.get("verdict"), r.get("top")]) for c in CONFIGS for r in runs[c]}
@@ -129,12 +124,7 @@ def main() -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before], cwd=REPO, check=True,
-                                 capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(before, filter="data")
+        before = extract_revision(args.before, Path(tmp) / "before")
         for name, run in runs:
             done: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):

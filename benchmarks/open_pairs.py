@@ -15,13 +15,11 @@ alternates too); cells are medians [min-max]; the load average is read before an
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+
+from _trees import cell, extract_revision  # noqa: E402
 
 from traces import ensure_trace  # noqa: E402
 
@@ -62,10 +62,6 @@ def _run(tree: Path, path: Path) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _cell(values: list[float]) -> str:
-    return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, help="traces or run folders")
@@ -81,12 +77,7 @@ def main() -> int:
     load_average = [os.getloadavg()]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before], cwd=REPO, check=True,
-                                 capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(before, filter="data")
+        before = extract_revision(args.before, Path(tmp) / "before")
         for path in paths:
             runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
             for i in range(args.pairs):
@@ -101,8 +92,8 @@ def main() -> int:
         for key in KEYS:
             cols = [[r[key] for r in runs[side]] for side in ("before", "after")]
             ratio = statistics.median(cols[1]) / statistics.median(cols[0])
-            print(f"| {Path(path).parent.name}/{Path(path).name} | {key} | {_cell(cols[0])} | "
-                  f"{_cell(cols[1])} | {ratio:.3f} |")
+            print(f"| {Path(path).parent.name}/{Path(path).name} | {key} | {cell(cols[0])} | "
+                  f"{cell(cols[1])} | {ratio:.3f} |")
     print(f"load average (1, 5, 15 min) before: {load_average[0]}, after: {load_average[1]}")
     if args.out:
         report = {"before": args.before, "pairs": args.pairs, "results": results,

@@ -7,47 +7,25 @@ from __future__ import annotations
 import json
 import sys
 import types
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.profiler as tp
+from support.profile_events import profiled_events
 
 from autoprof.record.session import label as label_mod
 from autoprof.record.session.driver import record_function, trace_only
-
-_PER_RUN = ("External id", "Record function id", "Ev Idx", "correlation", "Addr",
-            "Python id", "Sequence number")  # ids that differ from one profile to the next
-
-
-def _events(path: Path, **options: Any) -> Counter[tuple[Any, ...]]:
-    """The trace of a few autograd steps, each event as (name, cat, ph, args but ids)."""
-    x = torch.randn(16, 16, requires_grad=True)
-    w = torch.randn(16, 16, requires_grad=True)
-    with tp.profile(activities=[tp.ProfilerActivity.CPU], record_shapes=True, with_flops=True,
-                    profile_memory=True, schedule=tp.schedule(wait=0, warmup=1, active=3),
-                    on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-                    **options) as prof:
-        for _ in range(4):
-            with tp.record_function("step"):
-                (x @ w).relu().sum().backward()
-            prof.step()
-    trace = json.loads(path.read_text())
-    return Counter(
-        (e.get("name"), e.get("cat"), e.get("ph"),
-         tuple(sorted((k, json.dumps(v)) for k, v in e.get("args", {}).items()
-                      if k not in _PER_RUN)))
-        for e in trace["traceEvents"])
 
 
 def test_trace_only_writes_the_same_events_and_fields(tmp_path):
     config = trace_only(with_stack=False)
     if not config:
         pytest.skip("this torch has no trace_only")
-    plain = _events(tmp_path / "plain.json")
-    lean = _events(tmp_path / "trace_only.json", **config)
+    plain = profiled_events(tmp_path / "plain.json", "cpu", profile_memory=True)
+    lean = profiled_events(tmp_path / "trace_only.json", "cpu", profile_memory=True,
+                           **config)
     assert lean == plain
     assert any(dict(args).get("Input Dims") for _, _, _, args in lean)  # shapes were kept
 
