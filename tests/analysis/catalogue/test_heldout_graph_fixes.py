@@ -1,0 +1,60 @@
+"""benchmarks/gpu/heldout_graph_fixes.py: its programs are the eight of the H100 catalogue and
+deleting sets whose first advice was a CUDA graph, each with one fix, ``cuda_graph``, named by
+that advice; every program and fix compiles at full and tiny sizes, and (slow) the dry run
+times them all on the CPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+GPU_BENCH = ROOT / "benchmarks" / "gpu"
+sys.path.insert(0, str(GPU_BENCH))
+
+import heldout_graph_fixes  # noqa: E402
+from heldout_driver import timer_code  # noqa: E402
+
+CASES = heldout_graph_fixes.GRAPH_CASES
+DATA = ROOT / "benchmarks" / "validation" / "data"
+
+
+@pytest.mark.parametrize("dry", [False, True])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
+    case = CASES[name]
+    device = "cpu" if dry else "cuda"
+    for fix in [None, *case["fixes"]]:
+        compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
+
+
+def test_the_eight_whose_first_advice_was_a_graph_each_have_one_graph_fix() -> None:
+    first_graph = set()
+    for folder in ("gpu_h100_heldout_catalogue", "gpu_h100_heldout_deleting"):
+        rows = json.loads((DATA / folder / "compare.json").read_text())["cases"]
+        first_graph |= {name for name, row in rows.items()
+                        if (row["first_advice"] or {}).get("name") == "cuda-graph"
+                        and not any(label == "cuda_graph" for label in row["fixes"])}
+    assert set(CASES) == first_graph and len(CASES) == 8
+    for case in CASES.values():
+        assert list(case["fixes"]) == ["cuda_graph"]
+        assert "cuda-graph" in case["fixes"]["cuda_graph"]["match"]
+
+
+def test_the_program_as_written_keeps_its_source_iteration() -> None:
+    for name, case in CASES.items():
+        assert case["base"] == heldout_graph_fixes.SOURCES[name]["base"]
+        assert "capture(" in case["setup"] and "FIXED == 'cuda_graph'" in case["setup"]
+
+
+@pytest.mark.slow
+def test_the_dry_run_times_every_program_and_fix(tmp_path: Path) -> None:
+    truth = heldout_graph_fixes.main(["--out", str(tmp_path), "--dry-run", "--no-record"])
+    assert truth["meta"]["dry_run"] and set(truth["cases"]) == set(CASES)
+    for name, entry in truth["cases"].items():
+        for side, rows in entry["rounds"].items():
+            assert len(rows) == 1 and rows[0].get("ms_per_iter", 0) > 0, (name, side, rows)
+        assert entry["fixes"]["cuda_graph"]["speedup"] > 0
