@@ -166,18 +166,22 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     parent = _adopt_profiler_overhead(events, parent, is_op, ts, ts + dur)
     is_op &= ~_merged_into_parent(key, parent, is_op)
     up = _nearest_op_above(parent, is_op)
+    del parent  # each array freed once used: the table's peak is a few per-event arrays
 
     cpu_total = np.where(is_op, dur, 0.0)
     child = is_op & (up >= 0)
     children_us = np.bincount(up[child], weights=dur[child], minlength=n)
     self_cpu = np.where(is_op, dur - children_us, 0.0)
+    del child, children_us
 
-    self_device = np.where(is_work, dur, 0.0)
-    device_total = self_device.copy()
     owner = _launching_op(events, is_op, up)
     work = is_work & (owner >= 0)
+    # the subtree sums first, while few arrays are held; a work row's own time added after
+    # (x + y == y + x exactly)
+    device_total = _subtree_sums(up, np.bincount(owner[work], weights=dur[work], minlength=n))
+    self_device = np.where(is_work, dur, 0.0)
+    device_total += self_device
     np.add.at(self_device, owner[work], dur[work])
-    device_total += _subtree_sums(up, np.bincount(owner[work], weights=dur[work], minlength=n))
     return {
         "is_op": is_op,
         "is_work": is_work,
