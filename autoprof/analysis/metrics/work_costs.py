@@ -98,19 +98,19 @@ def _objects(values: np.ndarray) -> pd.Series:
     return pd.Series(values, dtype=object)
 
 
-def work_table(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
-    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
-    name_codes, name_uniques = factorized(events["name"])  # the kernel and op tables group these
-    names = name_codes[is_work]  # each item's name by its code: no copy of the items' rows
-    cost_row = cost_rows(events, events["op_row"].to_numpy()[is_work])
+def _op_costs_at(events: pd.DataFrame, cost_row: np.ndarray, name_codes: np.ndarray,
+                 name_uniques: np.ndarray
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Per work item (``cost_row``: the row whose cost counts, -1 for none): its op's text
+    columns (op, dtype, flops_source, input_dims), FLOPs, bytes and name code, each op's cost
+    computed once per distinct cost row (what it needs freed on return)."""
     has_op = cost_row >= 0
     marked = np.zeros(int(cost_row.max()) + 1 if has_op.any() else 0, dtype=bool)
     marked[cost_row[has_op]] = True
     op_rows = np.flatnonzero(marked)  # the distinct cost rows, ascending (no sort)
     ops = events.iloc[op_rows, [events.columns.get_loc(c) for c in _COST_COLUMNS if c in events]]
     costs, which = _distinct_costs(ops) if len(ops) else (op_costs(events.iloc[:0]), None)
-    n = len(names)
+    n = len(cost_row)
     # text as object columns: pandas would otherwise copy every value into Arrow strings
     text = {c: np.full(n, "", dtype=object) for c in ("op", "dtype", "flops_source",
                                                        "input_dims")}
@@ -126,6 +126,29 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
         text["dtype"][has_op] = costs["dtype"].to_numpy(dtype=object)[picked]
         text["flops_source"][has_op] = costs["flops_source"].to_numpy(dtype=object)[picked]
         text["input_dims"][has_op] = _text_at(events["input_dims"], rows)
+    return text, op_flops, op_bytes, op_code
+
+
+def _shares(takes: np.ndarray, cost_row: np.ndarray, dur_us: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Per work item, its share of its op's cost (by duration, among the op's items that
+    take one) and how many items its op has."""
+    sharing = np.where(takes, cost_row, -1)
+    dur = np.where(takes, dur_us, 0.0)
+    op_dur = pd.Series(dur).groupby(sharing).transform("sum").to_numpy()
+    op_kernels = np.bincount(sharing + 1)[sharing + 1]  # each row's op's work items
+    share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
+    return share, op_kernels
+
+
+def work_table(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
+    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
+    name_codes, name_uniques = factorized(events["name"])  # the kernel and op tables group these
+    names = name_codes[is_work]  # each item's name by its code: no copy of the items' rows
+    n = len(names)
+    cost_row = cost_rows(events, events["op_row"].to_numpy()[is_work])
+    text, op_flops, op_bytes, op_code = _op_costs_at(events, cost_row, name_codes, name_uniques)
     cat_codes, cat_uniques = factorized(events["cat"])
     is_kernel = _flags(cat_codes[is_work], cat_uniques, re.compile(r"^kernel$", re.IGNORECASE))
     dur_us = events["dur_us"].to_numpy(dtype=float)[is_work]
@@ -144,14 +167,12 @@ def work_table(events: pd.DataFrame) -> pd.DataFrame:
     takes = (is_kernel | memory_op) & ~counted
     op_flops[~takes], op_bytes[~takes] = np.nan, np.nan
     text["flops_source"][~takes], text["dtype"][~takes] = "", ""
-    sharing = np.where(takes, cost_row, -1)
-    dur = np.where(takes, dur_us, 0.0)
-    op_dur = pd.Series(dur).groupby(sharing).transform("sum").to_numpy()
-    op_kernels = np.bincount(sharing + 1)[sharing + 1]  # each row's op's work items
-    share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
+    share, op_kernels = _shares(takes, cost_row, dur_us)
+    del takes, memory_op, tf32  # freed before the table is built
     flops = op_flops * share
     moved = own * np.where(_flags(names, name_uniques, _DEVICE_COPY), 2.0, 1.0)
     nbytes = np.where(counted, moved, op_bytes * share)
+    del share, moved, own
     costed = ~np.isnan(op_flops) | ~np.isnan(op_bytes)
     layout = _flags(names, name_uniques, _LAYOUT_KERNEL)
     return pd.DataFrame({
@@ -187,8 +208,8 @@ def op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     op only when the op launched no kernel (a copy), not beside a matmul's whose bytes are
     the shapes' (or unknown)."""
     op_row = events["op_row"].to_numpy()[events["is_gpu_work"].to_numpy(dtype=bool)]
-    with_kernel = set(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)].tolist())
-    beside = work["counted"].to_numpy() & np.isin(op_row, list(with_kernel))
+    with_kernel = np.unique(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)])
+    beside = work["counted"].to_numpy() & np.isin(op_row, with_kernel)
     op = work["op"].to_numpy(dtype=object)
     return work.assign(
         op=_objects(np.where(op == "", "(no op)", op).astype(object)),
