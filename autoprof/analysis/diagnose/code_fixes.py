@@ -51,11 +51,11 @@ WORKERS_UNSEEN = ("not predicted: the loop waits for the DataLoader's worker pro
                   "up")
 
 
-def _steps(events: pd.DataFrame) -> pd.DataFrame:
-    """The host rows of the profiled steps (only the columns the checks read: a copy of
-    every column of half a 1M-row table costs more than the checks)."""
-    rows = cpu_mask(events) & (events["step"] >= 0).to_numpy()
-    return events.loc[rows, [c for c in HOST_COLUMNS if c in events.columns]]
+def _in_steps(events: pd.DataFrame) -> np.ndarray:
+    """Mask of the host rows of the profiled steps (the checks copy only the columns they
+    read of these: a copy of every column of half a 1M-row table costs more than the
+    checks)."""
+    return np.asarray(cpu_mask(events) & (events["step"] >= 0).to_numpy(), dtype=bool)
 
 
 def _starts_with(names: pd.Series, prefix: str) -> np.ndarray:
@@ -134,13 +134,15 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
     `unpredicted`; `device`: the device's name, whose link sets a pinned copy's rate;
     `cudnn_benchmark`: the manifest's flag, for the channels-last hint).
     Raises ValueError where the replay cannot run."""
-    host = _steps(events)
-    n_steps = int(host["step"].nunique())
+    in_steps = _in_steps(events)
+    n_steps = len(np.unique(events["step"].to_numpy()[in_steps]))
     if not n_steps or not step_us > 0:
         return []
+    adds = bias_adds(events)  # before the host rows are copied: the two never held together
+    host = events.loc[in_steps, [c for c in HOST_COLUMNS if c in events.columns]]
     found: list[tuple[dict[str, Any] | None, FixName, float]] = [
         (_optimizer(host, n_steps, step_us), "fused-optimizer", 1.0),
-        (_bias_add(host, bias_adds(events), n_steps, step_us), "addmm", 1.0),
+        (_bias_add(host, adds, n_steps, step_us), "addmm", 1.0),
         (_scaler(host, n_steps, step_us), "bf16-autocast", 1.0)]
     pageable = pageable_copies(events, n_steps, step_us, device)
     if pageable is not None:

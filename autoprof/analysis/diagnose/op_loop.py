@@ -79,6 +79,8 @@ _OP = "aten::"
 _OPTIMIZER = "Optimizer."
 _LOOP_COLUMNS = ["name", "parent", "depth", "ts_us", "end_us", "step", "tid", "input_dims",
                  "seq_nr"]
+_TREE_COLUMNS = ["name", "parent", "depth"]  # what finding the outermost ops reads
+_SCAN_COLUMNS = ["name", "step", "tid", "ts_us", "end_us", "input_dims"]  # what the scan reads
 
 
 def _outermost(host: pd.DataFrame) -> np.ndarray:
@@ -193,6 +195,13 @@ def _loop_in_step(steps: _Steps, at: np.ndarray) -> dict[str, Any] | None:
             "end_us": float(steps.end_us[int(at[last])])}
 
 
+def _within(mask: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """Mask of the rows of `mask` that `sub` (a mask over `mask`'s rows) selects."""
+    out = np.zeros(len(mask), dtype=bool)
+    out[np.flatnonzero(mask)[sub]] = True
+    return out
+
+
 def _in_fetch(fetches: pd.DataFrame, tid: Any, ts_us: float) -> bool:
     """Whether `ts_us` on thread `tid` lies inside one of the DataLoader `fetches` rows."""
     mine = fetches[(fetches["tid"] == tid).to_numpy()]
@@ -204,13 +213,19 @@ def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """Each profiled step's loop (the longest over its threads), by step, with the backward
     its iterations add (`backward`: op_loop_backward.py)."""
     columns = [c for c in _LOOP_COLUMNS if c in events.columns]
-    host = events.loc[cpu_mask(events) & (events["step"] >= 0).to_numpy(), columns]
-    outer = _outermost(host)
-    ops = host[outer].sort_values("ts_us", kind="stable")
+    in_host = cpu_mask(events) & (events["step"] >= 0).to_numpy()
+    # the nesting alone for the scan; the loop's columns only for the rows it reads
+    tree = events.loc[in_host, _TREE_COLUMNS]
+    outer = _outermost(tree)
+    fetches = events.loc[_within(in_host, name_matches(tree["name"], DATA_LOADER_NAME)),
+                         ["tid", "ts_us", "end_us"]]
+    del tree
+    ops = events.loc[_within(in_host, outer), [c for c in _SCAN_COLUMNS if c in columns]]
+    if not ops["ts_us"].is_monotonic_increasing:  # one rank's rows are already in time order
+        ops = ops.sort_values("ts_us", kind="stable")
     steps = _Steps(ops)
     groups = ops.groupby(["step", "tid"], sort=True).indices
     out: dict[int, dict[str, Any]] = {}
-    fetches = host[name_matches(host["name"], DATA_LOADER_NAME)]
     for (step, tid), at in sorted(groups.items(), key=lambda kv: kv[0]):
         found = _loop_in_step(steps, at)
         if found is not None and _in_fetch(fetches, tid, found["ts_us"]):
@@ -218,6 +233,7 @@ def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
         if found is not None and found["loop_ops"] > out.get(int(step), {}).get("loop_ops", 0):
             out[int(step)] = {**found, "tid": tid}
     if out:
+        host = events.loc[in_host, columns]
         node = node_positions(host)
         by_step = host.groupby("step", sort=False).indices
         for step, loop in out.items():

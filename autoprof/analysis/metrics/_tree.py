@@ -18,12 +18,12 @@ def parent_positions(events: pd.DataFrame) -> np.ndarray:
     out = np.full(len(parents), -1, dtype=np.int64)
     if not len(labels):
         return out
-    labels = labels.astype(np.int64)
+    labels = labels.astype(np.int64, copy=False)  # no copy of an int64 index
     lo, hi = int(labels.min()), int(labels.max())
     lookup = np.full(hi - lo + 1, -1, dtype=np.int64)
     lookup[labels - lo] = np.arange(len(labels))
     ok = (parents >= lo) & (parents <= hi)
-    out[ok] = lookup[parents[ok].astype(np.int64) - lo]
+    out[ok] = lookup[parents[ok].astype(np.int64, copy=False) - lo]
     return out
 
 

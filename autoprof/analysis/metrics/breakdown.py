@@ -272,6 +272,7 @@ def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
     table = windows(ev, rows, call_region)
     merged, m = _classes(ev, rows, table, call_region)
     points, code = _paint(merged, table)
+    del merged  # freed before the where tables, the rank's largest step
     width = len(BUCKETS) + 1
     empty = pd.DataFrame(columns=WHERE_COLUMNS)
     if len(points) < 2:
@@ -287,6 +288,7 @@ def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,
     host = (code >= BUCKETS.index("host_launch")) & (code < _EXCLUDED)
     between = between_mask(table, mid, win, ok) & host  # the GPU waits on the caller's loop
     between_totals = _per_window(win, code, length, between, len(table), width)
+    del length
     if segments is not None:
         segments.append(_segments(points, code, ok, rank))
         return (_step_frame(rank, table, totals, between_totals), empty,

@@ -166,18 +166,22 @@ def event_times(events: pd.DataFrame, key: np.ndarray | None = None) -> dict[str
     parent = _adopt_profiler_overhead(events, parent, is_op, ts, ts + dur)
     is_op &= ~_merged_into_parent(key, parent, is_op)
     up = _nearest_op_above(parent, is_op)
+    del parent  # each array freed once used: the table's peak is a few per-event arrays
+
+    owner = _launching_op(events, is_op, up)
+    work = is_work & (owner >= 0)
+    # the subtree sums first, while few arrays are held; a work row's own time added after
+    # (x + y == y + x exactly)
+    device_total = _subtree_sums(up, np.bincount(owner[work], weights=dur[work], minlength=n))
+    self_device = np.where(is_work, dur, 0.0)
+    device_total += self_device
+    np.add.at(self_device, owner[work], dur[work])
+    del owner, work
 
     cpu_total = np.where(is_op, dur, 0.0)
     child = is_op & (up >= 0)
     children_us = np.bincount(up[child], weights=dur[child], minlength=n)
     self_cpu = np.where(is_op, dur - children_us, 0.0)
-
-    self_device = np.where(is_work, dur, 0.0)
-    device_total = self_device.copy()
-    owner = _launching_op(events, is_op, up)
-    work = is_work & (owner >= 0)
-    np.add.at(self_device, owner[work], dur[work])
-    device_total += _subtree_sums(up, np.bincount(owner[work], weights=dur[work], minlength=n))
     return {
         "is_op": is_op,
         "is_work": is_work,
@@ -277,7 +281,9 @@ def _subtree_sums(up: np.ndarray, own: np.ndarray) -> np.ndarray:
     if len(below) == 0:
         return total
     by_level = below[np.argsort(-depth[below], kind="stable")]
+    del below
     levels = depth[by_level]
+    del depth
     starts = np.flatnonzero(np.r_[True, levels[1:] != levels[:-1]])
     for first, last in zip(starts, np.r_[starts[1:], len(levels)], strict=True):
         rows = by_level[first:last]
@@ -330,6 +336,10 @@ def _aggregate(
                 pd.DataFrame({c: pd.Series(dtype=object) for c in SHAPE_COLUMNS}))
     on_gpu = isin_mask(events["lane"], ("gpu",))[keep]
     inverse, where, groups = first_seen(key[keep] * 2 + on_gpu)
+    # the times summed now and the per-event arrays (this function's to use up) freed before
+    # the shapes are counted: never all held together
+    sums = {c: np.bincount(inverse, weights=per_event[c][keep]) for c in _TIMES}
+    per_event.clear()
     ts = events["ts_us"].to_numpy(dtype=np.float64)[keep]
     first_ts = np.full(len(groups), np.inf)
     np.minimum.at(first_ts, inverse, ts)
@@ -345,7 +355,7 @@ def _aggregate(
             "name": names,
             "lane": lanes,
             "calls": np.bincount(inverse).astype(np.int64),
-            **{c: np.bincount(inverse, weights=per_event[c][keep]) for c in _TIMES},
+            **sums,
             "flops": np.where(np.bincount(inverse, weights=recorded) > 0, flops_sum, np.nan),
             "input_shapes": [described.get((str(n), str(la)), "")
                              for n, la in zip(names, lanes, strict=True)],

@@ -37,7 +37,6 @@ _PEER_COPY = re.compile(r"\bPtoP\b", re.IGNORECASE)
 HOST_LINK = "host link"  # ``bound`` of a copy between host and device memory
 PEER_LINK = "peer link"  # ``bound`` of a copy between two devices
 _COST_COLUMNS = ["name", "input_dims", "input_types", "input_values", "flops"]  # op_costs reads
-_WORK_COLUMNS = ["name", "cat", "dur_us", "ts_us", "end_us", "step", "rank", "op_row", "bytes"]
 
 
 def cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
@@ -61,10 +60,11 @@ def cost_rows(events: pd.DataFrame, op_row: np.ndarray) -> np.ndarray:
     return np.where(found, row, -1)
 
 
-def _distinct_costs(ops: pd.DataFrame) -> pd.DataFrame:
-    """``op_costs(ops)``, computed on one row per distinct value of the columns it reads
-    (name, input dims, types, values, flops: by their codes, no text built per row) and
-    spread back; same index as ``ops``."""
+def _distinct_costs(ops: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """``op_costs(ops)`` computed on one row per distinct value of the columns it reads
+    (name, input dims, types, values, flops: by their codes, no text built per row): the
+    distinct rows' costs, and for each row of ``ops`` the position of its own among them
+    (the costs are read through it, never spread into a table as long as ``ops``)."""
     keys = [factorized(ops[c])[0] for c in ("name", "input_dims", "input_types",
                                             "input_values") if c in ops]
     keys.append(pd.factorize(ops["flops"].to_numpy(dtype=float), use_na_sentinel=False)[0])
@@ -72,21 +72,25 @@ def _distinct_costs(ops: pd.DataFrame) -> pd.DataFrame:
     for key in keys:  # one code per distinct tuple of keys, kept under len(ops)
         combined = pd.factorize(combined * (int(key.max()) + 1) + key)[0]
     _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-    costs = op_costs(ops.iloc[first]).iloc[inverse.reshape(-1)]
-    return costs.set_axis(ops.index)
+    return op_costs(ops.iloc[first]), inverse.reshape(-1)
 
 
-def _name_flags(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
-    """``pattern.search`` over a text column, once per distinct value."""
-    codes, uniques = factorized(names)
-    return np.asarray(np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)[codes])
+def _flags(codes: np.ndarray, uniques: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
+    """``pattern.search`` over a text column given as its codes and distinct values, once
+    per distinct value."""
+    return np.asarray(np.array([bool(pattern.search(str(u))) for u in uniques],
+                               dtype=bool)[codes])
+
+
+def _texts(uniques: np.ndarray) -> np.ndarray:
+    """A column's distinct values as text ("" for NA), an object array."""
+    return np.array(["" if pd.isna(u) else str(u) for u in uniques], dtype=object)
 
 
 def _text_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     """The text of ``column`` at positions ``rows`` ("" for NA), from its codes."""
     codes, uniques = factorized(column)
-    text = np.array(["" if pd.isna(u) else str(u) for u in uniques], dtype=object)
-    return np.asarray(text[codes[rows]])
+    return np.asarray(_texts(uniques)[codes[rows]])
 
 
 def _objects(values: np.ndarray) -> pd.Series:
@@ -94,71 +98,92 @@ def _objects(values: np.ndarray) -> pd.Series:
     return pd.Series(values, dtype=object)
 
 
-def work_table(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
-    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
-    work = events.loc[is_work, [c for c in _WORK_COLUMNS if c in events]]
-    name_codes = factorized(events["name"])[0]  # the kernel and op tables group these
-    cost_row = cost_rows(events, work["op_row"].to_numpy())
+def _op_costs_at(events: pd.DataFrame, cost_row: np.ndarray, name_codes: np.ndarray,
+                 name_uniques: np.ndarray
+                 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Per work item (``cost_row``: the row whose cost counts, -1 for none): its op's text
+    columns (op, dtype, flops_source, input_dims), FLOPs, bytes and name code, each op's cost
+    computed once per distinct cost row (what it needs freed on return)."""
     has_op = cost_row >= 0
     marked = np.zeros(int(cost_row.max()) + 1 if has_op.any() else 0, dtype=bool)
     marked[cost_row[has_op]] = True
     op_rows = np.flatnonzero(marked)  # the distinct cost rows, ascending (no sort)
-    ops = events[[c for c in _COST_COLUMNS if c in events]].iloc[op_rows]
-    costs = _distinct_costs(ops) if len(ops) else op_costs(events.iloc[:0])
-    n = len(work)
+    ops = events.iloc[op_rows, [events.columns.get_loc(c) for c in _COST_COLUMNS if c in events]]
+    costs, which = _distinct_costs(ops) if len(ops) else (op_costs(events.iloc[:0]), None)
+    n = len(cost_row)
     # text as object columns: pandas would otherwise copy every value into Arrow strings
     text = {c: np.full(n, "", dtype=object) for c in ("op", "dtype", "flops_source",
                                                        "input_dims")}
     op_flops, op_bytes = np.full(n, np.nan), np.full(n, np.nan)
     op_code = np.full(n, -1, dtype=np.intp)  # -1: no op
-    if has_op.any():
+    if has_op.any() and which is not None:
         rows = cost_row[has_op]
         op_code[has_op] = name_codes[rows]
-        picked = costs.iloc[np.searchsorted(op_rows, rows)]
-        text["op"][has_op] = _text_at(events["name"], rows)
-        op_flops[has_op] = picked["flops"].to_numpy(dtype=float)
-        op_bytes[has_op] = picked["bytes"].to_numpy(dtype=float)
-        text["dtype"][has_op] = picked["dtype"].to_numpy(dtype=object)
-        text["flops_source"][has_op] = picked["flops_source"].to_numpy(dtype=object)
+        picked = which[np.searchsorted(op_rows, rows)]  # each item's op's distinct cost
+        text["op"][has_op] = _texts(name_uniques)[name_codes[rows]]
+        op_flops[has_op] = costs["flops"].to_numpy(dtype=float)[picked]
+        op_bytes[has_op] = costs["bytes"].to_numpy(dtype=float)[picked]
+        text["dtype"][has_op] = costs["dtype"].to_numpy(dtype=object)[picked]
+        text["flops_source"][has_op] = costs["flops_source"].to_numpy(dtype=object)[picked]
         text["input_dims"][has_op] = _text_at(events["input_dims"], rows)
-    names = work["name"]
-    is_kernel = _name_flags(work["cat"], re.compile(r"^kernel$", re.IGNORECASE))
-    dur_us = work["dur_us"].to_numpy(dtype=float)
-    tf32 = (text["dtype"] == "fp32") & _name_flags(names, _TF32_KERNEL)
-    text["dtype"][tf32] = "tf32"
-    # an op's kernels share its cost by duration; its memsets / memcpys get a share only
-    # when the op itself only moves memory (copy_, fill_: no FLOPs) and they do not carry
-    # their own byte count
-    own = (work["bytes"].to_numpy(dtype=float) if "bytes" in work
-           else np.full(len(work), np.nan))
-    counted = ~is_kernel & np.isfinite(own) & (own >= 0)
-    link = np.where(counted & _name_flags(names, _HOST_COPY), HOST_LINK,
-                    np.where(counted & _name_flags(names, _PEER_COPY), PEER_LINK, "")
-                    ).astype(object)
-    memory_op = np.where(np.isnan(op_flops), -1.0, op_flops) == 0
-    takes = (is_kernel | memory_op) & ~counted
-    op_flops[~takes], op_bytes[~takes] = np.nan, np.nan
-    text["flops_source"][~takes], text["dtype"][~takes] = "", ""
+    return text, op_flops, op_bytes, op_code
+
+
+def _shares(takes: np.ndarray, cost_row: np.ndarray, dur_us: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Per work item, its share of its op's cost (by duration, among the op's items that
+    take one) and how many items its op has."""
     sharing = np.where(takes, cost_row, -1)
     dur = np.where(takes, dur_us, 0.0)
     op_dur = pd.Series(dur).groupby(sharing).transform("sum").to_numpy()
     op_kernels = np.bincount(sharing + 1)[sharing + 1]  # each row's op's work items
     share = np.where(op_dur > 0, dur / np.where(op_dur > 0, op_dur, 1), 0.0)
+    return share, op_kernels
+
+
+def work_table(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per GPU work item: its op, share of the op's FLOPs and bytes, dtype."""
+    is_work = events["is_gpu_work"].to_numpy(dtype=bool)
+    name_codes, name_uniques = factorized(events["name"])  # the kernel and op tables group these
+    names = name_codes[is_work]  # each item's name by its code: no copy of the items' rows
+    n = len(names)
+    cost_row = cost_rows(events, events["op_row"].to_numpy()[is_work])
+    text, op_flops, op_bytes, op_code = _op_costs_at(events, cost_row, name_codes, name_uniques)
+    cat_codes, cat_uniques = factorized(events["cat"])
+    is_kernel = _flags(cat_codes[is_work], cat_uniques, re.compile(r"^kernel$", re.IGNORECASE))
+    dur_us = events["dur_us"].to_numpy(dtype=float)[is_work]
+    tf32 = (text["dtype"] == "fp32") & _flags(names, name_uniques, _TF32_KERNEL)
+    text["dtype"][tf32] = "tf32"
+    # an op's kernels share its cost by duration; its memsets / memcpys get a share only
+    # when the op itself only moves memory (copy_, fill_: no FLOPs) and they do not carry
+    # their own byte count
+    own = (events["bytes"].to_numpy(dtype=float)[is_work] if "bytes" in events
+           else np.full(n, np.nan))
+    counted = ~is_kernel & np.isfinite(own) & (own >= 0)
+    link = np.where(counted & _flags(names, name_uniques, _HOST_COPY), HOST_LINK,
+                    np.where(counted & _flags(names, name_uniques, _PEER_COPY), PEER_LINK, "")
+                    ).astype(object)
+    memory_op = np.where(np.isnan(op_flops), -1.0, op_flops) == 0
+    takes = (is_kernel | memory_op) & ~counted
+    op_flops[~takes], op_bytes[~takes] = np.nan, np.nan
+    text["flops_source"][~takes], text["dtype"][~takes] = "", ""
+    share, op_kernels = _shares(takes, cost_row, dur_us)
+    del takes, memory_op, tf32  # freed before the table is built
     flops = op_flops * share
-    moved = own * np.where(_name_flags(names, _DEVICE_COPY), 2.0, 1.0)
+    moved = own * np.where(_flags(names, name_uniques, _DEVICE_COPY), 2.0, 1.0)
     nbytes = np.where(counted, moved, op_bytes * share)
+    del share, moved, own
     costed = ~np.isnan(op_flops) | ~np.isnan(op_bytes)
-    layout = _name_flags(names, _LAYOUT_KERNEL)
+    layout = _flags(names, name_uniques, _LAYOUT_KERNEL)
     return pd.DataFrame({
-        "name": _objects(_text_at(names, np.arange(n))),
-        "name_code": name_codes[is_work],
+        "name": _objects(_texts(name_uniques)[names]),
+        "name_code": names,
         "is_kernel": is_kernel,
         "dur_us": dur_us,
-        "ts_us": work["ts_us"].to_numpy(dtype=float),
-        "end_us": work["end_us"].to_numpy(dtype=float),
-        "step": work["step"].to_numpy(),
-        "rank": work["rank"].to_numpy(),
+        "ts_us": events["ts_us"].to_numpy(dtype=float)[is_work],
+        "end_us": events["end_us"].to_numpy(dtype=float)[is_work],
+        "step": events["step"].to_numpy()[is_work],
+        "rank": events["rank"].to_numpy()[is_work],
         "cost_row": cost_row,
         "op": _objects(text["op"]),
         "op_code": op_code,
@@ -183,8 +208,8 @@ def op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     op only when the op launched no kernel (a copy), not beside a matmul's whose bytes are
     the shapes' (or unknown)."""
     op_row = events["op_row"].to_numpy()[events["is_gpu_work"].to_numpy(dtype=bool)]
-    with_kernel = set(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)].tolist())
-    beside = work["counted"].to_numpy() & np.isin(op_row, list(with_kernel))
+    with_kernel = np.unique(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)])
+    beside = work["counted"].to_numpy() & np.isin(op_row, with_kernel)
     op = work["op"].to_numpy(dtype=object)
     return work.assign(
         op=_objects(np.where(op == "", "(no op)", op).astype(object)),
