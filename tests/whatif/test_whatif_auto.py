@@ -101,3 +101,16 @@ def test_check_refuses_a_bad_try_fixes_before_calling_the_function():
         autoprof.check(calls.append, 1, try_fixes=123)
     assert "got 123 (int)" in str(err.value)
     assert calls == []
+
+
+def test_a_cpu_run_whose_heaviest_op_is_a_product_tries_bf16_first():
+    summary = report(is_cuda=False, verdict="cpu-only", diagnostics=[], opportunities=[
+        {"cause": "cpu_op", "where": [{"name": "aten::mm", "us_per_step": 900.0}]}])
+    assert resolve("auto", summary) == ["bf16", "compile", *ALWAYS]
+    assert suggested_by("bf16", summary) == ["cpu_matrix_op"]
+
+
+def test_a_cpu_run_whose_heaviest_op_is_not_arithmetic_tries_compile_only():
+    summary = report(is_cuda=False, verdict="cpu-only", diagnostics=[], opportunities=[
+        {"cause": "cpu_op", "where": [{"name": "aten::index_select", "us_per_step": 900.0}]}])
+    assert resolve("auto", summary) == ["compile", *ALWAYS]

@@ -9,7 +9,9 @@ preconditions look at the call itself (outputs with autograd history, 4-D inputs
   compile-reduce-overhead, compile;
 - host_sync, host-sync: cuda-graph (reported not applicable, naming the line that syncs);
 - gpu_memory: compile, bf16; gpu_compute, compute-bound: bf16, compile; mixed: compile, bf16;
-  cpu-only, cpu-dispatch-bound: compile.
+  cpu-only, cpu-dispatch-bound: compile;
+- a CPU run's heaviest op (``cpu_op``): a matrix product, convolution or attention
+  (``cpu_matrix_op``): bf16, compile, the order its hint names them; any other op: compile.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from autoprof.analysis.metrics.flops import is_matrix_op
 from autoprof.record.whatif.fixes import FIXES
 
 if TYPE_CHECKING:
@@ -37,6 +40,8 @@ SUGGESTED: dict[str, tuple[str, ...]] = {
     "mixed": ("compile", "bf16"),
     "cpu-only": ("compile",),
     "cpu-dispatch-bound": ("compile",),  # a Python loop of tiny ops: fusion removes dispatch
+    "cpu_op": ("compile",),
+    "cpu_matrix_op": ("bf16", "compile"),  # arithmetic: a faster precision first, as its hint
 }
 ALWAYS = ("inference-mode", "channels-last")
 
@@ -46,9 +51,16 @@ def signals(report: Report | None) -> list[str]:
     (none without a report)."""
     if report is None:
         return []
-    return [*(o.cause for o in report.opportunities if o.cause),
+    return [*(_cause(o) for o in report.opportunities if o.cause),
             *([report.verdict] if report.verdict else []),
             *(d.id for d in report.diagnostics if d.id)]
+
+
+def _cause(opp: Opportunity) -> str:
+    """An opportunity's cause; a CPU run's heaviest op that is arithmetic tensor cores or
+    AMX run (``is_matrix_op``) reads ``cpu_matrix_op``."""
+    where = opp.where[0].name if opp.where else ""
+    return "cpu_matrix_op" if opp.cause == "cpu_op" and is_matrix_op(where) else opp.cause
 
 
 def cuda_run(report: Report | None) -> bool:
