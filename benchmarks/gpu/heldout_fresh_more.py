@@ -325,7 +325,7 @@ evaluate(x.to(DEVICE), y.to(DEVICE))
         "fixes": {
             "loader_workers": {"about": "DataLoader(num_workers=6, persistent_workers=True, "
                                         "prefetch_factor=4)",
-                               "match": ["loader-workers", "num_workers", "workers"]},
+                               "match": ["loader-workers", "num_workers"]},
             "pinned": {"about": "DataLoader(pin_memory=True), the batch copied with "
                                 ".to(device, non_blocking=True)",
                        "code": """
@@ -340,7 +340,8 @@ x, y = next(batches)
 x = x.to(DEVICE).permute(0, 3, 1, 2).float()
 evaluate((x - MEAN_D) / STD_D, y.to(DEVICE))
 """,
-                                "match": ["batched-dataset", "__getitems__", "batched"]},
+                                "match": ["batched-dataset", "__getitems__",
+                                          "batchsampler"]},
         },
         "timing": {"warmup": 10, "blocks": 5, "iters": 12},
     },
