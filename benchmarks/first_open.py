@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _trees import cell, extract_revision  # noqa: E402
+from _trees import cell, compile_tree, extract_revision  # noqa: E402
 
 from traces import ensure_trace  # noqa: E402
 
@@ -79,7 +79,8 @@ def main() -> int:
         zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        before = extract_revision(args.before, Path(tmp) / "before")
+        before = compile_tree(extract_revision(args.before, Path(tmp) / "before"))
+        compile_tree(REPO)
         for trace in (plain, zipped):
             runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):
