@@ -66,7 +66,12 @@ from autoprof.analysis.diagnose.op_loop_backward import loop_backward, node_posi
 from autoprof.analysis.loader.vocabulary import DATA_LOADER_NAME
 from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.replay.baseline import Reference
-from autoprof.analysis.metrics.stats import cpu_mask, factorized, name_matches
+from autoprof.analysis.metrics.stats import (
+    cpu_mask,
+    factorized,
+    name_matches,
+    sorted_distinct,
+)
 
 MAX_PERIOD = 8  # the longest op sequence a loop body is looked for as (module doc)
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
@@ -92,7 +97,7 @@ def _outermost(host: pd.DataFrame) -> np.ndarray:
     parent = parent_positions(host)
     depth = host["depth"].to_numpy()
     blocked = np.zeros(len(host), dtype=bool)
-    for level in np.unique(depth):  # parents first: a level at a time
+    for level in sorted_distinct(depth):  # parents first: a level at a time
         rows = np.flatnonzero((depth == level) & (parent >= 0))
         up = parent[rows]
         blocked[rows] = blocks[up] | blocked[up]
