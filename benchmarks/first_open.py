@@ -4,10 +4,11 @@ with ``AUTOPROF_DECODE_HELPER=0``, and the package at ``--before`` (``git archiv
 off), on the plain and the gzipped synthetic 5-step trace of ``benchmarks/traces.py`` (the
 first-open target's).
 
-Each process reports the wall time of ``load()`` and of ``summary()``, its own peak RSS
-(``VmHWM``) and the peak of its RSS plus its children's sampled every 20 ms (``TreeRss``: the
-helper counts). The three configurations alternate, ``--rounds`` times per file; cells are
-medians [min-max], ratios are medians over ``before``'s.
+Each process reports the wall time of ``load()`` and of ``summary()``, the CPU time its
+main thread spent in each (``*_cpu_s``: steadier than wall time on a shared machine), its
+own peak RSS (``VmHWM``) and the peak of its RSS plus its children's sampled every 20 ms
+(``TreeRss``: the helper counts). The three configurations alternate, ``--rounds`` times
+per file; cells are medians [min-max], ratios are medians over ``before``'s.
 
     .venv/bin/python benchmarks/first_open.py --before e5ad67e [--rounds 5] [--events N]
         [--out F.json]
@@ -30,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _trees import cell, extract_revision  # noqa: E402
+from _trees import cell, compile_tree, extract_revision  # noqa: E402
 
 from traces import ensure_trace  # noqa: E402
 
@@ -46,13 +47,18 @@ import autoprof
 assert autoprof.__file__.startswith(sys.argv[1]), autoprof.__file__
 from autoprof.analysis.run import load
 import autoprof.analysis.report.summary
+import resource
+def cpu():  # this thread's CPU time (not the cache writer's, not the decode helper's)
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_utime + usage.ru_stime
 with TreeRss() as tree:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu()
     run = load(sys.argv[2])
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), cpu()
     run.summary()
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), cpu()
 print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
+                  "load_cpu_s": c1 - c0, "summary_cpu_s": c2 - c1, "open_cpu_s": c2 - c0,
                   "peak_mb": proc_status_mb("self", "VmHWM"), "tree_peak_mb": tree.peak_mb,
                   "rows": len(run.events)}))
 """
@@ -79,7 +85,8 @@ def main() -> int:
         zipped.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=6))
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        before = extract_revision(args.before, Path(tmp) / "before")
+        before = compile_tree(extract_revision(args.before, Path(tmp) / "before"))
+        compile_tree(REPO)
         for trace in (plain, zipped):
             runs: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):
@@ -91,7 +98,8 @@ def main() -> int:
     print(f"| file | measure | {' | '.join(CONFIGS)} | helper / before | helper / alone |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, runs in results.items():
-        for key in ("open_s", "load_s", "summary_s", "peak_mb", "tree_peak_mb"):
+        for key in ("open_s", "load_s", "summary_s", "open_cpu_s", "load_cpu_s",
+                    "summary_cpu_s", "peak_mb", "tree_peak_mb"):
             cols = [[r[key] for r in runs[c]] for c in CONFIGS]
             med = [statistics.median(c) for c in cols]
             print(f"| {name} | {key} | {' | '.join(cell(c) for c in cols)} | "

@@ -35,6 +35,8 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))
 
+from _trees import compile_tree  # noqa: E402
+
 from _measure import MeasureError, MeasureTimeout, Sample, Stats, run_child  # noqa: E402
 from _report import Row, machine_info, print_table  # noqa: E402
 from traces import ensure_trace  # noqa: E402
@@ -222,6 +224,7 @@ def target_export(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
 def target_load(plan: Plan, raw: dict[str, Any], out_root: Path) -> list[Row]:
     rows = []
     have_hta = HTA_PYTHON.exists()
+    compile_tree(_HERE.parent)  # HTA's venv has its bytecode (pip install); ours too
     for n in plan.load_sizes:
         trace = ensure_trace(out_root / "traces", n, plan.load_steps)
         first: list[Sample | str] = []

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 
 PACKAGE = "autoprof"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../autoprof
@@ -27,16 +28,29 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../autoprof
 def loaded_files(root: Path = PACKAGE_ROOT) -> tuple[str, ...]:
     """Paths (relative to ``root``) of the package's source files this process imported."""
     found: set[str] = set()
+    folders: dict[str, str] = {}  # each folder resolved once, not each of its modules
+    under = os.path.join(str(root), "")  # root and a separator: a prefix of what lies below
     for name, module in list(sys.modules.items()):
         if name != PACKAGE and not name.startswith(PACKAGE + "."):
             continue
         file = getattr(module, "__file__", None)
         if not file or not file.endswith(".py"):
             continue
-        path = Path(file).resolve()
-        if path.is_relative_to(root):
-            found.add(path.relative_to(root).as_posix())
+        path = _resolved(file, folders)
+        if path.startswith(under):
+            found.add(PurePath(path[len(under):]).as_posix())
     return tuple(sorted(found))
+
+
+def _resolved(file: str, folders: dict[str, str]) -> str:
+    """``str(Path(file).resolve())``: its folder resolved (once per folder) and its name,
+    unless the file itself is a link."""
+    folder, base = os.path.split(file)
+    if not base or base in (".", "..") or os.path.islink(file):
+        return str(Path(file).resolve())
+    if folder not in folders:
+        folders[folder] = str(Path(folder or ".").resolve())
+    return os.path.join(folders[folder], base)
 
 
 @functools.lru_cache(maxsize=32)

@@ -38,7 +38,7 @@ from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
 from autoprof.analysis.metrics.replay.scaler import UNSCALE, scaler_rows_of
-from autoprof.analysis.metrics.stats import cpu_mask, name_matches
+from autoprof.analysis.metrics.stats import cpu_mask, name_matches, sorted_distinct
 
 MIN_SPEEDUP = 1.03
 OPTIMIZER_PREFIX = "Optimizer.step#"
@@ -135,7 +135,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
     `cudnn_benchmark`: the manifest's flag, for the channels-last hint).
     Raises ValueError where the replay cannot run."""
     in_steps = _in_steps(events)
-    n_steps = len(np.unique(events["step"].to_numpy()[in_steps]))
+    n_steps = len(sorted_distinct(events["step"].to_numpy()[in_steps]))
     if not n_steps or not step_us > 0:
         return []
     adds = bias_adds(events)  # before the host rows are copied: the two never held together

@@ -41,7 +41,12 @@ import pandas as pd
 
 from autoprof.analysis.kinds import CatalogueFixName
 from autoprof.analysis.metrics.replay.baseline import Reference
-from autoprof.analysis.metrics.stats import cpu_mask, isin_mask, name_matches
+from autoprof.analysis.metrics.stats import (
+    cpu_mask,
+    isin_mask,
+    name_matches,
+    sorted_distinct,
+)
 
 MIN_NODES = 4  # fewer graph nodes a step cost too little to name
 NODE_VIEW_RATIO = 1.0  # one node's host cost over the median view op (module doc: 3.8 / 3.7)
@@ -123,7 +128,7 @@ def autograd_inference(events: pd.DataFrame, step_us: float,
     if "seq_nr" not in events.columns or not step_us > 0:
         return None
     host = _host_steps(events)
-    steps = np.unique(host["step"].to_numpy())
+    steps = sorted_distinct(host["step"].to_numpy())
     if not len(steps) or name_matches(host["name"], BACKWARD).any():
         return None
     nodes = _graph_nodes(host).reindex(steps, fill_value=0)

@@ -173,14 +173,23 @@ def _nesting_order(
         block = np.cumsum(starts)
         within = np.lexsort((-dur[order[members]], block))
         order[members] = order[members][within]
-    _, pid_code = np.unique(pid, return_inverse=True)
-    _, tid_code = np.unique(tid, return_inverse=True)
-    group = (pid_code.astype(np.int64) * (int(tid_code.max(initial=0)) + 1) + tid_code) * 2
+    pid_code, tid_code = _sorted_codes(pid), _sorted_codes(tid)
+    group = (pid_code * (int(tid_code.max(initial=0)) + 1) + tid_code) * 2
     group += gpu
     group = group[order]
     if group.max(initial=0) < 2**16:
         group = group.astype(np.uint16)  # numpy sorts 16-bit keys with a stable radix sort
     return order[np.argsort(group, kind="stable")]
+
+
+def _sorted_codes(values: IntArray) -> IntArray:
+    """``np.unique(values, return_inverse=True)[1]``: each value's rank among the distinct
+    values, from a hash of the values (a trace has a few pids and tids) and a sort of the
+    distinct ones only, not a sort of every row."""
+    codes, uniques = pd.factorize(values, sort=False)
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[np.argsort(uniques, kind="stable")] = np.arange(len(uniques))
+    return np.asarray(rank[codes], dtype=np.int64)
 
 
 def _innermost_op(parent: IntArray, launch: IntArray, is_op: BoolArray) -> IntArray:

@@ -62,6 +62,7 @@ from autoprof.analysis.metrics.stats import (
     name_matches,
     ranks_of,
     require_columns,
+    sorted_union,
 )
 from autoprof.analysis.metrics.steps import launch_mask
 from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
@@ -234,10 +235,10 @@ def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
            ) -> tuple[np.ndarray, np.ndarray]:
     """The boundaries of every class, window and call, and each segment's code (its bucket's
     index, _EXCLUDED for autoprof's own)."""
-    points = np.unique(np.concatenate(
+    points = sorted_union(
         [table["start"].to_numpy(float), table["end"].to_numpy(float),
          table["call_start"].to_numpy(float), table["call_end"].to_numpy(float),
-         *[np.concatenate([s, e]) for s, e in merged.values()]]))
+         *[part for s, e in merged.values() for part in (s, e)]])
     mid = (points[:-1] + points[1:]) / 2
     code = np.full(len(mid), BUCKETS.index("host_untraced"))
     exact = not (len(points) and np.isnan(points[-1]))  # no NaN boundary: counted per point

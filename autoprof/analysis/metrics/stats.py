@@ -160,6 +160,28 @@ def first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes, np.flatnonzero(codes > before), np.asarray(uniques)
 
 
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of an integer array with few distinct values (steps, depths):
+    found by a hash, then only they are sorted, not every row."""
+    return np.sort(pd.unique(np.asarray(values)))
+
+
+def sorted_union(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.unique(np.concatenate(parts))`` of float arrays, most of them sorted already: a
+    stable sort (a merge of sorted runs) and the repeats dropped. A zero (whose sign
+    ``np.unique`` keeps from whichever copy its sort puts first) goes to ``np.unique``."""
+    values = np.concatenate(parts)
+    if not len(values) or bool((values == 0).any()):
+        return np.unique(values)
+    values.sort(kind="stable")
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    nan = np.isnan(values)
+    keep[1:] &= ~(nan[1:] & nan[:-1])  # NaNs are one value (``equal_nan``), sorted last
+    return values[keep]
+
+
 def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     """``values.isin(wanted)`` as a boolean array, tested once per distinct value."""
     if len(values) == 0:

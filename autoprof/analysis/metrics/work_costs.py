@@ -208,8 +208,10 @@ def op_work(work: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     op only when the op launched no kernel (a copy), not beside a matmul's whose bytes are
     the shapes' (or unknown)."""
     op_row = events["op_row"].to_numpy()[events["is_gpu_work"].to_numpy(dtype=bool)]
-    with_kernel = np.unique(op_row[work["is_kernel"].to_numpy() & (op_row >= 0)])
-    beside = work["counted"].to_numpy() & np.isin(op_row, with_kernel)
+    # by row reference (np.isin against the unique ones, without their sort)
+    with_kernel = np.zeros(int(op_row.max(initial=0)) + 1, dtype=bool)
+    with_kernel[op_row[work["is_kernel"].to_numpy() & (op_row >= 0)]] = True
+    beside = work["counted"].to_numpy() & (op_row >= 0) & with_kernel[np.maximum(op_row, 0)]
     op = work["op"].to_numpy(dtype=object)
     return work.assign(
         op=_objects(np.where(op == "", "(no op)", op).astype(object)),
