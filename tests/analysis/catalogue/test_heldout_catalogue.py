@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.heldout_programs import compile_program
 
 from autoprof.analysis.kinds import CATALOGUE_FIX_NAMES, FIX_NAMES
 
@@ -22,7 +23,7 @@ GPU_BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU_BENCH))
 
 import heldout_catalogue  # noqa: E402
-from heldout_driver import record_code, timer_code  # noqa: E402
+from heldout_driver import timer_code  # noqa: E402
 
 CASES = heldout_catalogue.CASES
 SIDES = [(name, fix) for name, case in CASES.items() for fix in [None, *case["fixes"]]]
@@ -31,11 +32,7 @@ SIDES = [(name, fix) for name, case in CASES.items() for fix in [None, *case["fi
 @pytest.mark.parametrize("dry", [False, True])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
-    case = CASES[name]
-    device = "cpu" if dry else "cuda"
-    for fix in [None, *case["fixes"]]:
-        compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
-    compile(record_code(name, case, device, dry, 3), f"{name}/record", "exec")
+    compile_program(name, CASES[name], dry)
 
 
 def test_ten_programs_each_fix_named_by_a_catalogue_fix() -> None:

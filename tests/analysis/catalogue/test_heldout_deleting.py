@@ -10,22 +10,18 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.heldout_programs import compile_program
 
 GPU_BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU_BENCH))
 
 import heldout_deleting  # noqa: E402
-from heldout_driver import record_code, timer_code  # noqa: E402
 
 
 @pytest.mark.parametrize("dry", [False, True])
 @pytest.mark.parametrize("name", sorted(heldout_deleting.CASES))
 def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
-    case = heldout_deleting.CASES[name]
-    device = "cpu" if dry else "cuda"
-    for fix in [None, *case["fixes"]]:
-        compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
-    compile(record_code(name, case, device, dry, 3), f"{name}/record", "exec")
+    compile_program(name, heldout_deleting.CASES[name], dry)
 
 
 def test_each_fix_is_matched_by_a_word_of_its_entry() -> None:

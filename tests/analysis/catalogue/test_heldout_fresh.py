@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.heldout_programs import compile_program
 
 from autoprof.analysis.kinds import CATALOGUE_FIX_NAMES, FIX_NAMES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"))
 
 import heldout_fresh  # noqa: E402
-from heldout_driver import record_code, timer_code  # noqa: E402
 
 CASES = heldout_fresh.CASES
 
@@ -22,11 +22,7 @@ CASES = heldout_fresh.CASES
 @pytest.mark.parametrize("dry", [False, True])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
-    case = CASES[name]
-    device = "cpu" if dry else "cuda"
-    for fix in [None, *case["fixes"]]:
-        compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
-    compile(record_code(name, case, device, dry, 3), f"{name}/record", "exec")
+    compile_program(name, CASES[name], dry)
 
 
 def test_ten_programs_each_with_two_fixes_or_more_named_by_autoprofs_fixes() -> None:

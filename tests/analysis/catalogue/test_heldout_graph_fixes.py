@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.heldout_programs import compile_program
 
 ROOT = Path(__file__).resolve().parents[3]
 GPU_BENCH = ROOT / "benchmarks" / "gpu"
 sys.path.insert(0, str(GPU_BENCH))
 
 import heldout_graph_fixes  # noqa: E402
-from heldout_driver import timer_code  # noqa: E402
 
 CASES = heldout_graph_fixes.GRAPH_CASES
 DATA = ROOT / "benchmarks" / "validation" / "data"
@@ -25,10 +25,7 @@ DATA = ROOT / "benchmarks" / "validation" / "data"
 @pytest.mark.parametrize("dry", [False, True])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
-    case = CASES[name]
-    device = "cpu" if dry else "cuda"
-    for fix in [None, *case["fixes"]]:
-        compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
+    compile_program(name, CASES[name], dry, recorded=False)
 
 
 def test_the_eight_whose_first_advice_was_a_graph_each_have_one_graph_fix() -> None:
