@@ -29,3 +29,10 @@ def test_a_clear_overhead_is_told_with_an_interval_holding_it() -> None:
 
 def test_one_untraced_call_cannot_tell() -> None:
     assert share_told([1000.0, 1000.0], [500.0])["overhead_told"] is False
+
+
+def test_two_untraced_calls_state_the_side_of_an_extreme_bound_not_its_digits() -> None:
+    note = share_told([123.0], [66.0, 198.0])["overhead_note"]  # bounds 0.001x, 1156x
+    assert "is <0.01x to >100x (95%) from 2 untraced calls" in note
+    scattered = share_told([1000.0, 1010.0, 990.0, 1005.0, 995.0], [300.0, 1500.0, 700.0])
+    assert "<0.01x" not in scattered["overhead_note"]  # a finite bound keeps its digits

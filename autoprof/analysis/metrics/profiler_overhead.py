@@ -77,10 +77,19 @@ def share_told(steps_us: list[float], calls_us: list[float]) -> dict[str, Any]:
                            "overhead_told": low > 1.0}
     if low <= 1.0:
         out["overhead_note"] = (
-            f"cannot tell the profiler's share: profiled / untraced is {low:.2f}x-{high:.2f}x "
+            f"cannot tell the profiler's share: profiled / untraced is {_ratio(low)} to "
+            f"{_ratio(high)} "
             f"(95%) from {len(calls_us)} untraced calls, which holds 1x; more untraced calls "
             "(a longer warm-up or wait) or a quieter machine would settle it")
     return out
+
+
+def _ratio(value: float) -> str:
+    """A ratio bound as text; beyond 100x either way (two untraced calls give bounds of
+    1e-6x and 1e6x) only the side it lies on."""
+    if value < 0.01:
+        return "<0.01x"
+    return ">100x" if value > 100 else f"{value:.2f}x"
 
 
 def untraced_calls_us(record: Manifest | None) -> list[float]:
