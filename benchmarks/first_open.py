@@ -55,11 +55,13 @@ with TreeRss() as tree:
     t0, c0 = time.perf_counter(), cpu()
     run = load(sys.argv[2])
     t1, c1 = time.perf_counter(), cpu()
+    load_peak_mb = proc_status_mb("self", "VmHWM")
     run.summary()
     t2, c2 = time.perf_counter(), cpu()
 print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
                   "load_cpu_s": c1 - c0, "summary_cpu_s": c2 - c1, "open_cpu_s": c2 - c0,
-                  "peak_mb": proc_status_mb("self", "VmHWM"), "tree_peak_mb": tree.peak_mb,
+                  "peak_mb": proc_status_mb("self", "VmHWM"), "load_peak_mb": load_peak_mb,
+                  "tree_peak_mb": tree.peak_mb,
                   "rows": len(run.events)}))
 """
 
@@ -99,7 +101,7 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, runs in results.items():
         for key in ("open_s", "load_s", "summary_s", "open_cpu_s", "load_cpu_s",
-                    "summary_cpu_s", "peak_mb", "tree_peak_mb"):
+                    "summary_cpu_s", "peak_mb", "load_peak_mb", "tree_peak_mb"):
             cols = [[r[key] for r in runs[c]] for c in CONFIGS]
             med = [statistics.median(c) for c in cols]
             print(f"| {name} | {key} | {' | '.join(cell(c) for c in cols)} | "

@@ -3,7 +3,8 @@ processes: this checkout against the package at ``--before`` (``git archive``), 
 H200 runs tiled in time (``gpu_tiled.py``: eager_100, graph_replay, ddp_step at 10x, 100x).
 
 Each process reports the wall and CPU time of ``load()`` and of ``summary()``, its peak RSS
-(``VmHWM``), how long each phase the progress line names took (``loader.phase``), a hash
+(``VmHWM``; ``load_peak_mb``: the mark when ``load()`` returns), how long each phase the
+progress line names took (``loader.phase``), a hash
 of the summary JSON, its verdict, top pick and each predicted speedup
 (where the replay reads a sample of a long trace's steps the two sides' speedups may differ
 in their last digits: the table gives the largest change). The two configurations
@@ -48,6 +49,7 @@ import autoprof.analysis.report.summary
 t0, c0 = time.perf_counter(), time.process_time()
 run = load(sys.argv[2])
 t1, c1 = time.perf_counter(), time.process_time()
+load_peak_mb = proc_status_mb("self", "VmHWM")  # the load's own peak
 marks = [("(before the first phase)", t1)]
 with listening(lambda name: marks.append((name, time.perf_counter()))):
     summary = run.summary()
@@ -57,7 +59,8 @@ text = json.dumps(summary, allow_nan=False, default=str, sort_keys=True)
 opps = summary.get("opportunities") or []
 print(json.dumps({"load_s": t1 - t0, "summary_s": t2 - t1, "open_s": t2 - t0,
                   "load_cpu_s": c1 - c0, "summary_cpu_s": c2 - c1,
-                  "peak_mb": proc_status_mb("self", "VmHWM"), "rows": len(run.events),
+                  "peak_mb": proc_status_mb("self", "VmHWM"), "load_peak_mb": load_peak_mb,
+                  "rows": len(run.events),
                   "summary_sha1": hashlib.sha1(text.encode()).hexdigest(),
                   "phases": phases, "verdict": summary.get("verdict"),
                   "top": [opps[0].get("cause"), opps[0].get("fix")] if opps else None,
@@ -77,7 +80,10 @@ def _table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
     print("| trace | measure | before | after | after / before |")
     print("| --- | --- | --- | --- | --- |")
     for name, runs in results.items():
-        for key in ("open_s", "load_s", "summary_s", "summary_cpu_s", "peak_mb"):
+        for key in ("open_s", "load_s", "summary_s", "summary_cpu_s", "peak_mb",
+                    "load_peak_mb"):
+            if any(key not in r for c in CONFIGS for r in runs[c]):
+                continue
             cols = [[r[key] for r in runs[c]] for c in CONFIGS]
             med = [statistics.median(c) for c in cols]
             print(f"| {name} | {key} | {cell(cols[0])} | {cell(cols[1])} | "

@@ -280,6 +280,7 @@ def build_events(trace: TraceFile, rank: int = 0, *, consume: bool = False) -> p
     order = _nesting_order(gpu, pid, tid, ts, dur)
     rows, cat, pid, tid = rows[order], cat[order], pid[order], tid[order]
     ts, dur, gpu = ts[order], dur[order], gpu[order]
+    del order  # the nesting below is the load's peak: hold nothing it does not need
     end = ts + dur
     new_group = np.ones(len(rows), dtype=bool)
     new_group[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1]) | (gpu[1:] != gpu[:-1])
@@ -323,8 +324,8 @@ def build_events(trace: TraceFile, rank: int = 0, *, consume: bool = False) -> p
         "is_gpu_work": gpu & is_work,
         "pid": pid,
         "tid": tid,
-        "device": device.astype(np.int64),
-        "stream": stream.astype(np.int64),
+        "device": device.astype(np.int64, copy=False),
+        "stream": stream.astype(np.int64, copy=False),
         "ts_us": ts,
         "dur_us": dur,
         "end_us": end,
@@ -344,5 +345,7 @@ def build_events(trace: TraceFile, rank: int = 0, *, consume: bool = False) -> p
         "input_values": _strings(c.values, take(c.input_values, "input_values", rows)),
         "rank": np.full(len(rows), rank, dtype=np.int64),
     }
-    frame = to_frame(columns)
-    return frame
+    # the table's build holds its columns only, not the temporaries that made them
+    del keep, rows, final, new_pos, cat, name_codes, gpu, is_work, device, stream
+    del new_group, is_launch, launch_idx, gpu_idx, has_launch
+    return to_frame(columns)

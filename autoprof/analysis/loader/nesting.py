@@ -27,61 +27,74 @@ def nest(
 
     Vectorized: the parent of row i is the nearest j < i of its group with
     ``end[j] > ts[i] + EPS_US`` (what a stack walk finds). A table of running maxima of
-    ``end`` over windows of 2**k rows lets every row skip, from high k to low, each window
-    whose rows all ended before it started: log2(n) numpy passes instead of a Python loop.
+    ``end`` over windows of 4**k rows lets every row skip, from high k to low, the windows
+    whose rows all ended before it started: a few numpy passes a level instead of a Python
+    loop. The row-long temporaries are freed before the search, whose levels are the
+    load's largest transient allocation.
     """
     n = len(ts_us)
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    index = np.arange(n, dtype=np.int64)
-    group_start = np.maximum.accumulate(np.where(new_group, index, 0))
-    start = ts_us + EPS_US
-    prev = index - 1
+    prev = np.arange(-1, n - 1, dtype=np.int64)  # row i - 1
+    group_start = np.maximum.accumulate(np.where(new_group, prev + 1, 0))
     parent = np.full(n, -1, dtype=np.int64)
     # common case first: the previous row is still open (a first child)
     has_prev = prev >= group_start
     direct = has_prev.copy()
-    direct[has_prev] = end_us[prev[has_prev]] > start[has_prev]
+    direct[has_prev] = end_us[prev[has_prev]] > ts_us[has_prev] + EPS_US
     parent[direct] = prev[direct]
     todo = np.flatnonzero(has_prev & ~direct)
+    del has_prev
     if len(todo):
         candidates = prev[direct]  # ascending: prev is i - 1
-        parent[todo] = _search(todo, candidates, group_start, start, end_us)
+        del prev, direct  # the search's levels are the load's peak: hold no row-long temporaries
+        floor_rows = group_start[todo]
+        del group_start
+        parent[todo] = _search(todo, candidates, floor_rows, ts_us[todo] + EPS_US, end_us)
     return parent, _depth(parent)
 
 
+_BASE = 4  # a level's windows are _BASE times its lower level's: half the levels of base 2
+
+
 def _search(
-    rows: IntArray, candidates: IntArray, group_start: IntArray, start: FloatArray,
+    rows: IntArray, candidates: IntArray, group_start: IntArray, limit: FloatArray,
     end_us: FloatArray,
 ) -> IntArray:
-    """Nearest candidate j < row (same group) with end_us[j] > start[row], or -1.
+    """Nearest candidate j < row (same group: at or after its ``group_start``) with
+    end_us[j] > limit[row], or -1.
 
     Only rows that have a child can be a parent, and a row has a child exactly when the
     next row starts inside it, so ``candidates`` (those rows) is all we search. Over their
-    ends, ``levels[k][i]`` is the max over candidates (i - 2**k, i]; each query walks the
-    levels from widest to narrowest, skipping every window whose rows all ended before it
-    started: log2(len(candidates)) vectorized passes.
+    ends, ``levels[k][i]`` is the max over candidates (i - 4**k, i]; each query walks the
+    levels from widest to narrowest, skipping up to three windows a level whose rows all
+    ended before it started (the skip's length, written in base 4, digit by digit):
+    log4(len(candidates)) levels in memory (a level is 8 bytes a candidate), not log2.
     """
     out = np.full(len(rows), -1, dtype=np.int64)
     if not len(candidates):
         return out
     ends = end_us[candidates]
     levels = [ends]
-    while (1 << len(levels)) <= len(ends):
-        width = 1 << (len(levels) - 1)
-        below = levels[-1]
-        level = below.copy()
-        np.maximum(below[width:], below[:-width], out=level[width:])
-        levels.append(level)
+    while _BASE ** len(levels) <= len(ends):
+        width = _BASE ** (len(levels) - 1)
+        level = levels[-1].copy()  # max over (i - 2 * width, i]
+        np.maximum(levels[-1][width:], levels[-1][:-width], out=level[width:])
+        wider = level.copy()  # max over (i - 4 * width, i]
+        np.maximum(level[2 * width:], level[:-2 * width], out=wider[2 * width:])
+        del level
+        levels.append(wider)
     pos = np.searchsorted(candidates, rows) - 1  # last candidate before the row
-    floor = np.searchsorted(candidates, group_start[rows])  # first candidate of its group
-    limit = start[rows]
+    floor = np.searchsorted(candidates, group_start)  # first candidate of its group
     for k in range(len(levels) - 1, -1, -1):
-        width = 1 << k
+        width = _BASE ** k
         idx = np.flatnonzero(pos - width + 1 >= floor)
-        if len(idx):
-            skip = levels[k][pos[idx]] <= limit[idx]
-            pos[idx[skip]] -= width
+        for _ in range(_BASE - 1):  # a row that cannot skip a window stops at this level
+            if not len(idx):
+                break
+            idx = idx[levels[k][pos[idx]] <= limit[idx]]
+            pos[idx] -= width
+            idx = idx[pos[idx] - width + 1 >= floor[idx]]
     found = (pos >= floor) & (ends[np.maximum(pos, 0)] > limit)
     out[found] = candidates[pos[found]]
     return out

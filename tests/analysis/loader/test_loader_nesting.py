@@ -46,6 +46,25 @@ def test_matches_stack_walk_on_random_intervals(seed):
     assert (self_us >= 0).all() and (self_us <= dur).all()
 
 
+@pytest.mark.parametrize("closed", [1, 3, 4, 5, 15, 16, 63, 64, 255, 256, 1000, 1023])
+def test_finds_the_parent_past_many_closed_siblings(closed):
+    """A row whose parent lies ``closed`` closed siblings back (each with a child, so each is
+    a candidate the search must skip): skips of every length in base 4, each level's digit
+    up to 3 (255 is 3333)."""
+    ts, dur = [0.0], [1e6]  # the root, open to the end
+    for i in range(closed):
+        ts += [10.0 * i + 1.0, 10.0 * i + 2.0]
+        dur += [5.0, 1.0]  # a sibling and its child, both closed before the next sibling
+    ts.append(10.0 * closed + 1.0)
+    dur.append(1.0)
+    new_group, ts_us, dur_us = sorted_rows(np.array(ts), np.array(dur), np.zeros(len(ts), int))
+    parent, depth = nest(new_group, ts_us, ts_us + dur_us)
+    ref_parent, ref_depth = stack_walk(new_group, ts_us, ts_us + dur_us)
+    assert parent[-1] == 0 and depth[-1] == 1
+    assert np.array_equal(parent, ref_parent)
+    assert np.array_equal(depth, ref_depth)
+
+
 def test_equal_start_longer_first_is_the_parent():
     new_group, ts, dur = sorted_rows(np.array([10.0, 10.0]), np.array([2.0, 5.0]),
                                      np.zeros(2, int))
