@@ -166,8 +166,15 @@ for i in range(40):
 def _program(out_dir: Path, how: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "AUTOPROF_FINISH_YIELD_S": "0"}
     proc = subprocess.Popen([sys.executable, "-c", PROGRAM, str(out_dir), how], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_ctrl_c)
     return proc
+
+
+def _default_ctrl_c() -> None:
+    """The program starts as a terminal's does, Ctrl+C a KeyboardInterrupt: a test run started
+    by a shell's `&` (a CI job) would hand it SIGINT ignored, and Python keeps that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _signalled(out_dir: Path, how: str, sig: int) -> tuple[int, str]:
