@@ -34,6 +34,13 @@ def compile_tree(root: Path) -> Path:
     return root
 
 
+def compiled_sides(rev: str, into: Path) -> Path:
+    """A side-by-side's two trees, each compiled (``compile_tree``): ``rev`` extracted under
+    ``into`` (the ``before`` side, returned) and this checkout."""
+    compile_tree(REPO)
+    return compile_tree(extract_revision(rev, into))
+
+
 def cell(values: list[float]) -> str:
     """``median [min-max]`` of ``values``, three significant digits."""
     return f"{statistics.median(values):.3g} [{min(values):.3g}-{max(values):.3g}]"

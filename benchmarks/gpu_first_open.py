@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _trees import cell, compile_tree, extract_revision  # noqa: E402
+from _trees import cell, compiled_sides  # noqa: E402
 from gpu_tiled import ensure_tiled  # noqa: E402
 
 CONFIGS = ("before", "after")
@@ -130,8 +130,7 @@ def main() -> int:
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        before = compile_tree(extract_revision(args.before, Path(tmp) / "before"))
-        compile_tree(REPO)
+        before = compiled_sides(args.before, Path(tmp) / "before")
         for name, run in runs:
             done: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
             for i in range(args.rounds):

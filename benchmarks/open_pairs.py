@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from _trees import cell, compile_tree, extract_revision  # noqa: E402
+from _trees import cell, compiled_sides  # noqa: E402
 
 from traces import ensure_trace  # noqa: E402
 
@@ -77,8 +77,7 @@ def main() -> int:
     load_average = [os.getloadavg()]
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        before = compile_tree(extract_revision(args.before, Path(tmp) / "before"))
-        compile_tree(REPO)
+        before = compiled_sides(args.before, Path(tmp) / "before")
         for path in paths:
             runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
             for i in range(args.pairs):
