@@ -25,7 +25,7 @@ import numpy as np
 from autoprof.analysis.metrics.replay.bias import MATMUL, bias_add_pairs, op_positions
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import END, START
-from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics.stats import isin_mask, text_of
 
 DATA_DEPENDENT = frozenset({"aten::nonzero", "aten::masked_select", "aten::unique",
                             "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim"})
@@ -41,12 +41,12 @@ class _Rows:
 
     def __init__(self, g: Graph) -> None:
         ev = g.events
-        self.names = ev["name"].astype(str).to_numpy()
-        self.dims = ev["input_dims"].astype(str).to_numpy() if "input_dims" in ev else \
+        self.names = text_of(ev["name"])  # each distinct text once, not a column of them
+        self.dims = text_of(ev["input_dims"]) if "input_dims" in ev else \
             np.full(len(ev), "", dtype=object)
         self.ts = ev["ts_us"].to_numpy(float)
         self.end = ev["end_us"].to_numpy(float)
-        self.op = (ev["cat"].astype(str) == "cpu_op").to_numpy()
+        self.op = isin_mask(ev["cat"], ("cpu_op",))
         self.parent = g.row_parent
         self.thread = g.row_thread
 
