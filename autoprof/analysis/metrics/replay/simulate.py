@@ -63,7 +63,7 @@ class Plan:
     call_gap_us: np.ndarray
     base_gap_us: np.ndarray  # the calibrated `call_gap_us`, which changes scale
     call_wake_us: np.ndarray
-    call_waits: list[list[int]]
+    call_waits: list[list[int]]  # a call's list is replaced, never changed: copies share
     item_dur_us: np.ndarray
     item_latency_us: np.ndarray
     item_gap_us: np.ndarray
@@ -82,7 +82,7 @@ class Plan:
                        pace_in=self.pace_in.copy(), pace_out=self.pace_out.copy(),
                        call_gap_us=self.call_gap_us.copy(),
                        call_wake_us=self.call_wake_us.copy(),
-                       call_waits=list(map(list, self.call_waits)),
+                       call_waits=list(self.call_waits),  # its lists: replaced only
                        item_dur_us=self.item_dur_us.copy(),
                        item_latency_us=self.item_latency_us.copy(),
                        item_gap_us=self.item_gap_us.copy())
@@ -154,7 +154,7 @@ def calibrate(g: Graph, mode: Calibration = "median") -> Plan:
         item_gap = np.full(g.n_items, gap_med)
     gap = g.busy_gap_us()
     return Plan(call_cost_us=cost, call_gap_us=gap, base_gap_us=gap.copy(), call_wake_us=wake,
-                call_waits=[list(w) for w in g.call_waits],
+                call_waits=list(g.call_waits),  # lists replaced, never changed
                 item_dur_us=g.item_dur_us.copy(), item_latency_us=np.nan_to_num(item_lat),
                 item_gap_us=np.nan_to_num(item_gap), latency_us=lat_med, launch_us=launch_med,
                 step_floor_us=np.zeros(len(g.steps)), pace_in=np.ones(g.n_calls),
