@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import LAUNCH_NAME, SYNC_NAMES
-from autoprof.analysis.metrics.stats import text_of
+from autoprof.analysis.metrics.stats import isin_mask, text_of
 
 # The graph's call kinds (graph.py reads them from here).
 START, LAUNCH, SYNC, RECORD, WAIT_EVENT, END = 0, 1, 2, 3, 4, 5
@@ -88,8 +88,7 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
     launched: dict[int, list[int]] = {}
     for c, i in zip(callers.tolist(), items.tolist(), strict=True):
         launched.setdefault(c, []).append(i)
-    interesting = SYNC_NAMES | RECORDS | STREAM_WAITS
-    named = np.fromiter((n in interesting for n in names), bool, len(names))
+    named = isin_mask(ev["name"], SYNC_NAMES | RECORDS | STREAM_WAITS)
     pos = np.flatnonzero(outer_runtime & (ts >= lo) & (ts < hi) & named)
     cand = np.unique(np.r_[pos, np.fromiter(launched, np.int64, len(launched))])
     cand = cand[np.argsort(ts[cand], kind="stable")]
@@ -99,8 +98,7 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
     ts_us, end_us, threads = ts.tolist(), end.tolist(), thread.tolist()
     for r in cand.tolist():
         own = sorted(launched.get(r, []), key=ts_us.__getitem__)
-        out.append(_one_call(r, names[r], int(threads[r]), own, ts_us, end_us, stream_of,
-                             state))
+        out.append(_one_call(r, names[r], threads[r], own, ts_us, end_us, stream_of, state))
     return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
                                       "deps", "items"])
 
@@ -109,12 +107,15 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: list[float],
               end: list[float], stream_of: dict[int, int], state: _State
               ) -> tuple[object, ...]:
     deps: list[tuple[int, int]] = []
-    for i in own:
-        dep = _binding(state.pending.pop(thread, {}), i, ts, end, stream_of)
+    if own:  # a stream wait's snapshot binds the thread's next launch only (its first item)
+        snapshot = state.pending.pop(thread, None)
+        dep = _binding(snapshot, own[0], ts, end, stream_of) if snapshot else -1
         if dep >= 0:
-            deps.append((i, dep))
-        state.last_on_stream[stream_of[i]] = i
-        state.thread_stream[thread] = stream_of[i]
+            deps.append((own[0], dep))
+        last_on_stream = state.last_on_stream
+        for i in own:
+            last_on_stream[stream_of[i]] = i
+        state.thread_stream[thread] = stream_of[own[-1]]
     waits: list[int] = []
     if own and COPY_NAME.search(name) and LAUNCH_NAME.search(name) and \
             max(end[i] for i in own) <= end[r] + CLOCK_TOLERANCE_US:
