@@ -191,7 +191,7 @@ def _short_kernels(ctx: Analysis) -> Diagnostic | None:
     share = ov.short_kernels / len(linked)
     if share < SHORT_KERNEL_SHARE or ov.short_kernels < 2:
         return None
-    launch_us = ev.reindex(linked["launch_row"].to_numpy())["dur_us"]
+    launch_us = ev["dur_us"].reindex(linked["launch_row"].to_numpy())  # not every column
     kernel_med, launch_med = median(linked["dur_us"]), median(launch_us.dropna())
     return Diagnostic(
         id="short-kernels",

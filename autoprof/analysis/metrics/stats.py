@@ -328,7 +328,14 @@ def quantile(values: np.ndarray, q: float) -> float:
 
 
 def median(values: Iterable[float]) -> float:
-    arr = np.asarray(list(values), float)
+    """The median of `values` (NaN for none); an array or a numeric Series is read as it
+    is, not element by element."""
+    dtype = getattr(values, "dtype", None)
+    if isinstance(values, np.ndarray | pd.Series) and isinstance(dtype, np.dtype) and \
+            dtype.kind in "fiub":
+        arr = np.asarray(values, float)
+    else:
+        arr = np.asarray(list(values), float)
     return float(np.median(arr)) if len(arr) else math.nan
 
 

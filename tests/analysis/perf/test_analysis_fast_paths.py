@@ -16,6 +16,7 @@ from autoprof.analysis.metrics.stats import (
     gaps,
     gaps_merged,
     isin_mask,
+    median,
     merge_intervals,
     name_matches,
 )
@@ -152,3 +153,20 @@ def test_categorical_text_columns_change_no_result(trace: str) -> None:
     plain.events = run.events.astype({c: "str" for c in TEXT_COLUMNS})
     assert summarize(plain) == summarize(run)
     assert self_vs_total(plain.events).equals(self_vs_total(run.events))
+
+
+@pytest.mark.parametrize("values", [
+    [3.5, np.nan, 1.0, 2.0], [5, 1, 4, 2**53 + 1], [True, False, True], [], [0.1, 0.2, 0.3],
+    [np.inf, 1.0, -np.inf], [None, 2.0, 1.0]])
+def test_median_of_arrays_and_series_is_the_median_of_their_values(values: list[object]
+                                                                   ) -> None:
+    """An array or a numeric Series is read whole; the answer is the element-by-element one
+    (a list of the same values: NaN for none, NaN kept)."""
+    want = median(list(values))  # type: ignore[arg-type]
+    for given in (np.asarray(values, dtype=float), pd.Series(values, dtype=object),
+                  pd.Series(values, dtype=float)):
+        got = median(given)
+        assert (got == want) or (np.isnan(got) and np.isnan(want)), (given, got, want)
+    if values and all(type(v) is int for v in values):
+        ints = pd.Series(values, dtype=np.int64)
+        assert median(ints) == median(int(v) for v in ints)  # type: ignore[arg-type]
