@@ -270,25 +270,26 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
     table = table.sort_values(["ts", "order"], kind="stable")
     n_mark = len(markers)
     src = table.index.to_numpy()  # < n_mark: a marker; else a row of `calls`
-    index_of_row = {int(r): i for i, r in enumerate(table["row"].to_numpy()) if r >= 0}
+    index_of_row = {r: i for i, r in enumerate(table["row"].to_numpy(np.int64).tolist())
+                    if r >= 0}
     gap_lo = _previous_end_on_thread(table)
     # GPU items: carry first (fixed), then the replayed ones in launch order
     replayed = work[in_window]
-    item_call_of = np.array([index_of_row[int(c)] for c in caller[in_window]], np.int64)
+    item_call_of = np.array([index_of_row[c] for c in caller[in_window].tolist()], np.int64)
     order = np.lexsort((ts[replayed], item_call_of))
     replayed, item_call_of = replayed[order], item_call_of[order]
     carry = _carry(work[~in_window], replayed, ts, stream_of)
     rows = np.r_[carry, replayed].astype(np.int64)
-    item_of_row = {int(r): i for i, r in enumerate(rows)}
+    item_of_row = {r: i for i, r in enumerate(rows.tolist())}
     n_calls = len(table)
     call_items: list[list[int]] = [[] for _ in range(n_calls)]
-    for k, c in enumerate(item_call_of):
-        call_items[int(c)].append(len(carry) + k)
+    for k, c in enumerate(item_call_of.tolist(), start=len(carry)):
+        call_items[c].append(k)
     call_waits: list[list[int]] = [[] for _ in range(n_calls)]
     is_sync = np.zeros(n_calls, dtype=bool)
     item_deps: list[list[int]] = [[] for _ in range(len(rows))]
     waits_of, sync_of, deps_of = (calls[k].tolist() for k in ("waits", "is_sync", "deps"))
-    for i, s in enumerate(src):
+    for i, s in enumerate(src.tolist()):
         if s < n_mark:
             continue
         call_waits[i] = [item_of_row[r] for r in waits_of[s - n_mark] if r in item_of_row]
@@ -308,7 +309,7 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
         call_ts_us=table["ts"].to_numpy(float),
         call_dur_us=table["end"].to_numpy(float) - table["ts"].to_numpy(float),
         call_gap_lo_us=gap_lo, call_row=row, call_items=call_items, call_waits=call_waits,
-        item_stream=np.array([stream_of[int(r)] for r in rows], np.int64),
+        item_stream=np.array([stream_of[r] for r in rows.tolist()], np.int64),
         item_call=np.r_[np.full(len(carry), -1), item_call_of].astype(np.int64),
         item_ts_us=ts[rows], item_dur_us=end[rows] - ts[rows], item_row=rows,
         item_deps=item_deps, events=ev, row_thread=thread, row_parent=parent)
