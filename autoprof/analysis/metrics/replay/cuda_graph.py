@@ -72,23 +72,28 @@ def cuda_graph(g: Graph, plan: Plan, change: CudaGraph) -> None:
 
     measured, measured_many = uncovered_by(spans, kept, floor=True)
     hide_calls(g, plan, np.arange(g.n_calls), measured, region, measured_many=measured_many)
-    for c in range(g.n_calls):
-        if g.call_kind[c] != LAUNCH or plan.call_waits[c]:
-            continue
-        span = spans.span_at(float(g.call_ts_us[c]))
+    # the launches that wait for nothing, in call order, and the span holding each (-1: none)
+    launches = [c for c in np.flatnonzero(g.call_kind == LAUNCH).tolist()
+                if not plan.call_waits[c]]
+    span_of = spans.spans_at(g.call_ts_us[launches]).tolist() if launches and len(spans.s) \
+        else [-1] * len(launches)
+    pace_of = plan.pace_in if region is not None else plan.pace_out
+    captured: list[int] = []  # their items, queued as the graph queues them
+    for c, span in zip(launches, span_of, strict=True):
         if span < 0:
             continue
         items = g.call_items[c]
         first = span not in seen
         seen.add(span)
         copy = change.input_copy_us > 0 and len(items) > 0 and span not in copied
-        pace = float(plan.pace_in[c] if region is not None else plan.pace_out[c])
+        pace = float(pace_of[c])
         plan.call_cost_us[c] = (change.launch_us if first else 0.0) + \
             change.per_kernel_us * len(items) + (plan.launch_us * pace if copy else 0.0)
         if copy:  # the batch copied into the static inputs, before the captured kernels
             copied.add(span)
             plan.item_dur_us[items[0]] += change.input_copy_us
-        plan.item_latency_us[items] = plan.latency_us
-        plan.item_gap_us[items] = change.kernel_gap_us
+        captured.extend(items)
+    plan.item_latency_us[captured] = plan.latency_us
+    plan.item_gap_us[captured] = change.kernel_gap_us
     if change.capturable_optimizer:
         _capturable_optimizer(g, plan, change, spans)

@@ -29,10 +29,12 @@ def remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) -> 
     hide_calls(g, plan, np.arange(g.n_calls), spans.covered, region,
                measured_many=spans.covered_many)
     hit = (g.call_row >= 0) & (spans.spans_at(g.call_ts_us) >= 0)
-    for c in np.flatnonzero(hit).tolist():
-        plan.call_cost_us[c] = 0.0
+    calls = np.flatnonzero(hit)
+    plan.call_cost_us[calls] = 0.0
+    items: list[int] = []  # their GPU work, zeroed at once
+    for c in calls.tolist():
         plan.call_waits[c] = []
-        items = g.call_items[c]
-        plan.item_dur_us[items] = 0.0
-        plan.item_latency_us[items] = 0.0
-        plan.item_gap_us[items] = 0.0
+        items.extend(g.call_items[c])
+    plan.item_dur_us[items] = 0.0
+    plan.item_latency_us[items] = 0.0
+    plan.item_gap_us[items] = 0.0
