@@ -13,9 +13,14 @@ import pandas as pd
 
 def parent_positions(events: pd.DataFrame) -> np.ndarray:
     """Each row's parent as a position in `events` (-1: none, or not among these rows)."""
-    labels = events.index.to_numpy()
     parents = events["parent"].to_numpy()
     out = np.full(len(parents), -1, dtype=np.int64)
+    index = events.index
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        ok = (parents >= 0) & (parents <= len(parents) - 1)  # each label is its position
+        out[ok] = parents[ok].astype(np.int64, copy=False)
+        return out
+    labels = index.to_numpy()
     if not len(labels):
         return out
     labels = labels.astype(np.int64, copy=False)  # no copy of an int64 index

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.stats import (
     Coverage,
     factorized,
@@ -170,3 +171,20 @@ def test_median_of_arrays_and_series_is_the_median_of_their_values(values: list[
     if values and all(type(v) is int for v in values):
         ints = pd.Series(values, dtype=np.int64)
         assert median(ints) == median(int(v) for v in ints)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, float])
+def test_parent_positions_on_a_range_index_is_the_label_lookup(dtype: type) -> None:
+    """A table indexed 0..n-1 (the loader's) reads each parent label as its position; the
+    answer is the label lookup's (the same rows under an index that is not a range)."""
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 50):
+        for _ in range(50):
+            parents = rng.integers(-3, n + 3, n).astype(dtype)
+            if dtype is float:
+                parents[rng.integers(0, n)] = rng.choice([np.nan, n - 0.5, -0.5, 1.5])
+            ranged = pd.DataFrame({"parent": parents})
+            labelled = ranged.set_axis(pd.Index(np.arange(n, dtype=np.int64)))
+            assert isinstance(ranged.index, pd.RangeIndex)
+            assert not isinstance(labelled.index, pd.RangeIndex)
+            assert parent_positions(ranged).tolist() == parent_positions(labelled).tolist()
