@@ -20,6 +20,7 @@ from autoprof.analysis.metrics.stats import (
     median,
     merge_intervals,
     name_matches,
+    step_rows,
 )
 
 VALUES = ["cpu", "gpu", None, "cpu", "", "Trace", "gpu", None]
@@ -188,3 +189,32 @@ def test_parent_positions_on_a_range_index_is_the_label_lookup(dtype: type) -> N
             assert isinstance(ranged.index, pd.RangeIndex)
             assert not isinstance(labelled.index, pd.RangeIndex)
             assert parent_positions(ranged).tolist() == parent_positions(labelled).tolist()
+
+
+def _step_rows_by_sort(events: pd.DataFrame) -> pd.DataFrame:
+    """step_rows as a mask, a copy and a stable sort of the frame."""
+    cpu = events["lane"].astype(object).eq("cpu").to_numpy(bool)
+    steps = events[cpu & name_matches(events["name"], re.compile(r"^ProfilerStep#\d+$"))].copy()
+    steps["step_no"] = [int(str(n).rsplit("#", 1)[1]) for n in steps["name"]]
+    return steps.sort_values(["rank", "ts_us"], kind="stable")
+
+
+@pytest.mark.parametrize("dtype", ["str", object, "category"])
+def test_step_rows_is_the_sorted_mask(dtype: object) -> None:
+    # ranks out of order, equal and NaN starts (stable, NaN last), a GPU-lane step span
+    # and a non-step name; labels that are not positions
+    names = ["ProfilerStep#3", "aten::mm", "ProfilerStep#1", "ProfilerStep#2",
+             "ProfilerStep#7", "ProfilerStep#5", "ProfilerStep#4", "ProfilerStep#6"]
+    labels = [70, 10, 60, 20, 50, 30, 40, 0]
+    events = pd.DataFrame({
+        "name": pd.Series(names, dtype=dtype, index=labels),  # type: ignore[call-overload]
+        "lane": pd.Series(["cpu", "cpu", "cpu", "cpu", "gpu", "cpu", "cpu", "cpu"],
+                          dtype="category", index=labels),
+        "rank": [1, 0, 0, 1, 0, 0, 1, 0],
+        "ts_us": [5.0, 1.0, 9.0, 5.0, 0.0, np.nan, 2.0, 9.0],
+    }, index=labels)
+    found = step_rows(events)
+    expected = _step_rows_by_sort(events)
+    assert found.index.tolist() == expected.index.tolist() == [60, 0, 30, 40, 70, 20]
+    assert found["step_no"].tolist() == expected["step_no"].tolist() == [1, 6, 5, 4, 3, 2]
+    pd.testing.assert_frame_equal(found, expected)
