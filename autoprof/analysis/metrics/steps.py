@@ -27,8 +27,8 @@ from autoprof.analysis.metrics.stats import (
     name_matches,
     require_columns,
     step_rows,
-    union_length,
 )
+from autoprof.analysis.metrics.step_work import work_totals
 
 STEP_COLUMNS = [
     "rank",
@@ -104,7 +104,7 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
         )
     self_cpu = _as_dict(_per_key(events, cpu_work_mask(events), "self_us"))
     work = gpu_work(events)
-    groups = _work_groups(work)
+    groups = work_totals(work)
     coverage = {int(r): Coverage(g["ts_us"].to_numpy(), g["end_us"].to_numpy())
                 for r, g in work.groupby("rank")}
     known_from = gpu_known_from(work)
@@ -119,15 +119,11 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
             gpu_work_us = busy = window = idle = 0.0
             kernels = 0
         else:
-            s, e = g
-            gpu_work_us = float(np.sum(e - s))
-            busy = union_length(s, e)
-            last_end = float(np.max(e))
+            gpu_work_us, busy, last_end, kernels = g
             window = max(last_end - start, 0.0)
             # busy with any work of the rank, earlier steps' included
             lo = max(start, known_from.get(key[0], -math.inf))
             idle = max(last_end - lo - coverage[key[0]].covered(lo, last_end), 0.0)
-            kernels = len(s)
         rows.append({
             "rank": key[0],
             "step": key[1],
@@ -148,19 +144,3 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
 def _as_dict(per_key: pd.Series) -> dict[tuple[int, int], float]:
     """A (rank, step) -> value dict: one lookup per step (MultiIndex lookups cost ~40 us)."""
     return dict(zip(per_key.index.tolist(), per_key.to_numpy().tolist(), strict=True))
-
-
-def _work_groups(work: pd.DataFrame) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-    """(rank, step) -> (starts, ends) of the GPU work launched in that step."""
-    if work.empty:
-        return {}
-    rank = work["rank"].to_numpy()
-    step = work["step"].to_numpy()
-    order = np.lexsort((step, rank))
-    rank, step = rank[order], step[order]
-    ts = work["ts_us"].to_numpy(float)[order]
-    end = work["end_us"].to_numpy(float)[order]
-    change = np.flatnonzero((np.diff(rank) != 0) | (np.diff(step) != 0)) + 1
-    bounds = np.concatenate([[0], change, [len(order)]])
-    return {(int(rank[a]), int(step[a])): (ts[a:b], end[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
