@@ -21,6 +21,7 @@ from autoprof.analysis.loader.events import build_events, empty_events
 from autoprof.analysis.loader.inputs import Source, rank_from_name, resolve_source
 from autoprof.analysis.loader.memory_events import build_memory, empty_memory
 from autoprof.analysis.loader.merge import combine
+from autoprof.analysis.loader.pages import small_pages
 from autoprof.analysis.loader.remote import TracePath
 from autoprof.runfolder import Manifest
 
@@ -150,6 +151,12 @@ def load_data(
     ``progress(fraction, message)`` is called as big traces load. With ``root``, ``path`` and
     every trace must resolve inside ``root``. Bad input raises TraceError (one line).
     """
+    with small_pages():  # numpy's temporaries on ordinary pages: pages.py
+        return _load_data(path, progress, root)
+
+
+def _load_data(path: str | Path, progress: Progress | None, root: str | Path | None
+               ) -> RunData:
     source = resolve_source(path, root=root)
     frames: list[pd.DataFrame] = []
     memory: list[pd.DataFrame] = []
