@@ -115,6 +115,12 @@ def decode_helper_enabled() -> bool:
     return flag("AUTOPROF_DECODE_HELPER", default=True)
 
 
+def huge_pages_kept() -> bool:
+    """``AUTOPROF_HUGE_PAGES``: on leaves numpy's advice for huge pages as it is while a trace
+    loads (off: the load turns it off, loader/pages.py)."""
+    return flag("AUTOPROF_HUGE_PAGES", default=False)
+
+
 def view_remote() -> bool:
     """``AUTOPROF_VIEW_REMOTE``: on lets the viewer serve an address other than this
     machine's loopback (``autoprof view --address ADDR`` sets it for its server). Off, a

@@ -18,11 +18,12 @@ it). ``AUTOPROF_HUGE_PAGES=1`` leaves numpy's choice alone.
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
+
+from autoprof import env
 
 
 def _multiarray() -> ModuleType | None:
@@ -52,7 +53,7 @@ def huge_pages_advised() -> bool | None:
 @contextmanager
 def small_pages() -> Iterator[None]:
     """numpy's huge-page advice off inside (module doc)."""
-    if _SET is None or os.environ.get("AUTOPROF_HUGE_PAGES") == "1":
+    if _SET is None or env.huge_pages_kept():
         yield
         return
     with _LOCK:
