@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +160,11 @@ def _sides(case: Case) -> list[str | None]:
     return [None, *case["fixes"]]
 
 
-def time_round(cases: dict[str, Case], opts: dict[str, Any],
-               results: dict[str, Any]) -> None:
-    """One round: every case's program and each fix, each in a fresh process, interleaved."""
+def time_round(cases: dict[str, Case], opts: dict[str, Any], results: dict[str, Any],
+               after: Callable[[str], None] = lambda name: None) -> None:
+    """One round: every case's program and each fix, each in a fresh process, interleaved;
+    ``after(name)`` once a case's processes have run (the first round records it there and
+    the truth is written, so a call cut short keeps every case it reached)."""
     env = timing_env()
     for name, case in cases.items():
         for fix in _sides(case):
@@ -170,6 +173,7 @@ def time_round(cases: dict[str, Case], opts: dict[str, Any],
             results[name]["rounds"][fix or "as_written"].append(got)
             print(f"  {name:24s} {fix or 'as written':16s} "
                   f"{got.get('ms_per_iter', got.get('error'))}", flush=True)
+        after(name)
 
 
 def record(cases: dict[str, Case], opts: dict[str, Any], out: Path,
@@ -247,8 +251,10 @@ def _write(out: Path, results: dict[str, Any], meta: dict[str, Any]) -> dict[str
 
 def measure(cases: dict[str, Case], opts: dict[str, Any]) -> dict[str, Any]:
     """Rounds of interleaved timing (the first always, more while ``budget_s`` allows), the
-    recordings after the first round; writes ``OUT/truth.json`` after every round (so a run
-    cut short keeps what it measured) and returns it."""
+    recordings in the first round, each program's right after its timing; writes
+    ``OUT/truth.json`` after every program of every round (so a call cut short keeps every
+    program it reached) and returns it. ``meta["rounds"]`` counts the rounds begun: in the
+    last one a program not reached has one timing fewer, which ``fix_truth`` pairs away."""
     out = Path(opts["out"])
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -266,15 +272,17 @@ def measure(cases: dict[str, Case], opts: dict[str, Any]) -> dict[str, Any]:
         rounds += 1
         print(f"round {rounds}", flush=True)
         round_started = time.monotonic()
-        time_round(cases, opts, results)
-        per_round_s = time.monotonic() - round_started
-        meta |= {"rounds": rounds, "machine_end": machine(opts["device"]),
-                 "wall_s": round(wall_before_s + time.monotonic() - started, 1)}
-        _write(out, results, meta)
-        if rounds == 1 and opts["record"] and not done:
-            print("recording each program as written with @autoprof", flush=True)
-            record(cases, opts, out, results)
+        recording = rounds == 1 and opts["record"] and not done
+
+        def after(name: str, number: int = rounds, recording: bool = recording) -> None:
+            if recording:  # timed and recorded together: a cut call keeps whole cases
+                record({name: cases[name]}, opts, out, results)
+            meta.update(rounds=number, machine_end=machine(opts["device"]),
+                        wall_s=round(wall_before_s + time.monotonic() - started, 1))
             _write(out, results, meta)
+
+        time_round(cases, opts, results, after)
+        per_round_s = time.monotonic() - round_started
     for name, entry in results.items():
         gains = ", ".join(f"{k} {v['speedup']:.2f}x" if v["speedup"] else f"{k} n/a"
                           for k, v in entry["fixes"].items())

@@ -10,10 +10,11 @@ try for them, a CUDA graph of the whole call included where the call is small en
 
 The programs, their fixes and this script were written before autoprof's analysis of any of
 them was run; they differ from every other program under ``benchmarks/`` and ``tests/data``
-(models, shapes and code). One command on one H100 (about 6 minutes, under 8: a round is 33
-fresh processes of a few seconds each, the recordings 10 more; no timing round starts that
-would end past ``--budget-s``, 470 s by default, so 2 rounds where a round takes under about
-3 minutes, else 1) times each program and each fix
+(models, shapes and code). One command on one H100 (about 8 minutes: a round is 33 fresh
+processes of about 10 s each, 28 of them took 285 s there, and the first round records each
+program right after timing it, 10 processes more; no round starts that would end past
+``--budget-s``, 470 s by default, so one round a call: ``--resume`` adds rounds in later
+calls) times each program and each fix
 WITHOUT the profiler (fresh processes, CUDA events, interleaved rounds, medians:
 ``heldout_driver.py``), records each program as written once with ``@autoprof`` (its
 defaults), and leaves in OUT one small ``truth.json`` and the run folders as ``runs.tar.gz``:

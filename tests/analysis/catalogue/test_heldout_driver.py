@@ -1,17 +1,23 @@
 """benchmarks/gpu/heldout_driver.py's process runner: a timing printed whole is kept when the
 process then fails on its way out (a gloo group torn down by the interpreter's exit), with
-the exit status; a process that fails before its result is an error."""
+the exit status; a process that fails before its result is an error. Its rounds: a call cut
+short mid-round leaves a truth that holds every program it reached, timed and recorded."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
-from heldout_driver import run_process  # noqa: E402
+import heldout_driver  # noqa: E402
+from heldout_driver import measure, run_process  # noqa: E402
 
 ENV = dict(os.environ)
 
@@ -31,3 +37,37 @@ def test_a_process_that_fails_before_its_result_is_an_error() -> None:
 def test_a_clean_exit_returns_the_last_line() -> None:
     result = run_process("print('noise')\nprint('{\"recorded\": true}')", ENV, timeout_s=30)
     assert result == {"recorded": True}
+
+
+class _Cut(Exception):
+    """The call's time running out (a timeout's kill), as the fake process runner raises it."""
+
+
+def test_a_call_cut_mid_round_keeps_each_program_it_reached_timed_and_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cases: dict[str, Any] = {
+        name: {"about": name, "setup": "", "base": "pass",
+               "fixes": {"fixed": {"about": "fixed", "code": "pass", "match": ["fix"]}}}
+        for name in ("first", "second", "third")}
+    calls: list[str] = []
+
+    def fake_run(code: str, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+        calls.append(code)
+        if len(calls) == 8:  # first: 2 timings, a recording; second likewise; third's fix cut
+            raise _Cut
+        if "AUTOPROF_DIR" in env:  # the recording process
+            return {"recorded": True}
+        return {"ms_per_iter": 2.0 if "FIXED = None" in code else 1.0}
+
+    monkeypatch.setattr(heldout_driver, "run_process", fake_run)
+    with pytest.raises(_Cut):
+        measure(cases, {"out": str(tmp_path), "device": "cpu", "dry": True, "rounds": 2,
+                        "budget_s": 1e9, "timeout_s": 5.0, "record": True,
+                        "record_calls": 2})
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    reached = {name: entry for name, entry in truth["cases"].items() if "record" in entry}
+    assert sorted(reached) == ["first", "second"]
+    for entry in reached.values():
+        assert entry["fixes"]["fixed"]["speedup"] == 2.0
+    assert truth["cases"]["third"]["rounds"] == {"as_written": [], "fixed": []}
+    assert truth["meta"]["rounds"] == 1
