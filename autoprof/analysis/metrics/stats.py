@@ -209,8 +209,9 @@ def step_rows(events: pd.DataFrame) -> pd.DataFrame:
     at = np.flatnonzero(cpu_mask(events) & name_matches(events["name"], STEP_NAME))
     ts = events["ts_us"].to_numpy(dtype=float)[at]
     steps = events.iloc[at[np.lexsort((ts, events["rank"].to_numpy()[at]))]]
-    steps["step_no"] = [int(n.rsplit("#", 1)[1]) for n in text_of(steps["name"])]
-    return steps
+    # assign: a new frame of the few step rows (a column set on the taken rows would warn
+    # SettingWithCopyWarning under pandas 2)
+    return steps.assign(step_no=[int(n.rsplit("#", 1)[1]) for n in text_of(steps["name"])])
 
 
 def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
