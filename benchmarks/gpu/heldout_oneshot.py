@@ -40,6 +40,8 @@ def analyse(out: Path, into: Path) -> dict[str, Any]:
     if not (into / "runs").is_dir() and (out / "runs.tar.gz").is_file():
         with tarfile.open(out / "runs.tar.gz") as tar:
             tar.extractall(into, filter="data")
+    elif not (into / "runs").is_dir() and (out / "runs").is_dir():  # a call cut before its tar
+        shutil.copytree(out / "runs", into / "runs")
     return compare(str(into))
 
 

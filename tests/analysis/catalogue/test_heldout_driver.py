@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
 import heldout_driver  # noqa: E402
 from heldout_driver import measure, run_process  # noqa: E402
+from heldout_oneshot import analyse  # noqa: E402
 
 ENV = dict(os.environ)
 
@@ -43,8 +44,8 @@ class _Cut(Exception):
     """The call's time running out (a timeout's kill), as the fake process runner raises it."""
 
 
-def test_a_call_cut_mid_round_keeps_each_program_it_reached_timed_and_recorded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _cut_call(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measure() of three programs whose call is cut at its eighth process."""
     cases: dict[str, Any] = {
         name: {"about": name, "setup": "", "base": "pass",
                "fixes": {"fixed": {"about": "fixed", "code": "pass", "match": ["fix"]}}}
@@ -61,9 +62,14 @@ def test_a_call_cut_mid_round_keeps_each_program_it_reached_timed_and_recorded(
 
     monkeypatch.setattr(heldout_driver, "run_process", fake_run)
     with pytest.raises(_Cut):
-        measure(cases, {"out": str(tmp_path), "device": "cpu", "dry": True, "rounds": 2,
+        measure(cases, {"out": str(out), "device": "cpu", "dry": True, "rounds": 2,
                         "budget_s": 1e9, "timeout_s": 5.0, "record": True,
                         "record_calls": 2})
+
+
+def test_a_call_cut_mid_round_keeps_each_program_it_reached_timed_and_recorded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _cut_call(tmp_path, monkeypatch)
     truth = json.loads((tmp_path / "truth.json").read_text())
     reached = {name: entry for name, entry in truth["cases"].items() if "record" in entry}
     assert sorted(reached) == ["first", "second"]
@@ -71,3 +77,15 @@ def test_a_call_cut_mid_round_keeps_each_program_it_reached_timed_and_recorded(
         assert entry["fixes"]["fixed"]["speedup"] == 2.0
     assert truth["cases"]["third"]["rounds"] == {"as_written": [], "fixed": []}
     assert truth["meta"]["rounds"] == 1
+
+
+def test_the_analysis_of_a_cut_call_reads_its_runs_left_untarred(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, into = tmp_path / "out", tmp_path / "into"
+    _cut_call(out, monkeypatch)
+    (out / "runs" / "first" / "run").mkdir(parents=True)
+    (out / "runs" / "first" / "run" / "manifest.json").write_text("{}")
+    analyse(out, into)
+    assert (into / "runs" / "first" / "run" / "manifest.json").read_text() == "{}"
+    assert json.loads((into / "truth.json").read_text())["cases"].keys() == {
+        "first", "second", "third"}
