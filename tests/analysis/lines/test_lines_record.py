@@ -59,8 +59,10 @@ def test_the_slow_op_sync_and_loop_body_lines(recorded: tuple[Path, pd.DataFrame
     loop = lines[lines["line"] == marker_line("loop_body")].iloc[0]
     assert loop["calls"] == 20  # per step: the loop's 20 additions
     # (aten::add's heaviest line is not asserted: the sync line's two scalar additions may
-    # outweigh the loop's twenty tiny ones when the machine preempts one of them)
-    assert loop["top_op"] == "aten::add"
+    # outweigh the loop's twenty tiny ones when the machine preempts one of them; nor that the
+    # loop line's heaviest op is the add itself: a preempted conversion of the Python int
+    # inside one of the adds, `aten::_to_copy`, outweighed them once under a CI run's load)
+    assert loop["top_op"] in {"aten::add", "aten::_to_copy", "aten::to", "aten::copy_"}
     assert attribution.match_pct >= 95.0
 
 
