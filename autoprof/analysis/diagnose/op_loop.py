@@ -148,11 +148,11 @@ class _Shapes:
     ``distinct(rows)`` is ``{column.tolist()[i] for i in rows}``."""
 
     def __init__(self, column: pd.Series) -> None:
-        array = column.array
-        if isinstance(array, pd.Categorical) and (not len(array) or array.codes.min() >= 0):
-            self._codes: np.ndarray = array.codes
-            self._values: list[Any] = array.categories.to_list()
-        else:  # NA or no categorical: each row its own code
+        if isinstance(column.dtype, pd.CategoricalDtype):  # the loader's: its own codes
+            codes, uniques = factorized(column)
+            self._codes: np.ndarray = codes
+            self._values: list[Any] = uniques.tolist()
+        else:  # shapes as lists (unhashable, so not factorized): each row its own code
             self._values = column.tolist()
             self._codes = np.arange(len(self._values))
 
