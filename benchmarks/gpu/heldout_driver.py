@@ -262,9 +262,12 @@ def measure(cases: dict[str, Case], opts: dict[str, Any]) -> dict[str, Any]:
         "machine_start": machine(opts["device"]), "dry_run": opts["dry"],
         "timing": DRY_TIMING if opts["dry"] else DEFAULT_TIMING,
         "clock": "CUDA events" if opts["device"] == "cuda" else "time.perf_counter"}
-    if opts.get("resume") and (out / "truth.json").exists():
+    if (opts.get("resume") or opts.get("record_only")) and (out / "truth.json").exists():
         before = json.loads((out / "truth.json").read_text())
         results, meta = before["cases"], before["meta"] | {"resumed": True}
+    if opts.get("record_only"):  # the recordings of a call whose runs did not come back
+        record(cases, opts, out, results)
+        return _write(out, results, meta | {"recorded_apart": True})
     done, wall_before_s = int(meta.get("rounds", 0)), float(meta.get("wall_s", 0.0))
     rounds, per_round_s = done, 0.0
     while rounds < done + opts["rounds"] and (rounds == done or time.monotonic() - started

@@ -17,7 +17,10 @@ program right after timing it, 10 processes more; no round starts that would end
 calls) times each program and each fix
 WITHOUT the profiler (fresh processes, CUDA events, interleaved rounds, medians:
 ``heldout_driver.py``), records each program as written once with ``@autoprof`` (its
-defaults), and leaves in OUT one small ``truth.json`` and the run folders as ``runs.tar.gz``:
+defaults), and leaves in OUT one small ``truth.json`` and the run folders as ``runs.tar.gz``
+(cut into 15 MiB parts ``runs.tar.gz.00``, ``.01``, ... when larger: the device brings back
+files of at most 16 MiB; ``--record-only`` records again into a timed truth whose runs were
+lost):
 
     PYTHONPATH=.:/tmp/pylib AUTOPROF_CACHE=0 python benchmarks/gpu/heldout_fresh.py --out OUT
 

@@ -21,15 +21,35 @@ from typing import Any
 from heldout_compare import compare
 from heldout_driver import Case, measure
 
+PART_BYTES = 15 * 2**20
+"""The largest file written to bring back: the device returns files of at most 16 MiB."""
 
-def tar_runs(out: Path) -> None:
-    """OUT/runs/ as OUT/runs.tar.gz (one file to bring back), the folder removed."""
+
+def tar_runs(out: Path, part_bytes: int = PART_BYTES) -> None:
+    """OUT/runs/ as OUT/runs.tar.gz, the folder removed; a tar larger than `part_bytes` is
+    cut into ``runs.tar.gz.00``, ``.01``, ... of at most that size (``join_parts`` rejoins)."""
     runs = out / "runs"
     if not runs.is_dir():
         return
-    with tarfile.open(out / "runs.tar.gz", "w:gz") as tar:
+    whole = out / "runs.tar.gz"
+    with tarfile.open(whole, "w:gz") as tar:
         tar.add(runs, arcname="runs")
     shutil.rmtree(runs)
+    if whole.stat().st_size <= part_bytes:
+        return
+    with whole.open("rb") as source:
+        for number, chunk in enumerate(iter(lambda: source.read(part_bytes), b"")):
+            (out / f"runs.tar.gz.{number:02d}").write_bytes(chunk)
+    whole.unlink()
+
+
+def join_parts(out: Path) -> None:
+    """``OUT/runs.tar.gz`` again from the parts ``tar_runs`` cut it into, if it was cut."""
+    parts = sorted(out.glob("runs.tar.gz.[0-9][0-9]"))
+    if parts and not (out / "runs.tar.gz").is_file():
+        with (out / "runs.tar.gz").open("wb") as whole:
+            for part in parts:
+                whole.write(part.read_bytes())
 
 
 def analyse(out: Path, into: Path) -> dict[str, Any]:
@@ -37,6 +57,7 @@ def analyse(out: Path, into: Path) -> dict[str, Any]:
     into.mkdir(parents=True, exist_ok=True)
     if into.resolve() != out.resolve():
         shutil.copyfile(out / "truth.json", into / "truth.json")
+    join_parts(out)
     if not (into / "runs").is_dir() and (out / "runs.tar.gz").is_file():
         with tarfile.open(out / "runs.tar.gz") as tar:
             tar.extractall(into, filter="data")
@@ -63,6 +84,8 @@ def main(argv: list[str] | None, about: str, cases: dict[str, Case],
                         help="no timing round starts that would end past this")
     parser.add_argument("--resume", action="store_true",
                         help="add rounds to OUT/truth.json (the programs are not recorded again)")
+    parser.add_argument("--record-only", action="store_true",
+                        help="record the programs into OUT/truth.json's cases, timing nothing")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.analyse:
@@ -72,7 +95,8 @@ def main(argv: list[str] | None, about: str, cases: dict[str, Case],
         "out": str(out), "device": "cpu" if args.tiny else "cuda", "dry": args.tiny,
         "rounds": 1 if args.tiny else args.rounds, "budget_s": args.budget_s,
         "record": True, "record_calls": int(defaults["record_calls"]),
-        "timeout_s": defaults["timeout_s"], "resume": args.resume})
+        "timeout_s": defaults["timeout_s"], "resume": args.resume,
+        "record_only": args.record_only})
     tar_runs(out)
     print(f"wrote {out / 'truth.json'} and {out / 'runs.tar.gz'} "
           f"({os.path.getsize(out / 'runs.tar.gz') / 1e6:.1f} MB)"

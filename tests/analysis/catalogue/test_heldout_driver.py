@@ -1,7 +1,9 @@
 """benchmarks/gpu/heldout_driver.py's process runner: a timing printed whole is kept when the
 process then fails on its way out (a gloo group torn down by the interpreter's exit), with
 the exit status; a process that fails before its result is an error. Its rounds: a call cut
-short mid-round leaves a truth that holds every program it reached, timed and recorded."""
+short mid-round leaves a truth that holds every program it reached, timed and recorded; runs
+too large for one file to bring back are cut into parts the analysis joins; a record-only call
+records the programs into a truth already timed, its timings kept."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
 import heldout_driver  # noqa: E402
 from heldout_driver import measure, run_process  # noqa: E402
-from heldout_oneshot import analyse  # noqa: E402
+from heldout_oneshot import analyse, tar_runs  # noqa: E402
 
 ENV = dict(os.environ)
 
@@ -89,3 +91,42 @@ def test_the_analysis_of_a_cut_call_reads_its_runs_left_untarred(
     assert (into / "runs" / "first" / "run" / "manifest.json").read_text() == "{}"
     assert json.loads((into / "truth.json").read_text())["cases"].keys() == {
         "first", "second", "third"}
+
+
+def test_runs_larger_than_a_part_come_back_in_parts_that_the_analysis_joins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, into = tmp_path / "out", tmp_path / "into"
+    _cut_call(out, monkeypatch)
+    trace = os.urandom(50_000)  # incompressible, so the tar stays larger than two parts
+    (out / "runs" / "first" / "run").mkdir(parents=True)
+    (out / "runs" / "first" / "run" / "trace.bin").write_bytes(trace)
+    tar_runs(out, part_bytes=20_000)
+    parts = sorted(p.name for p in out.glob("runs.tar.gz*"))
+    assert parts == ["runs.tar.gz.00", "runs.tar.gz.01", "runs.tar.gz.02"]
+    assert all((out / p).stat().st_size <= 20_000 for p in parts)
+    analyse(out, into)
+    assert (into / "runs" / "first" / "run" / "trace.bin").read_bytes() == trace
+
+
+def test_a_record_only_call_records_every_program_and_keeps_the_timings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _cut_call(tmp_path, monkeypatch)
+    recorded: list[str] = []
+
+    def fake_record(code: str, env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+        assert "AUTOPROF_DIR" in env, "a record-only call times nothing"
+        recorded.append(code)
+        return {"recorded": True}
+
+    monkeypatch.setattr(heldout_driver, "run_process", fake_record)
+    cases = {name: {"about": name, "setup": "", "base": "pass",
+                    "fixes": {"fixed": {"about": "fixed", "code": "pass", "match": ["fix"]}}}
+             for name in ("first", "second", "third")}
+    truth = measure(cases, {"out": str(tmp_path), "device": "cpu", "dry": True, "rounds": 1,
+                            "budget_s": 1e9, "timeout_s": 5.0, "record": True,
+                            "record_calls": 2, "record_only": True})
+    assert len(recorded) == 3
+    assert {n: "record" in e for n, e in truth["cases"].items()} == {
+        "first": True, "second": True, "third": True}
+    assert truth["cases"]["first"]["fixes"]["fixed"]["speedup"] == 2.0
+    assert truth["meta"]["rounds"] == 1 and truth["meta"]["recorded_apart"] is True
