@@ -2,8 +2,9 @@
 
 Reads ``OUT/truth.json`` (written by ``heldout_driver.measure``) and each recorded run's
 summary. autoprof's advice is its ranked opportunities, then the findings that carry a hint,
-in that order. A fix counts as *offered* when some piece of advice names it (one of the
-case's ``match`` words, lower case, in the advice's text); *first* when the first piece does.
+in that order. A fix counts as *offered* when some piece of advice is it (the fix named by
+the case's first ``match`` word) or names it (one of the ``match`` words, lower case, in the
+advice's text); *first* when the first piece does.
 Where the advice is an opportunity with a prediction, the measured gain is held against its
 estimate and interval. Writes ``OUT/compare.json`` and ``OUT/compare.md``.
 """
@@ -36,6 +37,13 @@ def advice(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _rank(items: list[dict[str, Any]], words: list[str]) -> int | None:
+    """The first item that is the fix named by `words`' first word (the catalogue's name for
+    it), else the first whose text holds any of `words` (a finding's hint, or a fix named
+    another way): another fix's hint that mentions this one (a CUDA graph's "or vectorise the
+    Python loop") is not this fix's prediction."""
+    named = next((i for i, item in enumerate(items) if item["name"] == words[0]), None)
+    if named is not None:
+        return named
     for i, item in enumerate(items):
         if any(w.lower() in item["text"] for w in words):
             return i

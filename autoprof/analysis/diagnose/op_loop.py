@@ -18,8 +18,11 @@ op over the whole batch (`x / x.norm(dim=1, keepdim=True)`) removes them:
   `index`, `narrow`: `x[i]`), must be there: a loop over items. A chain of one op applied
   again and again to its own result (`x = x * c`, 6000 times a step in the H200's mem_churn
   recording) is not one, since no batch dimension holds its iterations. A body of up to
-  MAX_PERIOD = 8 ops is looked for (the H100 forecaster's crop, scale and noise per window is
-  `slice > mul > randn_like > mul > add`: five). A loop inside a DataLoader's fetch is the
+  MAX_PERIOD = 48 ops is looked for (the H100 forecaster's crop, scale and noise per window is
+  `slice > mul > randn_like > mul > add`: five; the fresh set's NT-Xent anchor nine, its
+  greedy NMS 42). The same body run again elsewhere in the step, at least MIN_RUN_REPEATS
+  times back to back, is the same inner loop run by an outer one (greedy NMS once per
+  image) and goes with it. A loop inside a DataLoader's fetch is the
   samples of a per-sample dataset: `per_sample_loader`'s (batched_loader.py), not this one;
 - fix: `vectorise`, one op sequence over the batch; `where` names the sequence's first op
   (the report adds its line);
@@ -31,9 +34,10 @@ op over the whole batch (`x / x.norm(dim=1, keepdim=True)`) removes them:
   (a launch and the framework's dispatch; the profiler inflates some ops far more than
   others, so their profiled times are not used): the untraced call (else the profiled step)
   is shared equally among its outermost ops, the backward's included, and after the fix it
-  holds the ops outside the loop and its nodes, and one iteration's of each (the vectorised
-  body), no less than the GPU time of the work launched outside them; the untraced time
-  between calls is added to both sides. `predicted_speedup` is the median over the steps.
+  holds the ops outside the loop and its nodes, and one iteration's of each for each run of
+  it (the vectorised body), no less than the GPU time of the work launched outside them;
+  the untraced time between calls is added to both sides. `predicted_speedup` is the
+  median over the steps.
 
 Measured: on the H100 catalogue's row loop (256 rows of 512, then a matmul; no backward) this
 predicts 147x against 136x measured without the profiler (+8%), ranked above the CUDA graph
@@ -73,8 +77,9 @@ from autoprof.analysis.metrics.stats import (
     sorted_distinct,
 )
 
-MAX_PERIOD = 8  # the longest op sequence a loop body is looked for as (module doc)
+MAX_PERIOD = 48  # the longest op sequence a loop body is looked for as (module doc)
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
+MIN_RUN_REPEATS = 2  # the same body run again by an outer loop: at least this many times
 SMALL_ELEMENTS = 65536  # an op over more elements is not launch-bound
 PREDICTION_ERROR = 0.5  # two programs measured (module doc): 2/3 to twice the estimate
 SPLITS = ("aten::unbind", "aten::split", "aten::chunk", "aten::split_with_sizes")
@@ -213,9 +218,35 @@ def _loop_in_step(steps: _Steps, at: np.ndarray) -> dict[str, Any] | None:
     last = end if end < len(codes) and name(end) in GATHERS else end - 1
     if first == start and last == end - 1 and not ITEM_OPS & set(body):
         return None  # nothing takes the items apart or puts them together: a chain
-    return {"body": body, "repeats": repeats, "loop_ops": last - first + 1, "ops": len(codes),
-            "ts_us": float(steps.ts_us[int(at[first])]),
-            "end_us": float(steps.end_us[int(at[last])])}
+    runs = _other_runs(codes, codes[start:start + period], (first, last))
+    spans = [(first, last)] + [(a, a + period * n - 1) for a, n in runs]
+    return {"body": body, "repeats": repeats + sum(n for _, n in runs), "runs": len(spans),
+            "loop_ops": sum(b - a + 1 for a, b in spans), "ops": len(codes),
+            "ts_us": float(steps.ts_us[int(at[min(a for a, _ in spans)])]),
+            "end_us": float(steps.end_us[int(at[max(b for _, b in spans)])])}
+
+
+def _other_runs(codes: np.ndarray, body: np.ndarray, found: tuple[int, int]
+                ) -> list[tuple[int, int]]:
+    """(start, repeats) of each other back-to-back run of `body` in `codes` (at least
+    MIN_RUN_REPEATS of it, outside the `found` run's positions): the same inner loop run
+    again by an outer one (greedy NMS's loop over kept boxes, once per image)."""
+    period = len(body)
+    if len(codes) < period * MIN_RUN_REPEATS:
+        return []
+    windows = np.lib.stride_tricks.sliding_window_view(codes, period)
+    at = np.flatnonzero((windows == body).all(axis=1))
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(at):
+        n = 1
+        while i + n < len(at) and at[i + n] == at[i] + n * period:
+            n += 1
+        begin = int(at[i])
+        if n >= MIN_RUN_REPEATS and not found[0] <= begin <= found[1]:
+            runs.append((begin, n))
+        i += n
+    return runs
 
 
 def _within(mask: np.ndarray, sub: np.ndarray) -> np.ndarray:
@@ -287,7 +318,7 @@ def _gain(loop: dict[str, Any], before_us: float, between_us: float, gpu_rest_us
     backward = loop["backward"]
     ops = loop["ops"] + backward["other_thread_ops"]
     removed = loop["loop_ops"] + backward["ops"]
-    kept = len(loop["body"]) + backward["ops"] / loop["repeats"]
+    kept = loop["runs"] * (len(loop["body"]) + backward["ops"] / loop["repeats"])
     op_us = before_us / ops
     after_us = max((ops - removed + kept) * op_us, gpu_rest_us)
     return float((before_us + between_us) / (after_us + between_us))

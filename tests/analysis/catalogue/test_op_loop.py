@@ -1,6 +1,8 @@
 """A Python loop of tiny ops (diagnose/op_loop.py): found from the repeated outermost ops of a
-step, predicted from the ops it removes (the backward nodes its items add included), ranked
-above a CUDA graph; not found where the ops are large, too few, or the optimizer's; on the
+step (bodies of up to MAX_PERIOD ops, the same body run again by an outer loop counted with
+it), predicted from the ops it removes (the backward nodes its items add included), ranked
+with a CUDA graph by prediction; not found where the ops are large, too few, or the
+optimizer's; on the
 H100 catalogue's row loop and the H100 per-sample loss loop held to the gain measured without
 the profiler."""
 
@@ -14,7 +16,7 @@ import pytest
 from support.events_table import CPU_PID, GPU_PID, events_table, kineto_event
 from support.store import committed
 
-from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, python_loop
+from autoprof.analysis.diagnose.op_loop import MAX_PERIOD, MIN_REPEATS, python_loop
 from autoprof.analysis.diagnose.predictions import ranked
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
@@ -102,6 +104,38 @@ def test_the_backward_nodes_each_item_adds_go_with_the_loop() -> None:
     assert got["predicted_speedup"] == pytest.approx(ops / after_ops)
 
 
+def _loops_step(body_ops: int, repeats: list[int], between: int) -> list[dict[str, Any]]:
+    """One 100 ms step of tiny ops (10 us each, no kernels): for each count in `repeats`,
+    `between` other ops, then a body of `body_ops` ops (an item op, `select`, and distinct
+    others) that many times back to back (an inner loop that an outer one runs once per
+    count)."""
+    ev = [kineto_event("ProfilerStep#1", "user_annotation", 0, 100_000)]
+    names: list[str] = []
+    for n in repeats:
+        names += [f"aten::prep{i}" for i in range(between)]
+        names += (["aten::select"] + [f"aten::op{i}" for i in range(body_ops - 1)]) * n
+    ev += [kineto_event(name, "cpu_op", 10.0 + 10 * i, 8, **{"Input Dims": ROW})
+           for i, name in enumerate(names)]
+    return [{**e, "pid": CPU_PID} for e in ev]
+
+
+def test_a_long_body_is_found_and_an_outer_loops_runs_of_it_go_with_it() -> None:
+    """Greedy NMS's while loop over kept boxes is a body of 42 ops, run once per image: every
+    image's run goes with the loop, and after the fix one iteration per run is left."""
+    body = MAX_PERIOD - 2
+    got = python_loop(events_table(_loops_step(body, [MIN_REPEATS + 4, 5, 3], 3)), 100_000.0)
+    assert got is not None and len(got["evidence"]["body"]) == body
+    assert got["evidence"]["repeats_per_step"] == MIN_REPEATS + 4 + 5 + 3
+    assert got["evidence"]["loop_ops_per_step"] == body * (MIN_REPEATS + 12)
+    ops = 3 * 3 + body * (MIN_REPEATS + 12)  # 3 prefixes of 3 ops, then the runs
+    assert got["predicted_speedup"] == pytest.approx(ops / (ops - body * (MIN_REPEATS + 12)
+                                                            + 3 * body))
+    one_run = python_loop(events_table(_loops_step(body, [MIN_REPEATS + 4, 1], 3)),
+                          100_000.0)
+    assert one_run is not None  # a body seen once more is not a run of the outer loop
+    assert one_run["evidence"]["repeats_per_step"] == MIN_REPEATS + 4
+
+
 def test_large_ops_few_items_and_the_optimizers_loop_are_not_a_loop_to_vectorise() -> None:
     assert python_loop(events_table(_step(64, [[4096, 4096], []])), 10000.0) is None
     assert python_loop(events_table(_step(MIN_REPEATS - 1, ROW)), 10000.0) is None
@@ -109,12 +143,15 @@ def test_large_ops_few_items_and_the_optimizers_loop_are_not_a_loop_to_vectorise
                        10000.0) is None
 
 
-def test_a_cuda_graph_never_outranks_vectorising() -> None:
+def test_vectorising_and_a_cuda_graph_are_ranked_by_their_predictions() -> None:
     loop = {"cause": "python_loop", "fix": "vectorise", "predicted_speedup": 4.0, "hint": "v"}
     graph = {"cause": "host_launch", "fix": "cuda-graph", "predicted_speedup": 5.0, "hint": "g"}
-    out = ranked([graph, loop])
+    out = ranked([loop, graph])
+    assert [o["fix"] for o in out] == ["cuda-graph", "vectorise"]
+    assert "or vectorise the Python loop" in out[0]["hint"]
+    out = ranked([graph, {**loop, "predicted_speedup": 6.0}])
     assert [o["fix"] for o in out] == ["vectorise", "cuda-graph"]
-    assert "vectorise the Python loop first" in out[1]["hint"]
+    assert "or vectorise the Python loop" in out[1]["hint"]
 
 
 @pytest.mark.slow
