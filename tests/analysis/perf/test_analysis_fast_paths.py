@@ -264,3 +264,15 @@ def test_subtree_sums_count_each_row_in_every_row_above_it(seed: int) -> None:
             want[above] += own[row]
             above = up[above]
     assert _subtree_sums(up, own).tolist() == want.tolist()
+
+
+def test_the_called_steps_are_found_once_per_analysis() -> None:
+    # every check that asks gets the one table the analysis keeps, the one found afresh
+    from autoprof.analysis import load
+    from autoprof.analysis.analysis import Analysis
+    from autoprof.analysis.diagnose.called_steps import called_steps, steps_holding_a_call
+
+    ctx = Analysis(load(_REPO / "tests/data/h200/matmul_add/n64_cold/trace.json"))
+    first = called_steps(ctx)
+    assert called_steps(ctx) is first and len(first) > 0
+    pd.testing.assert_frame_equal(first, steps_holding_a_call(ctx))
