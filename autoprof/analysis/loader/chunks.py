@@ -14,10 +14,11 @@ about every ``chunk_bytes`` after the ``"traceEvents"`` key, as the blocks arriv
 - or ``("whole", bytes)`` alone, the whole document, when it starts with no ``{``, holds no
   ``"traceEvents"`` key or offers fewer than two cuts: it is then decoded in one piece.
 
-At most about two chunks plus one block of the stream are held at a time (the head, the bytes
-since the last cut, the block just read), whatever the file's size. Where the cuts fall does
-not depend on the block size: a cut is looked for only once the stream holds the whole
-window it is looked for in (or has ended).
+At most about two chunks plus one block of the stream are read ahead at a time (the head, the
+bytes since the last cut, the block just read), whatever the file's size; the blocks are kept
+as they were read, each until the cuts have passed its end (one more block at most). Where
+the cuts fall does not depend on the block size: a cut is looked for only once the stream
+holds the whole window it is looked for in (or has ended).
 """
 
 from __future__ import annotations
