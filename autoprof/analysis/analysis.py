@@ -241,6 +241,14 @@ class Analysis:
         return per_step(self.events)
 
     @cached_property
+    def steps_called(self) -> pd.DataFrame:
+        """`steps` without the steps that hold no call of the function, for the checks that
+        read it (diagnose/called_steps.py)."""
+        from autoprof.analysis.diagnose.called_steps import steps_holding_a_call
+
+        return steps_holding_a_call(self)
+
+    @cached_property
     def ranks(self) -> pd.DataFrame:
         ranks = ranks_of(self.events)
         reuse = {ranks[0]: self.overhead} if len(ranks) == 1 else None

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 
 def called_steps(ctx: Analysis) -> pd.DataFrame:
+    """`ctx.steps` without the steps that hold no call of the function: found once per
+    analysis (``Analysis.steps_called``, a dozen checks ask), by ``steps_holding_a_call``."""
+    return ctx.steps_called
+
+
+def steps_holding_a_call(ctx: Analysis) -> pd.DataFrame:
     """`ctx.steps` without the steps that hold no call of the function.
 
     A step holds a call when the region named after the run (the decorated call) is inside

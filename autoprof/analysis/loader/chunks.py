@@ -14,10 +14,11 @@ about every ``chunk_bytes`` after the ``"traceEvents"`` key, as the blocks arriv
 - or ``("whole", bytes)`` alone, the whole document, when it starts with no ``{``, holds no
   ``"traceEvents"`` key or offers fewer than two cuts: it is then decoded in one piece.
 
-At most about two chunks plus one block of the stream are held at a time (the head, the bytes
-since the last cut, the block just read), whatever the file's size. Where the cuts fall does
-not depend on the block size: a cut is looked for only once the stream holds the whole
-window it is looked for in (or has ended).
+At most about two chunks plus one block of the stream are read ahead at a time (the head, the
+bytes since the last cut, the block just read), whatever the file's size; the blocks are kept
+as they were read, each until the cuts have passed its end (one more block at most). Where
+the cuts fall does not depend on the block size: a cut is looked for only once the stream
+holds the whole window it is looked for in (or has ended).
 """
 
 from __future__ import annotations
@@ -37,17 +38,23 @@ _OBJECT_START = re.compile(rb"[ \t\r\n]*\{")
 
 
 class _Buffer:
-    """The stream's bytes from ``base`` (an offset into the stream) on."""
+    """The stream's bytes from ``base`` (an offset into the stream) on, held as the blocks
+    they arrived in: a piece or a search window inside one block is read from that block,
+    and only one that straddles two blocks is copied together. (Appending each block to one
+    growing ``bytearray`` whose front is dropped made the interpreter move it to fresh memory
+    at almost every block: a copy and new pages for every block read.)"""
 
     def __init__(self, blocks: Iterable[bytes]) -> None:
         self._blocks = iter(blocks)
-        self.data = bytearray()
+        self._parts: list[bytes] = []  # consecutive blocks, the first from ``_first``
+        self._first = 0
+        self._held = 0  # bytes in ``_parts``
         self.base = 0
         self.ended = False
 
     @property
     def end(self) -> int:
-        return self.base + len(self.data)
+        return self._first + self._held
 
     def fill_to(self, offset: int) -> None:
         """Read until the stream holds ``offset`` bytes or has ended."""
@@ -55,31 +62,82 @@ class _Buffer:
             block = next(self._blocks, None)
             if block is None:
                 self.ended = True
-            else:
-                self.data += block
+            elif block:
+                self._parts.append(block)
+                self._held += len(block)
+
+    def view(self, start: int, stop: int) -> tuple[bytes, int]:
+        """Bytes holding the stream's ``[start, stop)`` (``start >= base``, ``stop <= end``)
+        and where ``start`` lies in them: a held block itself when one holds the range,
+        else a copy of the range."""
+        index, at = self._locate(start)
+        part = self._parts[index] if index < len(self._parts) else b""
+        if stop <= start - at + len(part):
+            return part, at
+        return self._joined(index, start - at, start, stop), 0
+
+    def within(self, start: int, stop: int) -> tuple[bytes, int, int]:
+        """The held block where the stream's offset ``start`` lies, where in it, and the
+        stream offset up to which it holds ``[start, stop)`` (``stop`` when all of it)."""
+        index, at = self._locate(start)
+        if index == len(self._parts):
+            return b"", 0, start
+        part = self._parts[index]
+        return part, at, min(stop, start - at + len(part))
+
+    def _locate(self, offset: int) -> tuple[int, int]:
+        """The index of the held block holding the stream's ``offset`` (``len(parts)`` when
+        none does) and where in it the offset lies."""
+        at = self._first
+        for index, part in enumerate(self._parts):
+            if offset < at + len(part):
+                return index, offset - at
+            at += len(part)
+        return len(self._parts), 0
+
+    def _joined(self, index: int, at: int, start: int, stop: int) -> bytes:
+        pieces = []
+        for part in self._parts[index:]:
+            if at >= stop:
+                break
+            with memoryview(part) as whole:
+                pieces.append(whole[max(start - at, 0) : min(stop - at, len(part))].tobytes())
+            at += len(part)
+        return b"".join(pieces)
 
     def take(self, start: int, stop: int) -> bytes:
-        # through a view: one copy (a bytearray slice would be a copy to copy again)
-        with memoryview(self.data) as view:
-            return bytes(view[start - self.base : stop - self.base])
+        data, at = self.view(start, stop)
+        if at == 0 and len(data) == stop - start:
+            return data
+        # through a view: one copy (a slice of the block would be a copy to copy again)
+        with memoryview(data) as whole:
+            return whole[at : at + stop - start].tobytes()
 
     def drop_to(self, offset: int) -> None:
-        del self.data[: offset - self.base]
+        """Forget the bytes before ``offset`` (the blocks that end before it)."""
         self.base = offset
+        while self._parts and self._first + len(self._parts[0]) <= offset:
+            self._first += len(self._parts[0])
+            self._held -= len(self._parts[0])
+            del self._parts[0]
 
     def rest(self) -> bytes:
         self.fill_to(1 << 62)
-        return bytes(self.data)
+        return self.take(self.base, self.end) if self.end > self.base else b""
 
 
 def _find_key(buf: _Buffer) -> int:
     """The stream offset of the first ``"traceEvents"``, or -1 when the stream has none."""
     searched = 0
     while True:
-        found = buf.data.find(_KEY, max(0, searched - len(_KEY)))
-        if found != -1 or buf.ended:
-            return found
-        searched = len(buf.data)
+        begin = max(0, searched - len(_KEY))  # each block searched once, with its seam
+        data, at = buf.view(begin, buf.end)
+        found = data.find(_KEY, at, at + buf.end - begin)
+        if found != -1:
+            return begin + found - at
+        if buf.ended:
+            return -1
+        searched = buf.end
         buf.fill_to(buf.end + 1)
 
 
@@ -89,16 +147,24 @@ def _next_cut(buf: _Buffer, target: int, chunk_bytes: int) -> int | None:
     buf.fill_to(target + max(SEARCH_WINDOW_BYTES, chunk_bytes // 4 + 1))
     if not target < buf.end - chunk_bytes // 4:
         return None
-    window_end = min(buf.end, target + SEARCH_WINDOW_BYTES) - buf.base
-    found = EVENT_START.search(buf.data, target - buf.base, window_end)
-    return None if found is None else buf.base + found.start(1)
+    window_end = min(buf.end, target + SEARCH_WINDOW_BYTES)
+    # the block holding the window's start first: a match found there is the window's first
+    # (two matches never overlap), so the window is copied together only when that block
+    # ends inside it without one
+    data, at, until = buf.within(target, window_end)
+    found = EVENT_START.search(data, at, at + until - target)
+    if found is None and until < window_end:
+        data, at = buf.view(target, window_end)
+        found = EVENT_START.search(data, at, at + window_end - target)
+    return None if found is None else target + found.start(1) - at
 
 
 def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, bytes]]:
     """The pieces of the document the blocks spell (module doc)."""
     buf = _Buffer(blocks)
     buf.fill_to(4096)
-    start = _find_key(buf) if _OBJECT_START.match(buf.data) else -1
+    opening, at = buf.view(0, buf.end)
+    start = _find_key(buf) if _OBJECT_START.match(opening, at) else -1
     cuts: list[int] = []
     if start != -1:
         for cut in _cuts(buf, start, chunk_bytes):

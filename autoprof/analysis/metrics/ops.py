@@ -280,7 +280,11 @@ def _subtree_sums(up: np.ndarray, own: np.ndarray) -> np.ndarray:
     below = np.flatnonzero(up >= 0)
     if len(below) == 0:
         return total
-    by_level = below[np.argsort(-depth[below], kind="stable")]
+    deepest_first = -depth[below]
+    if len(deepest_first) and int(depth.max()) < 2**15:
+        deepest_first = deepest_first.astype(np.int16)  # a stable radix sort of 16-bit keys
+    by_level = below[np.argsort(deepest_first, kind="stable")]
+    del deepest_first
     del below
     levels = depth[by_level]
     del depth

@@ -13,12 +13,12 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import NOT_CPU_WORK_CATS, STEP_NAME
+from autoprof.analysis.metrics.codes import first_seen_dense, mask_of, own_codes
 
 # Factorized string columns, keyed by their immutable Arrow data (see `factorized`).
 _FACTORIZED: OrderedDict[int, tuple[weakref.ref[object], np.ndarray, np.ndarray]] = (
@@ -98,13 +98,9 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     checked on every hit, so a reused id never matches and a dropped table is not kept
     alive); a column assigned anew or set in place has new Arrow data. Other columns (object
     dtype: mutable) are factorized every time. The cached arrays are read-only."""
-    if isinstance(values.dtype, pd.CategoricalDtype):  # the loader's text columns
-        # the Categorical's own arrays: `.cat.codes` would build a Series on every call
-        categorical = cast(pd.Categorical, values.array)
-        codes = categorical.codes
-        if not len(codes) or codes.min() >= 0:  # no NA: the codes are a factorization
-            return (codes.astype(np.intp),
-                    np.asarray(categorical.categories.to_numpy(dtype=object), dtype=object))
+    own = own_codes(values)
+    if own is not None:
+        return own[0].astype(np.intp), own[1]
     data = getattr(values.array, "_pa_array", None)
     if data is None:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
@@ -126,6 +122,13 @@ def factorized(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         while len(_FACTORIZED) > _FACTORIZED_MAX:
             _FACTORIZED.popitem(last=False)
     return codes, out
+
+
+def _lookup_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``factorized(values)`` for a caller that only tests the codes (``codes.mask_of``): a
+    categorical's codes as they are, not copied into intp."""
+    own = own_codes(values)
+    return own if own is not None else factorized(values)
 
 
 def text_of(values: pd.Series) -> np.ndarray:
@@ -153,6 +156,9 @@ def texts_or_blank(values: pd.Series) -> list[str]:
 def first_seen(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(codes, first, uniques) of an integer array: codes numbered in order of first
     appearance (a hash, no sort), ``first`` the position of each code's first row."""
+    dense = first_seen_dense(values)
+    if dense is not None:
+        return dense
     codes, uniques = pd.factorize(values)
     codes = np.asarray(codes, dtype=np.intp)
     before = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]])) if len(codes) \
@@ -186,19 +192,19 @@ def isin_mask(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     """``values.isin(wanted)`` as a boolean array, tested once per distinct value."""
     if len(values) == 0:
         return np.zeros(0, dtype=bool)
-    codes, uniques = factorized(values)
+    codes, uniques = _lookup_codes(values)
     want = frozenset(wanted)
     hits = np.fromiter((u in want for u in uniques), bool, len(uniques))
-    return np.asarray(hits[codes])
+    return mask_of(hits, codes)
 
 
 def name_matches(names: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
     """Boolean mask of `names` that `pattern` finds (tested once per distinct name)."""
     if len(names) == 0:
         return np.zeros(0, dtype=bool)
-    codes, uniques = factorized(names)
+    codes, uniques = _lookup_codes(names)
     hits = np.fromiter((bool(pattern.search(str(u))) for u in uniques), bool, len(uniques))
-    return np.asarray(hits[codes])
+    return mask_of(hits, codes)
 
 
 def step_rows(events: pd.DataFrame) -> pd.DataFrame:

@@ -102,3 +102,20 @@ def test_gzip_members_and_zero_padding_stream_as_one(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(data)[:-40])
     with pytest.raises(TraceError, match="truncated gzip data"):
         b"".join(source.stream_bytes(path))
+
+
+@pytest.mark.parametrize("block", [1, 5, 13, 4096])
+def test_the_key_and_the_cuts_are_found_across_blocks_of_any_size(block: int) -> None:
+    # the key, the document's opening and each cut's match straddle block ends here
+    events = b",".join(b'{"ph": "X", "name": "op%d", "ts": %d, "dur": 1}' % (i, i)
+                       for i in range(40))
+    doc = b'  \n{"schemaVersion": 1, "traceEvents": [' + events + b'], "x": 2}'
+    pieces = list(chunks.cut_stream(_blocks(doc, block), 200))
+    assert pieces == list(chunks.cut_stream([doc], 200))
+    assert [kind for kind, _ in pieces][0] == "head" and pieces[-1][0] == "tail"
+    assert b"".join(piece for _, piece in pieces) == doc
+
+
+def test_a_stream_without_the_key_is_one_whole_piece() -> None:
+    doc = b'{"other": [' + b'{"ph": "X"}, ' * 50 + b'{}]}'
+    assert list(chunks.cut_stream(_blocks(doc, 7), 64)) == [("whole", doc)]

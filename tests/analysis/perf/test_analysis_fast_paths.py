@@ -14,6 +14,7 @@ from autoprof.analysis.metrics._tree import parent_positions
 from autoprof.analysis.metrics.stats import (
     Coverage,
     factorized,
+    first_seen,
     gaps,
     gaps_merged,
     isin_mask,
@@ -218,3 +219,60 @@ def test_step_rows_is_the_sorted_mask(dtype: object) -> None:
     assert found.index.tolist() == expected.index.tolist() == [60, 0, 30, 40, 70, 20]
     assert found["step_no"].tolist() == expected["step_no"].tolist() == [1, 6, 5, 4, 3, 2]
     pd.testing.assert_frame_equal(found, expected)
+
+
+@pytest.mark.parametrize("wanted", [[], ["v0"], ["v1", "v3"], [f"v{i}" for i in range(12)],
+                                    [f"v{i}" for i in range(1, 12)],
+                                    [f"v{i}" for i in range(0, 12, 2)]])
+def test_isin_mask_of_a_categorical_by_few_or_many_codes_is_pandas_isin(
+        wanted: list[str]) -> None:
+    # few codes in (compared), few out (compared, inverted) or many of each (looked up)
+    rng = np.random.default_rng(3)
+    s = pd.Series(pd.Categorical([f"v{i}" for i in rng.integers(0, 12, 500)],
+                                 categories=[f"v{i}" for i in range(13)]))
+    assert isin_mask(s, wanted).tolist() == s.isin(wanted).to_numpy(dtype=bool).tolist()
+    pattern = re.compile("^(" + "|".join(wanted) + ")$") if wanted else re.compile("^$")
+    assert name_matches(s, pattern).tolist() == s.isin(wanted).to_numpy(dtype=bool).tolist()
+
+
+@pytest.mark.parametrize("values", [[5, 3, 5, 0, 3, 9], [0], [7, 7, 7], [2**40, 1, 2**40],
+                                    [-1, 4, -1, 2], list(range(50, 0, -1)) * 3])
+def test_first_seen_is_the_hash_factorization(values: list[int]) -> None:
+    # small non-negative ints by a table of their range, others by pandas' hash
+    array = np.array(values, dtype=np.int64)
+    codes, first, uniques = first_seen(array)
+    want_codes, want_uniques = pd.factorize(array)
+    assert codes.tolist() == want_codes.tolist() and codes.dtype == np.intp
+    assert uniques.tolist() == want_uniques.tolist() and uniques.dtype == want_uniques.dtype
+    assert first.tolist() == [values.index(u) for u in want_uniques.tolist()]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_subtree_sums_count_each_row_in_every_row_above_it(seed: int) -> None:
+    # the levels are ordered by a radix sort of 16-bit depths; each sum is the plain one
+    from autoprof.analysis.metrics.ops import _subtree_sums
+
+    rng = np.random.default_rng(seed)
+    n = 3_000
+    up = np.array([-1] + [int(rng.integers(-1, i)) if rng.random() < 0.9 else -1
+                          for i in range(1, n)], dtype=np.int64)
+    own = rng.integers(0, 100, n).astype(np.float64)
+    want = own.copy()
+    for row in range(n):
+        above = up[row]
+        while above >= 0:
+            want[above] += own[row]
+            above = up[above]
+    assert _subtree_sums(up, own).tolist() == want.tolist()
+
+
+def test_the_called_steps_are_found_once_per_analysis() -> None:
+    # every check that asks gets the one table the analysis keeps, the one found afresh
+    from autoprof.analysis import load
+    from autoprof.analysis.analysis import Analysis
+    from autoprof.analysis.diagnose.called_steps import called_steps, steps_holding_a_call
+
+    ctx = Analysis(load(_REPO / "tests/data/h200/matmul_add/n64_cold/trace.json"))
+    first = called_steps(ctx)
+    assert called_steps(ctx) is first and len(first) > 0
+    pd.testing.assert_frame_equal(first, steps_holding_a_call(ctx))
