@@ -9,8 +9,10 @@ careful engineer would try for them, a CUDA graph of the whole call included whe
 is small enough and static (so that the advice's ranking can be judged against the best fix
 measured).
 
-The programs, their fixes and this script were written before autoprof's analysis of any of
-them was run, without reading how autoprof analyses or predicts; they differ from every other
+The kinds of bug were chosen from the catalogue's known gaps (long loop bodies run by an outer
+loop, pageable copies, per-sample loaders, syncs for logging); the programs, their fixes and
+this script were written before autoprof's analysis of any of them was run, without reading
+how autoprof analyses or predicts; they differ from every other
 program under ``benchmarks/`` and ``tests/data`` (models, shapes and code). One command on
 one H100 (a round is 29 fresh timing processes, each meant to take about 10 s or less, and
 the first round records each program right after timing it, 8 processes more: about 6 to 7
