@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,14 @@ def capture(step, warm=None):
 """
 
 GRAPH_MATCH = ["cuda-graph", "cuda graph", "reduce-overhead"]
+
+
+def with_capture(cases: dict[str, Case], names: Iterable[str]) -> dict[str, Case]:
+    """`cases` with CAPTURE, the helper their graph fixes call, put before the setup of each
+    program in `names`."""
+    chosen = set(names)
+    return {name: {**case, "setup": CAPTURE + case["setup"]} if name in chosen else case
+            for name, case in cases.items()}
 
 ADDED: dict[str, dict[str, Any]] = {
     "pageable_uint8_images": {

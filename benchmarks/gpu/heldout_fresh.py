@@ -58,17 +58,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import heldout_oneshot  # noqa: E402
-from heldout_advice_fixes import CAPTURE  # noqa: E402
+from heldout_advice_fixes import with_capture  # noqa: E402
 from heldout_driver import Case  # noqa: E402
 from heldout_fresh_cases import CASES as TRAIN  # noqa: E402
 from heldout_fresh_loops import LOOPS  # noqa: E402
 from heldout_fresh_more import MORE  # noqa: E402
 
-CASES: dict[str, Case] = {**TRAIN, **LOOPS, **MORE}
 # the helper the graph fixes call, before each program that captures (on the CPU, the step)
-for _name in ("sage_dropedge_mask", "ppo_update_syncs", "tabular_column_loops",
-              "ddim_sampler_grad"):
-    CASES[_name] = {**CASES[_name], "setup": CAPTURE + CASES[_name]["setup"]}
+CASES: dict[str, Case] = with_capture({**TRAIN, **LOOPS, **MORE}, (
+    "sage_dropedge_mask", "ppo_update_syncs", "tabular_column_loops", "ddim_sampler_grad"))
 
 DEFAULTS = {"rounds": 2, "budget_s": 470.0, "record_calls": 20, "timeout_s": 90.0}
 

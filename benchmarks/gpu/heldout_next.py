@@ -57,16 +57,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import heldout_oneshot  # noqa: E402
-from heldout_advice_fixes import CAPTURE  # noqa: E402
+from heldout_advice_fixes import with_capture  # noqa: E402
 from heldout_driver import Case  # noqa: E402
 from heldout_next_cases import CASES as FIRST  # noqa: E402
 from heldout_next_more import MORE  # noqa: E402
 
-CASES: dict[str, Case] = {**FIRST, **MORE}
 # the helper the graph fixes call, before each program that captures (on the CPU, the step)
-for _name, _case in CASES.items():
-    if "cuda_graph" in _case["fixes"]:
-        CASES[_name] = {**_case, "setup": CAPTURE + _case["setup"]}
+_ALL: dict[str, Case] = {**FIRST, **MORE}
+CASES = with_capture(_ALL, [name for name, case in _ALL.items() if "cuda_graph" in case["fixes"]])
 
 DEFAULTS = {"rounds": 2, "budget_s": 470.0, "record_calls": 20, "timeout_s": 90.0}
 

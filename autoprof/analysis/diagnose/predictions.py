@@ -257,15 +257,15 @@ def _has_prediction(opp: dict[str, Any]) -> bool:
 def ranked(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The opportunities with a prediction by `predicted_speedup`, largest first, then those
     with only a bound in their given order; each marked with what ranked it."""
-    predicted = _loop_before_graph(sorted((o for o in opps if _has_prediction(o)),
-                                          key=lambda o: -float(o["predicted_speedup"])))
+    predicted = _graph_hint_names_loop(sorted((o for o in opps if _has_prediction(o)),
+                                              key=lambda o: -float(o["predicted_speedup"])))
     bound = [o for o in opps if not _has_prediction(o)]
     return [{**o, "ranked_by": "predicted_speedup",
              "predicted_interval": predicted_interval(o)} for o in predicted] + \
         [{**o, "ranked_by": "max_speedup"} for o in bound]
 
 
-def _loop_before_graph(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _graph_hint_names_loop(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`opps` (ranked) with a CUDA graph's hint telling of a vectorised loop
     (diagnose/op_loop.py) beside it: the graph would replay the loop's launches, vectorising
     removes them. The order stays the predictions': on the H100's fresh tabular step a graph
