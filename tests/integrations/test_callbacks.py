@@ -64,7 +64,13 @@ def test_lightning_ddp_every_rank_in_one_run_folder(tmp_path: Path) -> None:
     summary = load(run_dir).summary()
     validate_summary(summary)
     assert summary["world_size"] == 2
-    assert summary["verdict"] == "cpu-only"
+    # A CPU run is `cpu-only` unless the time between steps (Lightning's hooks and loader,
+    # two ranks on a shared CPU) reaches the input-bound share: then the evidence says so.
+    verdict = summary["verdict"]
+    assert verdict in ("cpu-only", "input-bound")
+    if verdict == "input-bound":
+        evidence = summary["verdict_evidence"]
+        assert evidence["between_calls_pct"]["median"] >= evidence["input_bound_pct"]
 
 
 def test_a_second_callback_of_the_same_name_gets_its_own_run() -> None:
