@@ -50,6 +50,7 @@ from autoprof.analysis.metrics.breakdown_loop import (
     windows,
 )
 from autoprof.analysis.metrics.breakdown_mean import mean_of
+from autoprof.analysis.metrics.breakdown_paint import paint
 from autoprof.analysis.metrics.breakdown_where import (
     WHERE_COLUMNS,
     Rows,
@@ -62,7 +63,6 @@ from autoprof.analysis.metrics.stats import (
     name_matches,
     ranks_of,
     require_columns,
-    sorted_union,
 )
 from autoprof.analysis.metrics.steps import launch_mask
 from autoprof.analysis.metrics.sync import autoprof_mask, host_syncs
@@ -234,35 +234,10 @@ def _classes(ev: pd.DataFrame, rows: Rows, table: pd.DataFrame, call_region: str
 def _paint(merged: dict[str, tuple[np.ndarray, np.ndarray]], table: pd.DataFrame
            ) -> tuple[np.ndarray, np.ndarray]:
     """The boundaries of every class, window and call, and each segment's code (its bucket's
-    index, _EXCLUDED for autoprof's own)."""
-    points = sorted_union(
-        [table["start"].to_numpy(float), table["end"].to_numpy(float),
-         table["call_start"].to_numpy(float), table["call_end"].to_numpy(float),
-         *[part for s, e in merged.values() for part in (s, e)]])
-    mid = (points[:-1] + points[1:]) / 2
-    code = np.full(len(mid), BUCKETS.index("host_untraced"))
-    exact = not (len(points) and np.isnan(points[-1]))  # no NaN boundary: counted per point
-    up = mid == points[1:]  # a midpoint that rounds up onto the next point
-    for key in reversed(list(merged)):  # lowest priority first: higher ones overwrite
-        s, e = merged[key]
-        inside = (_open_at(points, s, e, up) if exact else
-                  np.searchsorted(s, mid, "right") - np.searchsorted(e, mid, "right")) > 0
-        code[inside] = _EXCLUDED if key == "own" else BUCKETS.index(
-            "host_sync" if key == "drain" else key)
-    return points, code
-
-
-def _open_at(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, up: np.ndarray
-             ) -> np.ndarray:
-    """For each segment between two points, how many of the intervals (`starts`, `ends`:
-    each one of `points`) start at most at its midpoint less how many end there:
-    ``np.searchsorted(np.sort(starts), mid, "right") - np.searchsorted(np.sort(ends), mid,
-    "right")`` from one count per point (starts less ends) instead of a search per
-    segment."""
-    n = len(points)
-    per_point = (np.bincount(np.searchsorted(points, starts), minlength=n)
-                 - np.bincount(np.searchsorted(points, ends), minlength=n))
-    return np.asarray(np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0))
+    index, _EXCLUDED for autoprof's own): breakdown_paint.paint."""
+    codes = {key: _EXCLUDED if key == "own" else BUCKETS.index(
+        "host_sync" if key == "drain" else key) for key in merged}
+    return paint(merged, table, codes, BUCKETS.index("host_untraced"))
 
 
 def _rank_breakdown(ev: pd.DataFrame, rank: int, call_region: str | None,

@@ -1,5 +1,6 @@
 """The summary's counting shortcuts answer what their plain forms answer, on random inputs:
-the breakdown's painting count, the loop's outermost user rows and the bias-add pairing."""
+the breakdown's painting count and its classes as bits, the loop's outermost user rows and
+the bias-add pairing."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoprof.analysis.metrics.breakdown import _open_at
+from autoprof.analysis.metrics.breakdown_paint import _open_at, _paint_each, paint
 from autoprof.analysis.metrics.replay.bias import _bias_pairs_kept, is_bias_add
 from autoprof.analysis.metrics.replay.loop import _outermost
+from autoprof.analysis.metrics.stats import merge_intervals
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -29,6 +31,44 @@ def test_open_at_counts_the_intervals_over_each_midpoint(seed: int) -> None:
 def test_open_at_of_no_points_is_empty() -> None:
     empty = np.zeros(0)
     assert len(_open_at(empty, empty, empty, np.zeros(0, dtype=bool))) == 0
+
+
+def _classes(rng: np.random.Generator, count: int, tiny: bool
+             ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """`count` classes of merged intervals; `tiny`: on times whose gaps round midpoints up."""
+    out = {}
+    for i in range(count):
+        n = int(rng.integers(0, 30))
+        s = np.sort(rng.integers(0, 200, n)).astype(float)
+        e = s + rng.integers(0, 15, n)
+        if tiny:
+            s, e = 1e9 + s * 1e-7, 1e9 + e * 1e-7
+        out[f"c{i}"] = merge_intervals(s, e)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("tiny", [False, True])
+def test_classes_painted_as_bits_match_one_pass_a_class(seed: int, tiny: bool) -> None:
+    rng = np.random.default_rng(seed)
+    merged = _classes(rng, 9, tiny)
+    table = pd.DataFrame({k: np.zeros(0) for k in ("start", "end", "call_start", "call_end")})
+    codes = {k: 10 + i for i, k in enumerate(merged)}
+    points, got = paint(merged, table, codes, untraced=-1)
+    mid = (points[:-1] + points[1:]) / 2
+    up = mid == points[1:]
+    assert not tiny or up.any()  # the rounding case is exercised
+    want = _paint_each(points, mid, merged, codes, -1, up, exact=True)
+    assert got.tolist() == want.tolist()
+
+
+def test_overlapping_intervals_take_the_per_class_path() -> None:
+    merged = {"a": (np.array([0.0, 5.0]), np.array([10.0, 12.0])),  # not merged: overlap
+              "b": (np.array([11.0]), np.array([20.0]))}
+    table = pd.DataFrame({k: np.zeros(0) for k in ("start", "end", "call_start", "call_end")})
+    points, got = paint(merged, table, {"a": 1, "b": 2}, untraced=0)
+    assert points.tolist() == [0.0, 5.0, 10.0, 11.0, 12.0, 20.0]
+    assert got.tolist() == [1, 1, 1, 1, 2]  # a over b where both cover, b alone after 12
 
 
 def _outermost_by_mask(parent: np.ndarray, rows: np.ndarray) -> list[int]:

@@ -286,9 +286,19 @@ class _Pass:
         item_start, item_end, stream_last = self.item_start, self.item_end, self.stream_last
         deps, stream, latency = self.deps, self.stream, self.latency
         gap, dur, cost, wake = self.item_gap, self.dur, self.cost, self.wake
+        main, joined, ts, measured_end, ratio, call_gap = (
+            self.main, self.joined, self.ts, self.measured_end, self.ratio, self.gap)
         start_of, calls = self._start, zip(self.thread, self.items, self.waits, strict=True)
+        no_wait = -np.inf
         for c, (th, items, waits) in enumerate(calls):
-            start = start_of(c, th, clock)
+            if th == main and th in clock:  # `_start`'s most common case, inline
+                start = clock[th] + call_gap[c]
+                j = joined[c]
+                if j >= 0:
+                    after = (ts[c] - measured_end[j]) * ratio[c]
+                    start = max(start, call_end[j] + max(after, 0.0))
+            else:
+                start = start_of(c, th, clock)
             done = launch_end = start + cost[c]
             # each item launched (the rules in the module doc), inline: one per launch call.
             # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
@@ -297,7 +307,7 @@ class _Pass:
                 at = launch_end + latency[i]
                 at = start if start > at else at  # never before its call
                 waits_for = deps[i]
-                before = max([item_end[d] for d in waits_for]) if waits_for else -np.inf
+                before = max([item_end[d] for d in waits_for]) if waits_for else no_wait
                 last = stream_last.get(s)
                 if last is not None:
                     end = item_end[last]
