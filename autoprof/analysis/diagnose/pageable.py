@@ -10,9 +10,10 @@ and a CUDA graph is offered for it. This entry finds it from the copies themselv
   their launch calls; `us_per_step` is the host time held in those calls (what pinning frees:
   the host no longer stages nor waits), `max_speedup` the step without it;
 - fix: `pin-memory` (`x.pin_memory()` or `DataLoader(pin_memory=True)`, then
-  `.to(device, non_blocking=True)`), replayed (`NonBlockingCopies`): each call costs a
-  launch, the host goes on, and each copy runs `copy_speedup` times faster on the GPU: the
-  pinned rate over these copies' median rate (copies of at least MIN_RATE_BYTES), the pinned
+  `.to(device, non_blocking=True)`; the hint adds: tensors copied every step that fit in
+  GPU memory moved to the GPU once, before the loop), replayed (`NonBlockingCopies`): each
+  call costs a launch, the host goes on, and each copy runs `copy_speedup` times faster on
+  the GPU: the pinned rate over these copies' median rate (copies of at least MIN_RATE_BYTES), the pinned
   rate being the faster of the device's link (metrics/host_link.py: 48 GB/s on PCIe 5.0,
   measured on the H200) and the fastest host-to-device copy of the trace;
 - where: the op that made the copies (`aten::to`, `aten::copy_`), outermost under its region.
@@ -110,7 +111,9 @@ def pageable_copies(events: pd.DataFrame, n_steps: int, step_us: float,
             f"memory: the host stages each one and waits in the copy call "
             f"({us:.0f} us a step; the copies run {gpu_us:.0f} us on the GPU). Pin the source "
             "(x.pin_memory() once, a preallocated pinned buffer, or "
-            "DataLoader(pin_memory=True)) and copy with .to(device, non_blocking=True)")
+            "DataLoader(pin_memory=True)) and copy with .to(device, non_blocking=True); "
+            "where the same host tensors are copied every step and fit in GPU memory, move "
+            "them to the GPU once, before the loop, and index them there")
     opp = {"cause": "pageable_copies", "us_per_step": us,
            "pct_of_step": 100.0 * us / step_us,
            "max_speedup": step_us / (step_us - us) if step_us > us else None,

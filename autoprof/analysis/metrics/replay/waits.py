@@ -96,16 +96,27 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
     out = []
     # read one element at a time: as Python floats (the same values), not numpy scalars
     ts_us, end_us, threads = ts.tolist(), end.tolist(), thread.tolist()
+    copies: dict[str, bool] = {}  # a name's regex tests, once per distinct name
     for r in cand.tolist():
-        own = sorted(launched.get(r, []), key=ts_us.__getitem__)
-        out.append(_one_call(r, names[r], threads[r], own, ts_us, end_us, stream_of, state))
+        name = names[r]
+        own = launched.get(r)
+        if own is None:
+            own, copy = [], False
+        else:
+            if len(own) > 1:
+                own = sorted(own, key=ts_us.__getitem__)
+            copy = copies.get(name)
+            if copy is None:
+                copy = copies[name] = bool(COPY_NAME.search(name) and LAUNCH_NAME.search(name))
+        out.append(_one_call(r, name, copy, threads[r], own, ts_us, end_us, stream_of, state))
     return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
                                       "deps", "items"])
 
 
-def _one_call(r: int, name: str, thread: int, own: list[int], ts: list[float],
+def _one_call(r: int, name: str, copy: bool, thread: int, own: list[int], ts: list[float],
               end: list[float], stream_of: dict[int, int], state: _State
               ) -> tuple[object, ...]:
+    """Call `r`'s row of `link_waits`; `copy`: its name is a copy's launch."""
     deps: list[tuple[int, int]] = []
     if own:  # a stream wait's snapshot binds the thread's next launch only (its first item)
         snapshot = state.pending.pop(thread, None)
@@ -117,7 +128,7 @@ def _one_call(r: int, name: str, thread: int, own: list[int], ts: list[float],
             last_on_stream[stream_of[i]] = i
         state.thread_stream[thread] = stream_of[own[-1]]
     waits: list[int] = []
-    if own and COPY_NAME.search(name) and LAUNCH_NAME.search(name) and \
+    if copy and \
             max(end[i] for i in own) <= end[r] + CLOCK_TOLERANCE_US:
         waits = [own[-1]]  # a synchronous copy: the call returned after its copy ended
     elif name in SYNC_NAMES:
