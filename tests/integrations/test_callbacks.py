@@ -17,6 +17,18 @@ from autoprof.integrations._steps import StepRecorder, find_run_dir, unique_name
 pytestmark = pytest.mark.slow
 
 
+def _assert_cpu_verdict(summary: dict[str, object]) -> None:
+    """No GPU on this machine: `cpu-only`, unless the time between steps (the trainer's hooks
+    and loader, on a shared CPU) reaches the input-bound share, and then its evidence says
+    so."""
+    verdict = summary["verdict"]
+    assert verdict in ("cpu-only", "input-bound")
+    if verdict == "input-bound":
+        evidence = summary["verdict_evidence"]
+        assert isinstance(evidence, dict)
+        assert evidence["between_calls_pct"]["median"] >= evidence["input_bound_pct"]
+
+
 def _check_run(run_dir: Path, step_label: str) -> None:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete", manifest.get("error")
@@ -24,7 +36,7 @@ def _check_run(run_dir: Path, step_label: str) -> None:
     assert len(manifest["warmup_call_ms"]) == 3  # the untraced warm-up steps, timed
     summary = load(run_dir).summary()
     validate_summary(summary)
-    assert summary["verdict"] == "cpu-only"  # the right verdict: no GPU on this machine
+    _assert_cpu_verdict(summary)
     ops = load(run_dir).ops()
     labels = ops[ops["name"].isin([step_label, "forward", "backward", "optimizer"])]
     assert set(labels["name"]) == {step_label, "forward", "backward", "optimizer"}
@@ -64,13 +76,7 @@ def test_lightning_ddp_every_rank_in_one_run_folder(tmp_path: Path) -> None:
     summary = load(run_dir).summary()
     validate_summary(summary)
     assert summary["world_size"] == 2
-    # A CPU run is `cpu-only` unless the time between steps (Lightning's hooks and loader,
-    # two ranks on a shared CPU) reaches the input-bound share: then the evidence says so.
-    verdict = summary["verdict"]
-    assert verdict in ("cpu-only", "input-bound")
-    if verdict == "input-bound":
-        evidence = summary["verdict_evidence"]
-        assert evidence["between_calls_pct"]["median"] >= evidence["input_bound_pct"]
+    _assert_cpu_verdict(summary)
 
 
 def test_a_second_callback_of_the_same_name_gets_its_own_run() -> None:
