@@ -46,7 +46,8 @@ from heldout_deleting import CASES as DELETING  # noqa: E402
 from heldout_driver import Case  # noqa: E402
 
 
-def _graph(about: str, code: str) -> dict[str, Any]:
+def graph_fix(about: str, code: str) -> dict[str, Any]:
+    """The one fix of a program here: `cuda_graph`, judged as autoprof's graph advice."""
     return {"cuda_graph": {"about": about, "code": code, "match": GRAPH_MATCH}}
 
 
@@ -68,7 +69,7 @@ def _gcn_step():
     logged['acc'] = (out[train_idx].argmax(-1) == labels[train_idx]).float().mean()
 graph_gcn = capture(_gcn_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the step captured once (Adam capturable); its .item() syncs removed as "
+        "fixes": graph_fix("the step captured once (Adam capturable); its .item() syncs removed as "
                         "the hint says (the hand fix device_log: loss and accuracy copied from "
                         "the graph's outputs into the log on the device), replayed",
                         "graph_gcn()\nhistory['loss'].append(logged['loss'].clone())\n"
@@ -96,7 +97,7 @@ def _forecast_step():
     train(augment_device_random(static_windows))
 graph_forecast = capture(_forecast_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the step with its per-sample loop captured once (Adam capturable; each "
+        "fixes": graph_fix("the step with its per-sample loop captured once (Adam capturable; each "
                         "sample's offset and scale drawn on the device), each batch copied "
                         "into a static input, replayed",
                         "static_windows.copy_(next_windows())\ngraph_forecast()"),
@@ -111,7 +112,7 @@ def _sgd_step():
     opt.step()
 graph_sgd = capture(_sgd_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the step captured once as written (SGD foreach=False), replayed",
+        "fixes": graph_fix("the step captured once as written (SGD foreach=False), replayed",
                         "graph_sgd()"),
     },
     "unet_denoiser_fp16_scaler": {
@@ -135,7 +136,7 @@ def _bf16_graph_step():
     opt.step()
 graph_unet = capture(_bf16_graph_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the scaler's sync removed (bf16 autocast, no GradScaler), AdamW "
+        "fixes": graph_fix("the scaler's sync removed (bf16 autocast, no GradScaler), AdamW "
                         "capturable, the step captured once, each batch copied into a static "
                         "input, replayed",
                         "seen[0] += 1\n"
@@ -163,7 +164,7 @@ def _lm_step():
     opt.step()
 graph_lm = capture(_lm_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("mask, positions and weights made on the device (capture refuses their "
+        "fixes": graph_fix("mask, positions and weights made on the device (capture refuses their "
                         "host copies), AdamW capturable, the step captured once, each batch "
                         "copied into a static input, replayed",
                         "k = seen[0] % 32\nseen[0] += 1\n"
@@ -181,7 +182,7 @@ def _zeroing_step():
     opt.step()
 graph_zero = capture(_zeroing_step) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the step captured once as written, zero_grad(set_to_none=False) "
+        "fixes": graph_fix("the step captured once as written, zero_grad(set_to_none=False) "
                         "inside (fused AdamW capturable), replayed", "graph_zero()"),
     },
     "host_made_tensors": {
@@ -195,7 +196,7 @@ def _device_made_call():
     classify(pos, keep, 0.7)
 graph_classify = capture(_device_made_call) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("position ids and mask made on the device, the temperature a Python "
+        "fixes": graph_fix("position ids and mask made on the device, the temperature a Python "
                         "number (capture refuses the host copies), the call captured once, "
                         "replayed", "graph_classify()"),
     },
@@ -230,7 +231,7 @@ def _ddp_warm():
         _ddp_step()
 graph_ddp = capture(_ddp_step, warm=_ddp_warm) if FIXED == 'cuda_graph' else None
 """,
-        "fixes": _graph("the whole step (4 micro-steps, each all-reducing) captured once with "
+        "fixes": graph_fix("the whole step (4 micro-steps, each all-reducing) captured once with "
                         "its NCCL all-reduces (async error handling off, DDP built on a side "
                         "stream, 12 eager steps first), replayed", "graph_ddp()"),
     },
@@ -239,18 +240,21 @@ graph_ddp = capture(_ddp_step, warm=_ddp_warm) if FIXED == 'cuda_graph' else Non
 SOURCES: dict[str, Case] = {**CATALOGUE, **DELETING}
 
 
-def _with_added(name: str, added: dict[str, Any]) -> Case:
-    case = copy.deepcopy(SOURCES[name])
+def with_added(source: Case, added: dict[str, Any]) -> Case:
+    """`source` with `added`'s setup changes (each `setup_replace` text found once), CAPTURE
+    and `added`'s setup after its own, and `added`'s fixes instead of its own."""
+    case = copy.deepcopy(source)
     setup = str(case["setup"])
     for old, new in added.get("setup_replace", []):
-        assert setup.count(old) == 1, (name, old)
+        assert setup.count(old) == 1, old
         setup = setup.replace(old, new)
     case["setup"] = setup + CAPTURE + added["setup"]
     case["fixes"] = added["fixes"]
     return case
 
 
-GRAPH_CASES: dict[str, Case] = {name: _with_added(name, added) for name, added in ADDED.items()}
+GRAPH_CASES: dict[str, Case] = {name: with_added(SOURCES[name], added)
+                                for name, added in ADDED.items()}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
