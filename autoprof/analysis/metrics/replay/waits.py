@@ -100,14 +100,15 @@ def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
     for r in cand.tolist():
         name = names[r]
         own = launched.get(r)
+        copy = False
         if own is None:
-            own, copy = [], False
+            own = []
         else:
             if len(own) > 1:
                 own = sorted(own, key=ts_us.__getitem__)
-            copy = copies.get(name)
-            if copy is None:
-                copy = copies[name] = bool(COPY_NAME.search(name) and LAUNCH_NAME.search(name))
+            if name not in copies:
+                copies[name] = bool(COPY_NAME.search(name) and LAUNCH_NAME.search(name))
+            copy = copies[name]
         out.append(_one_call(r, name, copy, threads[r], own, ts_us, end_us, stream_of, state))
     return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
                                       "deps", "items"])
