@@ -13,9 +13,10 @@ and a CUDA graph is offered for it. This entry finds it from the copies themselv
   `.to(device, non_blocking=True)`; the hint adds: tensors copied every step that fit in
   GPU memory moved to the GPU once, before the loop), replayed (`NonBlockingCopies`): each
   call costs a launch, the host goes on, and each copy runs `copy_speedup` times faster on
-  the GPU: the pinned rate over these copies' median rate (copies of at least MIN_RATE_BYTES), the pinned
-  rate being the faster of the device's link (metrics/host_link.py: 48 GB/s on PCIe 5.0,
-  measured on the H200) and the fastest host-to-device copy of the trace;
+  the GPU: the pinned rate over these copies' median rate (copies of at least
+  MIN_RATE_BYTES), the pinned rate being the faster of the device's link
+  (metrics/host_link.py: 48 GB/s on PCIe 5.0, measured on the H200) and the fastest
+  host-to-device copy of the trace;
 - where: the op that made the copies (`aten::to`, `aten::copy_`), outermost under its region.
 """
 

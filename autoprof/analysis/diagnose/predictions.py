@@ -13,11 +13,14 @@ the number and the words are one change:
 | `host_sync` | `remove-sync` | no wait at its syncs; `.item()` goes whole (sync_reads.py) |
 | `gpu_memory` | `pin-memory` | host-to-device copies non-blocking from pinned memory |
 | `between_calls` | `loader-workers` | the time between calls and the fetches hidden by workers |
+| `loader_in_call` | `loader-workers` | the fetches inside the call hidden by workers |
 
 `between_calls` is an opportunity of its own when at least MIN_BETWEEN_PCT of each profiled
 step passes between two calls and a DataLoader's `__next__` is its largest part (the
 caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or the
-caller's harness, not an input to overlap). A fused optimizer and a bias add folded into its
+caller's harness, not an input to overlap); `loader_in_call` where, instead, a DataLoader
+without workers is read inside the call for MIN_FETCH_PCT of the step (loader_in_call.py).
+A fused optimizer and a bias add folded into its
 GEMM are offered beside them when the trace shows the unfused form (code_fixes.py). The
 replay's host costs are first scaled to the untraced calls (metrics/replay/baseline.py): the
 whole host when the step is the call, the call's own host time when the step holds the
@@ -48,6 +51,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.diagnose.error_band import band_of
+from autoprof.analysis.diagnose.loader_in_call import fetch_in_call
 from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
 from autoprof.analysis.loader.phase import phase
@@ -74,6 +78,7 @@ FIX_OF_CAUSE: dict[str, FixName] = {
     "host_sync": "remove-sync",
     "gpu_memory": "pin-memory",
     "between_calls": "loader-workers",
+    "loader_in_call": "loader-workers",
 }
 FIX_HINTS: dict[FixName, str] = {
     "cuda-graph": "capture the call as a CUDA graph (static inputs, copy each batch in, "
@@ -207,6 +212,9 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     out = list(opps)
     if loop is not None and loader_loop(loop):
         out.append(_between(loop))
+    elif call is not None:  # a DataLoader without workers read inside the call
+        fetch = fetch_in_call(events, call, step_us, FIX_HINTS["loader-workers"])
+        out += [fetch] if fetch is not None else []
     phase("predictions: fitting the host to the untraced step")
     baseline = host_baseline(events, call, loop, ref or Reference())
     workers = worker_loop(events, loop)
