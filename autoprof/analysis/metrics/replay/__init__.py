@@ -32,7 +32,9 @@ idle time is dropped), the profiler's own cost unless `ScaleHost` (`fit_host_sca
 the caller's loop), work other ranks do (a collective keeps its
 measured time, its wait for the other ranks included), which stream a sync or an event names
 (inferred from the call order: `waits.py`), and what a fix changes beyond its record (a CUDA
-graph's captured kernels keep their durations; torch.compile's fusions are not modelled).
+graph's captured kernels keep their durations, but for those a data-dependent selection fed,
+which its sync-free form runs on the whole tensor: `dense_form.py`; torch.compile's fusions
+are not modelled).
 """
 
 from autoprof.analysis.metrics.replay.changes import (

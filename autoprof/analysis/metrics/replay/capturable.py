@@ -14,7 +14,12 @@ The trace shows the form that is not capturable by its step count: in the optimi
 (``Optimizer.step#Adam.step``, ``Optimizer.step#AdamW.step``) an ``aten::_foreach_add_`` on
 host tensors, whose per-tensor ``aten::add_`` children launch nothing; their count is the
 parameter group's size. A fused or already capturable optimizer, or the per-parameter loop
-(``foreach=False``), shows no such op and adds nothing here.
+(``foreach=False``), shows no such op and adds nothing here. The loop made capturable with
+``foreach=False`` kept runs 12 more one-element kernels a parameter (torch's
+``_single_tensor_adam``), while the foreach form a user gets by leaving ``foreach`` unset
+runs fewer kernels than the loop; a step written ``fused=False`` shows the same loop as one
+written ``foreach=False``, so which form is captured is not in the trace, and the loop's
+kernels are replayed as traced (docs/analysis.md has what each choice gave on the truth sets).
 
 Each added kernel takes `tiny_kernel_us`: the 10th percentile of the trace's kernel
 durations (the device's shortest kernels: 1.09 us in that GPT-2's trace, against the 1.48 us

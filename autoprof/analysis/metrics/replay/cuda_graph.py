@@ -10,6 +10,7 @@ import numpy as np
 from autoprof.analysis.metrics._tree import has_ancestor_in
 from autoprof.analysis.metrics.replay.capturable import host_count_steps, tiny_kernel_us
 from autoprof.analysis.metrics.replay.changes import CudaGraph
+from autoprof.analysis.metrics.replay.dense_form import dense_durations
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.hide import hide_calls, uncovered_by
 from autoprof.analysis.metrics.replay.host_spans import host_spans, not_capturable, pace_spans
@@ -27,12 +28,14 @@ SELECTION_MACHINERY = ("aten::nonzero", "aten::_index_put_impl_")
 
 
 def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
-    """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted) and the
-    data-dependent selections' machinery goes (`CudaGraph.sync_free`)."""
+    """Inside `spans`: the syncs lose their waits (a host-to-device copy's excepted), the
+    ops fed by a data-dependent selection compute on the whole tensor (`dense_form.py`) and
+    the selections' machinery goes (`CudaGraph.sync_free`)."""
     of_copy = of_batch_copy(g.events, g.events)
     for c in np.flatnonzero(g.call_is_sync & (g.call_row >= 0)).tolist():
         if spans.span_at(float(g.call_ts_us[c])) >= 0 and not of_copy[g.call_row[c]]:
             plan.call_waits[c] = []
+    plan.item_dur_us = dense_durations(g, plan.item_dur_us, spans, tiny_kernel_us(g))
     chosen = np.zeros(len(g.events), dtype=bool)
     chosen[selection_rows(g)] = True
     hit = (chosen | has_ancestor_in(g.row_parent, chosen)) & \
