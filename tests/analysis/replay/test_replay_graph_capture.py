@@ -1,15 +1,28 @@
 """What capturing a call takes, replayed on small events tables: the call's syncs gone (a
-pageable batch copy's kept), and a capturable optimizer's added kernels; times in us."""
+pageable batch copy's kept), and a capturable optimizer's added kernels; times in us. The
+per-parameter Adam loop found, and named in the graph's hint on a recorded step."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.attrbuild import Trace
+from support.store import committed
 
+from autoprof.analysis.diagnose.predictions import PER_PARAMETER_NOTE
 from autoprof.analysis.metrics.replay import build_graph, replay_step
-from autoprof.analysis.metrics.replay.capturable import host_count_steps, tiny_kernel_us
+from autoprof.analysis.metrics.replay.capturable import (
+    host_count_steps,
+    per_parameter_steps,
+    tiny_kernel_us,
+)
 from autoprof.analysis.metrics.replay.changes import GRAPH_KERNEL_GAP_US, CudaGraph
 from autoprof.analysis.metrics.replay.fixes import graph_drops_syncs
+
+ROOT = Path(__file__).resolve().parents[3]
+HELDOUT = ROOT / "benchmarks" / "validation" / "data" / "gpu_h100_heldout" / "runs"
+TRUTH = ROOT / "tests" / "data" / "gpu_h200_truth" / "runs"
 
 
 def syncing_call() -> Trace:
@@ -84,3 +97,31 @@ def test_step_counts_on_the_device_add_nothing() -> None:
     assert host_count_steps(g) == []
     assert replay_step(ev, 1, [CudaGraph("train")]).step_us == pytest.approx(
         replay_step(ev, 1, [CudaGraph("train", capturable_optimizer=False)]).step_us)
+
+
+def _optimizer_step(inner: str) -> Trace:
+    """An Adam step region holding one op (`inner`) that launches a kernel."""
+    return (Trace().step(1, 0, 100).region("step_fn", 0, 95)
+            .region("Optimizer.step#Adam.step", 10, 80)
+            .cpu(inner, 12, 20).launch(13, 5, 20, 3))
+
+
+@pytest.mark.parametrize(("inner", "per_parameter"), [
+    ("aten::add_", True), ("aten::_foreach_add_", False), ("aten::_fused_adam_", False)])
+def test_a_step_without_foreach_or_fused_ops_is_the_per_parameter_loop(
+        inner: str, per_parameter: bool) -> None:
+    assert per_parameter_steps(_optimizer_step(inner).frame()) is per_parameter
+
+
+def test_no_adam_step_is_no_per_parameter_loop() -> None:
+    assert not per_parameter_steps(syncing_call().frame())
+
+
+def test_the_graph_hint_names_the_form_its_estimate_replays() -> None:
+    per_parameter = next(committed.summary(run)["opportunities"] for run in
+                         (HELDOUT / "adamw_foreach_false").iterdir())
+    foreach = next(committed.summary(run)["opportunities"] for run in
+                   (TRUTH / "gpt2_tiny").iterdir())
+    graph = [o for o in per_parameter if o.get("fix") == "cuda-graph"]
+    assert graph and PER_PARAMETER_NOTE in graph[0]["hint"]
+    assert not any(PER_PARAMETER_NOTE in str(o.get("hint")) for o in foreach)

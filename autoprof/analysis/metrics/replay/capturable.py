@@ -28,13 +28,15 @@ the 80 one-element kernels took on average).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.waits import LAUNCH
-from autoprof.analysis.metrics.stats import isin_mask
+from autoprof.analysis.metrics.stats import Coverage, cpu_mask, isin_mask, name_matches
 
 STEP_REGIONS = ("Optimizer.step#Adam.step", "Optimizer.step#AdamW.step")
 STEP_COUNT_OP = "aten::_foreach_add_"
@@ -42,6 +44,7 @@ PER_TENSOR_ADD = "aten::add_"
 KERNELS_PER_PARAMETER = 2  # beta1 ** step, beta2 ** step: one kernel per tensor each
 LAUNCHES_PER_GROUP = 8  # the step's increment and the corrections' foreach arithmetic
 TINY_KERNEL_PERCENTILE = 10.0
+MULTI_TENSOR_OP = re.compile(r"^aten::_(foreach|fused)_")  # the foreach and fused forms' ops
 
 
 @dataclass(frozen=True)
@@ -91,3 +94,19 @@ def tiny_kernel_us(g: Graph) -> float:
     cats = g.events["cat"].astype(str).to_numpy()[g.item_row]
     durations = g.item_dur_us[cats == "kernel"]
     return float(np.percentile(durations, TINY_KERNEL_PERCENTILE)) if len(durations) else 0.0
+
+
+def per_parameter_steps(events: pd.DataFrame) -> bool:
+    """Whether an Adam/AdamW step of the trace runs the per-parameter loop (`foreach=False`
+    or `fused=False`): a step region with no foreach or fused op inside it. Its capturable
+    form depends on what the user passes (module doc)."""
+    host = cpu_mask(events)
+    names = events["name"]
+    regions = host & isin_mask(names, STEP_REGIONS)
+    if not regions.any():
+        return False
+    ts, end = events["ts_us"].to_numpy(float), events["end_us"].to_numpy(float)
+    multi = host & name_matches(names, MULTI_TENSOR_OP)
+    starts, ends = ts[regions], end[regions]
+    inside = Coverage(ts[multi], end[multi])
+    return bool((inside.covered_many(starts, ends) <= 0.0).any())
