@@ -163,11 +163,15 @@ class NonBlockingCopies:
     longer waits for the copy, each copy call (already non-blocking or not) costs at most
     what a kernel launch costs in the same trace (the median `cudaLaunchKernel`-like call;
     `call_us` overrides), and the copy runs `speedup` times faster on the GPU (pinned
-    memory needs no staging; 1.0 keeps its measured time; a huge one: the copy is gone)."""
+    memory needs no staging; 1.0 keeps its measured time; a huge one: the copy is gone).
+    `op_syncs`: the sync a blocking copy's op makes after its copy call (PyTorch's
+    `cudaStreamSynchronize` under `aten::copy_`) no longer waits either
+    (`non_blocking.py`)."""
 
     directions: tuple[CopyDirection, ...] = ("HtoD",)
     call_us: float | None = None
     speedup: float = 1.0
+    op_syncs: bool = True
 
 
 @dataclass(frozen=True)

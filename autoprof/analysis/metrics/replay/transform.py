@@ -15,8 +15,8 @@
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
   `workers`, each step takes at least its fetch time over the workers.
-- `NonBlockingCopies`: the copy loses its wait, its call costs a launch, the copy runs
-  `speedup` times faster.
+- `NonBlockingCopies` (`non_blocking.py`): the copy and its op's sync lose their waits, its
+  call costs a launch, the copy runs `speedup` times faster.
 - `FasterKernels`: the matching kernels' durations are divided by `factor`.
 - `ScaleHost`: every host cost (or those inside or outside a region) is multiplied by
   `factor`.
@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autoprof.analysis.loader.vocabulary import DEVICE_TO_HOST, HOST_TO_DEVICE
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -59,14 +58,13 @@ from autoprof.analysis.metrics.replay.host_spans import (
     pace_spans,
     under,
 )
+from autoprof.analysis.metrics.replay.non_blocking import non_blocking
 from autoprof.analysis.metrics.replay.remove import remove_rows, remove_spans
 from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH
 from autoprof.analysis.metrics.stats import Coverage
-
-_DIRECTION = {"HtoD": HOST_TO_DEVICE, "DtoH": DEVICE_TO_HOST}
 
 
 def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
@@ -87,7 +85,7 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
     elif isinstance(change, HideLoader):
         _hide_loader(g, plan, change)
     elif isinstance(change, NonBlockingCopies):
-        _non_blocking(g, plan, change)
+        non_blocking(g, plan, change)
     elif isinstance(change, FasterKernels):
         plan.item_dur_us[_kernels(g, change)] /= change.factor
     elif isinstance(change, CudaGraph):
@@ -241,21 +239,6 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
             if first else 0.0
         items = g.call_items[c]
         plan.item_latency_us[items] = plan.latency_us
-
-
-def _non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
-    names = g.names()
-    wanted = [_DIRECTION[d] for d in change.directions]
-    call_us = plan.launch_us if change.call_us is None else change.call_us
-    for c in np.flatnonzero(g.call_kind == LAUNCH).tolist():
-        items = g.call_items[c]
-        copies = [i for i in items if any(p.search(names[g.item_row[i]]) for p in wanted)]
-        if not copies:
-            continue
-        if g.call_is_sync[c]:
-            plan.call_waits[c] = []
-        plan.call_cost_us[c] = min(plan.call_cost_us[c], call_us)
-        plan.item_dur_us[copies] /= change.speedup
 
 
 def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
