@@ -54,6 +54,7 @@ from autoprof.analysis.diagnose.error_band import band_of
 from autoprof.analysis.diagnose.loader_in_call import fetch_in_call
 from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
+from autoprof.analysis.kinds import BUCKETS
 from autoprof.analysis.loader.phase import phase
 from autoprof.analysis.metrics.replay.baseline import (
     Reference,
@@ -187,13 +188,14 @@ def with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str
 
 def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each fix offered once: where two opportunities name the same fix (a bucket's
-    `pin-memory` and the pageable copies' own), the one predicted to gain most keeps it and
-    the others keep their bound, naming it."""
+    `pin-memory` and the pageable copies' own), the one predicted to gain most keeps it (on
+    a tie, a cause of its own over a bucket: `_keeps_over`) and the others keep their
+    bound, naming it."""
     best: dict[str, dict[str, Any]] = {}
     for o in opps:
         if _has_prediction(o):
             held = best.get(str(o["fix"]))
-            if held is None or float(o["predicted_speedup"]) > float(held["predicted_speedup"]):
+            if held is None or _keeps_over(o, held):
                 best[str(o["fix"])] = o
     out = []
     for o in opps:
@@ -203,6 +205,15 @@ def one_per_fix(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                  "hint": f"{o['hint']} (the same fix as {keeper['cause']}, offered there)"}
         out.append(o)
     return out
+
+
+def _keeps_over(o: dict[str, Any], held: dict[str, Any]) -> bool:
+    """Whether `o` holds its fix rather than `held`: predicted to gain more, or as much
+    where `held` is a breakdown bucket and `o` a cause of its own (the pageable copies
+    over `gpu_memory`: its hint names the copies)."""
+    mine, theirs = float(o["predicted_speedup"]), float(held["predicted_speedup"])
+    return mine > theirs or (mine == theirs and held.get("cause") in BUCKETS
+                             and o.get("cause") not in BUCKETS)
 
 
 def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: str | None,

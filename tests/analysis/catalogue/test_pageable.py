@@ -76,6 +76,17 @@ def test_one_fix_is_offered_once() -> None:
     assert out[1] is b
 
 
+@pytest.mark.parametrize("order", ["bucket first", "copies first"])
+def test_on_a_tie_the_copies_own_entry_keeps_the_fix_over_the_bucket(order: str) -> None:
+    bucket = {"cause": "gpu_memory", "fix": "pin-memory", "predicted_speedup": 1.2, "hint": "h"}
+    copies = {"cause": "pageable_copies", "fix": "pin-memory", "predicted_speedup": 1.2,
+              "hint": "h"}
+    opps = [bucket, copies] if order == "bucket first" else [copies, bucket]
+    out = {o["cause"]: o for o in one_per_fix(opps)}
+    assert out["pageable_copies"] is copies
+    assert out["gpu_memory"]["fix"] is None and "pageable_copies" in out["gpu_memory"]["hint"]
+
+
 @pytest.mark.slow
 def test_a_loader_bound_step_is_not_offered_pinning_for_its_small_copies() -> None:
     """mlp_loader_w0 on the H200: its pageable copies hold the host 1-2% of a step that the
