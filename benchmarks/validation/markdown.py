@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
     folder = Path(argv[0]) if argv else RESULTS
     for path in sorted(folder.glob("*.json")):
         results = json.loads(path.read_text())
+        if "sets" not in results:  # error_band_pairs.json: the band's input, not a table
+            continue
         print(f"### {path.stem} ({results['date']}, {results['machine']})\n")
         print(table(path.stem, results) + "\n")
     return 0
