@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.stats import Coverage, cpu_mask, merge_intervals, name_matches
+from autoprof.analysis.metrics.stats import (
+    Coverage,
+    cpu_mask,
+    isin_mask,
+    merge_intervals,
+    name_matches,
+)
 
 SINGLE_PROCESS_FETCH = re.compile(r"_SingleProcessDataLoaderIter\.__next__")
 MIN_FETCH_PCT = 10.0  # of the mean step: as the time between calls (baseline.MIN_BETWEEN_PCT)
@@ -41,9 +47,12 @@ def fetch_in_call(events: pd.DataFrame, call: str, step_us: float, hint: str
     `step_us`."""
     if not step_us > 0 or not len(events):
         return None
+    fetch = name_matches(events["name"], SINGLE_PROCESS_FETCH)
+    if not fetch.any():
+        return None
     host = cpu_mask(events) & (events["step"].to_numpy() >= 0)
-    fetch = host & name_matches(events["name"], SINGLE_PROCESS_FETCH)
-    calls = host & (events["name"].astype(str) == call).to_numpy()
+    fetch &= host
+    calls = host & isin_mask(events["name"], (call,))
     if not fetch.any() or not calls.any():
         return None
     spans = Coverage(events["ts_us"].to_numpy(float)[calls],
