@@ -93,10 +93,9 @@ def tiny_kernel_us(g: Graph) -> float:
     of the kernels' durations; 0 without kernels)."""
     if "tiny_kernel_us" not in g.memo:  # the same for every change of the graph
         durations = g.item_dur_us[isin_mask(g.events["cat"], ("kernel",))[g.item_row]]
-        g.memo["tiny_kernel_us"] = float(np.percentile(durations, TINY_KERNEL_PERCENTILE)) \
-            if len(durations) else 0.0
-    found: float = g.memo["tiny_kernel_us"]
-    return found
+        g.memo["tiny_kernel_us"] = np.asarray(
+            np.percentile(durations, TINY_KERNEL_PERCENTILE) if len(durations) else 0.0)
+    return float(g.memo["tiny_kernel_us"])
 
 
 def per_parameter_steps(events: pd.DataFrame) -> bool:
