@@ -65,7 +65,7 @@ def fetch_in_call(events: pd.DataFrame, call: str, step_us: float, hint: str
     pct = 100.0 * us / step_us
     if pct < MIN_FETCH_PCT:
         return None
-    name = str(events["name"].to_numpy()[fetch][inside][0])
+    name = str(events["name"].iat[int(np.flatnonzero(fetch)[inside][0])])
     return {"cause": "loader_in_call", "us_per_step": us, "pct_of_step": pct,
             "max_speedup": step_us / (step_us - us) if step_us > us else None,
             "where": [{"name": name, "us_per_step": us}],
