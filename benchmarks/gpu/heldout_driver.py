@@ -85,7 +85,7 @@ from autoprof import autoprof
 @autoprof(name={name!r})
 def body():
 {body}
-for _ in range({calls}):
+for _ in range({cuda_calls} if CUDA else {calls}):
     body()
 sync()
 import autoprof as _ap
@@ -114,9 +114,21 @@ def timer_code(case: Case, fix: str | None, device: str, dry: bool) -> str:
 
 
 def record_code(name: str, case: Case, device: str, dry: bool, calls: int) -> str:
-    """The program of the recording process: the program as written under ``@autoprof``."""
+    """The program of the recording process: the program as written under ``@autoprof``,
+    called `calls` times; on a GPU, as many times as a timing process calls it where that is
+    more (`timing_calls`), as a long loop would: enough calls after the window for autoprof
+    to time its untraced iterations as one block (`after_window_iter_ms`, the pace its
+    predictions take), which 20 calls leave no room for."""
     return HEADER.format(device=device, dry=dry, fixed=None) + RECORD.format(
-        setup=case["setup"], name=name, body=_indent(case["base"]), calls=calls)
+        setup=case["setup"], name=name, body=_indent(case["base"]), calls=calls,
+        cuda_calls=max(calls, timing_calls(case)))
+
+
+def timing_calls(case: Case) -> int:
+    """How many times a timing process calls the program (warm-up and timed blocks): every
+    program is written to run at least that long."""
+    timing = {**DEFAULT_TIMING, **case.get("timing", {})}
+    return int(timing["warmup"]) + int(timing["blocks"]) * int(timing["iters"])
 
 
 def run_process(code: str, env: dict[str, str], timeout_s: float) -> dict[str, Any]:

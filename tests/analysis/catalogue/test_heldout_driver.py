@@ -3,7 +3,8 @@ process then fails on its way out (a gloo group torn down by the interpreter's e
 the exit status; a process that fails before its result is an error. Its rounds: a call cut
 short mid-round leaves a truth that holds every program it reached, timed and recorded; runs
 too large for one file to bring back are cut into parts the analysis joins; a record-only call
-records the programs into a truth already timed, its timings kept."""
+records the programs into a truth already timed, its timings kept. A GPU recording calls the
+program as often as a timing process does."""
 
 from __future__ import annotations
 
@@ -130,3 +131,20 @@ def test_a_record_only_call_records_every_program_and_keeps_the_timings(
         "first": True, "second": True, "third": True}
     assert truth["cases"]["first"]["fixes"]["fixed"]["speedup"] == 2.0
     assert truth["meta"]["rounds"] == 1 and truth["meta"]["recorded_apart"] is True
+
+
+def _calls_made(code: str, cuda: bool) -> int:
+    """How many times a recording program calls its decorated iteration (its setup and
+    autoprof left out: the loop header read as Python)."""
+    loop = next(line for line in code.splitlines() if line.startswith("for _ in range("))
+    return int(eval(loop[len("for _ in range("):-2], {"CUDA": cuda}))  # noqa: S307
+
+
+def test_a_gpu_recording_runs_as_long_as_a_timing_process_so_the_block_after_it_fits() -> None:
+    quick = {"about": "", "setup": "", "base": "pass", "fixes": {}}
+    slow = {**quick, "timing": {"warmup": 3, "blocks": 5, "iters": 6}}
+    for case, timed in ((quick, 10 + 5 * 20), (slow, 3 + 5 * 6)):
+        assert heldout_driver.timing_calls(case) == timed
+        code = heldout_driver.record_code("p", case, "cuda", False, 20)
+        assert _calls_made(code, cuda=True) == max(20, timed)
+        assert _calls_made(code, cuda=False) == 20  # the CPU takes no block
