@@ -10,7 +10,13 @@ on an H100 SXM. The evidence and the gain:
   (Ampere and newer); they must hold at least MIN_SHARE of the steps' GPU time, or the
   finding is left out;
 - fix: `tf32`: `torch.backends.cuda.matmul.allow_tf32 = True` (or
-  `torch.set_float32_matmul_precision("high")`), or bf16 autocast;
+  `torch.set_float32_matmul_precision("high")`); the hint adds bf16 autocast where the
+  steps' GPU is busy COMPUTE_FROM_PCT (the compute-bound verdict's share) or more of the
+  step, and below it says bf16 autocast may run slower (time it first): autocast puts a
+  cast before each op it converts, more launches for a host that holds the GPU up already.
+  No bf16 gain is predicted either way. On the H100 held-out programs
+  bf16 autocast measured 6.53x and 2.22x on steps whose GPU was busy 98% and 97%, and
+  0.61-0.66x on a Conformer whose GPU was busy 22% (`benchmarks/gpu/heldout_fresh*.py`);
 - gain: each such kernel (by name, at its median duration) replayed `tf32 / fp32` peak times
   faster, but no shorter than MIN_TF32_KERNEL_US (`FasterKernels`), the rest of the step as
   it was, at the untraced call's pace.
@@ -43,7 +49,8 @@ import pandas as pd
 from autoprof.analysis.metrics.peaks import peak_for
 from autoprof.analysis.metrics.replay.changes import Change, FasterKernels
 from autoprof.analysis.metrics.replay.replay import predict_speedups
-from autoprof.analysis.metrics.stats import factorized
+from autoprof.analysis.metrics.stats import factorized, union_length
+from autoprof.analysis.metrics.verdict import COMPUTE_FROM_PCT
 
 # the CUDA-core fp32 GEMM kernels: CUTLASS's `simt_sgemm`, cuBLAS's `sgemm` and its
 # `xmma_gemm_f32f32_f32f32_..._ffma` (fp32 FMA); a TF32 kernel says `tf32` (`f32f32_tf32f32`)
@@ -53,8 +60,11 @@ MIN_SHARE = 0.10  # of the steps' GPU time: below it the fix is not worth a line
 MIN_TF32_KERNEL_US = 25.0  # the shortest TF32 product kernel seen (module doc, the H100)
 HINT = ("fp32 matrix products run on the CUDA cores: allow TF32 on the tensor cores "
         "(torch.backends.cuda.matmul.allow_tf32 = True, or "
-        "torch.set_float32_matmul_precision('high'); 10 mantissa bits, fp32's range), or "
-        "run them in bf16 (torch.autocast('cuda', dtype=torch.bfloat16))")
+        "torch.set_float32_matmul_precision('high'); 10 mantissa bits, fp32's range)")
+BF16 = ", or run them in bf16 (torch.autocast('cuda', dtype=torch.bfloat16))"
+NOT_BF16 = ("; with the GPU busy {busy:.0f}% of the step, bf16 autocast may run slower: it "
+            "adds a cast launch before each op it converts, on a host that already holds "
+            "the GPU up (time it before keeping it)")
 
 
 def _fp32_gemms(events: pd.DataFrame) -> pd.DataFrame:
@@ -83,6 +93,8 @@ def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str
     if not fp32 or not tf32 or tf32 <= fp32 or gemms.empty or not n_steps or not step_us > 0:
         return None
     busy = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
+    busy_pct = 100.0 * union_length(busy["ts_us"].to_numpy(float),
+                                    busy["end_us"].to_numpy(float)) / (n_steps * step_us)
     gemm_us = float(gemms["dur_us"].sum())
     if gemm_us < MIN_SHARE * float(busy["dur_us"].sum()):
         return None
@@ -99,8 +111,10 @@ def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str
     us = sum(float(per_name_us[k]) * (1.0 - 1.0 / faster[k]) for k in kernels) / n_steps
     return {"cause": "fp32_matmul", "us_per_step": us, "pct_of_step": 100.0 * us / step_us,
             "max_speedup": step_us / (step_us - us) if step_us > us else None,
-            "where": [{"name": kernels[0], "us_per_step": gemm_us / n_steps}], "hint": HINT,
+            "where": [{"name": kernels[0], "us_per_step": gemm_us / n_steps}],
+            "hint": HINT + (BF16 if busy_pct >= COMPUTE_FROM_PCT else
+                            NOT_BF16.format(busy=busy_pct)),
             "evidence": {"gemm_us_per_step": gemm_us / n_steps, "kernels": len(kernels),
-                         "tf32_over_fp32_peak": factor},
+                         "tf32_over_fp32_peak": factor, "gpu_busy_pct": busy_pct},
             "fix": "tf32", "predicted_speedup": got.median,
             "predicted_spread": got.to_json()}

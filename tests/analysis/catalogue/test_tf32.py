@@ -13,8 +13,9 @@ from support.attrbuild import Trace
 from support.store import committed
 
 import autoprof
-from autoprof.analysis.diagnose.tf32 import MIN_TF32_KERNEL_US, fp32_matmuls
+from autoprof.analysis.diagnose.tf32 import BF16, MIN_TF32_KERNEL_US, fp32_matmuls
 from autoprof.analysis.metrics.peaks import peak_for
+from autoprof.analysis.metrics.verdict import COMPUTE_FROM_PCT
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -90,3 +91,20 @@ def test_the_h200_fp32_gemm_at_8192_is_predicted_within_its_interval_of_the_tf32
     measured = fp32.reference.call_us / tf32.reference.call_us
     (found,) = [o for o in fp32.opportunities if o["cause"] == "fp32_matmul"]
     assert found["predicted_interval"]["low"] <= measured <= found["predicted_interval"]["high"]
+
+
+def test_bf16_is_suggested_only_where_the_gpu_is_busy_most_of_the_step() -> None:
+    """An fp32 MLP the H100 held-out set recorded with its GPU busy 99% of the step, and an
+    fp32 MLP inference on the H200 busy about 30%: the hint suggests bf16 autocast on the
+    first only, and says why it may be slower on the second."""
+    data = Path(__file__).resolve().parents[3] / "benchmarks" / "validation" / "data"
+    busy = next((data / "gpu_h100_heldout" / "runs" / "fp32_mlp_no_tf32").iterdir())
+    waiting = next((data / "gpu_h200_truth_heldout10" / "runs" / "mlp_infer_b3072").iterdir())
+    hints = {}
+    for name, run in (("busy", busy), ("waiting", waiting)):
+        opp = next(o for o in committed.summary(run)["opportunities"]
+                   if o["cause"] == "fp32_matmul")
+        hints[name] = (opp["hint"], opp["evidence"]["gpu_busy_pct"])
+    assert hints["busy"][1] >= COMPUTE_FROM_PCT > hints["waiting"][1]
+    assert hints["busy"][0].endswith(BF16) and "may run slower" not in hints["busy"][0]
+    assert "may run slower" in hints["waiting"][0] and BF16 not in hints["waiting"][0]
