@@ -28,6 +28,7 @@ calls made inside them is `remove.py`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -64,7 +65,7 @@ from autoprof.analysis.metrics.replay.scaler import scaler_spans
 from autoprof.analysis.metrics.replay.selection import bias_fold_spans, selection_rows
 from autoprof.analysis.metrics.replay.simulate import Plan
 from autoprof.analysis.metrics.replay.waits import END, LAUNCH
-from autoprof.analysis.metrics.stats import Coverage
+from autoprof.analysis.metrics.stats import Coverage, isin_mask, name_matches
 
 
 def apply_changes(g: Graph, base: Plan, changes: Sequence[Change]) -> Plan:
@@ -204,14 +205,13 @@ def _hide_loader(g: Graph, plan: Plan, change: HideLoader) -> None:
 
 def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     ev = g.events
-    cpu = (ev["lane"].astype(str) == "cpu").to_numpy()
-    names = g.names()
-    hit = cpu & np.char.startswith(names.astype(str), change.region_prefix)
+    cpu = isin_mask(ev["lane"], ("cpu",))
+    hit = cpu & name_matches(ev["name"], re.compile("^" + re.escape(change.region_prefix)))
     if not hit.any():
         return
     ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
     regions = Coverage(ts[hit], end[hit])
-    op = cpu & (ev["cat"].astype(str) == "cpu_op").to_numpy()
+    op = cpu & isin_mask(ev["cat"], ("cpu_op",))
     up = g.row_parent
     outer = op & ~np.where(up >= 0, op[np.clip(up, 0, None)], False)
     span_all = regions.spans_at(ts)
