@@ -39,7 +39,7 @@ def scaler_spans(g: Graph) -> tuple[np.ndarray, np.ndarray]:
     rows included (the scaler's own, in `scaler.step` and `scaler.update`)."""
     ev = g.events
     parent = np.asarray(g.row_parent, dtype=np.int64)
-    names = ev["name"].astype(str).to_numpy()
+    names = g.names()
     ts = ev["ts_us"].to_numpy(float)
     end = ev["end_us"].to_numpy(float)
     rows = scaler_rows_of(names, ts, parent)
