@@ -21,7 +21,7 @@ import pandas as pd
 
 from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
 from autoprof.analysis.metrics.flops import op_costs
-from autoprof.analysis.metrics.stats import isin_mask, require_columns
+from autoprof.analysis.metrics.stats import isin_mask, require_columns, text_of
 from autoprof.analysis.metrics.sync import autoprof_mask
 
 # an op this short is mostly the framework's per-op cost (dispatch, checks, allocation):
@@ -72,7 +72,7 @@ def per_step_ops(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=list(PER_STEP_COLUMNS))
     grouped = rows.groupby([rows["rank"].to_numpy(), rows["step"].to_numpy(),
-                            rows["name"].astype(str).to_numpy()])
+                            text_of(rows["name"])])
     out = grouped.agg(calls=("dur_us", "size"), self_us=("self_us", "sum"),
                       dur_us=("dur_us", "sum"))
     out.index = out.index.set_names(["rank", "step", "name"])
