@@ -32,8 +32,8 @@ from autoprof.analysis.metrics.stats import (
     Coverage,
     cpu_mask,
     isin_mask,
-    merge_intervals,
     name_matches,
+    union_length,
 )
 
 SINGLE_PROCESS_FETCH = re.compile(r"_SingleProcessDataLoaderIter\.__next__")
@@ -60,8 +60,7 @@ def fetch_in_call(events: pd.DataFrame, call: str, step_us: float, hint: str
     ts, end = events["ts_us"].to_numpy(float)[fetch], events["end_us"].to_numpy(float)[fetch]
     inside = spans.spans_at(ts) >= 0
     steps = int(len(np.unique(events["step"].to_numpy()[host])))
-    s, e = merge_intervals(ts[inside], end[inside])
-    us = float((e - s).sum()) / max(steps, 1)
+    us = union_length(ts[inside], end[inside]) / max(steps, 1)
     pct = 100.0 * us / step_us
     if pct < MIN_FETCH_PCT:
         return None

@@ -249,8 +249,13 @@ def _graph_optimizer_form(opps: list[dict[str, Any]], events: pd.DataFrame
     estimate replays (capturable.py): the foreach form, foreach left unset."""
     if not any(o.get("fix") == "cuda-graph" for o in opps) or not per_parameter_steps(events):
         return opps
-    return [{**o, "hint": f"{o['hint']} ({PER_PARAMETER_NOTE})"}
-            if o.get("fix") == "cuda-graph" else o for o in opps]
+    return _with_graph_note(opps, PER_PARAMETER_NOTE)
+
+
+def _with_graph_note(opps: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+    """`opps` with `note` after the CUDA graph's hint, in parentheses."""
+    return [{**o, "hint": f"{o['hint']} ({note})"} if o.get("fix") == "cuda-graph" else o
+            for o in opps]
 
 
 def _graph_blockers(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -260,9 +265,7 @@ def _graph_blockers(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     named = [text for cause, text in GRAPH_BLOCKERS.items() if cause in causes]
     if not named:
         return opps
-    note = "; ".join(named)
-    return [{**o, "hint": f"{o['hint']} (cannot be captured as written: {note})"}
-            if o.get("fix") == "cuda-graph" else o for o in opps]
+    return _with_graph_note(opps, "cannot be captured as written: " + "; ".join(named))
 
 
 def _beyond_the_sync(opps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ The boundaries of every class, window and call are the points; a segment runs fr
 to the next and is covered by a class where the class's intervals that start at most at its
 midpoint outnumber those that end there. Each class's intervals are disjoint (merged), so
 its count on a segment is 0 or 1: the counts of all classes travel together as the bits of
-one integer, one bit a class (`_covering_bits`), and a table of the 2**classes masks gives
+one integer, one bit a class, and a table of the 2**classes masks gives
 each segment its highest-priority class (`_paint_bits`). That is one count per point and one
 running sum for all classes, where a count and a running sum per class cost the breakdown a
 quarter of its time on a 100x tiled GPU trace. Intervals that are not disjoint and sorted, or
@@ -55,11 +55,12 @@ def _paint_bits(points: np.ndarray, merged: dict[str, Intervals], codes: dict[st
     per_point = np.bincount(np.concatenate(where).astype(np.intp, copy=False),
                             weights=np.concatenate(weights).astype(float),
                             minlength=n).astype(np.int64)
-    bits = np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0)
+    bits = _running(per_point, up)
     table = np.full(1 << len(keys), untraced, dtype=np.int64)
     for i in reversed(range(len(keys))):  # lowest priority first: higher ones overwrite
         table[(np.arange(len(table)) >> i) & 1 == 1] = codes[keys[i]]
-    return table[bits]
+    painted: np.ndarray = table[bits]
+    return painted
 
 
 def _paint_each(points: np.ndarray, mid: np.ndarray, merged: dict[str, Intervals],
@@ -85,4 +86,10 @@ def _open_at(points: np.ndarray, starts: np.ndarray, ends: np.ndarray, up: np.nd
     n = len(points)
     per_point = (np.bincount(np.searchsorted(points, starts), minlength=n)
                  - np.bincount(np.searchsorted(points, ends), minlength=n))
+    return _running(per_point, up)
+
+
+def _running(per_point: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Per segment, the count over the points at or before its start, and the next point's
+    too where the midpoint rounds up onto it (`up`)."""
     return np.asarray(np.cumsum(per_point)[:-1] + np.where(up, per_point[1:], 0))
