@@ -41,7 +41,7 @@ measurement. ``--cases NAME ...`` runs only those programs.
 | --- | --- | --- |
 | ``translation_fp16_scaler`` | fp16 autocast with ``GradScaler`` and a plain AdamW: ``scaler.step`` reads the inf check on the host each step | bf16 autocast without the scaler; ``AdamW(fused=True)`` keeping the scaler; bf16, fused capturable AdamW, the step as a CUDA graph |
 | ``r2plus1d_clips_nchw`` | Conv3d training with ``cudnn.benchmark`` off (the default), NCDHW, fp32 | ``cudnn.benchmark = True``; ``channels_last_3d``; bf16 autocast with ``channels_last_3d`` |
-| ``dcn_tables_zero_grad`` | ``zero_grad(set_to_none=False)`` and the tables' gradients zeroed again by hand; ``Adagrad(foreach=False)`` over 41 parameters | ``set_to_none=True``, no loop; ``Adagrad(foreach=True)`` |
+| ``dcn_tables_zero_grad`` | ``zero_grad(set_to_none=False)`` and the tables' gradients zeroed again by hand; ``Adagrad(foreach=False)`` over 38 parameters | ``set_to_none=True``, no loop; ``Adagrad(foreach=True)`` |
 | ``protein_host_alibi`` | positions, an 8.4 MB ALiBi bias and the padding mask made on the host each step, then ``.to(device)`` | made on the GPU (``device=``); made once before the loop, the padding mask on the GPU |
 | ``bilstm_crf_viterbi_loop`` | Viterbi decoded one sentence and one token at a time in Python (about 4 ops a token, 8 sentences) | batched over sentences; that call as a CUDA graph |
 | ``deq_solver_item_checks`` | ``.item()`` for control flow: a fixed-point solver's residual each iteration, a hand-summed grad norm read to clip and to log | residual read every 5 iterations; ``clip_grad_norm_(foreach=True)`` on the device; a fixed iteration count and no syncs; that step as a CUDA graph |

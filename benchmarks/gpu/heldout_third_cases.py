@@ -178,7 +178,7 @@ def train(dtype=None):
         "about": "a deep-and-cross click model (DCN-v2: 13 dense features, 26 categorical "
                  "fields with their own Embedding tables of 1k-100k rows x 16, three full-rank "
                  "cross layers, a 512-256 MLP; batch 4096) trained with Adagrad(foreach=False) "
-                 "over its 41 parameters, the gradients zeroed with "
+                 "over its 38 parameters (13.1M values), the gradients zeroed with "
                  "zero_grad(set_to_none=False) and the tables' zeroed again by hand in a loop",
         "setup": """
 torch.manual_seed(0)
@@ -283,10 +283,11 @@ def biases_host(lengths):
     pad = torch.arange(T)[None, :] >= torch.tensor(lengths)[:, None]
     pad_bias = torch.zeros(B, 1, 1, T).masked_fill(pad[:, None, None, :], float('-inf'))
     return positions.to(DEVICE), alibi.to(DEVICE)[None] + pad_bias.to(DEVICE)
+slopes_dev = slopes_host.to(DEVICE)
 def biases_on_device(lengths):
     positions = torch.arange(T, device=DEVICE)
     distance = (positions[None, :] - positions[:, None]).abs().float()
-    alibi = -slopes_host.to(DEVICE)[:, None, None] * distance
+    alibi = -slopes_dev[:, None, None] * distance
     pad = positions[None, :] >= torch.tensor(lengths, device=DEVICE)[:, None]
     pad_bias = torch.zeros(B, 1, 1, T, device=DEVICE).masked_fill(pad[:, None, None, :],
                                                                   float('-inf'))
