@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from autoprof.analysis.metrics.replay.capturable import tiny_kernel_us
 from autoprof.analysis.metrics.replay.changes import (
     Change,
     CudaGraph,
@@ -225,6 +226,7 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
     ops = Coverage(np.array([ts[inside][span_of == k].min() for k in spans]),
                    np.array([end[inside][span_of == k].max() for k in spans]))
     kept_us = float(np.median(end[inside] - ts[inside]))  # the fused op's own dispatch
+    tiny_us = tiny_kernel_us(g)
     region = pace_spans(g, plan)
     seen: set[int] = set()
     hide_calls(g, plan, np.arange(g.n_calls), ops.covered, region,
@@ -239,6 +241,13 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
             if first else 0.0
         items = g.call_items[c]
         plan.item_latency_us[items] = plan.latency_us
+        # one multi-tensor kernel does the work of many: each kernel keeps its time above
+        # the device's shortest kernels' (the bytes it moves), the floor paid once a step
+        kernels = np.asarray(items, dtype=np.int64)
+        kernels = kernels[g.item_cats()[kernels] == "kernel"]
+        plan.item_dur_us[kernels] = np.maximum(plan.item_dur_us[kernels] - tiny_us, 0.0) \
+            + (tiny_us if first else 0.0) * (np.arange(len(kernels)) == 0)
+        plan.item_gap_us[kernels] = 0.0
 
 
 def _kernels(g: Graph, change: FasterKernels) -> np.ndarray:
