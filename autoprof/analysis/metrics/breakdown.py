@@ -339,22 +339,23 @@ def idle_segments(events: pd.DataFrame, call_region: str | None = None,
 
 def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray,
                 between: np.ndarray) -> pd.DataFrame:
-    out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64),
-                        "start_us": table["start"].to_numpy(float),
-                        "end_us": table["end"].to_numpy(float)})
-    out["step_us"] = totals[:, :len(BUCKETS)].sum(axis=1)
-    for i, b in enumerate(BUCKETS):
-        out[f"{b}_us"] = totals[:, i]
-    out["autoprof_us"] = totals[:, _EXCLUDED]
-    out["between_calls_us"] = np.where(table["has_call"].to_numpy(bool),
-                                       between[:, :len(BUCKETS)].sum(axis=1), np.nan)
-    return out[STEP_COLUMNS]
+    """Per step: its window and each bucket's time (one frame built from its columns, not
+    a column set at a time)."""
+    columns: dict[str, object] = {
+        "rank": rank, "step": table["step"].to_numpy(np.int64),
+        "start_us": table["start"].to_numpy(float), "end_us": table["end"].to_numpy(float),
+        "step_us": totals[:, :len(BUCKETS)].sum(axis=1)}
+    columns.update({f"{b}_us": totals[:, i] for i, b in enumerate(BUCKETS)})
+    columns["autoprof_us"] = totals[:, _EXCLUDED]
+    columns["between_calls_us"] = np.where(table["has_call"].to_numpy(bool),
+                                           between[:, :len(BUCKETS)].sum(axis=1), np.nan)
+    return pd.DataFrame(columns)
 
 
 def _between_frame(rank: int, table: pd.DataFrame, between: np.ndarray) -> pd.DataFrame:
     """Per step: each bucket's time between calls (NaN for a step without a call)."""
     has = table["has_call"].to_numpy(bool)
-    out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64)})
-    for i, b in enumerate(BUCKETS):
-        out[f"{b}_us"] = np.where(has, between[:, i], np.nan)
-    return out[BETWEEN_COLUMNS]
+    columns: dict[str, object] = {"rank": rank, "step": table["step"].to_numpy(np.int64)}
+    columns.update({f"{b}_us": np.where(has, between[:, i], np.nan)
+                    for i, b in enumerate(BUCKETS)})
+    return pd.DataFrame(columns)
