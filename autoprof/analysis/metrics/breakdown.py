@@ -126,14 +126,29 @@ class Breakdown:
 
     def _within_call(self) -> Breakdown:
         steps = self.steps.copy()
-        between = self.between.set_index(["rank", "step"]).reindex(
-            pd.MultiIndex.from_frame(steps[["rank", "step"]])).fillna(0.0)
+        between = self._between_by_step()
         for b in BUCKETS:
-            steps[f"{b}_us"] = steps[f"{b}_us"].to_numpy() - between[f"{b}_us"].to_numpy()
+            steps[f"{b}_us"] = steps[f"{b}_us"].to_numpy() - between[f"{b}_us"]
         steps["step_us"] = steps[[f"{b}_us" for b in BUCKETS]].sum(axis=1)
         steps["between_calls_us"] = np.where(steps["between_calls_us"].isna(), np.nan, 0.0)
         return Breakdown(steps, self.where, _empty(BETWEEN_COLUMNS),
                          _empty(WHERE_BETWEEN_COLUMNS))
+
+    def _between_by_step(self) -> dict[str, np.ndarray]:
+        """Each bucket's time between calls on the rows of ``steps`` (0 where none): the
+        between table's own rows when they are the steps' (as ``breakdown`` builds them),
+        else found by (rank, step)."""
+        keys = ["rank", "step"]
+        if len(self.between) == len(self.steps) and all(
+                np.array_equal(self.between[k].to_numpy(), self.steps[k].to_numpy())
+                for k in keys):
+            found = {f"{b}_us": self.between[f"{b}_us"].to_numpy(dtype=float)
+                     for b in BUCKETS}
+        else:
+            table = self.between.set_index(keys).reindex(
+                pd.MultiIndex.from_frame(self.steps[keys]))
+            found = {f"{b}_us": table[f"{b}_us"].to_numpy(dtype=float) for b in BUCKETS}
+        return {k: np.where(np.isnan(v), 0.0, v) for k, v in found.items()}
 
     def mean(self) -> dict[str, object]:
         """The summary's `breakdown` (breakdown_mean.mean_of), computed once per breakdown: a
