@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autoprof.analysis.metrics.codes import pair_codes
+from autoprof.analysis.metrics.codes import pair_codes, unique_codes
 from autoprof.analysis.metrics.flops import is_matrix_op
 from autoprof.analysis.metrics.peaks import Peak, peak_for
 from autoprof.analysis.metrics.stats import require_columns
@@ -59,16 +59,20 @@ class Efficiency:
     gpu_us: float = 0.0
     notes: list[str] = field(default_factory=list)
 
-    def far_from_roofline(self, n: int = FAR_FROM_ROOF) -> pd.DataFrame:
-        """Kernels with the most GPU time lost to the roofline: gpu_us x (1 - efficiency)."""
-        k = self.kernels.dropna(subset=["pct_of_roofline"])
+    def far_from_roofline(self, n: int = FAR_FROM_ROOF, columns: list[str] | None = None
+                          ) -> pd.DataFrame:
+        """Kernels with the most GPU time lost to the roofline: gpu_us x (1 - efficiency);
+        ``columns``: only these of the kernel table (with ``gpu_us`` and
+        ``pct_of_roofline``), besides ``lost_us``."""
+        k = self.kernels if columns is None else self.kernels[columns]
+        k = k.dropna(subset=["pct_of_roofline"])
         lost = k["gpu_us"] * (1 - k["pct_of_roofline"].clip(upper=100) / 100)
         return k.assign(lost_us=lost).sort_values("lost_us", ascending=False).head(n)
 
     def to_dict(self, top: int = SUMMARY_ROWS) -> dict[str, Any]:
         """The summary's ``efficiency``: kernels and ops cut to the ``top`` with the most GPU
         time (``kernels_total`` / ``ops_total`` count them all)."""
-        far = self.far_from_roofline()
+        far = self.far_from_roofline(columns=["name", "gpu_us", "pct_of_roofline"])
         return {
             "device": self.device,
             "peak": self.peak.to_dict(),
@@ -104,7 +108,7 @@ def _first_set(values: np.ndarray, filled: np.ndarray, codes: np.ndarray, order:
                ) -> np.ndarray:
     """Per group (``codes``; in the order of ``order``), the first non-empty value
     (``filled``: the positions of the non-empty ``values``)."""
-    found, first = np.unique(codes[filled], return_index=True)
+    found, first, _ = unique_codes(codes[filled])
     out = np.full(len(order), "", dtype=object)
     if len(found):
         at = np.minimum(np.searchsorted(found, order), len(found) - 1)
@@ -123,8 +127,7 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak,
     codes = work[f"{key}_code"].to_numpy()  # one code per distinct text: no text hashed
     sums = _group_sums(work, _TIMES, codes, min_count=0)
     known_sums = _group_sums(work, ("flops", "bytes"), codes, min_count=1)  # NaN: none known
-    distinct, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    distinct, first, inverse = unique_codes(codes)
     at = np.argsort(first, kind="stable")  # the groups in order of first appearance
     order = distinct[at]
     calls = np.bincount(inverse)
