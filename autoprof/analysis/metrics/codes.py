@@ -69,15 +69,16 @@ def first_seen_dense(values: np.ndarray
 
 def pair_codes(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (first, second) pairs of two integer columns, sorted (first major; a
-    2-column array), and each row's pair by its position there: one integer per pair, not
-    a sort of the pairs as rows (``np.unique(axis=0)`` takes ~50x longer)."""
+    2-column array), and each row's pair by its position there: one integer per pair
+    (``unique_codes``), not a sort of the pairs as rows (``np.unique(axis=0)`` takes ~50x
+    longer)."""
     first, second = np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
     if not len(first):
         return np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.intp)
     width = int(second.max()) - int(second.min()) + 1
     combined = (first - int(first.min())) * width + (second - int(second.min()))
-    _, at, group = np.unique(combined, return_index=True, return_inverse=True)
-    return np.stack([first[at], second[at]], axis=1), group.reshape(-1)
+    _, at, group = unique_codes(combined)
+    return np.stack([first[at], second[at]], axis=1), group
 
 
 def unique_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

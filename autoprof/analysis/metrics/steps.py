@@ -72,6 +72,13 @@ def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None
                     totals.tolist(), strict=True))
 
 
+def _distinct(ranks: np.ndarray) -> list[int]:
+    """The distinct values of ``ranks``, ascending (one rank: no hash of every row)."""
+    if len(ranks) and ranks.min() == ranks.max():
+        return [int(ranks[0])]
+    return [int(r) for r in np.unique(ranks).tolist()]
+
+
 def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
     """Per rank: the time from which the GPU lane is fully known.
 
@@ -79,9 +86,12 @@ def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
     trace (it was queued before the profiler started, behind other unrecorded work).
     """
     out: dict[int, float] = {}
-    for r, g in work.groupby("rank"):
-        first = g.loc[g["ts_us"].idxmin()]
-        out[int(r)] = float(first["ts_us"]) if int(first["launch_row"]) < 0 else -math.inf
+    rank, ts = work["rank"].to_numpy(), work["ts_us"].to_numpy(dtype=float)
+    launch = work["launch_row"].to_numpy()
+    for r in _distinct(rank):  # each rank's earliest item (the first of equals)
+        rows = np.flatnonzero(rank == r)
+        first = rows[np.nanargmin(ts[rows])]
+        out[int(r)] = float(ts[first]) if int(launch[first]) < 0 else -math.inf
     return out
 
 
@@ -112,8 +122,10 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
     self_cpu = _per_key(events, cpu_work_mask(events), "self_us")
     work = gpu_work(events)
     groups = work_totals(work)
-    coverage = {int(r): Coverage(g["ts_us"].to_numpy(), g["end_us"].to_numpy())
-                for r, g in work.groupby("rank")}
+    work_rank = work["rank"].to_numpy()
+    coverage = {int(r): Coverage(work["ts_us"].to_numpy()[work_rank == r],
+                                 work["end_us"].to_numpy()[work_rank == r])
+                for r in _distinct(work_rank)}
     known_from = gpu_known_from(work)
     launches = _per_key(events, launch_mask(events), None)
 
