@@ -25,6 +25,9 @@ PACKAGE = "autoprof"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../autoprof
 
 
+_RESOLVED: dict[str, str] = {}  # a module's file -> its resolved path, once per process
+
+
 def loaded_files(root: Path = PACKAGE_ROOT) -> tuple[str, ...]:
     """Paths (relative to ``root``) of the package's source files this process imported."""
     found: set[str] = set()
@@ -36,7 +39,9 @@ def loaded_files(root: Path = PACKAGE_ROOT) -> tuple[str, ...]:
         file = getattr(module, "__file__", None)
         if not file or not file.endswith(".py"):
             continue
-        path = _resolved(file, folders)
+        path = _RESOLVED.get(file)
+        if path is None:
+            path = _RESOLVED[file] = _resolved(file, folders)
         if path.startswith(under):
             found.add(PurePath(path[len(under):]).as_posix())
     return tuple(sorted(found))

@@ -126,14 +126,29 @@ class Breakdown:
 
     def _within_call(self) -> Breakdown:
         steps = self.steps.copy()
-        between = self.between.set_index(["rank", "step"]).reindex(
-            pd.MultiIndex.from_frame(steps[["rank", "step"]])).fillna(0.0)
+        between = self._between_by_step()
         for b in BUCKETS:
-            steps[f"{b}_us"] = steps[f"{b}_us"].to_numpy() - between[f"{b}_us"].to_numpy()
+            steps[f"{b}_us"] = steps[f"{b}_us"].to_numpy() - between[f"{b}_us"]
         steps["step_us"] = steps[[f"{b}_us" for b in BUCKETS]].sum(axis=1)
         steps["between_calls_us"] = np.where(steps["between_calls_us"].isna(), np.nan, 0.0)
         return Breakdown(steps, self.where, _empty(BETWEEN_COLUMNS),
                          _empty(WHERE_BETWEEN_COLUMNS))
+
+    def _between_by_step(self) -> dict[str, np.ndarray]:
+        """Each bucket's time between calls on the rows of ``steps`` (0 where none): the
+        between table's own rows when they are the steps' (as ``breakdown`` builds them),
+        else found by (rank, step)."""
+        keys = ["rank", "step"]
+        if len(self.between) == len(self.steps) and all(
+                np.array_equal(self.between[k].to_numpy(), self.steps[k].to_numpy())
+                for k in keys):
+            found = {f"{b}_us": self.between[f"{b}_us"].to_numpy(dtype=float)
+                     for b in BUCKETS}
+        else:
+            table = self.between.set_index(keys).reindex(
+                pd.MultiIndex.from_frame(self.steps[keys]))
+            found = {f"{b}_us": table[f"{b}_us"].to_numpy(dtype=float) for b in BUCKETS}
+        return {k: np.where(np.isnan(v), 0.0, v) for k, v in found.items()}
 
     def mean(self) -> dict[str, object]:
         """The summary's `breakdown` (breakdown_mean.mean_of), computed once per breakdown: a
@@ -339,22 +354,23 @@ def idle_segments(events: pd.DataFrame, call_region: str | None = None,
 
 def _step_frame(rank: int, table: pd.DataFrame, totals: np.ndarray,
                 between: np.ndarray) -> pd.DataFrame:
-    out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64),
-                        "start_us": table["start"].to_numpy(float),
-                        "end_us": table["end"].to_numpy(float)})
-    out["step_us"] = totals[:, :len(BUCKETS)].sum(axis=1)
-    for i, b in enumerate(BUCKETS):
-        out[f"{b}_us"] = totals[:, i]
-    out["autoprof_us"] = totals[:, _EXCLUDED]
-    out["between_calls_us"] = np.where(table["has_call"].to_numpy(bool),
-                                       between[:, :len(BUCKETS)].sum(axis=1), np.nan)
-    return out[STEP_COLUMNS]
+    """Per step: its window and each bucket's time (one frame built from its columns, not
+    a column set at a time)."""
+    columns: dict[str, object] = {
+        "rank": rank, "step": table["step"].to_numpy(np.int64),
+        "start_us": table["start"].to_numpy(float), "end_us": table["end"].to_numpy(float),
+        "step_us": totals[:, :len(BUCKETS)].sum(axis=1)}
+    columns.update({f"{b}_us": totals[:, i] for i, b in enumerate(BUCKETS)})
+    columns["autoprof_us"] = totals[:, _EXCLUDED]
+    columns["between_calls_us"] = np.where(table["has_call"].to_numpy(bool),
+                                           between[:, :len(BUCKETS)].sum(axis=1), np.nan)
+    return pd.DataFrame(columns)
 
 
 def _between_frame(rank: int, table: pd.DataFrame, between: np.ndarray) -> pd.DataFrame:
     """Per step: each bucket's time between calls (NaN for a step without a call)."""
     has = table["has_call"].to_numpy(bool)
-    out = pd.DataFrame({"rank": rank, "step": table["step"].to_numpy(np.int64)})
-    for i, b in enumerate(BUCKETS):
-        out[f"{b}_us"] = np.where(has, between[:, i], np.nan)
-    return out[BETWEEN_COLUMNS]
+    columns: dict[str, object] = {"rank": rank, "step": table["step"].to_numpy(np.int64)}
+    columns.update({f"{b}_us": np.where(has, between[:, i], np.nan)
+                    for i, b in enumerate(BUCKETS)})
+    return pd.DataFrame(columns)

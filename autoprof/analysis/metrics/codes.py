@@ -65,3 +65,38 @@ def first_seen_dense(values: np.ndarray
     code_of = np.empty(len(first), dtype=np.intp)
     code_of[uniques] = np.arange(len(uniques), dtype=np.intp)
     return code_of[values], first[uniques], uniques.astype(values.dtype)
+
+
+def pair_codes(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (first, second) pairs of two integer columns, sorted (first major; a
+    2-column array), and each row's pair by its position there: one integer per pair
+    (``unique_codes``), not a sort of the pairs as rows (``np.unique(axis=0)`` takes ~50x
+    longer)."""
+    first, second = np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
+    if not len(first):
+        return np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=np.intp)
+    width = int(second.max()) - int(second.min()) + 1
+    combined = (first - int(first.min())) * width + (second - int(second.min()))
+    _, at, group = unique_codes(combined)
+    return np.stack([first[at], second[at]], axis=1), group
+
+
+def unique_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)`` (the distinct values
+    sorted, each one's first position, each value's place among them): for integers spanning
+    a few times their count (a column's codes, -1 for none) by a table over their range, no
+    sort; by ``np.unique`` otherwise."""
+    values = np.asarray(values)
+    n = len(values)
+    if not n or values.dtype.kind not in "iu" \
+            or int(values.max()) - int(values.min()) >= 4 * n + 1024:
+        distinct, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        return distinct, first, inverse.reshape(-1)
+    low = int(values.min())
+    offsets = values.astype(np.intp) - low
+    table = np.full(int(offsets.max()) + 1, n, dtype=np.intp)
+    np.minimum.at(table, offsets, np.arange(n, dtype=np.intp))
+    present = np.flatnonzero(table < n)
+    place = np.empty(len(table), dtype=np.intp)
+    place[present] = np.arange(len(present), dtype=np.intp)
+    return (present + low).astype(values.dtype), table[present], place[offsets]

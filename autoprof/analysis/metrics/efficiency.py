@@ -14,12 +14,14 @@ that did most FLOPs. The roofs themselves, as lines to draw: metrics/roofline.py
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.codes import pair_codes, unique_codes
 from autoprof.analysis.metrics.flops import is_matrix_op
 from autoprof.analysis.metrics.peaks import Peak, peak_for
 from autoprof.analysis.metrics.stats import require_columns
@@ -57,16 +59,20 @@ class Efficiency:
     gpu_us: float = 0.0
     notes: list[str] = field(default_factory=list)
 
-    def far_from_roofline(self, n: int = FAR_FROM_ROOF) -> pd.DataFrame:
-        """Kernels with the most GPU time lost to the roofline: gpu_us x (1 - efficiency)."""
-        k = self.kernels.dropna(subset=["pct_of_roofline"])
+    def far_from_roofline(self, n: int = FAR_FROM_ROOF, columns: list[str] | None = None
+                          ) -> pd.DataFrame:
+        """Kernels with the most GPU time lost to the roofline: gpu_us x (1 - efficiency);
+        ``columns``: only these of the kernel table (with ``gpu_us`` and
+        ``pct_of_roofline``), besides ``lost_us``."""
+        k = self.kernels if columns is None else self.kernels[columns]
+        k = k.dropna(subset=["pct_of_roofline"])
         lost = k["gpu_us"] * (1 - k["pct_of_roofline"].clip(upper=100) / 100)
         return k.assign(lost_us=lost).sort_values("lost_us", ascending=False).head(n)
 
     def to_dict(self, top: int = SUMMARY_ROWS) -> dict[str, Any]:
         """The summary's ``efficiency``: kernels and ops cut to the ``top`` with the most GPU
         time (``kernels_total`` / ``ops_total`` count them all)."""
-        far = self.far_from_roofline()
+        far = self.far_from_roofline(columns=["name", "gpu_us", "pct_of_roofline"])
         return {
             "device": self.device,
             "peak": self.peak.to_dict(),
@@ -102,7 +108,7 @@ def _first_set(values: np.ndarray, filled: np.ndarray, codes: np.ndarray, order:
                ) -> np.ndarray:
     """Per group (``codes``; in the order of ``order``), the first non-empty value
     (``filled``: the positions of the non-empty ``values``)."""
-    found, first = np.unique(codes[filled], return_index=True)
+    found, first, _ = unique_codes(codes[filled])
     out = np.full(len(order), "", dtype=object)
     if len(found):
         at = np.minimum(np.searchsorted(found, order), len(found) - 1)
@@ -119,11 +125,9 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak,
     if work.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in KERNEL_COLUMNS})
     codes = work[f"{key}_code"].to_numpy()  # one code per distinct text: no text hashed
-    g = work[[*_TIMES, "flops", "bytes"]].groupby(codes, sort=False)
-    sums = g[_TIMES].sum()
-    known_sums = g[["flops", "bytes"]].sum(min_count=1)  # NaN: none known
-    distinct, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    sums = _group_sums(work, _TIMES, codes, min_count=0)
+    known_sums = _group_sums(work, ("flops", "bytes"), codes, min_count=1)  # NaN: none known
+    distinct, first, inverse = unique_codes(codes)
     at = np.argsort(first, kind="stable")  # the groups in order of first appearance
     order = distinct[at]
     calls = np.bincount(inverse)
@@ -132,9 +136,7 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak,
     pairs = np.unique(inverse * (len(link_text) + 1) + links)  # distinct (group, link)
     one_link = np.bincount(pairs // (len(link_text) + 1), minlength=len(distinct)) == 1
     link = np.where(one_link, np.asarray(link_text, dtype=object)[links[first]], "")[at]
-    gpu_us = sums["dur_us"].to_numpy(dtype=float)
-    flops = known_sums["flops"].to_numpy(dtype=float)
-    nbytes = known_sums["bytes"].to_numpy(dtype=float)
+    gpu_us, flops, nbytes = sums["dur_us"], known_sums["flops"], known_sums["bytes"]
     firsts = {c: _first_set(*set_values[c], codes, order) for c in _FIRST_SET}
     dtype = firsts["dtype"]
     is_counted = np.bincount(inverse, weights=counted.astype(float))[at] == calls[at]
@@ -159,19 +161,31 @@ def _grouped(work: pd.DataFrame, key: str, peak: Peak,
     return pd.DataFrame(out)
 
 
+def _group_sums(work: pd.DataFrame, columns: Sequence[str], codes: np.ndarray,
+                min_count: int) -> dict[str, np.ndarray]:
+    """Per group (``codes``, in order of first appearance) the sum of each column: one
+    pandas groupby over the columns as one float block (its compensated sums, as a
+    groupby of the table's columns gives)."""
+    block = np.column_stack([work[c].to_numpy(dtype=float) for c in columns])
+    summed = pd.DataFrame(block).groupby(codes, sort=False).sum(min_count=min_count)
+    values = summed.to_numpy(dtype=float)
+    return {c: values[:, i] for i, c in enumerate(columns)}
+
+
 def _positive(values: np.ndarray) -> np.ndarray:
     return np.where(values > 0, values, np.nan)
 
 
-def _rates(flops: np.ndarray, nbytes: np.ndarray, sums: pd.DataFrame, dtype: np.ndarray,
-           counted: np.ndarray, link: np.ndarray, peak: Peak) -> dict[str, np.ndarray]:
+def _rates(flops: np.ndarray, nbytes: np.ndarray, sums: dict[str, np.ndarray],
+           dtype: np.ndarray, counted: np.ndarray, link: np.ndarray, peak: Peak
+           ) -> dict[str, np.ndarray]:
     """The kernel table's rates and roofline columns from its sums (``sums``: the summed
     times; ``dtype``, ``counted`` and ``link`` per kernel or op)."""
-    gpu_us = sums["dur_us"].to_numpy(dtype=float)
+    gpu_us = sums["dur_us"]
     # rates over the calls whose cost is known (a kernel already running when the trace
     # began has no launch, hence no op and no cost)
-    tflops = flops / (_positive(sums["flops_us"].to_numpy(dtype=float)) * 1e-6) / 1e12
-    gbps = nbytes / (_positive(sums["bytes_us"].to_numpy(dtype=float)) * 1e-6) / 1e9
+    tflops = flops / (_positive(sums["flops_us"]) * 1e-6) / 1e12
+    gbps = nbytes / (_positive(sums["bytes_us"]) * 1e-6) / 1e9
     intensity = flops / _positive(nbytes)
     roof = np.array([peak.for_dtype(d) or np.nan for d in dtype], dtype=float)
     bw = peak.gbps or np.nan
@@ -187,7 +201,7 @@ def _rates(flops: np.ndarray, nbytes: np.ndarray, sums: pd.DataFrame, dtype: np.
     # copies and fills: bandwidth is their roof
     flopless = np.where(np.isnan(flops), 0.0, flops) <= 0
     return {
-        "layout_pct": 100 * sums["layout_us"].to_numpy(dtype=float) / _positive(gpu_us),
+        "layout_pct": 100 * sums["layout_us"] / _positive(gpu_us),
         "tflops": tflops, "gbps": gbps, "intensity": intensity,
         "pct_of_peak_flops": 100 * tflops / roof,
         "pct_of_peak_bw": pct_of_peak_bw,
@@ -202,27 +216,43 @@ def _steps(work: pd.DataFrame, steps: pd.DataFrame | None, peak: Peak, dtype: st
            ) -> pd.DataFrame:
     """Per step: FLOPs of its GPU work, its time (max of CPU span and GPU span), TFLOP/s and
     MFU over that time, and TFLOP/s over the GPU span alone (what CUDA events around the
-    step's GPU work would measure)."""
-    in_step = work.loc[work["step"].to_numpy() >= 0, ["rank", "step", "flops", "ts_us", "end_us"]]
-    if in_step.empty:
+    step's GPU work would measure). One row per (rank, step), in their order; the FLOPs
+    summed by pandas (its compensated sum), the spans' ends by numpy (exact)."""
+    in_step = np.flatnonzero(work["step"].to_numpy() >= 0)
+    if not len(in_step):
         return pd.DataFrame({c: pd.Series(dtype=float) for c in STEP_COLUMNS})
-    g = in_step.groupby(["rank", "step"], sort=True)
-    out = pd.DataFrame({
-        "flops": g["flops"].sum(min_count=1),
-        "gpu_span_us": g["end_us"].max() - g["ts_us"].min(),
-    }).reset_index()
-    cpu_span = pd.Series(0.0, index=out.index)
-    if steps is not None and not steps.empty and "cpu_span_us" in steps:
+    keys, group = pair_codes(work["rank"].to_numpy()[in_step], work["step"].to_numpy()[in_step])
+    flops = pd.Series(work["flops"].to_numpy(dtype=float)[in_step]).groupby(group).sum(
+        min_count=1).to_numpy(dtype=float)
+    first, last = np.full(len(keys), np.nan), np.full(len(keys), np.nan)
+    np.fmin.at(first, group, work["ts_us"].to_numpy(dtype=float)[in_step])
+    np.fmax.at(last, group, work["end_us"].to_numpy(dtype=float)[in_step])
+    gpu_span = last - first
+    cpu_span = _cpu_spans(steps, keys)
+    step_us = np.fmax(gpu_span, np.where(np.isnan(cpu_span), 0.0, cpu_span))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tflops = flops / (np.where(step_us > 0, step_us, np.nan) * 1e-6) / 1e12
+        roof = peak.for_dtype(dtype) if dtype else None
+        mfu = 100 * tflops / roof if roof else np.full(len(keys), np.nan)
+        span_tflops = flops / (np.where(gpu_span > 0, gpu_span, np.nan) * 1e-6) / 1e12
+    return pd.DataFrame({"rank": keys[:, 0], "step": keys[:, 1], "flops": flops,
+                         "step_us": step_us, "tflops": tflops, "mfu_pct": mfu,
+                         "gpu_span_us": gpu_span, "gpu_span_tflops": span_tflops})
+
+
+def _cpu_spans(steps: pd.DataFrame | None, keys: np.ndarray) -> np.ndarray:
+    """The per-step table's ``cpu_span_us`` of each (rank, step) in ``keys`` (NaN where it
+    has none)."""
+    out = np.full(len(keys), np.nan)
+    if steps is None or steps.empty or "cpu_span_us" not in steps:
+        return out
+    found = dict(zip(zip(steps["rank"].tolist(), steps["step"].tolist(), strict=True),
+                     steps["cpu_span_us"].to_numpy(dtype=float).tolist(), strict=True))
+    if len(found) < len(steps):  # a (rank, step) twice: pandas' reindex says so
         spans = steps.set_index(["rank", "step"])["cpu_span_us"]
-        keys = pd.MultiIndex.from_frame(out[["rank", "step"]])
-        cpu_span = pd.Series(spans.reindex(keys).to_numpy(dtype=float), index=out.index)
-    out["step_us"] = np.fmax(out["gpu_span_us"].to_numpy(), cpu_span.fillna(0).to_numpy())
-    out["tflops"] = out["flops"] / (out["step_us"].where(out["step_us"] > 0) * 1e-6) / 1e12
-    roof = peak.for_dtype(dtype) if dtype else None
-    out["mfu_pct"] = 100 * out["tflops"] / roof if roof else np.nan
-    span = out["gpu_span_us"].where(out["gpu_span_us"] > 0) * 1e-6
-    out["gpu_span_tflops"] = out["flops"] / span / 1e12
-    return out[STEP_COLUMNS]
+        return np.asarray(spans.reindex(pd.MultiIndex.from_arrays(keys.T)).to_numpy(float))
+    return np.array([found.get(key, np.nan) for key in zip(*keys.T.tolist(), strict=True)],
+                    dtype=float)
 
 
 def _finite(value: float) -> float | None:

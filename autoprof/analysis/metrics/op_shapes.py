@@ -34,10 +34,11 @@ def shape_counts(events: pd.DataFrame, keep: np.ndarray, group: np.ndarray,
                          "first_ts_us": first_ts})
 
 
-def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
+def shapes_text(counts: pd.DataFrame, distinct: bool = False) -> dict[tuple[str, str], str]:
     """(name, lane) -> its most common shapes (the first seen wins a tie), plus
     `` (+N more)`` when N other distinct shapes occur; rows of one shape from several
-    traces are summed first.
+    traces are summed first (``distinct``: ``counts`` holds each (name, lane, shapes) once,
+    as one table's ``shape_counts`` does: nothing to sum).
 
     | name | shapes | calls |    | (name, lane) | text |
     | --- | --- | --- | --- | --- | --- |
@@ -46,10 +47,16 @@ def shapes_text(counts: pd.DataFrame) -> dict[tuple[str, str], str]:
     """
     if counts.empty:
         return {}
-    summed = (counts.groupby(["name", "lane", "shapes"], sort=False)
-              .agg(calls=("calls", "sum"), first_ts_us=("first_ts_us", "min"))
-              .reset_index()
-              .sort_values(["calls", "first_ts_us"], ascending=[False, True], kind="stable"))
+    if distinct:  # one row per (name, lane, shapes) already (``shape_counts`` of one table)
+        order = np.lexsort((counts["first_ts_us"].to_numpy(dtype=float),
+                            -counts["calls"].to_numpy(dtype=np.int64)))
+        summed = counts.iloc[order]
+    else:
+        summed = (counts.groupby(["name", "lane", "shapes"], sort=False)
+                  .agg(calls=("calls", "sum"), first_ts_us=("first_ts_us", "min"))
+                  .reset_index()
+                  .sort_values(["calls", "first_ts_us"], ascending=[False, True],
+                               kind="stable"))
     top: dict[tuple[str, str], str] = {}  # the first row of each (name, lane) after the sort
     seen: dict[tuple[str, str], int] = {}
     for name, lane, shapes in zip(summed["name"].tolist(), summed["lane"].tolist(),

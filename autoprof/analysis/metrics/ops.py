@@ -353,7 +353,7 @@ def _aggregate(
     names = key_names[groups // 2]
     lanes = np.where(groups % 2 == 1, "gpu", "cpu").astype(object)
     counts = shape_counts(events, keep, inverse, ts, names, lanes)
-    described = shapes_text(counts)
+    described = shapes_text(counts, distinct=True)
     out = pd.DataFrame(
         {
             "name": names,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autoprof.analysis.metrics.codes import pair_codes
 from autoprof.analysis.metrics.stats import (
     by_rank,
     cpu_mask,
@@ -157,17 +158,31 @@ def _masked(events: pd.DataFrame, column: str, mask: np.ndarray) -> pd.Series:
     return pd.Series(events[column].to_numpy()[mask])
 
 
+def _previous_ends(device: np.ndarray, stream: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per row (in start order), the latest end of the rows before it on its device and
+    stream (NaN for the first): each stream's running maximum (NaN ends skipped, as pandas'
+    ``cummax`` skips them), shifted one row."""
+    _, stream_of = pair_codes(device, stream)
+    out = np.full(len(end), np.nan)
+    order = np.argsort(stream_of, kind="stable")  # each stream's rows together, in order
+    cuts = np.flatnonzero(np.diff(stream_of[order])) + 1
+    for rows in np.split(order, cuts):
+        ends = end[rows]
+        running = np.fmax.accumulate(ends)
+        running[np.isnan(ends)] = np.nan
+        out[rows[1:]] = running[:-1]
+    return out
+
+
 def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> None:
-    ordered = work.sort_values("ts_us", kind="stable")
-    prev_end = (
-        ordered.groupby(["device", "stream"])["end_us"]
-        .transform(lambda s: s.cummax().shift(1))
-        .to_numpy(dtype=float)
-    )
-    linked = ordered["launch_row"].to_numpy() >= 0
+    order = np.argsort(work["ts_us"].to_numpy(dtype=float), kind="stable")  # NaN last
+    launch_row = work["launch_row"].to_numpy()[order]
+    linked = launch_row >= 0
     if not linked.any():
         return
-    launch_rows = ordered["launch_row"].to_numpy()[linked]
+    prev_end = _previous_ends(work["device"].to_numpy()[order], work["stream"].to_numpy()[order],
+                              work["end_us"].to_numpy(dtype=float)[order])
+    launch_rows = launch_row[linked]
     # what events.reindex(launch_rows) gives for these two columns (NaN for a label not in
     # the table), without copying every column of the launch rows
     at = events.index.get_indexer(launch_rows)
@@ -175,14 +190,14 @@ def _launch_parts(events: pd.DataFrame, work: pd.DataFrame, parts: _Parts) -> No
     safe = np.where(found, at, 0)
     launch_end = np.where(found, events["end_us"].to_numpy(dtype=float)[safe], np.nan)
     launch_dur = np.where(found, events["dur_us"].to_numpy(dtype=float)[safe], np.nan)
-    start = ordered["ts_us"].to_numpy(dtype=float)[linked]
+    start = work["ts_us"].to_numpy(dtype=float)[order][linked]
     prev = np.nan_to_num(prev_end[linked], nan=-math.inf)
     ok = ~np.isnan(launch_end)
     parts.latencies.append((start - launch_end)[ok])
     parts.queued.append((prev > launch_end)[ok])
     parts.dispatch.append((start - np.maximum(launch_end, prev))[ok])
     # a launch call that starts several items (a CUDA graph replay) is compared with their sum
-    dur = ordered["dur_us"].to_numpy(dtype=float)[linked]
+    dur = work["dur_us"].to_numpy(dtype=float)[order][linked]
     codes, uniques = pd.factorize(launch_rows)
     work_per_launch = np.bincount(codes, weights=dur, minlength=len(uniques))[codes]
     parts.short_kernels += int(np.sum((work_per_launch < launch_dur)[ok]))

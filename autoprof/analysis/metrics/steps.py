@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from autoprof.analysis.loader.vocabulary import LAUNCH_NAME, RUNTIME_CATS
+from autoprof.analysis.metrics.codes import pair_codes
 from autoprof.analysis.metrics.stats import (
     Coverage,
     cpu_work_mask,
@@ -54,15 +55,28 @@ def launch_mask(events: pd.DataFrame) -> np.ndarray:
     return np.asarray(runtime & name_matches(events["name"], LAUNCH_NAME))
 
 
-def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None) -> pd.Series:
-    """Per (rank, step) of the rows in `mask`: the sum of `values`, or the row count (None).
+def _per_key(events: pd.DataFrame, mask: np.ndarray, values: str | None
+             ) -> dict[tuple[int, int], float]:
+    """Per (rank, step) of the rows in `mask`: the sum of `values`, or the row count (None),
+    as a dict (one lookup per step).
 
-    Grouping plain arrays avoids copying the (mostly CPU) rows into a new frame; the sums
-    are pandas' own, so they equal a groupby on the filtered frame to the last bit."""
-    keys = [events["rank"].to_numpy()[mask], events["step"].to_numpy()[mask]]
+    Plain arrays grouped by one code per pair, without copying the (mostly CPU) rows into a
+    new frame; the sums are pandas' own, so they equal a groupby on the filtered frame to
+    the last bit."""
+    keys, group = pair_codes(events["rank"].to_numpy()[mask], events["step"].to_numpy()[mask])
     if values is None:
-        return pd.Series(np.ones(int(mask.sum()), dtype=np.int64)).groupby(keys).size()
-    return pd.Series(events[values].to_numpy()[mask]).groupby(keys).sum()
+        totals = np.bincount(group, minlength=len(keys))
+    else:
+        totals = pd.Series(events[values].to_numpy()[mask]).groupby(group).sum().to_numpy()
+    return dict(zip(zip(keys[:, 0].tolist(), keys[:, 1].tolist(), strict=True),
+                    totals.tolist(), strict=True))
+
+
+def _distinct(ranks: np.ndarray) -> list[int]:
+    """The distinct values of ``ranks``, ascending (one rank: no hash of every row)."""
+    if len(ranks) and ranks.min() == ranks.max():
+        return [int(ranks[0])]
+    return [int(r) for r in np.unique(ranks).tolist()]
 
 
 def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
@@ -72,9 +86,12 @@ def gpu_known_from(work: pd.DataFrame) -> dict[int, float]:
     trace (it was queued before the profiler started, behind other unrecorded work).
     """
     out: dict[int, float] = {}
-    for r, g in work.groupby("rank"):
-        first = g.loc[g["ts_us"].idxmin()]
-        out[int(r)] = float(first["ts_us"]) if int(first["launch_row"]) < 0 else -math.inf
+    rank, ts = work["rank"].to_numpy(), work["ts_us"].to_numpy(dtype=float)
+    launch = work["launch_row"].to_numpy()
+    for r in _distinct(rank):  # each rank's earliest item (the first of equals)
+        rows = np.flatnonzero(rank == r)
+        first = rows[np.nanargmin(ts[rows])]
+        out[int(r)] = float(ts[first]) if int(launch[first]) < 0 else -math.inf
     return out
 
 
@@ -102,13 +119,15 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in STEP_COLUMNS}).astype(
             {"rank": "int64", "step": "int64", "kernels": "int64", "launches": "int64"}
         )
-    self_cpu = _as_dict(_per_key(events, cpu_work_mask(events), "self_us"))
+    self_cpu = _per_key(events, cpu_work_mask(events), "self_us")
     work = gpu_work(events)
     groups = work_totals(work)
-    coverage = {int(r): Coverage(g["ts_us"].to_numpy(), g["end_us"].to_numpy())
-                for r, g in work.groupby("rank")}
+    work_rank = work["rank"].to_numpy()
+    coverage = {int(r): Coverage(work["ts_us"].to_numpy()[work_rank == r],
+                                 work["end_us"].to_numpy()[work_rank == r])
+                for r in _distinct(work_rank)}
     known_from = gpu_known_from(work)
-    launches = _as_dict(_per_key(events, launch_mask(events), None))
+    launches = _per_key(events, launch_mask(events), None)
 
     rows = []
     for step in steps.itertuples(index=False):
@@ -139,8 +158,3 @@ def per_step(events: pd.DataFrame, rank: int | None = None) -> pd.DataFrame:
             "launches": int(launches.get(key, 0)),
         })
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
-
-
-def _as_dict(per_key: pd.Series) -> dict[tuple[int, int], float]:
-    """A (rank, step) -> value dict: one lookup per step (MultiIndex lookups cost ~40 us)."""
-    return dict(zip(per_key.index.tolist(), per_key.to_numpy().tolist(), strict=True))
