@@ -124,7 +124,8 @@ class FuseOptimizer:
     (`torch.optim.AdamW(fused=True)`), inside the host rows whose name starts with
     `region_prefix` (`Optimizer.step#AdamW.step`): the ops' host time goes but for one op's
     (the median op there), launches there cost one launch for the first and nothing after,
-    and the kernels keep their durations (the same bytes moved), queued back to back. The
+    and each kernel keeps its time above the trace's shortest kernels' (`tiny_kernel_us`:
+    the same bytes moved), the per-kernel floor paid once a step, back to back. The
     Python between the first op and the last (the unfused implementation's loop over the
     parameters) goes with them; the Python before the first op (gathering the parameters,
     which the fused path does too) stays."""

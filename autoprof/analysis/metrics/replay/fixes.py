@@ -28,7 +28,7 @@ between two calls.
 - `no-loader`: the batches already on the device (the bound of perfect overlap): the
   fetches, the time between calls and the HtoD copies gone;
 - `fused-optimizer`: `fused=True` on the optimizer: its ops become one fused op per step,
-  the kernels keep their durations (`FuseOptimizer`);
+  the kernels their time above the per-kernel floor, paid once (`FuseOptimizer`);
 - `addmm`: `x @ w + b` as `torch.addmm(b, x, w)`: the bias add folded into the GEMM
   (`FoldBiasAdd`);
 - `bf16-autocast`: an fp16 AMP step's GradScaler dropped for bf16 autocast: the scaler's

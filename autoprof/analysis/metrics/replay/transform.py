@@ -8,7 +8,8 @@
   optimizer's kernels join.
 - `RemoveSync`: the matching syncs lose their waits.
 - `RemoveSelection`: a data-dependent selection's ops (`selection.py`) go, host and GPU.
-- `FuseOptimizer`: the optimizer's ops become one op and one launch per step; kernels stay.
+- `FuseOptimizer`: the optimizer's ops become one op and one launch per step; its kernels
+  keep their time above the device's per-kernel floor, the floor paid once a step.
 - `FoldBiasAdd`: the bias adds after a matrix product go, host and GPU.
 - `RemoveSpans`: the host spans a catalogue entry names go, with their calls' GPU work.
 - `RemoveScaler`: GradScaler's ops and its found_inf sync go, host and GPU (`scaler.py`).
