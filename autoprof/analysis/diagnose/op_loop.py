@@ -12,18 +12,18 @@ op over the whole batch (`x / x.norm(dim=1, keepdim=True)`) removes them:
 - evidence: in a profiled step, the outermost `aten::` ops of one thread (none inside another
   op, none inside the optimizer's step: that is `optimizer_ops`') repeat a sequence of at most
   MAX_PERIOD ops at least MIN_REPEATS times back to back, each op's largest input at most
-  SMALL_ELEMENTS elements; the op that splits the batch into items just before it (`unbind`,
-  `split`, `chunk`) and the one that gathers the results just after (`stack`, `cat`) belong
-  to the loop, and one of them, or an op taking an item in the body (`select`, `slice`,
-  `index`, `narrow`: `x[i]`), must be there: a loop over items. A chain of one op applied
-  again and again to its own result (`x = x * c`, 6000 times a step in the H200's mem_churn
-  recording) is not one, since no batch dimension holds its iterations. A body of up to
-  MAX_PERIOD = 48 ops is looked for (the H100 forecaster's crop, scale and noise per window is
-  `slice > mul > randn_like > mul > add`: five; the fresh set's NT-Xent anchor nine, its
-  greedy NMS 42). The same body run again elsewhere in the step, at least MIN_RUN_REPEATS
-  times back to back, is the same inner loop run by an outer one (greedy NMS once per
-  image) and goes with it. A loop inside a DataLoader's fetch is the
-  samples of a per-sample dataset: `per_sample_loader`'s (batched_loader.py), not this one;
+  SMALL_ELEMENTS elements (SMALL_ELEMENTS_GPU on a run with GPU work); the op that splits the
+  batch into items just before it (`unbind`, `split`, `chunk`) and the one that gathers the
+  results just after (`stack`, `cat`) belong to the loop, and one of them, or an op taking an
+  item in the body (`select`, `slice`, `index`, `narrow`: `x[i]`), must be there: a loop over
+  items. A chain of one op applied again and again to its own result (`x = x * c`, 6000 times a
+  step in the H200's mem_churn recording) is not one, since no batch dimension holds its
+  iterations. A body of up to MAX_PERIOD = 48 ops is looked for (the H100 forecaster's crop,
+  scale and noise per window is `slice > mul > randn_like > mul > add`: five; the fresh set's
+  NT-Xent anchor nine, its greedy NMS 42). The same body run again elsewhere in the step, at
+  least MIN_RUN_REPEATS times back to back, is the same inner loop run by an outer one (greedy
+  NMS once per image) and goes with it. A loop inside a DataLoader's fetch is the samples of a
+  per-sample dataset: `per_sample_loader`'s (batched_loader.py), not this one;
 - fix: `vectorise`, one op sequence over the batch; `where` names the sequence's first op
   (the report adds its line);
 - backward: a loop that autograd records adds nodes to the graph for each item, and
@@ -54,7 +54,10 @@ step's 33 other ops 0.3 ms (the optimizer's step, not an outermost op, none) and
 their GPU work, 1.3 ms, where the vectorised step measured 2.2 ms without the profiler: the
 host cost of heavy ops after a loop (cuDNN's LSTM forward and backward, Adam) is
 under-counted, and neither their profiled times nor a per-event profiler cost gave a rule
-that also held the two programs above.
+that also held the two programs above. The next H100 set's mask paste (40 ops a detection,
+24 detections of 4 images, each writing a 320x320 image: over SMALL_ELEMENTS) was not found
+when judged blind (its CUDA graph, 2.90x against 4.45x, came first); with
+SMALL_ELEMENTS_GPU it reads 19.8x against 22.3x measured (-11%), now a development program.
 """
 
 from __future__ import annotations
@@ -80,7 +83,11 @@ from autoprof.analysis.metrics.stats import (
 MAX_PERIOD = 48  # the longest op sequence a loop body is looked for as (module doc)
 MIN_REPEATS = 16  # fewer iterations are not worth a finding of their own
 MIN_RUN_REPEATS = 2  # the same body run again by an outer loop: at least this many times
-SMALL_ELEMENTS = 65536  # an op over more elements is not launch-bound
+SMALL_ELEMENTS = 65536  # a CPU op over more elements is not launch-bound
+# on a GPU, 2^20 fp32 elements read and written (8 MiB) take 2.5 us at an H100's 3.35 TB/s,
+# about one launch's host cost: a loop's ops up to that size are still launch-bound (the
+# next set's mask paste writes 320x320 images a detection)
+SMALL_ELEMENTS_GPU = 1 << 20
 PREDICTION_ERROR = 0.5  # two programs measured (module doc): 2/3 to twice the estimate
 SPLITS = ("aten::unbind", "aten::split", "aten::chunk", "aten::split_with_sizes")
 GATHERS = ("aten::stack", "aten::cat")
@@ -109,9 +116,9 @@ def _outermost(host: pd.DataFrame) -> np.ndarray:
     return np.asarray(is_op & ~blocked, dtype=bool)
 
 
-def small_inputs(dims: Any) -> bool:
+def small_inputs(dims: Any, limit: int = SMALL_ELEMENTS) -> bool:
     """Whether every tensor input in `dims` (a list of shapes, or its JSON text as the trace
-    gives it) has at most SMALL_ELEMENTS; False when no shape is known (no list, or an empty
+    gives it) has at most `limit` elements; False when no shape is known (no list, or an empty
     one). An argument recorded as `[]` (a number, or a 0-d tensor such as the `0` that
     Python's `sum` starts from) holds at most one element; a list of tensors (`torch.cat`'s,
     recorded as a list of shapes) is each of its tensors."""
@@ -125,7 +132,7 @@ def small_inputs(dims: Any) -> bool:
     shapes = [d for d in dims if isinstance(d, list | tuple) and len(d)]
     shapes = [s for d in shapes for s in (d if isinstance(d[0], list | tuple) else [d])]
     try:
-        return all(math.prod(int(v) for v in s) <= SMALL_ELEMENTS for s in shapes)
+        return all(math.prod(int(v) for v in s) <= limit for s in shapes)
     except (TypeError, ValueError):
         return False  # a shape that is not a list of sizes: not known
 
@@ -170,7 +177,8 @@ class _Steps:
     what depends on their names and shapes alone found once per distinct op sequence and
     shape text (a step repeats the ops of the steps before it)."""
 
-    def __init__(self, ops: pd.DataFrame) -> None:
+    def __init__(self, ops: pd.DataFrame, small_limit: int) -> None:
+        self.small_limit = small_limit  # the most elements an op of a loop's body takes
         codes, uniques = factorized(ops["name"])
         self.codes = np.asarray(codes, dtype=np.int64)
         self.texts: list[str] = [str(u) for u in uniques]
@@ -193,7 +201,7 @@ class _Steps:
     def small(self, dims: Any) -> bool:
         """`small_inputs(dims)`, once per distinct shape text."""
         if dims not in self._small:
-            self._small[dims] = small_inputs(dims)
+            self._small[dims] = small_inputs(dims, self.small_limit)
         return self._small[dims]
 
 
@@ -265,7 +273,9 @@ def _in_fetch(fetches: pd.DataFrame, tid: Any, ts_us: float) -> bool:
 
 def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """Each profiled step's loop (the longest over its threads), by step, with the backward
-    its iterations add (`backward`: op_loop_backward.py)."""
+    its iterations add (`backward`: op_loop_backward.py). The body's ops take at most
+    SMALL_ELEMENTS_GPU elements on a run with GPU work, SMALL_ELEMENTS on a CPU-only one."""
+    gpu = "is_gpu_work" in events.columns and bool(events["is_gpu_work"].to_numpy(bool).any())
     columns = [c for c in _LOOP_COLUMNS if c in events.columns]
     in_host = cpu_mask(events) & (events["step"] >= 0).to_numpy()
     # the nesting alone for the scan; the loop's columns only for the rows it reads
@@ -277,7 +287,7 @@ def _loops(events: pd.DataFrame) -> dict[int, dict[str, Any]]:
     ops = events.loc[_within(in_host, outer), [c for c in _SCAN_COLUMNS if c in columns]]
     if not ops["ts_us"].is_monotonic_increasing:  # one rank's rows are already in time order
         ops = ops.sort_values("ts_us", kind="stable")
-    steps = _Steps(ops)
+    steps = _Steps(ops, SMALL_ELEMENTS_GPU if gpu else SMALL_ELEMENTS)
     groups = ops.groupby(["step", "tid"], sort=True).indices
     out: dict[int, dict[str, Any]] = {}
     for (step, tid), at in sorted(groups.items(), key=lambda kv: kv[0]):

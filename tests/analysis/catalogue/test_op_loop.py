@@ -16,7 +16,13 @@ import pytest
 from support.events_table import CPU_PID, GPU_PID, events_table, kineto_event
 from support.store import committed
 
-from autoprof.analysis.diagnose.op_loop import MAX_PERIOD, MIN_REPEATS, python_loop
+from autoprof.analysis.diagnose.op_loop import (
+    MAX_PERIOD,
+    MIN_REPEATS,
+    SMALL_ELEMENTS,
+    SMALL_ELEMENTS_GPU,
+    python_loop,
+)
 from autoprof.analysis.diagnose.predictions import ranked
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
@@ -141,6 +147,19 @@ def test_large_ops_few_items_and_the_optimizers_loop_are_not_a_loop_to_vectorise
     assert python_loop(events_table(_step(MIN_REPEATS - 1, ROW)), 10000.0) is None
     assert python_loop(events_table(_step(64, ROW, "Optimizer.step#SGD.step")),
                        10000.0) is None
+
+
+def test_items_of_a_few_hundred_thousand_elements_are_small_on_a_gpu_not_on_a_cpu() -> None:
+    """A loop over 320x320 images (102,400 elements an op, over SMALL_ELEMENTS): on a run
+    with GPU work each op is still a launch (8 MiB moves in about 2.5 us on an H100), so it
+    is a loop to vectorise; on a CPU-only run the same ops are work of their own."""
+    image = [[320, 320], []]
+    assert SMALL_ELEMENTS < 320 * 320 <= SMALL_ELEMENTS_GPU
+    on_gpu = python_loop(events_table(_step(64, image)), 10000.0)
+    assert on_gpu is not None and on_gpu["evidence"]["repeats_per_step"] == 64
+    cpu_only = [e for e in _step(64, image) if e["pid"] != GPU_PID]
+    assert python_loop(events_table(cpu_only), 10000.0) is None
+    assert python_loop(events_table(_step(64, [[1024, 1025], []])), 10000.0) is None
 
 
 def test_vectorising_and_a_cuda_graph_are_ranked_by_their_predictions() -> None:

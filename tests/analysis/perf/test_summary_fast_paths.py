@@ -101,14 +101,19 @@ def test_bias_pairs_kept_decides_each_pair_by_its_shapes() -> None:
 
 
 def test_a_loops_span_is_read_from_the_ops_arrays_as_floats() -> None:
-    from autoprof.analysis.diagnose.op_loop import MIN_REPEATS, _loop_in_step, _Steps
+    from autoprof.analysis.diagnose.op_loop import (
+        MIN_REPEATS,
+        SMALL_ELEMENTS,
+        _loop_in_step,
+        _Steps,
+    )
 
     names = ["aten::unbind"] + ["aten::select", "aten::mul"] * MIN_REPEATS + ["aten::stack"]
     n = len(names)
     ts_us = np.arange(n, dtype=float) * 2.5 + 0.25
     ops = pd.DataFrame({"name": pd.Series(names, dtype="category"), "ts_us": ts_us,
                         "end_us": ts_us + 1.5, "input_dims": ["[[2]]"] * n})
-    found = _loop_in_step(_Steps(ops), np.arange(n))
+    found = _loop_in_step(_Steps(ops, SMALL_ELEMENTS), np.arange(n))
     assert found is not None
     assert (found["repeats"], found["loop_ops"]) == (MIN_REPEATS, n)
     assert type(found["ts_us"]) is float and type(found["end_us"]) is float
