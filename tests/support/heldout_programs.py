@@ -22,3 +22,47 @@ def compile_program(name: str, case: dict[str, Any], dry: bool, recorded: bool =
         compile(timer_code(case, fix, device, dry), f"{name}/{fix}", "exec")
     if recorded:
         compile(record_code(name, case, device, dry, 3), f"{name}/record", "exec")
+
+
+def assert_fixes_named(cases: dict[str, Any], unnamed: set[tuple[str, str]],
+                       fix_names: set[str]) -> None:
+    """Each program has two fixes or more, each with two match words or more, the first a
+    fix autoprof can offer (`fix_names`) unless the pair is in `unnamed` (a fix no catalogue
+    fix names), and every pair in `unnamed` is one of the set's."""
+    for name, case in cases.items():
+        assert len(case["fixes"]) >= 2, name
+        for label, fix in case["fixes"].items():
+            assert len(fix["match"]) >= 2, (name, label)
+            if (name, label) not in unnamed:
+                assert fix["match"][0] in fix_names, (name, label, fix["match"][0])
+    assert unnamed <= {(n, f) for n, case in cases.items() for f in case["fixes"]}
+
+
+def assert_graph_fixes_capture(cases: dict[str, Any], at_least: int) -> None:
+    """At least `at_least` programs have a CUDA graph fix, each with the capture helper in
+    its setup."""
+    graphs = [name for name, case in cases.items() if "cuda_graph" in case["fixes"]]
+    assert len(graphs) >= at_least
+    for name in graphs:
+        assert "def capture(step" in cases[name]["setup"], name
+
+
+def assert_tiny_truth(truth: dict[str, Any], cases: dict[str, Any], out: Path) -> None:
+    """A `--tiny` run's truth: the one in `out`, every program and fix timed once on the
+    CPU, every program recorded and its run in `out`'s runs.tar.gz (the folder removed)."""
+    import json
+    import tarfile
+
+    assert truth == json.loads((out / "truth.json").read_text())
+    assert set(truth["cases"]) == set(cases)
+    assert truth["meta"]["dry_run"] and truth["meta"]["rounds"] == 1
+    assert not (out / "runs").exists()
+    with tarfile.open(out / "runs.tar.gz") as tar:
+        members = set(tar.getnames())
+    for name, entry in truth["cases"].items():
+        assert entry["as_written_ms_median"] > 0, name
+        assert set(entry["fixes"]) == set(cases[name]["fixes"]), name
+        for label, fix in entry["fixes"].items():
+            assert fix["ms_median"] > 0 and fix["speedup"] > 0, (name, label)
+        assert entry["record"]["error"] is None and entry["record"]["run"], name
+        assert f"{entry['record']['run']}/manifest.json" in members, name

@@ -7,14 +7,17 @@ is in."""
 
 from __future__ import annotations
 
-import json
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.heldout_programs import compile_program
+from support.heldout_programs import (
+    assert_fixes_named,
+    assert_graph_fixes_capture,
+    assert_tiny_truth,
+    compile_program,
+)
 
 from autoprof.analysis.kinds import CATALOGUE_FIX_NAMES, FIX_NAMES
 
@@ -37,21 +40,11 @@ def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
 
 def test_eight_programs_each_with_two_fixes_or_more_named_by_autoprofs_fixes() -> None:
     assert len(CASES) == 8
-    names = set(FIX_NAMES) | set(CATALOGUE_FIX_NAMES)
-    for name, case in CASES.items():
-        assert len(case["fixes"]) >= 2, name
-        for label, fix in case["fixes"].items():
-            assert len(fix["match"]) >= 2, (name, label)
-            if (name, label) not in UNNAMED:
-                assert fix["match"][0] in names, (name, label, fix["match"][0])
-    assert UNNAMED <= {(n, f) for n, case in CASES.items() for f in case["fixes"]}
+    assert_fixes_named(CASES, UNNAMED, set(FIX_NAMES) | set(CATALOGUE_FIX_NAMES))
 
 
 def test_every_graph_fix_has_the_capture_helper_in_its_setup() -> None:
-    graphs = [name for name, case in CASES.items() if "cuda_graph" in case["fixes"]]
-    assert len(graphs) >= 4
-    for name in graphs:
-        assert "def capture(step" in CASES[name]["setup"], name
+    assert_graph_fixes_capture(CASES, at_least=4)
 
 
 def test_no_program_shares_a_name_with_an_earlier_held_out_set() -> None:
@@ -100,16 +93,4 @@ def test_the_biases_made_on_the_device_or_once_equal_the_hosts() -> None:
 @pytest.mark.slow
 def test_every_program_and_fix_runs_tiny_through_the_pipeline(tmp_path: Path) -> None:
     truth = heldout_third.main(["--out", str(tmp_path), "--tiny"])
-    assert truth == json.loads((tmp_path / "truth.json").read_text())
-    assert set(truth["cases"]) == set(CASES)
-    assert truth["meta"]["dry_run"] and truth["meta"]["rounds"] == 1
-    assert not (tmp_path / "runs").exists()
-    with tarfile.open(tmp_path / "runs.tar.gz") as tar:
-        members = set(tar.getnames())
-    for name, entry in truth["cases"].items():
-        assert entry["as_written_ms_median"] > 0, name
-        assert set(entry["fixes"]) == set(CASES[name]["fixes"]), name
-        for label, fix in entry["fixes"].items():
-            assert fix["ms_median"] > 0 and fix["speedup"] > 0, (name, label)
-        assert entry["record"]["error"] is None and entry["record"]["run"], name
-        assert f"{entry['record']['run']}/manifest.json" in members, name
+    assert_tiny_truth(truth, CASES, tmp_path)
