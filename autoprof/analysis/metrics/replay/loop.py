@@ -83,14 +83,14 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     user = cpu & ~own & ~step_span & ~calls
     rows: list[tuple[int, float, float, float, float]] = []
     where_us: dict[str, float] = {}
-    users = _UserRows(ev, user, names)
+    users = _UserRows(ev, user, names, calls_cov)
     for lo, hi, number in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
                               steps["step_no"].tolist(), strict=True):
         call_us = calls_cov.covered(lo, hi)
         outside_own = own_cov.covered(lo, hi) - _own_inside_calls(own_spans, calls_cov, lo, hi)
         between = max(hi - lo - call_us - max(outside_own, 0.0), 0.0)
         rows.append((int(number), hi - lo, call_us, between, max(outside_own, 0.0)))
-        users.name_between(calls_cov, lo, hi, between, where_us)
+        users.name_between(lo, hi, between, where_us)
     table = pd.DataFrame(rows, columns=["step", "step_us", "call_us", "between_us",
                                         "autoprof_us"])
     table["between_pct"] = 100.0 * table["between_us"] / table["step_us"].where(
@@ -118,13 +118,17 @@ def _own_inside_calls(own: list[tuple[float, float]], calls: Coverage, lo: float
 
 
 class _UserRows:
-    """The user's host rows (outside the call, autoprof's labels and the step spans), by
-    start, to name the time between calls step by step without a pass over every row."""
+    """The user's host rows (outside the call, autoprof's labels and the step spans) that
+    lie mostly outside a call (those mostly inside one are the call's), by start, to name
+    the time between calls step by step without a pass over every row."""
 
-    def __init__(self, ev: pd.DataFrame, user: np.ndarray, names: np.ndarray) -> None:
+    def __init__(self, ev: pd.DataFrame, user: np.ndarray, names: np.ndarray,
+                 calls: Coverage) -> None:
         self.ts, self.end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
         self.names, self.parent = names, parent_positions(ev)
         pos = np.flatnonzero(user)
+        lo_r, hi_r = self.ts[pos], self.end[pos]
+        pos = pos[~(calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r))]
         order = np.argsort(self.ts[pos], kind="stable")
         self.pos, self.pos_ts = pos[order], self.ts[pos][order]
         spans = self.end[pos] - self.ts[pos]
@@ -140,14 +144,12 @@ class _UserRows:
         near = self.pos[first:max(last, first)]
         return np.sort(near[(self.end[near] > lo) & (self.ts[near] < hi)])
 
-    def name_between(self, calls: Coverage, lo: float, hi: float, between_us: float,
+    def name_between(self, lo: float, hi: float, between_us: float,
                      where_us: dict[str, float]) -> None:
         """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the
         call, the rest as untraced."""
         ts, end, names = self.ts, self.end, self.names
-        rows = self.rows_in(lo, hi)  # rows mostly inside a call are the call's
-        lo_r, hi_r = ts[rows], end[rows]
-        rows = rows[~(calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r))]
+        rows = self.rows_in(lo, hi)
         traced = 0.0
         for r in _outermost(self.parent, rows).tolist():
             us = max(min(end[r], hi) - max(ts[r], lo), 0.0)
