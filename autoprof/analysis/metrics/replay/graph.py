@@ -342,9 +342,13 @@ def _previous_end_on_thread(table: pd.DataFrame) -> np.ndarray:
 def _carry(others: np.ndarray, replayed: np.ndarray, ts: np.ndarray,
            stream_of: dict[int, int]) -> np.ndarray:
     """The GPU work not replayed that precedes every replayed item on its stream."""
-    first: dict[int, float] = {}
-    for r in replayed.tolist():
-        s = stream_of[r]
-        first[s] = min(first.get(s, np.inf), float(ts[r]))
-    keep = [r for r in others.tolist() if ts[r] < first.get(stream_of[r], -np.inf)]
-    return np.array(sorted(keep, key=lambda r: ts[r]), dtype=np.int64)
+    def streams(rows: np.ndarray) -> np.ndarray:
+        return np.fromiter((stream_of[r] for r in rows.tolist()), np.int64, len(rows))
+
+    mine, theirs = streams(replayed), streams(others)
+    n = int(max(mine.max(initial=-1), theirs.max(initial=-1))) + 1
+    first = np.full(n, np.inf)  # each stream's first replayed start (NaN starts skipped)
+    np.fmin.at(first, mine, ts[replayed])
+    first[np.bincount(mine, minlength=n) == 0] = -np.inf  # no replayed item: none precedes
+    keep = others[ts[others] < first[theirs]] if n else others[:0]
+    return np.asarray(keep[np.argsort(ts[keep], kind="stable")], dtype=np.int64)
