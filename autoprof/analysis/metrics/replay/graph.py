@@ -311,17 +311,17 @@ def _linked(calls: pd.DataFrame, src: np.ndarray, n_mark: int, item_of_row: dict
     tuples: tuples of numbers are left out of the garbage collector's scans."""
     n_calls = len(src)
     call_waits: list[tuple[int, ...]] = [NONE] * n_calls
+    at = np.flatnonzero(src >= n_mark)  # the calls, not the markers
+    of = src[at] - n_mark
     is_sync = np.zeros(n_calls, dtype=bool)
+    is_sync[at] = calls["is_sync"].to_numpy(bool)[of]
     deps: dict[int, list[int]] = {}
-    waits_of, sync_of, deps_of = (calls[k].tolist() for k in ("waits", "is_sync", "deps"))
-    for i, s in enumerate(src.tolist()):
-        if s < n_mark:
-            continue
-        waits = waits_of[s - n_mark]
+    waits_of, deps_of = calls["waits"].tolist(), calls["deps"].tolist()
+    for i, s in zip(at.tolist(), of.tolist(), strict=True):
+        waits = waits_of[s]
         if waits:
             call_waits[i] = tuple([item_of_row[r] for r in waits if r in item_of_row])
-        is_sync[i] = bool(sync_of[s - n_mark])
-        for r, dep in deps_of[s - n_mark]:
+        for r, dep in deps_of[s]:
             if r in item_of_row and dep in item_of_row:
                 deps.setdefault(item_of_row[r], []).append(item_of_row[dep])
     item_deps: list[tuple[int, ...]] = [NONE] * n_items
