@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.store import committed
 from support.truth import measured_speedup, within_goal
 
 import autoprof
 from autoprof.analysis.metrics.replay.fixes import predict_fix
-from autoprof.analysis.metrics.replay.loop import input_bound, loop_split
+from autoprof.analysis.metrics.replay.loop import _UserRows, input_bound, loop_split
 
 TRUTH = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu_h200_truth"
 
@@ -77,3 +78,23 @@ def test_a_call_that_is_not_in_the_trace_is_named() -> None:
     run = _run("sync_item")
     with pytest.raises(ValueError, match="no host row named 'nope'"):
         loop_split(run.events, "nope")
+
+
+@pytest.mark.parametrize("workload", ["mlp_loader_w0", "cnn_loader_w0_pin", "mlp_loader_inside"])
+def test_the_time_between_calls_is_named_at_once_as_step_by_step(
+        workload: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps' outermost rows found at once name the same time, in the same order, as a
+    search per step."""
+    run = _run(workload)
+    at_once = loop_split(run.events, run.name).where
+
+    def step_by_step(self: _UserRows, lo: np.ndarray, hi: np.ndarray, between: list[float],
+                     where_us: dict[str, float]) -> None:
+        for k in range(len(lo)):
+            self.name_between(lo[k], hi[k], between[k], where_us)
+
+    monkeypatch.setattr(_UserRows, "name_all", step_by_step)
+    each = loop_split(run.events, run.name).where
+    assert len(at_once) > 1
+    assert at_once["name"].tolist() == each["name"].tolist()
+    assert at_once["us"].tolist() == each["us"].tolist()

@@ -4,12 +4,13 @@ for the same steps."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from support.attrbuild import Trace
 
 from autoprof.analysis.metrics.replay import RemoveSync, ScaleHost, predict_speedups, replay_steps
 from autoprof.analysis.metrics.replay.graph import shared_graphs
-from autoprof.analysis.metrics.replay.sample import block_starts, sampled
+from autoprof.analysis.metrics.replay.sample import _holds_a_span, block_starts, sampled
 
 
 def gpu_tail(n_steps: int) -> Trace:
@@ -75,3 +76,21 @@ def test_a_sampled_replay_changes_nothing_under_the_cap() -> None:
         part = predict_speedups(ev, [RemoveSync(), ScaleHost(0.7)])
     full = predict_speedups(ev, [RemoveSync(), ScaleHost(0.7)])
     assert part == full
+
+
+def test_holds_a_span_answers_the_test_of_every_span() -> None:
+    """A row holds a span when it starts at or before it and ends at or after it: the
+    search over the spans gives what testing each span gives, NaN starts and ends included."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        ts = rng.uniform(0, 100, 400).round(0)
+        end = ts + rng.uniform(0, 60, 400).round(0)
+        ts[rng.random(400) < 0.05] = np.nan
+        end[rng.random(400) < 0.05] = np.nan
+        lo = rng.uniform(0, 100, rng.integers(0, 8)).round(0)
+        hi = lo + rng.uniform(0, 30, len(lo)).round(0)
+        hi[rng.random(len(hi)) < 0.1] = np.nan
+        each = np.zeros(len(ts), dtype=bool)
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+            each |= (ts <= a) & (end >= b)
+        assert np.array_equal(_holds_a_span(ts, end, lo, hi), each)

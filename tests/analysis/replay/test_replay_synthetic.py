@@ -104,7 +104,7 @@ def test_an_event_wait_makes_the_second_stream_follow_the_first() -> None:
     ev = two_streams().frame()
     g = build_graph(ev)
     b = next(i for i in range(g.n_items) if g.item_deps[i])
-    assert g.item_deps[b] == [b - 1]  # B waits for A
+    assert list(g.item_deps[b]) == [b - 1]  # B waits for A
     assert replay_step(ev, 1, calibration="per_item").step_us == pytest.approx(113.5)
     # A twice as fast: 3..53, B 0.5 us after it (as measured): 53.5..63.5
     assert replay_step(ev, 1, [FasterKernels(2.0, kernel="kernel_a")]).step_us == \

@@ -31,7 +31,7 @@ import pandas as pd
 from autoprof.analysis.loader.vocabulary import NOT_CPU_WORK_CATS, RUNTIME_CATS
 from autoprof.analysis.metrics._tree import has_ancestor_in, parent_positions
 from autoprof.analysis.metrics.replay.sample import sampled
-from autoprof.analysis.metrics.replay.waits import END, START, link_waits
+from autoprof.analysis.metrics.replay.waits import END, NONE, START, link_waits
 from autoprof.analysis.metrics.stats import (
     Coverage,
     cpu_mask,
@@ -64,14 +64,14 @@ class Graph:
     call_gap_lo_us: np.ndarray  # the measured host stretch before the call on its thread
     call_row: np.ndarray  # position in the rank's events (-1: a marker)
     call_items: list[list[int]]
-    call_waits: list[list[int]]  # GPU items a sync waits for
+    call_waits: list[tuple[int, ...]]  # GPU items a sync waits for
     # GPU items, in launch order (carry items first)
     item_stream: np.ndarray
     item_call: np.ndarray  # -1: a carry item
     item_ts_us: np.ndarray
     item_dur_us: np.ndarray
     item_row: np.ndarray
-    item_deps: list[list[int]]  # cross-stream event waits
+    item_deps: list[tuple[int, ...]]  # cross-stream event waits
     events: pd.DataFrame  # the rank's events (positions index these)
     row_thread: np.ndarray  # each event's thread code
     row_parent: np.ndarray  # each event's parent position (-1: none)
@@ -282,21 +282,10 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
     rows = np.r_[carry, replayed].astype(np.int64)
     item_of_row = {r: i for i, r in enumerate(rows.tolist())}
     n_calls = len(table)
-    call_items: list[list[int]] = [[] for _ in range(n_calls)]
-    for k, c in enumerate(item_call_of.tolist(), start=len(carry)):
-        call_items[c].append(k)
-    call_waits: list[list[int]] = [[] for _ in range(n_calls)]
-    is_sync = np.zeros(n_calls, dtype=bool)
-    item_deps: list[list[int]] = [[] for _ in range(len(rows))]
-    waits_of, sync_of, deps_of = (calls[k].tolist() for k in ("waits", "is_sync", "deps"))
-    for i, s in enumerate(src.tolist()):
-        if s < n_mark:
-            continue
-        call_waits[i] = [item_of_row[r] for r in waits_of[s - n_mark] if r in item_of_row]
-        is_sync[i] = bool(sync_of[s - n_mark])
-        for r, dep in deps_of[s - n_mark]:
-            if r in item_of_row and dep in item_of_row:
-                item_deps[item_of_row[r]].append(item_of_row[dep])
+    # a call's items are consecutive (sorted by call above)
+    at = (np.searchsorted(item_call_of, np.arange(n_calls + 1)) + len(carry)).tolist()
+    call_items = [list(range(at[c], at[c + 1])) for c in range(n_calls)]
+    call_waits, is_sync, item_deps = _linked(calls, src, n_mark, item_of_row, len(rows))
     call_step = np.clip(np.searchsorted(starts, table["ts"].to_numpy(float), "right") - 1,
                         0, None)
     marker_step = np.where(src < n_mark, src % max(len(starts), 1), -1)
@@ -315,6 +304,32 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
         item_deps=item_deps, events=ev, row_thread=thread, row_parent=parent)
 
 
+def _linked(calls: pd.DataFrame, src: np.ndarray, n_mark: int, item_of_row: dict[int, int],
+            n_items: int) -> tuple[list[tuple[int, ...]], np.ndarray, list[tuple[int, ...]]]:
+    """Per call of the graph (`src`: its row of `calls`, < n_mark: a marker): the items it
+    waits for and whether it syncs; per item, the items it waits for through an event. As
+    tuples: tuples of numbers are left out of the garbage collector's scans."""
+    n_calls = len(src)
+    call_waits: list[tuple[int, ...]] = [NONE] * n_calls
+    at = np.flatnonzero(src >= n_mark)  # the calls, not the markers
+    of = src[at] - n_mark
+    is_sync = np.zeros(n_calls, dtype=bool)
+    is_sync[at] = calls["is_sync"].to_numpy(bool)[of]
+    deps: dict[int, list[int]] = {}
+    waits_of, deps_of = calls["waits"].tolist(), calls["deps"].tolist()
+    for i, s in zip(at.tolist(), of.tolist(), strict=True):
+        waits = waits_of[s]
+        if waits:
+            call_waits[i] = tuple([item_of_row[r] for r in waits if r in item_of_row])
+        for r, dep in deps_of[s]:
+            if r in item_of_row and dep in item_of_row:
+                deps.setdefault(item_of_row[r], []).append(item_of_row[dep])
+    item_deps: list[tuple[int, ...]] = [NONE] * n_items
+    for i, d in deps.items():
+        item_deps[i] = tuple(d)
+    return call_waits, is_sync, item_deps
+
+
 def _previous_end_on_thread(table: pd.DataFrame) -> np.ndarray:
     """The measured end of the previous call on the same thread (the call's own start for a
     thread's first call)."""
@@ -327,9 +342,13 @@ def _previous_end_on_thread(table: pd.DataFrame) -> np.ndarray:
 def _carry(others: np.ndarray, replayed: np.ndarray, ts: np.ndarray,
            stream_of: dict[int, int]) -> np.ndarray:
     """The GPU work not replayed that precedes every replayed item on its stream."""
-    first: dict[int, float] = {}
-    for r in replayed.tolist():
-        s = stream_of[r]
-        first[s] = min(first.get(s, np.inf), float(ts[r]))
-    keep = [r for r in others.tolist() if ts[r] < first.get(stream_of[r], -np.inf)]
-    return np.array(sorted(keep, key=lambda r: ts[r]), dtype=np.int64)
+    def streams(rows: np.ndarray) -> np.ndarray:
+        return np.fromiter((stream_of[r] for r in rows.tolist()), np.int64, len(rows))
+
+    mine, theirs = streams(replayed), streams(others)
+    n = int(max(mine.max(initial=-1), theirs.max(initial=-1))) + 1
+    first = np.full(n, np.inf)  # each stream's first replayed start (NaN starts skipped)
+    np.fmin.at(first, mine, ts[replayed])
+    first[np.bincount(mine, minlength=n) == 0] = -np.inf  # no replayed item: none precedes
+    keep = others[ts[others] < first[theirs]] if n else others[:0]
+    return np.asarray(keep[np.argsort(ts[keep], kind="stable")], dtype=np.int64)

@@ -83,14 +83,14 @@ def loop_split(events: pd.DataFrame, call: str, rank: int | None = None) -> Loop
     user = cpu & ~own & ~step_span & ~calls
     rows: list[tuple[int, float, float, float, float]] = []
     where_us: dict[str, float] = {}
-    users = _UserRows(ev, user, names)
-    for lo, hi, number in zip(steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float),
-                              steps["step_no"].tolist(), strict=True):
+    users = _UserRows(ev, user, names, calls_cov)
+    step_lo, step_hi = steps["ts_us"].to_numpy(float), steps["end_us"].to_numpy(float)
+    for lo, hi, number in zip(step_lo, step_hi, steps["step_no"].tolist(), strict=True):
         call_us = calls_cov.covered(lo, hi)
         outside_own = own_cov.covered(lo, hi) - _own_inside_calls(own_spans, calls_cov, lo, hi)
         between = max(hi - lo - call_us - max(outside_own, 0.0), 0.0)
         rows.append((int(number), hi - lo, call_us, between, max(outside_own, 0.0)))
-        users.name_between(calls_cov, lo, hi, between, where_us)
+    users.name_all(step_lo, step_hi, [r[3] for r in rows], where_us)
     table = pd.DataFrame(rows, columns=["step", "step_us", "call_us", "between_us",
                                         "autoprof_us"])
     table["between_pct"] = 100.0 * table["between_us"] / table["step_us"].where(
@@ -118,13 +118,17 @@ def _own_inside_calls(own: list[tuple[float, float]], calls: Coverage, lo: float
 
 
 class _UserRows:
-    """The user's host rows (outside the call, autoprof's labels and the step spans), by
-    start, to name the time between calls step by step without a pass over every row."""
+    """The user's host rows (outside the call, autoprof's labels and the step spans) that
+    lie mostly outside a call (those mostly inside one are the call's), by start, to name
+    the time between calls step by step without a pass over every row."""
 
-    def __init__(self, ev: pd.DataFrame, user: np.ndarray, names: np.ndarray) -> None:
+    def __init__(self, ev: pd.DataFrame, user: np.ndarray, names: np.ndarray,
+                 calls: Coverage) -> None:
         self.ts, self.end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
         self.names, self.parent = names, parent_positions(ev)
         pos = np.flatnonzero(user)
+        lo_r, hi_r = self.ts[pos], self.end[pos]
+        pos = pos[~(calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r))]
         order = np.argsort(self.ts[pos], kind="stable")
         self.pos, self.pos_ts = pos[order], self.ts[pos][order]
         spans = self.end[pos] - self.ts[pos]
@@ -140,14 +144,68 @@ class _UserRows:
         near = self.pos[first:max(last, first)]
         return np.sort(near[(self.end[near] > lo) & (self.ts[near] < hi)])
 
-    def name_between(self, calls: Coverage, lo: float, hi: float, between_us: float,
+    def name_all(self, lo: np.ndarray, hi: np.ndarray, between_us: list[float],
+                 where_us: dict[str, float]) -> None:
+        """`name_between` of each step [lo[k], hi[k]) in order; at once where the steps'
+        starts and ends both ascend (each row then reaches into a run of steps)."""
+        if not (len(lo) and np.all(np.diff(lo) >= 0) and np.all(np.diff(hi) >= 0)):
+            for k in range(len(lo)):  # NaN fails the tests above too
+                self.name_between(lo[k], hi[k], between_us[k], where_us)
+            return
+        step, rows = self._outermost_pairs(lo, hi)
+        us = np.maximum(np.minimum(self.end[rows], hi[step])
+                        - np.maximum(self.ts[rows], lo[step]), 0.0).tolist()
+        at = np.searchsorted(step, np.arange(len(lo) + 1)).tolist()
+        names = [self._name(r) for r in rows.tolist()]
+        for k, between in enumerate(between_us):
+            traced = 0.0
+            for j in range(at[k], at[k + 1]):
+                where_us[names[j]] = where_us.get(names[j], 0.0) + us[j]
+                traced += us[j]
+            rest = max(between - traced, 0.0)
+            if rest > 0:
+                where_us[UNTRACED] = where_us.get(UNTRACED, 0.0) + rest
+
+    def _name(self, r: int) -> str:
+        name = str(self.names[r])
+        return "DataLoader.__next__" if DATA_LOADER_NAME.search(name) else name
+
+    def _reaches(self, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Whether each row reaches into its step's [lo, hi), as `rows_in` finds it."""
+        ts = self.ts[rows]
+        out: np.ndarray = (self.end[rows] > lo) & (ts < hi)
+        if np.isfinite(self.longest_us):
+            out &= ts >= lo - self.longest_us
+        return out
+
+    def _outermost_pairs(self, lo: np.ndarray, hi: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """(step, row) of the outermost user rows of each step (`name_between`'s), by step
+        then row; the steps' starts and ends ascend."""
+        pos = self.pos
+        first = np.searchsorted(hi, self.ts[pos], "right")  # the first step ending after ts
+        stop = np.searchsorted(lo, self.end[pos], "left")  # the steps starting before end
+        count = np.where(np.isnan(self.ts[pos]) | np.isnan(self.end[pos]), 0,
+                         np.maximum(stop - first, 0))
+        rows = np.repeat(pos, count)
+        offset = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
+        step = np.repeat(first, count) + offset
+        keep = self._reaches(rows, lo[step], hi[step])
+        step, rows = step[keep], rows[keep]
+        kept = np.zeros(len(self.ts), dtype=bool)
+        kept[pos] = True
+        up = self.parent[rows]
+        inner = (up >= 0) & kept[np.clip(up, 0, None)]
+        inner[inner] = self._reaches(up[inner], lo[step[inner]], hi[step[inner]])
+        order = np.lexsort((rows[~inner], step[~inner]))
+        return step[~inner][order], rows[~inner][order]
+
+    def name_between(self, lo: float, hi: float, between_us: float,
                      where_us: dict[str, float]) -> None:
         """Add to `where_us` the time of the outermost user rows of [lo, hi) outside the
         call, the rest as untraced."""
         ts, end, names = self.ts, self.end, self.names
-        rows = self.rows_in(lo, hi)  # rows mostly inside a call are the call's
-        lo_r, hi_r = ts[rows], end[rows]
-        rows = rows[~(calls.covered_many(lo_r, hi_r) >= 0.5 * (hi_r - lo_r))]
+        rows = self.rows_in(lo, hi)
         traced = 0.0
         for r in _outermost(self.parent, rows).tolist():
             us = max(min(end[r], hi) - max(ts[r], lo), 0.0)

@@ -92,10 +92,8 @@ def _kept(ev: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     end = ev["end_us"].to_numpy(float)
     at = np.searchsorted(lo, ts, "right") - 1  # the last span starting at or before each row
     inside = (at >= 0) & (ts < hi[np.clip(at, 0, None)])
-    holds = np.zeros(len(ev), dtype=bool)
     cpu = cpu_mask(ev)
-    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
-        holds |= cpu & (ts <= a) & (end >= b)
+    holds = cpu & _holds_a_span(ts, end, lo, hi)
     launch = ev["launch_row"].to_numpy()
     launched = launch >= 0
     kept_host = (inside | holds) & cpu
@@ -104,4 +102,20 @@ def _kept(ev: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     by_launch[launched] = np.isin(launch[launched], labels[kept_host])
     gpu = ~cpu
     out: np.ndarray = kept_host | (gpu & launched & by_launch) | (gpu & ~launched & inside)
+    return out
+
+
+def _holds_a_span(ts: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                  ) -> np.ndarray:
+    """Per row: whether it holds one of the spans [lo, hi) whole (ts <= lo and end >= hi).
+    The spans starting at or after a row's start are the last ones by start; it holds one
+    when it ends at or after the least of their ends."""
+    ok = ~(np.isnan(lo) | np.isnan(hi))  # a span of no start or end is held by no row
+    order = np.argsort(lo[ok], kind="stable")
+    lo_s, hi_s = lo[ok][order], hi[ok][order]
+    least_end = np.minimum.accumulate(hi_s[::-1])[::-1]  # of the spans from each on
+    at = np.searchsorted(lo_s, ts, "left")  # the first span starting at or after ts
+    inside = at < len(lo_s)
+    out = np.zeros(len(ts), dtype=bool)
+    out[inside] = end[inside] >= least_end[at[inside]]
     return out

@@ -33,8 +33,9 @@ Calibration (`Calibration`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class Plan:
     call_gap_us: np.ndarray
     base_gap_us: np.ndarray  # the calibrated `call_gap_us`, which changes scale
     call_wake_us: np.ndarray
-    call_waits: list[list[int]]  # a call's list is replaced, never changed: copies share
+    call_waits: list[Sequence[int]]  # a call's waits are replaced, never changed: copies share
     item_dur_us: np.ndarray
     item_latency_us: np.ndarray
     item_gap_us: np.ndarray
@@ -246,15 +247,36 @@ def _neighbours(g: Graph) -> list[list[int]]:
     return out
 
 
+class _Fixed(NamedTuple):
+    """The graph's own numbers a pass reads, as lists (the same in every replay)."""
+
+    thread: list[int]
+    ts: list[float]
+    measured_end: list[float]
+    neighbours: list[list[int]]
+    stream: list[int]
+    item_ts: list[float]
+
+
+def _fixed(g: Graph) -> _Fixed:
+    """`_Fixed` of `g`, made once per graph."""
+    fixed = g.kept.get("pass_lists")
+    if not isinstance(fixed, _Fixed):
+        fixed = g.kept["pass_lists"] = _Fixed(
+            g.call_thread.tolist(), g.call_ts_us.tolist(),
+            (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g), g.item_stream.tolist(),
+            g.item_ts_us.tolist())
+    return fixed
+
+
 class _Pass:
     """One replay pass over plain lists (one element of each array is read per call or
     item, where numpy's per-element access would cost more than the arithmetic)."""
 
     def __init__(self, g: Graph, plan: Plan) -> None:
+        fixed = _fixed(g)
         self.main = g.main_thread
-        self.thread: list[int] = g.call_thread.tolist()
-        self.ts: list[float] = g.call_ts_us.tolist()
-        self.measured_end: list[float] = (g.call_ts_us + g.call_dur_us).tolist()
+        self.thread, self.ts, self.measured_end = fixed.thread, fixed.ts, fixed.measured_end
         self.gap: list[float] = plan.call_gap_us.tolist()
         self.cost: list[float] = plan.call_cost_us.tolist()
         self.wake: list[float] = plan.call_wake_us.tolist()
@@ -264,14 +286,14 @@ class _Pass:
         scaled = base > 1e-9
         self.ratio: list[float] = np.where(
             scaled, plan.call_gap_us / np.where(scaled, base, 1.0), 1.0).tolist()
-        self.prev_main, self.next_main, self.joined = _neighbours(g)
+        self.prev_main, self.next_main, self.joined = fixed.neighbours
         self.items = g.call_items
-        self.stream: list[int] = g.item_stream.tolist()
+        self.stream = fixed.stream
         self.deps = g.item_deps
         self.latency: list[float] = plan.item_latency_us.tolist()
         self.item_gap: list[float] = plan.item_gap_us.tolist()
         self.dur: list[float] = plan.item_dur_us.tolist()
-        self.item_start: list[float] = g.item_ts_us.tolist()
+        self.item_start = list(fixed.item_ts)  # written by the pass
         item_end = g.item_ts_us + plan.item_dur_us
         carry = np.flatnonzero(g.item_call < 0)  # the carry keeps its measured times
         item_end[carry] = g.item_ts_us[carry] + g.item_dur_us[carry]
@@ -290,9 +312,10 @@ class _Pass:
             self.main, self.joined, self.ts, self.measured_end, self.ratio, self.gap)
         start_of, calls = self._start, zip(self.thread, self.items, self.waits, strict=True)
         no_wait = -np.inf
+        main_clock, main_started = 0.0, False  # the main thread's clock, kept apart
         for c, (th, items, waits) in enumerate(calls):
-            if th == main and th in clock:  # `_start`'s most common case, inline
-                start = clock[th] + call_gap[c]
+            if th == main and main_started:  # `_start`'s most common case, inline
+                start = main_clock + call_gap[c]
                 j = joined[c]
                 if j >= 0:
                     after = (ts[c] - measured_end[j]) * ratio[c]
@@ -319,7 +342,10 @@ class _Pass:
             if waits:
                 done = max(done, max(item_end[w] for w in waits) + wake[c])
             call_start[c], call_end[c] = start, done
-            clock[th] = done
+            if th == main:
+                main_clock, main_started = done, True
+            else:
+                clock[th] = done
         return Timeline(np.asarray(call_start, float), np.asarray(call_end, float),
                         np.asarray(item_start, float), np.asarray(item_end, float))
 

@@ -59,6 +59,15 @@ class _State:
         return self.last_on_stream.get(s, -1) if s is not None else -1
 
 
+# A call's row of `link_waits`: row, kind, ts, end, is_sync, waits, deps, items. Its
+# sequences are tuples: a tuple of numbers is left out of the garbage collector's scans.
+Call = tuple[int, int, float, float, bool, tuple[int, ...], tuple[tuple[int, int], ...],
+             tuple[int, ...]]
+COLUMNS = ["row", "kind", "ts", "end", "is_sync", "waits", "deps", "items"]
+NONE: tuple[int, ...] = ()
+NO_DEPS: tuple[tuple[int, int], ...] = ()
+
+
 def _binding(snapshot: dict[int, int], item: int, ts: list[float], end: list[float],
              stream_of: dict[int, int]) -> int:
     """Of the last items on other streams at a stream wait, the latest-ending one that ended
@@ -78,52 +87,79 @@ def _named_waits(name: str, thread: int, state: _State) -> list[int]:
     return list(state.last_on_stream.values())
 
 
+def _launched(callers: np.ndarray, items: np.ndarray, ts: list[float]
+              ) -> dict[int, tuple[int, ...]]:
+    """Each calling row's items, in the order they started (the order given among equals)."""
+    order = np.argsort(callers, kind="stable")
+    keys, first = np.unique(callers[order], return_index=True)
+    bounds = np.r_[first, len(order)].tolist()
+    grouped: list[int] = items[order].tolist()
+    out: dict[int, tuple[int, ...]] = {}
+    for k, c in enumerate(keys.tolist()):
+        lo, hi = bounds[k], bounds[k + 1]
+        out[c] = (grouped[lo],) if hi - lo == 1 else \
+            tuple(sorted(grouped[lo:hi], key=ts.__getitem__))
+    return out
+
+
 def link_waits(ev: pd.DataFrame, thread: np.ndarray, outer_runtime: np.ndarray,
                callers: np.ndarray, items: np.ndarray, stream_of: dict[int, int],
                lo: float, hi: float) -> pd.DataFrame:
     """The calls of the window [lo, hi): `row`, `kind`, `ts`, `end`, `is_sync`, `waits`
-    (item rows) and `deps` ((item row, item row it waits for) pairs)."""
+    (item rows), `deps` ((item row, item row it waits for) pairs) and `items` (the rows of
+    the GPU work it launched, in the order they started), one row per call."""
     names = text_of(ev["name"])
     ts, end = ev["ts_us"].to_numpy(float), ev["end_us"].to_numpy(float)
-    launched: dict[int, list[int]] = {}
-    for c, i in zip(callers.tolist(), items.tolist(), strict=True):
-        launched.setdefault(c, []).append(i)
+    # read one element at a time: as Python floats (the same values), not numpy scalars
+    ts_us, end_us, threads = ts.tolist(), end.tolist(), thread.tolist()
+    launched = _launched(np.asarray(callers, np.int64), np.asarray(items, np.int64), ts_us)
     named = isin_mask(ev["name"], SYNC_NAMES | RECORDS | STREAM_WAITS)
     pos = np.flatnonzero(outer_runtime & (ts >= lo) & (ts < hi) & named)
     cand = np.unique(np.r_[pos, np.fromiter(launched, np.int64, len(launched))])
     cand = cand[np.argsort(ts[cand], kind="stable")]
+    return pd.DataFrame(_walk(cand.tolist(), names, launched, threads, ts_us, end_us,
+                              stream_of), columns=COLUMNS)
+
+
+def _walk(cand: list[int], names: np.ndarray, launched: dict[int, tuple[int, ...]],
+          threads: list[int], ts: list[float], end: list[float], stream_of: dict[int, int]
+          ) -> list[Call]:
+    """The rows of `link_waits` for the calls `cand`, in measured order. A launch that
+    copies nothing, syncs nothing and follows no stream wait (most calls) is linked inline."""
     state = _State()
-    out = []
-    # read one element at a time: as Python floats (the same values), not numpy scalars
-    ts_us, end_us, threads = ts.tolist(), end.tolist(), thread.tolist()
-    copies: dict[str, bool] = {}  # a name's regex tests, once per distinct name
-    for r in cand.tolist():
+    last_on_stream, thread_stream, pending = (state.last_on_stream, state.thread_stream,
+                                              state.pending)
+    copies: dict[str, bool] = {}  # a launch's name: it copies (its regex tests, once)
+    out: list[Call] = []
+    for r in cand:
         name = names[r]
         own = launched.get(r)
-        copy = False
         if own is None:
-            own = []
-        else:
-            if len(own) > 1:
-                own = sorted(own, key=ts_us.__getitem__)
-            if name not in copies:
-                copies[name] = bool(COPY_NAME.search(name) and LAUNCH_NAME.search(name))
-            copy = copies[name]
-        out.append(_one_call(r, name, copy, threads[r], own, ts_us, end_us, stream_of, state))
-    return pd.DataFrame(out, columns=["row", "kind", "ts", "end", "is_sync", "waits",
-                                      "deps", "items"])
+            out.append(_one_call(r, name, False, threads[r], NONE, ts, end, stream_of, state))
+            continue
+        if name not in copies:
+            copies[name] = bool(COPY_NAME.search(name) and LAUNCH_NAME.search(name))
+        th = threads[r]
+        if copies[name] or name in SYNC_NAMES or th in pending:
+            out.append(_one_call(r, name, copies[name], th, own, ts, end, stream_of, state))
+            continue
+        for i in own:
+            last_on_stream[stream_of[i]] = i
+        thread_stream[th] = stream_of[own[-1]]
+        out.append((r, LAUNCH, ts[r], end[r], False, NONE, NO_DEPS, own))
+    return out
 
 
-def _one_call(r: int, name: str, copy: bool, thread: int, own: list[int], ts: list[float],
-              end: list[float], stream_of: dict[int, int], state: _State
-              ) -> tuple[object, ...]:
+def _one_call(r: int, name: str, copy: bool, thread: int, own: tuple[int, ...],
+              ts: list[float], end: list[float], stream_of: dict[int, int], state: _State
+              ) -> Call:
     """Call `r`'s row of `link_waits`; `copy`: its name is a copy's launch."""
-    deps: list[tuple[int, int]] = []
+    deps: tuple[tuple[int, int], ...] = NO_DEPS
     if own:  # a stream wait's snapshot binds the thread's next launch only (its first item)
         snapshot = state.pending.pop(thread, None)
         dep = _binding(snapshot, own[0], ts, end, stream_of) if snapshot else -1
         if dep >= 0:
-            deps.append((own[0], dep))
+            deps = ((own[0], dep),)
         last_on_stream = state.last_on_stream
         for i in own:
             last_on_stream[stream_of[i]] = i
@@ -142,4 +178,4 @@ def _one_call(r: int, name: str, copy: bool, thread: int, own: list[int], ts: li
         state.recorded = state.current(thread)
     elif kind == WAIT_EVENT:
         state.pending[thread] = dict(state.last_on_stream)
-    return (r, kind, float(ts[r]), float(end[r]), bool(waits), waits, deps, own)
+    return (r, kind, float(ts[r]), float(end[r]), bool(waits), tuple(waits), deps, own)
