@@ -204,13 +204,7 @@ def write_cache(trace: Path, cached: Cached) -> bool:
         "warnings": cached.warnings,
     }
     memory = cached.memory if cached.memory is not None and len(cached.memory) else None
-    try:  # zero-copy: Arrow arrays over the frame's buffers (pandas copy-on-write keeps them)
-        table = pa.Table.from_pandas(cached.events, preserve_index=False)
-    except (pa.ArrowException, TypeError, ValueError):
-        return False
-    stored = {_MEMORY_KEY: to_ipc(memory)} if memory is not None else {}
-    target = cache_path(trace)
-    args = (target, table, stored, meta, cached.events, memory)
+    args = (cache_path(trace), meta, cached.events, memory)
     # at interpreter exit (autoprof's own atexit export) a thread started now would not be
     # waited for, or cannot start at all: then the file is written here and now
     if threading.main_thread().is_alive():
@@ -237,12 +231,15 @@ def wait_for_writes(timeout_s: float | None = None) -> None:
         thread.join(timeout_s)
 
 
-def _write_table(target: Path, table: pa.Table, stored: dict[bytes, bytes],
-                 meta: dict[str, Any], events: pd.DataFrame,
+def _write_table(target: Path, meta: dict[str, Any], events: pd.DataFrame,
                  memory: pd.DataFrame | None) -> None:
-    """Checksum the tables (``_digest``), then write them through ``runfolder.atomic_open``
-    (created exclusively, never through a link, never over what is not a regular file)."""
+    """The tables as Arrow (the events zero-copy: Arrow arrays over the frame's buffers),
+    checksummed (``_digest``) and written through ``runfolder.atomic_open`` (created
+    exclusively, never through a link, never over what is not a regular file). All of it
+    on the writer thread: the loading thread goes on to its summary meanwhile."""
     try:
+        table = pa.Table.from_pandas(events, preserve_index=False)
+        stored = {_MEMORY_KEY: to_ipc(memory)} if memory is not None else {}
         meta = {**meta, "content_sha256": _digest(events, memory)}
         table = table.replace_schema_metadata({**stored, _KEY: msgspec.json.encode(meta)})
         with runfolder.atomic_open(target, fsync=False) as sink, ipc.new_file(

@@ -15,28 +15,30 @@ RAW_EMPTY = msgspec.Raw()
 
 
 class Args(msgspec.Struct, gc=False):
-    """The ``args`` fields the events table uses (unknown keys are skipped)."""
+    """The ``args`` fields the events table uses (unknown keys are skipped). In the order
+    Kineto writes them (a CPU op's, then a kernel's, then a launch's): msgspec looks a key up
+    from the field after the last one found, so keys in field order are found at once."""
 
-    correlation: int = -1
     external_id: int = msgspec.field(default=-1, name="External id")
     # autograd's sequence number: set on the ops dispatched while grad mode records them
     seq_nr: int = msgspec.field(default=-1, name="Sequence number")
-    flops: float = math.nan
-    copy_bytes: float = msgspec.field(default=math.nan, name="bytes")  # memcpy / memset
-    input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
-    input_types: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input type")
     input_values: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Concrete Inputs")
+    input_types: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input type")
+    input_dims: msgspec.Raw = msgspec.field(default=RAW_EMPTY, name="Input Dims")
+    flops: float = math.nan
     device: int = -1
     stream: int = -1
+    correlation: int = -1
+    copy_bytes: float = msgspec.field(default=math.nan, name="bytes")  # memcpy / memset
     name: Any = None  # metadata events: process_name / thread_name
     labels: Any = None  # metadata events: process_labels ("CPU", "GPU 0")
     # [memory] instant events (profile_memory=True); loader/memory.py reads them
-    bytes_delta: float = msgspec.field(default=math.nan, name="Bytes")
-    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
     total_reserved: float = msgspec.field(default=math.nan, name="Total Reserved")
-    addr: float = msgspec.field(default=math.nan, name="Addr")
+    total_allocated: float = msgspec.field(default=math.nan, name="Total Allocated")
+    bytes_delta: float = msgspec.field(default=math.nan, name="Bytes")
     device_id: int = msgspec.field(default=-1, name="Device Id")
     device_type: int = msgspec.field(default=-1, name="Device Type")
+    addr: float = msgspec.field(default=math.nan, name="Addr")
 
 
 class Event(msgspec.Struct, gc=False):
