@@ -35,6 +35,18 @@ def test_the_scalers_ops_and_its_found_inf_sync_are_found_by_name_and_place() ->
     assert _rows(names).tolist() == [4, 5, 6, 7, 8, 10, 11]
 
 
+def test_unscale_called_by_hand_keeps_the_clipping_and_the_users_read() -> None:
+    """`scaler.unscale_(opt)`, `clip_grad_norm_` (a norm), the user's `norm.item()`, then
+    `scaler.step(opt)`: its found_inf read is the last `.item()` before the optimizer's
+    step; the clipping and the user's read stay. With no step row after it (a step not
+    labelled) the first read after the unscale is the scaler's."""
+    names = ["aten::reciprocal", "aten::full", UNSCALE, "aten::_foreach_norm", "aten::item",
+             "aten::item", "Optimizer.step#AdamW.step", "aten::to", UPDATE]
+    assert _rows(names).tolist() == [1, 2, 3, 6, 8, 9]
+    assert _rows(["aten::full", UNSCALE, "aten::_foreach_norm", "aten::item", "aten::mul",
+                  "aten::to", UPDATE]).tolist() == [1, 2, 4, 6, 7]
+
+
 def test_a_step_without_a_scaler_has_no_scaler_rows() -> None:
     names = ["aten::linear", "aten::to", "aten::item", "Optimizer.step#AdamW.step"]
     assert _rows(names).size == 0

@@ -10,7 +10,7 @@ range of fp32, no loss scaling) the scaler goes, and with it these ops and that 
 | row | removed |
 | --- | --- |
 | `aten::_amp_foreach_non_finite_check_and_unscale_` | yes |
-| `aten::item` after it, before `Optimizer.step#...` | yes (the found_inf sync) |
+| the first `aten::item` after it, before `Optimizer.step#...` | yes (the found_inf sync) |
 | `aten::_amp_update_scale_` and the cast just before it | yes |
 | the casts, `reciprocal`, `full` just before the unscale | yes (the inverse scale, found_inf) |
 | `aten::mul` of the loss by the scale | no: named like any op's, in the forward |
@@ -28,6 +28,7 @@ from autoprof.analysis.metrics.replay.graph import Graph
 UNSCALE = "aten::_amp_foreach_non_finite_check_and_unscale_"
 UPDATE = "aten::_amp_update_scale_"
 FOUND_INF_SYNC = "aten::item"
+STEP_PREFIX = "Optimizer.step#"  # the optimizer's step region: the found_inf read is before it
 # the small ops GradScaler runs just before its unscale (inverse scale, found_inf, casts)
 PREP = frozenset({"aten::to", "aten::_to_copy", "aten::reciprocal", "aten::full",
                   "aten::copy_", "aten::empty"})
@@ -77,14 +78,33 @@ def _before(names: np.ndarray, sib: list[int], at: int, most: int) -> list[int]:
 def scaler_rows_of(names: np.ndarray, ts_us: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """The scaler's rows of a table, by its names, start times and parents (positions, -1 for
     none):
-    each unscale op with the run of PREP ops just before it and the `.item()` just after it
-    (among its siblings), each update op with the cast just before it."""
+    each unscale op with the run of PREP ops just before it and the last `.item()` after it
+    (among its siblings) before the optimizer's step (`scaler.unscale_(opt)` called by hand,
+    then `clip_grad_norm_`, puts the clipping's ops, and perhaps the user's own reads,
+    between them), each update op with the cast just before it."""
     out: set[int] = set()
     for row in np.flatnonzero(np.isin(names, (UNSCALE, UPDATE))).tolist():
         sib = _siblings(parent, ts_us, row)
         at = sib.index(row)
         unscale = names[row] == UNSCALE
         out.update([row, *_before(names, sib, at, len(sib) if unscale else 1)])
-        if unscale and at + 1 < len(sib) and names[sib[at + 1]] == FOUND_INF_SYNC:
-            out.add(sib[at + 1])
+        if unscale:
+            out.update(_found_inf_read(names, sib, at))
     return np.asarray(sorted(out), dtype=np.int64)
+
+
+def _found_inf_read(names: np.ndarray, sib: list[int], at: int) -> list[int]:
+    """The FOUND_INF_SYNC that `scaler.step` makes after position `at` of `sib`: the last one
+    before the `Optimizer.step#` row it runs next (the reads before it, a clipped norm's
+    logged, are the user's), or the first where no step row follows (a step not labelled);
+    none past the update op."""
+    reads: list[int] = []
+    for row in sib[at + 1:]:
+        name = str(names[row])
+        if name == UPDATE:
+            break
+        if name.startswith(STEP_PREFIX):
+            return reads[-1:]
+        if name == FOUND_INF_SYNC:
+            reads.append(row)
+    return reads[:1]
