@@ -35,13 +35,12 @@ from autoprof.analysis.diagnose.deleting import deleting_fixes
 from autoprof.analysis.diagnose.pageable import pageable_copies
 from autoprof.analysis.diagnose.tf32 import fp32_matmuls
 from autoprof.analysis.metrics.replay.bias import bias_adds
-from autoprof.analysis.metrics.replay.changes import Change
+from autoprof.analysis.metrics.replay.changes import OPTIMIZER_STEP_PREFIX, Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
 from autoprof.analysis.metrics.replay.scaler import UNSCALE, scaler_rows_of
 from autoprof.analysis.metrics.stats import cpu_mask, name_matches, sorted_distinct
 
 MIN_SPEEDUP = 1.03
-OPTIMIZER_PREFIX = "Optimizer.step#"
 FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
 HOST_COLUMNS = ("name", "step", "dur_us", "parent", "ts_us")  # what the checks below read
 
@@ -76,11 +75,11 @@ def _opportunity(cause: str, fix_us: float, step_us: float, where: list[dict[str
 
 
 def _optimizer(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
-    regions = host[_starts_with(host["name"], OPTIMIZER_PREFIX)]
+    regions = host[_starts_with(host["name"], OPTIMIZER_STEP_PREFIX)]
     if not len(regions) or _starts_with(host["name"], FUSED_OP).any():
         return None
     region = str(regions["name"].mode().iloc[0])  # Optimizer.step#AdamW.step
-    optimizer = region[len(OPTIMIZER_PREFIX):].split(".")[0] or "the optimizer"
+    optimizer = region[len(OPTIMIZER_STEP_PREFIX):].split(".")[0] or "the optimizer"
     outer = regions[~regions["parent"].isin(regions.index)] if "parent" in regions else regions
     us = _per_step_us(outer, n_steps)
     hint = (f"use the fused optimizer: torch.optim.{optimizer}(..., fused=True) updates every "

@@ -32,6 +32,7 @@ GRAPH_LAUNCH_US = 2.5
 GRAPH_KERNEL_HOST_US = 0.01
 GRAPH_KERNEL_GAP_US = 0.29
 COPY_BANDWIDTH_SHARE = 0.74
+OPTIMIZER_STEP_PREFIX = "Optimizer.step#"  # torch.optim's step region: Optimizer.step#AdamW.step
 
 CopyDirection = Literal["HtoD", "DtoH"]
 
@@ -130,7 +131,7 @@ class FuseOptimizer:
     parameters) goes with them; the Python before the first op (gathering the parameters,
     which the fused path does too) stays."""
 
-    region_prefix: str = "Optimizer.step#"
+    region_prefix: str = OPTIMIZER_STEP_PREFIX
 
 
 @dataclass(frozen=True)

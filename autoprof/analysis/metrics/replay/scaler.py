@@ -10,7 +10,7 @@ range of fp32, no loss scaling) the scaler goes, and with it these ops and that 
 | row | removed |
 | --- | --- |
 | `aten::_amp_foreach_non_finite_check_and_unscale_` | yes |
-| the first `aten::item` after it, before `Optimizer.step#...` | yes (the found_inf sync) |
+| the last `aten::item` after it, before `Optimizer.step#...` | yes (the found_inf sync) |
 | `aten::_amp_update_scale_` and the cast just before it | yes |
 | the casts, `reciprocal`, `full` just before the unscale | yes (the inverse scale, found_inf) |
 | `aten::mul` of the loss by the scale | no: named like any op's, in the forward |
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from autoprof.analysis.metrics.replay.changes import OPTIMIZER_STEP_PREFIX
 from autoprof.analysis.metrics.replay.graph import Graph
 
 UNSCALE = "aten::_amp_foreach_non_finite_check_and_unscale_"
 UPDATE = "aten::_amp_update_scale_"
 FOUND_INF_SYNC = "aten::item"
-STEP_PREFIX = "Optimizer.step#"  # the optimizer's step region: the found_inf read is before it
 # the small ops GradScaler runs just before its unscale (inverse scale, found_inf, casts)
 PREP = frozenset({"aten::to", "aten::_to_copy", "aten::reciprocal", "aten::full",
                   "aten::copy_", "aten::empty"})
@@ -103,7 +103,7 @@ def _found_inf_read(names: np.ndarray, sib: list[int], at: int) -> list[int]:
         name = str(names[row])
         if name == UPDATE:
             break
-        if name.startswith(STEP_PREFIX):
+        if name.startswith(OPTIMIZER_STEP_PREFIX):
             return reads[-1:]
         if name == FOUND_INF_SYNC:
             reads.append(row)

@@ -246,8 +246,9 @@ def _fuse_optimizer(g: Graph, plan: Plan, change: FuseOptimizer) -> None:
         # the device's shortest kernels' (the bytes it moves), the floor paid once a step
         kernels = np.asarray(items, dtype=np.int64)
         kernels = kernels[g.item_cats()[kernels] == "kernel"]
-        plan.item_dur_us[kernels] = np.maximum(plan.item_dur_us[kernels] - tiny_us, 0.0) \
-            + (tiny_us if first else 0.0) * (np.arange(len(kernels)) == 0)
+        plan.item_dur_us[kernels] = np.maximum(plan.item_dur_us[kernels] - tiny_us, 0.0)
+        if first and len(kernels):
+            plan.item_dur_us[kernels[0]] += tiny_us
         plan.item_gap_us[kernels] = 0.0
 
 
