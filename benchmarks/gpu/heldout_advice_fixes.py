@@ -55,6 +55,12 @@ def with_capture(cases: dict[str, Case], names: Iterable[str]) -> dict[str, Case
     return {name: {**case, "setup": CAPTURE + case["setup"]} if name in chosen else case
             for name, case in cases.items()}
 
+
+def with_capture_for_graphs(cases: dict[str, Case]) -> dict[str, Case]:
+    """`with_capture` for every program of `cases` with a ``cuda_graph`` fix."""
+    return with_capture(cases, [name for name, case in cases.items()
+                                if "cuda_graph" in case["fixes"]])
+
 ADDED: dict[str, dict[str, Any]] = {
     "pageable_uint8_images": {
         "setup": """

@@ -68,7 +68,7 @@ from heldout_fresh_more import MORE  # noqa: E402
 CASES: dict[str, Case] = with_capture({**TRAIN, **LOOPS, **MORE}, (
     "sage_dropedge_mask", "ppo_update_syncs", "tabular_column_loops", "ddim_sampler_grad"))
 
-DEFAULTS = {"rounds": 2, "budget_s": 470.0, "record_calls": 20, "timeout_s": 90.0}
+DEFAULTS = heldout_oneshot.DEFAULTS
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

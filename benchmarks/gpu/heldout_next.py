@@ -57,16 +57,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import heldout_oneshot  # noqa: E402
-from heldout_advice_fixes import with_capture  # noqa: E402
+from heldout_advice_fixes import with_capture_for_graphs  # noqa: E402
 from heldout_driver import Case  # noqa: E402
 from heldout_next_cases import CASES as FIRST  # noqa: E402
 from heldout_next_more import MORE  # noqa: E402
 
 # the helper the graph fixes call, before each program that captures (on the CPU, the step)
-_ALL: dict[str, Case] = {**FIRST, **MORE}
-CASES = with_capture(_ALL, [name for name, case in _ALL.items() if "cuda_graph" in case["fixes"]])
-
-DEFAULTS = {"rounds": 2, "budget_s": 470.0, "record_calls": 20, "timeout_s": 90.0}
+CASES: dict[str, Case] = with_capture_for_graphs({**FIRST, **MORE})
+DEFAULTS = heldout_oneshot.DEFAULTS
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -66,3 +66,22 @@ def assert_tiny_truth(truth: dict[str, Any], cases: dict[str, Any], out: Path) -
             assert fix["ms_median"] > 0 and fix["speedup"] > 0, (name, label)
         assert entry["record"]["error"] is None and entry["record"]["run"], name
         assert f"{entry['record']['run']}/manifest.json" in members, name
+
+
+def assert_graph_fix_programs(cases: dict[str, Any], sources: dict[str, Any]) -> None:
+    """A graph-fix set's programs: each has one fix, ``cuda_graph``, named by the graph's
+    advice, keeps its source set's iteration as written and captures it in its setup."""
+    for name, case in cases.items():
+        assert list(case["fixes"]) == ["cuda_graph"], name
+        assert "cuda-graph" in case["fixes"]["cuda_graph"]["match"], name
+        assert case["base"] == sources[name]["base"], name
+        assert "capture(" in case["setup"] and "FIXED == 'cuda_graph'" in case["setup"], name
+
+
+def assert_dry_graph_truth(truth: dict[str, Any], cases: dict[str, Any]) -> None:
+    """A graph-fix set's ``--dry-run`` truth: every program and its graph timed once."""
+    assert truth["meta"]["dry_run"] and set(truth["cases"]) == set(cases)
+    for name, entry in truth["cases"].items():
+        for side, rows in entry["rounds"].items():
+            assert len(rows) == 1 and rows[0].get("ms_per_iter", 0) > 0, (name, side, rows)
+        assert entry["fixes"]["cuda_graph"]["speedup"] > 0

@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.heldout_programs import compile_program
+from support.heldout_programs import (
+    assert_dry_graph_truth,
+    assert_graph_fix_programs,
+    compile_program,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 GPU_BENCH = ROOT / "benchmarks" / "gpu"
@@ -36,22 +40,10 @@ def test_the_eight_whose_first_advice_was_a_graph_each_have_one_graph_fix() -> N
                         if (row["first_advice"] or {}).get("name") == "cuda-graph"
                         and not any(label == "cuda_graph" for label in row["fixes"])}
     assert set(CASES) == first_graph and len(CASES) == 8
-    for case in CASES.values():
-        assert list(case["fixes"]) == ["cuda_graph"]
-        assert "cuda-graph" in case["fixes"]["cuda_graph"]["match"]
-
-
-def test_the_program_as_written_keeps_its_source_iteration() -> None:
-    for name, case in CASES.items():
-        assert case["base"] == heldout_graph_fixes.SOURCES[name]["base"]
-        assert "capture(" in case["setup"] and "FIXED == 'cuda_graph'" in case["setup"]
+    assert_graph_fix_programs(CASES, heldout_graph_fixes.SOURCES)
 
 
 @pytest.mark.slow
 def test_the_dry_run_times_every_program_and_fix(tmp_path: Path) -> None:
     truth = heldout_graph_fixes.main(["--out", str(tmp_path), "--dry-run", "--no-record"])
-    assert truth["meta"]["dry_run"] and set(truth["cases"]) == set(CASES)
-    for name, entry in truth["cases"].items():
-        for side, rows in entry["rounds"].items():
-            assert len(rows) == 1 and rows[0].get("ms_per_iter", 0) > 0, (name, side, rows)
-        assert entry["fixes"]["cuda_graph"]["speedup"] > 0
+    assert_dry_graph_truth(truth, CASES)
