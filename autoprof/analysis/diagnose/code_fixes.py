@@ -10,6 +10,7 @@ them. Two are found from the trace alone and replayed (metrics/replay/fixes.py):
 | `pageable_copies` | `pin-memory` | host-to-device copies from pageable memory (pageable.py) |
 | `amp_scaler` | `bf16-autocast` | GradScaler's unscale op and its found_inf `.item()` sync |
 | `fp32_matmul` | `tf32` | fp32 GEMMs on CUDA cores of a GPU with TF32 tensor cores (tf32.py) |
+| `bf16_matmul` | `bf16-autocast` | the same GEMMs on a GPU busy most of the step (tf32.py) |
 | `conv_layout` and three more | `channels-last`, ... | work the fix deletes (deleting.py) |
 
 The hints name the change: `torch.optim.<Name>(..., fused=True)`, `torch.addmm(b, x, w)`,
@@ -33,7 +34,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.deleting import deleting_fixes
 from autoprof.analysis.diagnose.pageable import pageable_copies
-from autoprof.analysis.diagnose.tf32 import fp32_matmuls
+from autoprof.analysis.diagnose.tf32 import bf16_matmuls, fp32_matmuls
 from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import OPTIMIZER_STEP_PREFIX, Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
@@ -153,8 +154,9 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         got = predict_fix(events, fix, call or "", baseline, copy_speedup=copy_speedup)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
-    tf32 = fp32_matmuls(events, n_steps, step_us, device, baseline)
-    entries = ([tf32] if tf32 is not None else []) + deleting_fixes(
+    matmuls = [fp32_matmuls(events, n_steps, step_us, device, baseline),
+               bf16_matmuls(events, n_steps, step_us, device, baseline)]
+    entries = [o for o in matmuls if o is not None] + deleting_fixes(
         events, n_steps, step_us, baseline, cudnn_benchmark)
     out += [unpredicted(o) if worker_loop else o for o in entries
             if o["predicted_speedup"] >= MIN_SPEEDUP]
