@@ -51,6 +51,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.diagnose.error_band import band_of
+from autoprof.analysis.diagnose.fuse_elementwise import fuse_elementwise
 from autoprof.analysis.diagnose.loader_in_call import fetch_in_call
 from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
@@ -239,6 +240,8 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     phase("predictions: code fixes")
     loop_fix = python_loop(events, step_us, call, ref) if not workers else None
     fixes = code_fixes(events, call, baseline, step_us, workers, device, cudnn_benchmark)
+    fused = fuse_elementwise(events, step_us, baseline, sources) if not workers else None
+    fixes += [fused] if fused is not None else []
     out = _graph_blockers(out + fixes + ([loop_fix] if loop_fix is not None else []))
     return _graph_optimizer_form(out, events)
 
