@@ -48,7 +48,9 @@ from autoprof.analysis.metrics.replay.changes import Change, FuseChains
 from autoprof.analysis.metrics.replay.replay import predict_speedups
 from autoprof.analysis.metrics.stats import name_matches, union_length
 
-MEMORY_BOUND = re.compile(r"elementwise_kernel|reduce_kernel|CatArrayBatchedCopy")
+# ATen's kernels; a letter before the name is another library's (cuBLAS's `splitKreduce_kernel`
+# finishes a GEMM)
+MEMORY_BOUND = re.compile(r"(?<![A-Za-z])(elementwise_kernel|reduce_kernel)|CatArrayBatchedCopy")
 COMPILED_KERNEL = re.compile(r"^triton_")
 MIN_SHARE = 0.10  # of the step: below it the fix is not worth a line
 MIN_TENSOR_BYTES = 16 * 2 ** 20  # a tensor this large goes to memory between two kernels

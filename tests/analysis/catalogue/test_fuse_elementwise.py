@@ -26,6 +26,7 @@ QK = "qk_norm_rope_fp32"
 ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, mul>"
 REDUCE = "void at::native::reduce_kernel<512, 1, MeanOps>"
 GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn"
+SPLIT_K = "void cublasLt::splitKreduce_kernel<32, 16, int, float>"  # a GEMM's, not ATen's
 BIG = json.dumps([[8, 16, 2048, 128], []])  # 134 MB of fp32
 
 
@@ -64,9 +65,10 @@ def test_a_chain_on_small_tensors_or_broken_by_a_matrix_product_is_none() -> Non
     assert 64 * 64 * 4 < MIN_TENSOR_BYTES
     events, lines = _events([(ELEMENTWISE, "a.py:3", small), (ELEMENTWISE, "a.py:3", small)])
     assert elementwise_chains(events, lines) == []
-    events, lines = _events([(ELEMENTWISE, "a.py:3", BIG), (GEMM, "a.py:3", BIG),
-                             (ELEMENTWISE, "a.py:3", BIG)])
-    assert elementwise_chains(events, lines) == []
+    for product in (GEMM, SPLIT_K):
+        events, lines = _events([(ELEMENTWISE, "a.py:3", BIG), (product, "a.py:3", BIG),
+                                 (ELEMENTWISE, "a.py:3", BIG)])
+        assert elementwise_chains(events, lines) == []
 
 
 @pytest.mark.slow
