@@ -21,7 +21,8 @@ caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or 
 caller's harness, not an input to overlap); `loader_in_call` where, instead, a DataLoader
 without workers is read inside the call for MIN_FETCH_PCT of the step (loader_in_call.py).
 A fused optimizer and a bias add folded into its GEMM are offered beside them when the
-trace shows the unfused form (code_fixes.py). The
+trace shows the unfused form (code_fixes.py), and a source line's chain of memory-bound
+kernels fused into one where the run has its lines (fuse_elementwise.py). The
 replay's host costs are first scaled to the untraced calls (metrics/replay/baseline.py): the
 whole host when the step is the call, the call's own host time when the step holds the
 caller's loop too (the warm-up calls time the call alone). `loader-workers` is predicted for
