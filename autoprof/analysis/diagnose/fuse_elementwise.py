@@ -36,6 +36,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,7 @@ class Chain:
     ops: frozenset[str]
 
 
+@lru_cache(maxsize=4096)  # a step repeats its ops' shapes: each pair parsed once
 def _largest_bytes(dims_text: str, types_text: str) -> int:
     """The largest tensor among an op's recorded inputs, in bytes (a tensor list's tensors
     included, at the element size of the op's first known dtype); 0 when none is known."""
