@@ -81,15 +81,16 @@ FIX_NAMES: tuple[FixName, ...] = ("cuda-graph", "remove-sync", "remove-line",
                                   "no-loader", "fused-optimizer", "addmm", "bf16-autocast")
 # the fixes the catalogue predicts from the trace and the manifest, without the replay
 # (diagnose/: op_loop.py, tf32.py, inference_mode.py, threads.py, recompiles.py,
-# batched_loader.py; deleting.py)
+# batched_loader.py; deleting.py; fuse_elementwise.py)
 CatalogueFixName = Literal["vectorise", "tf32", "inference-mode", "set-num-threads",
                            "compile-dynamic", "batched-dataset", "channels-last",
-                           "zero-grad-none", "tensor-on-device", "ddp-no-sync"]
+                           "zero-grad-none", "tensor-on-device", "ddp-no-sync",
+                           "fuse-elementwise"]
 CATALOGUE_FIX_NAMES: tuple[CatalogueFixName, ...] = ("vectorise", "tf32", "inference-mode",
                                                      "set-num-threads", "compile-dynamic",
                                                      "batched-dataset", "channels-last",
                                                      "zero-grad-none", "tensor-on-device",
-                                                     "ddp-no-sync")
+                                                     "ddp-no-sync", "fuse-elementwise")
 MeasuredFixName = Literal["compile", "compile-reduce-overhead", "cuda-graph", "inference-mode",
                           "bf16", "channels-last"]
 # in the order check(..., try_fixes=...) tries them

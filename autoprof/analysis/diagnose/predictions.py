@@ -21,7 +21,8 @@ caller's loop, metrics/replay/loop.py; a device sync there is the recorder's or 
 caller's harness, not an input to overlap); `loader_in_call` where, instead, a DataLoader
 without workers is read inside the call for MIN_FETCH_PCT of the step (loader_in_call.py).
 A fused optimizer and a bias add folded into its GEMM are offered beside them when the
-trace shows the unfused form (code_fixes.py). The
+trace shows the unfused form (code_fixes.py), and a source line's chain of memory-bound
+kernels fused into one where the run has its lines (fuse_elementwise.py). The
 replay's host costs are first scaled to the untraced calls (metrics/replay/baseline.py): the
 whole host when the step is the call, the call's own host time when the step holds the
 caller's loop too (the warm-up calls time the call alone). `loader-workers` is predicted for
@@ -51,6 +52,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.code_fixes import code_fixes, unpredicted
 from autoprof.analysis.diagnose.error_band import band_of
+from autoprof.analysis.diagnose.fuse_elementwise import fuse_elementwise
 from autoprof.analysis.diagnose.loader_in_call import fetch_in_call
 from autoprof.analysis.diagnose.op_loop import python_loop
 from autoprof.analysis.diagnose.sync_reads import Sources, read_hint, read_spans
@@ -239,6 +241,8 @@ def _with_predictions(opps: list[dict[str, Any]], events: pd.DataFrame, call: st
     phase("predictions: code fixes")
     loop_fix = python_loop(events, step_us, call, ref) if not workers else None
     fixes = code_fixes(events, call, baseline, step_us, workers, device, cudnn_benchmark)
+    fused = fuse_elementwise(events, step_us, baseline, sources) if not workers else None
+    fixes += [fused] if fused is not None else []
     out = _graph_blockers(out + fixes + ([loop_fix] if loop_fix is not None else []))
     return _graph_optimizer_form(out, events)
 

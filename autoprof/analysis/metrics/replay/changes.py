@@ -135,6 +135,14 @@ class FuseOptimizer:
 
 
 @dataclass(frozen=True)
+class FuseChains:
+    """Each chain of memory-bound kernels (events-table labels, in launch order) run as one
+    fused kernel, as long as its longest kernel, launched once (`fuse_chain.py`)."""
+
+    chains: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
 class OverlapBetweenCalls:
     """The host time of each step outside the decorated call (`call_region`: the caller's
     loop, a DataLoader's `__next__`) overlapped by loader workers: `remaining` of it is left
@@ -213,4 +221,4 @@ class SyncEachStep:
 
 Change = CudaGraph | RemoveSync | RemoveSelection | FoldBiasAdd | FuseOptimizer | \
     OverlapBetweenCalls | HideLoader | NonBlockingCopies | FasterKernels | ScaleHost | \
-    SyncEachStep | RemoveScaler | RemoveSpans
+    SyncEachStep | RemoveScaler | RemoveSpans | FuseChains

@@ -12,6 +12,7 @@
   keep their time above the device's per-kernel floor, the floor paid once a step.
 - `FoldBiasAdd`: the bias adds after a matrix product go, host and GPU.
 - `RemoveSpans`: the host spans a catalogue entry names go, with their calls' GPU work.
+- `FuseChains` (`fuse_chain.py`): each chain of kernels runs as one, launched once.
 - `RemoveScaler`: GradScaler's ops and its found_inf sync go, host and GPU (`scaler.py`).
 - `OverlapBetweenCalls`: the main thread's host time inside a step but outside the call goes.
 - `HideLoader`: the host time inside DataLoader fetches goes (on every thread); with
@@ -40,6 +41,7 @@ from autoprof.analysis.metrics.replay.changes import (
     CudaGraph,
     FasterKernels,
     FoldBiasAdd,
+    FuseChains,
     FuseOptimizer,
     HideLoader,
     NonBlockingCopies,
@@ -52,6 +54,7 @@ from autoprof.analysis.metrics.replay.changes import (
     SyncEachStep,
 )
 from autoprof.analysis.metrics.replay.cuda_graph import cuda_graph
+from autoprof.analysis.metrics.replay.fuse_chain import fuse_chains
 from autoprof.analysis.metrics.replay.graph import Graph
 from autoprof.analysis.metrics.replay.hide import hide_calls, uncovered_by
 from autoprof.analysis.metrics.replay.host_spans import (
@@ -103,10 +106,12 @@ def _apply(g: Graph, plan: Plan, change: Change) -> None:
 
 
 def _apply_op_change(g: Graph, plan: Plan,
-                     change: RemoveSelection | FuseOptimizer | FoldBiasAdd | RemoveScaler
-                     ) -> None:
+                     change: RemoveSelection | FuseOptimizer | FoldBiasAdd | RemoveScaler |
+                     FuseChains) -> None:
     """The changes that remove or fuse ops the trace's shapes and names pick."""
-    if isinstance(change, RemoveSelection):
+    if isinstance(change, FuseChains):
+        fuse_chains(g, plan, change)
+    elif isinstance(change, RemoveSelection):
         remove_rows(g, plan, selection_rows(g))
     elif isinstance(change, RemoveScaler):
         remove_spans(g, plan, *scaler_spans(g))
