@@ -216,7 +216,7 @@ def train(log_every):
                  "and its cosine row (about 6 small ops per utterance, 256 utterances)",
         "setup": """
 torch.manual_seed(0)
-N, M, MEL, FR, C, H = (3, 2, 4, 12, 8, 8) if DRY else (32, 8, 40, 200, 512, 256)
+N, M, MEL, FR, C, H = (3, 2, 4, 24, 8, 8) if DRY else (32, 8, 40, 200, 512, 256)
 F = torch.nn.functional
 class SpeakerEncoder(torch.nn.Module):
     def __init__(self):
