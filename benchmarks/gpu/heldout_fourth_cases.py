@@ -24,6 +24,7 @@ CASES: dict[str, Case] = {
                  "(the default), its RMSNorm, rotary embedding and SwiGLU written by hand "
                  "as chains of pointwise ops (about 30 elementwise kernels a layer forward)",
         "setup": """
+import contextlib
 torch.manual_seed(0)
 V, D, NH, L, FF, T, B = (64, 16, 2, 1, 24, 8, 2) if DRY else (8192, 512, 8, 4, 1408, 512, 4)
 HD = D // NH
@@ -87,7 +88,7 @@ def train(dtype=None):
     seen[0] += 1
     ids = tokens[seen[0] % 4]
     opt.zero_grad(set_to_none=True)
-    with torch.autocast(DEVICE, dtype=dtype or torch.float32, enabled=dtype is not None):
+    with torch.autocast(DEVICE, dtype=dtype) if dtype else contextlib.nullcontext():
         logits = model(ids[:, :-1])
     F.cross_entropy(logits.float().reshape(-1, V), ids[:, 1:].reshape(-1)).backward()
     opt.step()
@@ -313,7 +314,8 @@ class Recogniser(torch.nn.Module):
         self.proj = torch.nn.Linear(256, D)
         self.encoder = torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(D, 4, 4 * D, 0.1, batch_first=True,
-                                             norm_first=True), 2)
+                                             norm_first=True), 2,
+            enable_nested_tensor=False)
         self.head = torch.nn.Linear(D, K)
     def forward(self, wav):
         h = self.frontend(wav[:, None]).transpose(1, 2)
