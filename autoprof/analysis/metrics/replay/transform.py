@@ -137,7 +137,7 @@ def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
     names = g.names()
     for c in np.flatnonzero(g.call_is_sync).tolist():
         if op is None or under(g, int(g.call_row[c]), op, names):
-            plan.call_waits[c] = []
+            plan.call_waits[c] = ()
 
 
 def _removed(g: Graph, spans: Coverage, c: int) -> float:
