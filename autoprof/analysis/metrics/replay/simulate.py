@@ -217,7 +217,9 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
         g.memo["contending"] = compute_items(g.names()[g.item_row], g.item_cats()) & \
             (g.item_call >= 0)
     mine = g.memo["contending"]
-    if not overlaps(g.item_stream[mine]):
+    if "contend_streams" not in g.memo:  # whether they span two streams: the same each time
+        g.memo["contend_streams"] = np.array(overlaps(g.item_stream[mine]))
+    if not g.memo["contend_streams"]:
         return t
     measured_lost = lost_us(g.item_ts_us[mine], g.item_ts_us[mine] + g.item_dur_us[mine])
     base = plan.item_dur_us[mine]
@@ -254,7 +256,7 @@ class _Fixed(NamedTuple):
     ts: list[float]
     measured_end: list[float]
     neighbours: list[list[int]]
-    stream: list[int]
+    before_on_stream: list[int]
     item_ts: list[float]
 
 
@@ -264,9 +266,20 @@ def _fixed(g: Graph) -> _Fixed:
     if not isinstance(fixed, _Fixed):
         fixed = g.kept["pass_lists"] = _Fixed(
             g.call_thread.tolist(), g.call_ts_us.tolist(),
-            (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g), g.item_stream.tolist(),
-            g.item_ts_us.tolist())
+            (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g),
+            _before_on_stream(g.item_stream).tolist(), g.item_ts_us.tolist())
     return fixed
+
+
+def _before_on_stream(stream: np.ndarray) -> np.ndarray:
+    """Per item, the item queued just before it on its stream (-1: none). A pass takes the
+    items in index order (the carry first, then each call's consecutive items in call
+    order), so that is the previous index on the same stream."""
+    order = np.argsort(stream, kind="stable")
+    same = np.r_[False, stream[order][1:] == stream[order][:-1]]
+    out = np.full(len(stream), -1, dtype=np.int64)
+    out[order[same]] = order[np.flatnonzero(same) - 1]
+    return out
 
 
 class _Pass:
@@ -288,7 +301,7 @@ class _Pass:
             scaled, plan.call_gap_us / np.where(scaled, base, 1.0), 1.0).tolist()
         self.prev_main, self.next_main, self.joined = fixed.neighbours
         self.items = g.call_items
-        self.stream = fixed.stream
+        self.before_on_stream = fixed.before_on_stream
         self.deps = g.item_deps
         self.latency: list[float] = plan.item_latency_us.tolist()
         self.item_gap: list[float] = plan.item_gap_us.tolist()
@@ -298,15 +311,15 @@ class _Pass:
         carry = np.flatnonzero(g.item_call < 0)  # the carry keeps its measured times
         item_end[carry] = g.item_ts_us[carry] + g.item_dur_us[carry]
         self.item_end: list[float] = item_end.tolist()
-        self.stream_last = {self.stream[i]: i for i in carry.tolist()}
         self.call_end = [0.0] * g.n_calls
 
     def run(self) -> Timeline:
         clock: dict[int, float] = {}
         call_start = [0.0] * len(self.thread)
         call_end = self.call_end
-        item_start, item_end, stream_last = self.item_start, self.item_end, self.stream_last
-        deps, stream, latency = self.deps, self.stream, self.latency
+        item_start, item_end, queued_after = self.item_start, self.item_end, \
+            self.before_on_stream
+        deps, latency = self.deps, self.latency
         gap, dur, cost, wake = self.item_gap, self.dur, self.cost, self.wake
         main, joined, ts, measured_end, ratio, call_gap = (
             self.main, self.joined, self.ts, self.measured_end, self.ratio, self.gap)
@@ -326,19 +339,17 @@ class _Pass:
             # each item launched (the rules in the module doc), inline: one per launch call.
             # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
             for i in items:
-                s = stream[i]
                 at = launch_end + latency[i]
                 at = start if start > at else at  # never before its call
                 waits_for = deps[i]
                 before = max([item_end[d] for d in waits_for]) if waits_for else no_wait
-                last = stream_last.get(s)
-                if last is not None:
+                last = queued_after[i]  # the previous item on its stream
+                if last >= 0:
                     end = item_end[last]
                     before = end if end > before else before
                 queued = before + gap[i]
                 at = queued if queued > at else at
                 item_start[i], item_end[i] = at, at + dur[i]
-                stream_last[s] = i
             if waits:
                 done = max(done, max(item_end[w] for w in waits) + wake[c])
             call_start[c], call_end[c] = start, done
