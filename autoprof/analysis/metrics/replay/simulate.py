@@ -258,6 +258,7 @@ class _Fixed(NamedTuple):
     neighbours: list[list[int]]
     before_on_stream: list[int]
     item_ts: list[float]
+    reads_ratio: bool  # a join, or a thread other than the main one
 
 
 def _fixed(g: Graph) -> _Fixed:
@@ -267,7 +268,9 @@ def _fixed(g: Graph) -> _Fixed:
         fixed = g.kept["pass_lists"] = _Fixed(
             g.call_thread.tolist(), g.call_ts_us.tolist(),
             (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g),
-            _before_on_stream(g.item_stream).tolist(), g.item_ts_us.tolist())
+            _before_on_stream(g.item_stream).tolist(), g.item_ts_us.tolist(),
+            bool(np.any(g.memo["main_neighbours"][2] >= 0)
+                 or np.any(g.call_thread != g.main_thread)))
     return fixed
 
 
@@ -292,13 +295,16 @@ class _Pass:
         self.thread, self.ts, self.measured_end = fixed.thread, fixed.ts, fixed.measured_end
         self.gap: list[float] = plan.call_gap_us.tolist()
         self.cost: list[float] = plan.call_cost_us.tolist()
-        self.wake: list[float] = plan.call_wake_us.tolist()
+        self.wake = plan.call_wake_us  # read only at the few calls that wait
         self.waits = plan.call_waits
-        # how the replay scales the host stretch before each call (1.0: as measured)
-        base = plan.base_gap_us
-        scaled = base > 1e-9
-        self.ratio: list[float] = np.where(
-            scaled, plan.call_gap_us / np.where(scaled, base, 1.0), 1.0).tolist()
+        # how the replay scales the host stretch before each call (1.0: as measured), read
+        # only by joins and other threads' calls
+        self.ratio: list[float] = []
+        if fixed.reads_ratio:
+            base = plan.base_gap_us
+            scaled = base > 1e-9
+            self.ratio = np.where(scaled, plan.call_gap_us / np.where(scaled, base, 1.0),
+                                  1.0).tolist()
         self.prev_main, self.next_main, self.joined = fixed.neighbours
         self.items = g.call_items
         self.before_on_stream = fixed.before_on_stream
@@ -351,7 +357,7 @@ class _Pass:
                 at = queued if queued > at else at
                 item_start[i], item_end[i] = at, at + dur[i]
             if waits:
-                done = max(done, max(item_end[w] for w in waits) + wake[c])
+                done = max(done, max(item_end[w] for w in waits) + float(wake[c]))
             call_start[c], call_end[c] = start, done
             if th == main:
                 main_clock, main_started = done, True
