@@ -118,14 +118,15 @@ def _item_terms(g: Graph, cost_us: np.ndarray
     whether it was queued (a predecessor was still running when the launch returned)."""
     call_end = g.call_ts_us + cost_us
     launch_end = np.where(g.item_call >= 0, call_end[np.clip(g.item_call, 0, None)], np.nan)
-    item_end: list[float] = (g.item_ts_us + g.item_dur_us).tolist()
-    prev: list[float] = []
-    last: dict[int, float] = {}
-    for i, (s, deps_of) in enumerate(zip(g.item_stream.tolist(), g.item_deps, strict=True)):
-        deps = max([item_end[d] for d in deps_of]) if deps_of else -np.inf
-        prev.append(max(last.get(s, -np.inf), deps))
-        last[s] = item_end[i]
-    prev_end = np.array(prev, dtype=float).reshape(g.n_items)
+    item_end = g.item_ts_us + g.item_dur_us
+    before = _before_on_stream(g.item_stream)
+    last = np.where(before >= 0, item_end[np.clip(before, 0, None)], -np.inf)
+    ends: list[float] = item_end.tolist()
+    deps = np.full(g.n_items, -np.inf)
+    for i, deps_of in enumerate(g.item_deps):
+        if deps_of:
+            deps[i] = max([ends[d] for d in deps_of])
+    prev_end = np.where(deps > last, deps, last)  # max(last, deps), as Python's max picks
     latency = g.item_ts_us - launch_end
     gap = np.where(np.isfinite(prev_end), g.item_ts_us - prev_end, np.nan)
     return latency, gap, prev_end > launch_end
