@@ -266,12 +266,13 @@ def _fixed(g: Graph) -> _Fixed:
     """`_Fixed` of `g`, made once per graph."""
     fixed = g.kept.get("pass_lists")
     if not isinstance(fixed, _Fixed):
+        neighbours = _neighbours(g)  # kept in g.memo["main_neighbours"] as an array
+        joins = bool(np.any(g.memo["main_neighbours"][2] >= 0))
         fixed = g.kept["pass_lists"] = _Fixed(
             g.call_thread.tolist(), g.call_ts_us.tolist(),
-            (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g),
+            (g.call_ts_us + g.call_dur_us).tolist(), neighbours,
             _before_on_stream(g.item_stream).tolist(), g.item_ts_us.tolist(),
-            bool(np.any(g.memo["main_neighbours"][2] >= 0)
-                 or np.any(g.call_thread != g.main_thread)))
+            joins or bool(np.any(g.call_thread != g.main_thread)))
     return fixed
 
 
