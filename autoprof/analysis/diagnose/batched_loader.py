@@ -85,9 +85,9 @@ HINT = ("the DataLoader builds each batch one sample at a time: {where}about {sa
 
 def _fetches(events: pd.DataFrame) -> pd.DataFrame:
     """The outermost DataLoader fetch spans of the profiled steps."""
-    rows = cpu_mask(events) & (events["step"] >= 0).to_numpy()
-    host = events.loc[rows, ["name", "cat", "step", "dur_us", "parent", "rank"]]
-    fetch = host[name_matches(host["name"], DATA_LOADER_NAME)]
+    rows = cpu_mask(events) & (events["step"] >= 0).to_numpy() & \
+        name_matches(events["name"], DATA_LOADER_NAME)  # the few fetch rows copied, no more
+    fetch = events.loc[rows, ["name", "cat", "step", "dur_us", "parent", "rank"]]
     return fetch[~fetch["parent"].isin(fetch.index).to_numpy()]
 
 

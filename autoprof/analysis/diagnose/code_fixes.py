@@ -39,7 +39,7 @@ from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import OPTIMIZER_STEP_PREFIX, Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
 from autoprof.analysis.metrics.replay.scaler import UNSCALE, scaler_rows_of
-from autoprof.analysis.metrics.stats import cpu_mask, name_matches, sorted_distinct
+from autoprof.analysis.metrics.stats import cpu_mask, isin_mask, name_matches, sorted_distinct
 
 MIN_SPEEDUP = 1.03
 FUSED_OP = "aten::_fused_"  # aten::_fused_adamw_, aten::_fused_sgd_: fused already
@@ -75,9 +75,17 @@ def _opportunity(cause: str, fix_us: float, step_us: float, where: list[dict[str
             "where": where, "hint": hint}
 
 
-def _optimizer(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
-    regions = host[_starts_with(host["name"], OPTIMIZER_STEP_PREFIX)]
-    if not len(regions) or _starts_with(host["name"], FUSED_OP).any():
+def _host_rows(events: pd.DataFrame, in_steps: np.ndarray, picked: np.ndarray
+               ) -> pd.DataFrame:
+    """The host rows of the profiled steps that `picked` (a mask of `events`) holds, with the
+    columns the checks read: the few rows a check reads, not a copy of every host row."""
+    return events.loc[in_steps & picked, [c for c in HOST_COLUMNS if c in events.columns]]
+
+
+def _optimizer(events: pd.DataFrame, in_steps: np.ndarray, n_steps: int, step_us: float
+               ) -> dict[str, Any] | None:
+    regions = _host_rows(events, in_steps, _starts_with(events["name"], OPTIMIZER_STEP_PREFIX))
+    if not len(regions) or (in_steps & _starts_with(events["name"], FUSED_OP)).any():
         return None
     region = str(regions["name"].mode().iloc[0])  # Optimizer.step#AdamW.step
     optimizer = region[len(OPTIMIZER_STEP_PREFIX):].split(".")[0] or "the optimizer"
@@ -89,11 +97,11 @@ def _optimizer(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, An
                         [{"name": region, "us_per_step": us}], hint)
 
 
-def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
+def _bias_add(events: pd.DataFrame, in_steps: np.ndarray, rows: np.ndarray, n_steps: int,
               step_us: float) -> dict[str, Any] | None:
     if not len(rows):
         return None
-    adds = host[host.index.isin(rows)]
+    adds = _host_rows(events, in_steps, events.index.isin(rows))
     us = _per_step_us(adds, n_steps)
     hint = ("fold the bias add into the matrix product: write x @ w + b as "
             "torch.addmm(b, x, w) (or F.linear(x, w.T, b)); the GEMM adds the bias as it "
@@ -102,9 +110,11 @@ def _bias_add(host: pd.DataFrame, rows: np.ndarray, n_steps: int,
                         [{"name": "aten::add after aten::matmul", "us_per_step": us}], hint)
 
 
-def _scaler(host: pd.DataFrame, n_steps: int, step_us: float) -> dict[str, Any] | None:
-    if not (host["name"] == UNSCALE).any():
+def _scaler(events: pd.DataFrame, in_steps: np.ndarray, n_steps: int, step_us: float
+            ) -> dict[str, Any] | None:
+    if not (in_steps & isin_mask(events["name"], (UNSCALE,))).any():
         return None
+    host = _host_rows(events, in_steps, np.ones(len(events), dtype=bool))
     parent = host.index.get_indexer(host["parent"].fillna(-1).astype("int64"))
     rows = host.iloc[scaler_rows_of(host["name"].astype(str).to_numpy(),
                                     host["ts_us"].to_numpy(float), parent)]
@@ -138,12 +148,10 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
     n_steps = len(sorted_distinct(events["step"].to_numpy()[in_steps]))
     if not n_steps or not step_us > 0:
         return []
-    adds = bias_adds(events)  # before the host rows are copied: the two never held together
-    host = events.loc[in_steps, [c for c in HOST_COLUMNS if c in events.columns]]
     found: list[tuple[dict[str, Any] | None, FixName, float]] = [
-        (_optimizer(host, n_steps, step_us), "fused-optimizer", 1.0),
-        (_bias_add(host, adds, n_steps, step_us), "addmm", 1.0),
-        (_scaler(host, n_steps, step_us), "bf16-autocast", 1.0)]
+        (_optimizer(events, in_steps, n_steps, step_us), "fused-optimizer", 1.0),
+        (_bias_add(events, in_steps, bias_adds(events), n_steps, step_us), "addmm", 1.0),
+        (_scaler(events, in_steps, n_steps, step_us), "bf16-autocast", 1.0)]
     pageable = pageable_copies(events, n_steps, step_us, device)
     if pageable is not None:
         found.append((pageable[0], "pin-memory", pageable[1]))

@@ -55,12 +55,14 @@ def subtree(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
     out = rows.copy()
     if not out.any():
         return out
-    has_parent = np.flatnonzero(parent >= 0)
-    while True:
-        grow = has_parent[out[parent[has_parent]] & ~out[has_parent]]
-        if not len(grow):
+    below = np.flatnonzero((parent >= 0) & ~out)  # rows not in yet, with a parent
+    up = parent[below]
+    while True:  # one nesting level a round; a row taken in is not looked at again
+        hit = out[up]
+        if not hit.any():
             return out
-        out[grow] = True
+        out[below[hit]] = True
+        below, up = below[~hit], up[~hit]
 
 
 def has_ancestor_in(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:

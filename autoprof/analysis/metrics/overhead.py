@@ -17,7 +17,7 @@ from autoprof.analysis.metrics.stats import (
     cpu_work_mask,
     finite_or_none,
     for_rank,
-    gaps_merged,
+    gaps_merged_many,
     gpu_work,
     median,
     merge_intervals,
@@ -215,11 +215,10 @@ def _idle_gaps(steps: pd.DataFrame, work: pd.DataFrame, rank: int, parts: _Parts
     parts.step_window_us += float(np.sum(win_e - win_s))
     # merged once for every window (merging per window made this O(windows x kernels))
     s, e = merge_intervals(work["ts_us"].to_numpy(float), work["end_us"].to_numpy(float))
-    for a, b in zip(win_s, win_e, strict=True):
-        starts, lengths = gaps_merged(s, e, a, b)
-        big = lengths >= MIN_IDLE_GAP_US
-        parts.gaps.append(lengths[big])
-        parts.gap_starts.append(starts[big])
+    starts, lengths = gaps_merged_many(s, e, win_s, win_e)
+    big = lengths >= MIN_IDLE_GAP_US
+    parts.gaps.append(lengths[big])
+    parts.gap_starts.append(starts[big])
 
 
 def overhead(events: pd.DataFrame, rank: int | None = None, *,

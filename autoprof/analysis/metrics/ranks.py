@@ -109,8 +109,9 @@ def _step_table(events: pd.DataFrame) -> pd.DataFrame:
         idx = everything if step == -1 else by_step.get(step, everything[:0])
         on_cpu = idx[c_cpu[idx]]
         on_gpu = idx[~c_cpu[idx]]
-        cpu_us = union_length(c_ts[on_cpu], c_end[on_cpu], start, end)
-        gpu_us = union_length(c_ts[on_gpu], c_end[on_gpu])
+        # a step without collectives (most steps of most runs) unions nothing
+        cpu_us = union_length(c_ts[on_cpu], c_end[on_cpu], start, end) if len(on_cpu) else 0.0
+        gpu_us = union_length(c_ts[on_gpu], c_end[on_gpu]) if len(on_gpu) else 0.0
         span = end - start
         first_of = on_cpu if len(on_cpu) else idx
         first = float(c_ts[first_of].min()) if len(first_of) else end

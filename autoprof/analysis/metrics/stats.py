@@ -277,6 +277,27 @@ def gaps_merged(s: np.ndarray, e: np.ndarray, lo: float, hi: float
     return gap_start[positive], lengths[positive]
 
 
+def gaps_merged_many(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """`gaps_merged` of each window [lo[k], hi[k]] in turn, concatenated: the same numbers
+    from the same operations, on arrays (one pass for hundreds of step windows)."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    if not len(s):
+        lengths = hi - lo
+        return lo[lengths > 0], lengths[lengths > 0]
+    first = np.searchsorted(e, lo, side="right")
+    n = np.maximum(np.searchsorted(s, hi, side="left"), first) - first
+    size = n + 1  # a window's gaps: before each interval reaching into it, and after them
+    k = np.repeat(np.arange(len(lo)), size)
+    pos = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    a, b, j, last = lo[k], hi[k], first[k] + pos, len(s) - 1
+    gap_start = np.where(pos == 0, a, np.clip(e[np.clip(j - 1, 0, last)], a, b))
+    gap_end = np.where(pos == n[k], b, np.clip(s[np.clip(j, 0, last)], a, b))
+    lengths = gap_end - gap_start
+    positive = lengths > 0
+    return gap_start[positive], lengths[positive]
+
+
 class Coverage:
     """Merged intervals with prefix sums: how much of [lo, hi] they cover, in O(log n)."""
 

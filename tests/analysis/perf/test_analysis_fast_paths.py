@@ -17,6 +17,7 @@ from autoprof.analysis.metrics.stats import (
     first_seen,
     gaps,
     gaps_merged,
+    gaps_merged_many,
     isin_mask,
     median,
     merge_intervals,
@@ -116,6 +117,24 @@ def test_merge_and_gaps_equal_the_reference(seed: int) -> None:
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         assert [a.tolist() for a in gaps(starts, ends, float(lo), float(hi))] == [
             a.tolist() for a in want]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_gaps_of_many_windows_at_once_are_each_windows_in_turn(seed: int) -> None:
+    """gaps_merged_many over disjoint sorted windows (step windows, merged) gives every
+    window's gaps_merged, concatenated in order: the same values to the last bit."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 200))
+    offset = float(rng.choice([-50.0, 0.0, 5e12]))
+    starts = offset + np.round(rng.uniform(0, 1000, n), 3)
+    ends = starts + np.round(rng.exponential(5, n), 3) * (rng.uniform(size=n) > 0.1)
+    s, e = merge_intervals(starts, ends)
+    cuts = offset + np.round(rng.uniform(-100, 1100, 2 * int(rng.integers(0, 30))), 3)
+    lo, hi = merge_intervals(np.sort(cuts)[0::2], np.sort(cuts)[1::2])
+    got = gaps_merged_many(s, e, lo, hi)
+    parts = [gaps_merged(s, e, a, b) for a, b in zip(lo, hi, strict=True)]
+    want = [np.concatenate([p[i] for p in parts]) if parts else np.empty(0) for i in (0, 1)]
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -276,3 +295,28 @@ def test_the_called_steps_are_found_once_per_analysis() -> None:
     first = called_steps(ctx)
     assert called_steps(ctx) is first and len(first) > 0
     pd.testing.assert_frame_equal(first, steps_holding_a_call(ctx))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_subtree_and_rows_below_are_the_ancestor_walk(seed: int) -> None:
+    """subtree (a row in the mask or below one) and has_ancestor_in (strictly below one)
+    answer what walking each row's parents up to the root answers."""
+    from autoprof.analysis.metrics._tree import has_ancestor_in, subtree
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    # each row's parent an earlier row or none (-1): a forest up to ~n levels deep
+    parent = np.array([int(rng.integers(-1, i)) if i and rng.uniform() > 0.1 else -1
+                       for i in range(n)], dtype=np.int64)
+    rows = rng.uniform(size=n) < float(rng.choice([0.0, 0.02, 0.3]))
+
+    def above(i: int) -> list[int]:
+        out = []
+        while parent[i] >= 0:
+            i = int(parent[i])
+            out.append(i)
+        return out
+
+    want_below = [any(rows[a] for a in above(i)) for i in range(n)]
+    assert has_ancestor_in(parent, rows).tolist() == want_below
+    assert subtree(parent, rows).tolist() == [bool(rows[i]) or want_below[i] for i in range(n)]

@@ -34,7 +34,7 @@ def _sync_free(g: Graph, plan: Plan, spans: Coverage) -> None:
     of_copy = of_batch_copy(g.events, g.events)
     for c in np.flatnonzero(g.call_is_sync & (g.call_row >= 0)).tolist():
         if spans.span_at(float(g.call_ts_us[c])) >= 0 and not of_copy[g.call_row[c]]:
-            plan.call_waits[c] = []
+            plan.call_waits[c] = ()
     plan.item_dur_us = dense_durations(g, plan.item_dur_us, spans, tiny_kernel_us(g))
     chosen = np.zeros(len(g.events), dtype=bool)
     chosen[selection_rows(g)] = True

@@ -63,7 +63,7 @@ class Graph:
     call_dur_us: np.ndarray
     call_gap_lo_us: np.ndarray  # the measured host stretch before the call on its thread
     call_row: np.ndarray  # position in the rank's events (-1: a marker)
-    call_items: list[list[int]]
+    call_items: list[range]  # each call's GPU items (consecutive): no list for the GC to scan
     call_waits: list[tuple[int, ...]]  # GPU items a sync waits for
     # GPU items, in launch order (carry items first)
     item_stream: np.ndarray
@@ -284,7 +284,7 @@ def _assemble(ev: pd.DataFrame, thread: np.ndarray, parent: np.ndarray, calls: p
     n_calls = len(table)
     # a call's items are consecutive (sorted by call above)
     at = (np.searchsorted(item_call_of, np.arange(n_calls + 1)) + len(carry)).tolist()
-    call_items = [list(range(at[c], at[c + 1])) for c in range(n_calls)]
+    call_items = [range(at[c], at[c + 1]) for c in range(n_calls)]
     call_waits, is_sync, item_deps = _linked(calls, src, n_mark, item_of_row, len(rows))
     call_step = np.clip(np.searchsorted(starts, table["ts"].to_numpy(float), "right") - 1,
                         0, None)

@@ -23,7 +23,16 @@ def under(g: Graph, row: int, name: str, names: np.ndarray) -> bool:
 
 def host_spans(g: Graph, name: str | None) -> Coverage:
     """The spans of the host rows named `name` (None: the profiler steps), on any thread: a
-    capture or a call holds the work other threads (autograd's) do meanwhile."""
+    capture or a call holds the work other threads (autograd's) do meanwhile. Found once per
+    graph and name (a Coverage is never changed: every change of every replay reads it)."""
+    key = f"host_spans|{name}" if name is not None else "host_spans"
+    kept = g.kept.get(key)
+    if not isinstance(kept, Coverage):
+        kept = g.kept[key] = _host_spans(g, name)
+    return kept
+
+
+def _host_spans(g: Graph, name: str | None) -> Coverage:
     if name is None:
         return Coverage(g.call_ts_us[g.call_kind == START], g.call_ts_us[g.call_kind == END])
     hit = isin_mask(g.events["lane"], ("cpu",)) & (g.names() == name)
@@ -60,12 +69,14 @@ def pace_spans(g: Graph, plan: Plan) -> Coverage | None:
 
 def not_capturable(g: Graph) -> Coverage:
     """The host spans a CUDA graph cannot replace: the DataLoader's fetches (their CPU work
-    runs whether the GPU work is captured or not)."""
-    if "not_capturable" not in g.memo:  # each distinct name matched once
-        names, texts = factorized(g.events["name"])
-        named = np.fromiter((bool(DATA_LOADER_NAME.search(str(n))) for n in texts), bool,
-                            len(texts))
-        g.memo["not_capturable"] = named[names]
-    hit = g.memo["not_capturable"]
-    return Coverage(g.events["ts_us"].to_numpy(float)[hit],
-                    g.events["end_us"].to_numpy(float)[hit])
+    runs whether the GPU work is captured or not); found once per graph."""
+    kept = g.kept.get("not_capturable")
+    if isinstance(kept, Coverage):
+        return kept
+    names, texts = factorized(g.events["name"])  # each distinct name matched once
+    named = np.fromiter((bool(DATA_LOADER_NAME.search(str(n))) for n in texts), bool,
+                        len(texts))
+    hit = named[names]
+    kept = g.kept["not_capturable"] = Coverage(g.events["ts_us"].to_numpy(float)[hit],
+                                               g.events["end_us"].to_numpy(float)[hit])
+    return kept

@@ -38,13 +38,13 @@ def non_blocking(g: Graph, plan: Plan, change: NonBlockingCopies) -> None:
         if not copies:
             continue
         if g.call_is_sync[c]:
-            plan.call_waits[c] = []
+            plan.call_waits[c] = ()
         plan.call_cost_us[c] = min(plan.call_cost_us[c], call_us)
         plan.item_dur_us[copies] /= change.speedup
         ops.update(int(r) for r in op_row[g.item_row[copies]].tolist() if int(r) >= 0)
     if change.op_syncs:
         for c in copy_syncs(g, ops).tolist():
-            plan.call_waits[c] = []
+            plan.call_waits[c] = ()
 
 
 def copy_syncs(g: Graph, ops: set[int]) -> np.ndarray:

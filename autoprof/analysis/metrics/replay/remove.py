@@ -33,7 +33,7 @@ def remove_spans(g: Graph, plan: Plan, starts: np.ndarray, ends: np.ndarray) -> 
     plan.call_cost_us[calls] = 0.0
     items: list[int] = []  # their GPU work, zeroed at once
     for c in calls.tolist():
-        plan.call_waits[c] = []
+        plan.call_waits[c] = ()
         items.extend(g.call_items[c])
     plan.item_dur_us[items] = 0.0
     plan.item_latency_us[items] = 0.0

@@ -118,14 +118,15 @@ def _item_terms(g: Graph, cost_us: np.ndarray
     whether it was queued (a predecessor was still running when the launch returned)."""
     call_end = g.call_ts_us + cost_us
     launch_end = np.where(g.item_call >= 0, call_end[np.clip(g.item_call, 0, None)], np.nan)
-    item_end: list[float] = (g.item_ts_us + g.item_dur_us).tolist()
-    prev: list[float] = []
-    last: dict[int, float] = {}
-    for i, (s, deps_of) in enumerate(zip(g.item_stream.tolist(), g.item_deps, strict=True)):
-        deps = max([item_end[d] for d in deps_of]) if deps_of else -np.inf
-        prev.append(max(last.get(s, -np.inf), deps))
-        last[s] = item_end[i]
-    prev_end = np.array(prev, dtype=float).reshape(g.n_items)
+    item_end = g.item_ts_us + g.item_dur_us
+    before = _before_on_stream(g.item_stream)
+    last = np.where(before >= 0, item_end[np.clip(before, 0, None)], -np.inf)
+    ends: list[float] = item_end.tolist()
+    deps = np.full(g.n_items, -np.inf)
+    for i, deps_of in enumerate(g.item_deps):
+        if deps_of:
+            deps[i] = max([ends[d] for d in deps_of])
+    prev_end = np.where(deps > last, deps, last)  # max(last, deps), as Python's max picks
     latency = g.item_ts_us - launch_end
     gap = np.where(np.isfinite(prev_end), g.item_ts_us - prev_end, np.nan)
     return latency, gap, prev_end > launch_end
@@ -217,7 +218,9 @@ def simulate(g: Graph, plan: Plan) -> Timeline:
         g.memo["contending"] = compute_items(g.names()[g.item_row], g.item_cats()) & \
             (g.item_call >= 0)
     mine = g.memo["contending"]
-    if not overlaps(g.item_stream[mine]):
+    if "contend_streams" not in g.memo:  # whether they span two streams: the same each time
+        g.memo["contend_streams"] = np.array(overlaps(g.item_stream[mine]))
+    if not g.memo["contend_streams"]:
         return t
     measured_lost = lost_us(g.item_ts_us[mine], g.item_ts_us[mine] + g.item_dur_us[mine])
     base = plan.item_dur_us[mine]
@@ -254,19 +257,34 @@ class _Fixed(NamedTuple):
     ts: list[float]
     measured_end: list[float]
     neighbours: list[list[int]]
-    stream: list[int]
+    before_on_stream: list[int]
     item_ts: list[float]
+    reads_ratio: bool  # a join, or a thread other than the main one
 
 
 def _fixed(g: Graph) -> _Fixed:
     """`_Fixed` of `g`, made once per graph."""
     fixed = g.kept.get("pass_lists")
     if not isinstance(fixed, _Fixed):
+        neighbours = _neighbours(g)  # kept in g.memo["main_neighbours"] as an array
+        joins = bool(np.any(g.memo["main_neighbours"][2] >= 0))
         fixed = g.kept["pass_lists"] = _Fixed(
             g.call_thread.tolist(), g.call_ts_us.tolist(),
-            (g.call_ts_us + g.call_dur_us).tolist(), _neighbours(g), g.item_stream.tolist(),
-            g.item_ts_us.tolist())
+            (g.call_ts_us + g.call_dur_us).tolist(), neighbours,
+            _before_on_stream(g.item_stream).tolist(), g.item_ts_us.tolist(),
+            joins or bool(np.any(g.call_thread != g.main_thread)))
     return fixed
+
+
+def _before_on_stream(stream: np.ndarray) -> np.ndarray:
+    """Per item, the item queued just before it on its stream (-1: none). A pass takes the
+    items in index order (the carry first, then each call's consecutive items in call
+    order), so that is the previous index on the same stream."""
+    order = np.argsort(stream, kind="stable")
+    same = np.r_[False, stream[order][1:] == stream[order][:-1]]
+    out = np.full(len(stream), -1, dtype=np.int64)
+    out[order[same]] = order[np.flatnonzero(same) - 1]
+    return out
 
 
 class _Pass:
@@ -279,16 +297,19 @@ class _Pass:
         self.thread, self.ts, self.measured_end = fixed.thread, fixed.ts, fixed.measured_end
         self.gap: list[float] = plan.call_gap_us.tolist()
         self.cost: list[float] = plan.call_cost_us.tolist()
-        self.wake: list[float] = plan.call_wake_us.tolist()
+        self.wake = plan.call_wake_us  # read only at the few calls that wait
         self.waits = plan.call_waits
-        # how the replay scales the host stretch before each call (1.0: as measured)
-        base = plan.base_gap_us
-        scaled = base > 1e-9
-        self.ratio: list[float] = np.where(
-            scaled, plan.call_gap_us / np.where(scaled, base, 1.0), 1.0).tolist()
+        # how the replay scales the host stretch before each call (1.0: as measured), read
+        # only by joins and other threads' calls
+        self.ratio: list[float] = []
+        if fixed.reads_ratio:
+            base = plan.base_gap_us
+            scaled = base > 1e-9
+            self.ratio = np.where(scaled, plan.call_gap_us / np.where(scaled, base, 1.0),
+                                  1.0).tolist()
         self.prev_main, self.next_main, self.joined = fixed.neighbours
         self.items = g.call_items
-        self.stream = fixed.stream
+        self.before_on_stream = fixed.before_on_stream
         self.deps = g.item_deps
         self.latency: list[float] = plan.item_latency_us.tolist()
         self.item_gap: list[float] = plan.item_gap_us.tolist()
@@ -298,15 +319,15 @@ class _Pass:
         carry = np.flatnonzero(g.item_call < 0)  # the carry keeps its measured times
         item_end[carry] = g.item_ts_us[carry] + g.item_dur_us[carry]
         self.item_end: list[float] = item_end.tolist()
-        self.stream_last = {self.stream[i]: i for i in carry.tolist()}
         self.call_end = [0.0] * g.n_calls
 
     def run(self) -> Timeline:
         clock: dict[int, float] = {}
         call_start = [0.0] * len(self.thread)
         call_end = self.call_end
-        item_start, item_end, stream_last = self.item_start, self.item_end, self.stream_last
-        deps, stream, latency = self.deps, self.stream, self.latency
+        item_start, item_end, queued_after = self.item_start, self.item_end, \
+            self.before_on_stream
+        deps, latency = self.deps, self.latency
         gap, dur, cost, wake = self.item_gap, self.dur, self.cost, self.wake
         main, joined, ts, measured_end, ratio, call_gap = (
             self.main, self.joined, self.ts, self.measured_end, self.ratio, self.gap)
@@ -326,21 +347,19 @@ class _Pass:
             # each item launched (the rules in the module doc), inline: one per launch call.
             # `b if b > a else a` is max(a, b) (the first of equals, NaN kept as max keeps it)
             for i in items:
-                s = stream[i]
                 at = launch_end + latency[i]
                 at = start if start > at else at  # never before its call
                 waits_for = deps[i]
                 before = max([item_end[d] for d in waits_for]) if waits_for else no_wait
-                last = stream_last.get(s)
-                if last is not None:
+                last = queued_after[i]  # the previous item on its stream
+                if last >= 0:
                     end = item_end[last]
                     before = end if end > before else before
                 queued = before + gap[i]
                 at = queued if queued > at else at
                 item_start[i], item_end[i] = at, at + dur[i]
-                stream_last[s] = i
             if waits:
-                done = max(done, max(item_end[w] for w in waits) + wake[c])
+                done = max(done, max(item_end[w] for w in waits) + float(wake[c]))
             call_start[c], call_end[c] = start, done
             if th == main:
                 main_clock, main_started = done, True

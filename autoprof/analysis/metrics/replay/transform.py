@@ -123,9 +123,22 @@ def _apply_op_change(g: Graph, plan: Plan,
 
 def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
     """Each step's end marker waits for the last item launched so far on every stream."""
-    syncs = g.call_is_sync & np.array([bool(w) for w in plan.call_waits], bool)
-    wake_us = change.wake_us if change.wake_us is not None else \
-        float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
+    wake_us = change.wake_us
+    if wake_us is None:
+        syncs = g.call_is_sync & np.array([bool(w) for w in plan.call_waits], bool)
+        wake_us = float(np.median(plan.call_wake_us[syncs])) if syncs.any() else 0.0
+    for c, last in _last_at_step_ends(g):
+        plan.call_waits[c] = sorted(set(plan.call_waits[c]) | set(last))
+        plan.call_wake_us[c] = wake_us
+
+
+def _last_at_step_ends(g: Graph) -> list[tuple[int, tuple[int, ...]]]:
+    """Each step's end marker and the last item launched before it on every stream, found
+    once per graph."""
+    kept = g.kept.get("last_at_step_ends")
+    if isinstance(kept, list):
+        return kept
+    out: list[tuple[int, tuple[int, ...]]] = []
     last: dict[int, int] = {}
     items = np.argsort(g.item_call, kind="stable").tolist()  # launch order
     item_call, item_stream = g.item_call.tolist(), g.item_stream.tolist()
@@ -134,15 +147,16 @@ def _sync_each_step(g: Graph, plan: Plan, change: SyncEachStep) -> None:
         while k < n_items and item_call[items[k]] < c:
             last[item_stream[items[k]]] = items[k]
             k += 1
-        plan.call_waits[c] = sorted(set(plan.call_waits[c]) | set(last.values()))
-        plan.call_wake_us[c] = wake_us
+        out.append((c, tuple(last.values())))
+    g.kept["last_at_step_ends"] = out
+    return out
 
 
 def _remove_syncs(g: Graph, plan: Plan, op: str | None) -> None:
     names = g.names()
     for c in np.flatnonzero(g.call_is_sync).tolist():
         if op is None or under(g, int(g.call_row[c]), op, names):
-            plan.call_waits[c] = []
+            plan.call_waits[c] = ()
 
 
 def _removed(g: Graph, spans: Coverage, c: int) -> float:
