@@ -20,6 +20,7 @@ import numpy.typing as npt
 from autoprof.analysis.loader.column_store import ColumnStore
 from autoprof.analysis.loader.event_keys import EventKeys
 from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryColumns, memory_part
+from autoprof.analysis.loader.op_inputs import OpInputs
 from autoprof.analysis.loader.schema import Event
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
@@ -189,6 +190,7 @@ class ColumnBuilder:
     values: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
     keys: EventKeys = field(default_factory=EventKeys)  # (ph, cat, name, pid, tid) codes
+    op_inputs: OpInputs = field(default_factory=OpInputs)  # (dims, types, values) codes
     chunks: list[Chunk] = field(default_factory=list)  # their columns moved to ``store``
     store: ColumnStore = field(default_factory=ColumnStore)
     metadata: Metadata = field(default_factory=Metadata)
@@ -247,15 +249,11 @@ class ColumnBuilder:
         chunk["seq_nr"] = _spread(_ids([a.seq_nr for a in op_args]), op_rows, n)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _floats([a.flops for a in op_args])
-        chunk["input_dims"] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
-        chunk["input_dims"][op_rows] = self.dims.encode_raw(
-            [a.input_dims for a in op_args])
-        chunk["input_types"] = np.zeros(n, dtype=np.int32)
-        chunk["input_types"][op_rows] = self.types.encode_raw(
-            [a.input_types for a in op_args])
-        chunk["input_values"] = np.zeros(n, dtype=np.int32)
-        chunk["input_values"][op_rows] = self.values.encode_raw(
-            [a.input_values for a in op_args])
+        inputs = self.op_inputs.encode(op_args, self.dims, self.types, self.values)
+        for key, codes in zip(("input_dims", "input_types", "input_values"), inputs,
+                              strict=True):
+            chunk[key] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
+            chunk[key][op_rows] = codes
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         device_args = _pick(args, device_rows)
         chunk["device"] = _spread(_ids([a.device for a in device_args]), device_rows, n)
