@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 
 from autoprof.analysis.loader import schema
-from autoprof.analysis.loader.columns import Chunk, ColumnBuilder
+from autoprof.analysis.loader.columns import Chunk, ColumnBuilder, MemoryArgsNeeded
 from autoprof.analysis.loader.loose_events import coerce_loose
 
 CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the CPU caches
@@ -24,8 +24,20 @@ def as_list(piece: bytes, start: int = 0) -> bytes:
 
 def decode_chunk(doc: bytes | bytearray, builder: ColumnBuilder) -> Chunk:
     """The events of ``doc`` (a JSON list) encoded by ``builder``; raises msgspec.DecodeError
-    when ``doc`` is not JSON."""
+    when ``doc`` is not JSON.
+
+    Decoded with ``schema.LeanArgs`` (no ``[memory]`` fields: faster) until a chunk holds a
+    ``[memory]`` event; that chunk and every one after it are decoded with ``schema.Args``
+    (a trace recorded with profile_memory has them all along). The two differ only in the
+    six ``[memory]`` keys of ``args``, read for ``[memory]`` events only: a value of the
+    wrong type there on another event (Kineto writes none) passes unread here, where
+    ``Args`` would send the chunk to the per-event path."""
     try:
+        if builder.lean_args:
+            try:
+                return builder.encode(schema.LEAN_EVENTS_DECODER.decode(doc), [])
+            except MemoryArgsNeeded:
+                builder.lean_args = False
         return builder.encode(schema.EVENTS_DECODER.decode(doc), [])
     except msgspec.ValidationError:
         pass

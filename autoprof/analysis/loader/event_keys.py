@@ -15,7 +15,7 @@ chunk's distinct values give each event the id its chunk's full list would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ class EventKeys:
         self._keys: list[Key] = []
         self._fields = np.empty((3, 0), dtype=np.int32)  # ph, cat, name codes, per key
 
-    def encode(self, events: list[Any], phs: dict[Any, int], cats: dict[Any, int],
+    def encode(self, events: Sequence[Any], phs: dict[Any, int], cats: dict[Any, int],
                names: dict[Any, int], ids: Callable[[list[Any]], IntArray]
                ) -> tuple[Int32Array, Int32Array, Int32Array, IntArray, IntArray]:
         """The ph, cat and name codes (in ``phs``, ``cats``, ``names``, which grow) and the
