@@ -14,12 +14,26 @@ from autoprof.analysis.loader.loose_events import coerce_loose
 CHUNK_BYTES = 1024**2  # ~3,700 Kineto events: their decoded objects stay in the CPU caches
 
 
-def as_list(piece: bytes, start: int = 0) -> bytes:
+_TAIL_BYTES = 256  # the cut follows a comma and whitespace only: the comma lies in these
+
+
+def as_list(piece: bytes | memoryview, start: int = 0) -> bytes:
     """``[`` + the events of ``piece[start:]`` (which ends at a cut) without their trailing
-    comma + ``]``."""
-    end = piece.rfind(b",", start)  # the cut follows a comma and whitespace only
+    comma + ``]``: one copy of the events (``piece`` may be a view of a block)."""
+    end = _last_comma(piece, start)
     with memoryview(piece) as view:
         return b"".join((b"[", view[start:end], b"]"))
+
+
+def _last_comma(piece: bytes | memoryview, start: int) -> int:
+    """``piece.rfind(b",", start)``, looked for in the last ``_TAIL_BYTES`` first (a
+    memoryview has no ``rfind``: only those bytes are copied)."""
+    near = max(start, len(piece) - _TAIL_BYTES)
+    found = bytes(piece[near:]).rfind(b",")
+    if found != -1:
+        return near + found
+    found = bytes(piece[start:near]).rfind(b",")
+    return start + found if found != -1 else -1
 
 
 def decode_chunk(doc: bytes | bytearray, builder: ColumnBuilder) -> Chunk:
