@@ -98,14 +98,16 @@ class _Buffer:
         return len(self._parts), 0
 
     def _joined(self, index: int, at: int, start: int, stop: int) -> bytes:
-        pieces = []
+        views = []  # joined straight from the blocks: one copy
         for part in self._parts[index:]:
             if at >= stop:
                 break
-            with memoryview(part) as whole:
-                pieces.append(whole[max(start - at, 0) : min(stop - at, len(part))].tobytes())
+            views.append(memoryview(part)[max(start - at, 0) : min(stop - at, len(part))])
             at += len(part)
-        return b"".join(pieces)
+        joined = b"".join(views)
+        for view in views:
+            view.release()
+        return joined
 
     def take(self, start: int, stop: int) -> bytes:
         data, at = self.view(start, stop)
