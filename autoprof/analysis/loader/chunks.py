@@ -7,8 +7,9 @@ about every ``chunk_bytes`` after the ``"traceEvents"`` key, as the blocks arriv
 
 - ``("head", bytes)`` once, at the first cut: everything before it (the top-level keys that
   come first, the list's opening and its first events);
-- ``("middle", bytes)`` for each stretch between two cuts (events, each followed by its
-  comma), as soon as the next cut is found;
+- ``("middle", memoryview)`` for each stretch between two cuts (events, each followed by its
+  comma), as soon as the next cut is found: a view of the block it lies in (a copy only
+  when it straddles two), which its decode copies once, into a JSON list;
 - ``("tail", bytes)`` at the end: everything from the last cut (the last events, the list's
   close and the top-level keys that come after it);
 - or ``("whole", bytes)`` alone, the whole document, when it starts with no ``{``, holds no
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import Literal
 
 PieceKind = Literal["head", "middle", "tail", "whole"]
+Piece = bytes | memoryview  # a memoryview for "middle" pieces, bytes for the others
 
 # "}" "," "{" between two traceEvents entries, the "{" followed by a trace event's key; the
 # whitespace covers Kineto's one-key-per-line layout and compact one-line JSON alike
@@ -96,14 +98,16 @@ class _Buffer:
         return len(self._parts), 0
 
     def _joined(self, index: int, at: int, start: int, stop: int) -> bytes:
-        pieces = []
+        views = []  # joined straight from the blocks: one copy
         for part in self._parts[index:]:
             if at >= stop:
                 break
-            with memoryview(part) as whole:
-                pieces.append(whole[max(start - at, 0) : min(stop - at, len(part))].tobytes())
+            views.append(memoryview(part)[max(start - at, 0) : min(stop - at, len(part))])
             at += len(part)
-        return b"".join(pieces)
+        joined = b"".join(views)
+        for view in views:
+            view.release()
+        return joined
 
     def take(self, start: int, stop: int) -> bytes:
         data, at = self.view(start, stop)
@@ -112,6 +116,12 @@ class _Buffer:
         # through a view: one copy (a slice of the block would be a copy to copy again)
         with memoryview(data) as whole:
             return whole[at : at + stop - start].tobytes()
+
+    def take_view(self, start: int, stop: int) -> memoryview:
+        """The stream's ``[start, stop)`` as a view of the block holding it (the view keeps
+        the block alive), or of a copy when it straddles two blocks."""
+        data, at = self.view(start, stop)
+        return memoryview(data)[at : at + stop - start]
 
     def drop_to(self, offset: int) -> None:
         """Forget the bytes before ``offset`` (the blocks that end before it)."""
@@ -159,7 +169,7 @@ def _next_cut(buf: _Buffer, target: int, chunk_bytes: int) -> int | None:
     return None if found is None else target + found.start(1) - at
 
 
-def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, bytes]]:
+def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, Piece]]:
     """The pieces of the document the blocks spell (module doc)."""
     buf = _Buffer(blocks)
     buf.fill_to(4096)
@@ -169,7 +179,7 @@ def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[Piec
     if start != -1:
         for cut in _cuts(buf, start, chunk_bytes):
             if cuts:
-                yield "middle", buf.take(cuts[-1], cut)
+                yield "middle", buf.take_view(cuts[-1], cut)
                 buf.drop_to(cut)
             else:
                 yield "head", buf.take(0, cut)
@@ -180,14 +190,14 @@ def cut_stream(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[Piec
     yield "tail", buf.rest()
 
 
-def cut_events(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, bytes]]:
+def cut_events(blocks: Iterable[bytes], chunk_bytes: int) -> Iterator[tuple[PieceKind, Piece]]:
     """The pieces of a stream that starts at a cut (a boundary between two events, found
-    by ``EVENT_START``): ``("middle", bytes)`` for each stretch up to the next cut, then
+    by ``EVENT_START``): ``("middle", memoryview)`` for each stretch up to the next cut, then
     ``("tail", bytes)``, the rest (the last events and whatever ends the document)."""
     buf = _Buffer(blocks)
     last = 0
     for cut in _cuts(buf, 0, chunk_bytes):
-        yield "middle", buf.take(last, cut)
+        yield "middle", buf.take_view(last, cut)
         buf.drop_to(cut)
         last = cut
     yield "tail", buf.rest()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,8 @@ import numpy.typing as npt
 from autoprof.analysis.loader.column_store import ColumnStore
 from autoprof.analysis.loader.event_keys import EventKeys
 from autoprof.analysis.loader.memory_columns import MEMORY_EVENT, MemoryColumns, memory_part
-from autoprof.analysis.loader.schema import Event
+from autoprof.analysis.loader.op_inputs import OpInputs
+from autoprof.analysis.loader.schema import Args, LeanEvent
 from autoprof.analysis.loader.vocabulary import GPU_CATS, RUNTIME_CATS
 
 KIND_X, KIND_FLOW_START, KIND_FLOW_END, KIND_META, KIND_OTHER = 0, 1, 2, 3, 4
@@ -103,7 +104,7 @@ def _floats(values: list[Any]) -> FloatArray:
     return np.fromiter(values, dtype=np.float64, count=len(values))
 
 
-def _pick(objects: list[Any], rows: npt.NDArray[np.intp]) -> list[Any]:
+def _pick(objects: Sequence[Any], rows: npt.NDArray[np.intp]) -> list[Any]:
     return list(map(objects.__getitem__, rows.tolist()))
 
 
@@ -165,6 +166,10 @@ INTERNED = {"ph": "phs", "cat": "cats", "name": "names", "input_dims": "dims",
             "input_types": "types", "input_values": "values"}
 
 
+class MemoryArgsNeeded(Exception):
+    """Events decoded with ``LeanArgs`` hold a ``[memory]`` event: decode them with ``Args``."""
+
+
 @dataclass
 class Chunk:
     """One chunk of events as columns, its interned columns in the codes of the builder that
@@ -189,6 +194,8 @@ class ColumnBuilder:
     values: Interner = field(default_factory=lambda: Interner(b""))
     phs: Interner = field(default_factory=Interner)
     keys: EventKeys = field(default_factory=EventKeys)  # (ph, cat, name, pid, tid) codes
+    op_inputs: OpInputs = field(default_factory=OpInputs)  # (dims, types, values) codes
+    lean_args: bool = True  # decode with LeanArgs until a chunk holds [memory] events
     chunks: list[Chunk] = field(default_factory=list)  # their columns moved to ``store``
     store: ColumnStore = field(default_factory=ColumnStore)
     metadata: Metadata = field(default_factory=Metadata)
@@ -214,19 +221,24 @@ class ColumnBuilder:
         found: Interner = getattr(self, INTERNED[name])
         return found
 
-    def encode(self, events: list[Event], warnings: list[str]) -> Chunk:
+    def encode(self, events: Sequence[LeanEvent], warnings: list[str]) -> Chunk:
         """One chunk of decoded events as columns.
 
         Fields every event needs are read for all; the rest only for the events that can
         carry them (flow ids for flows, input dims and flops for CPU ops, device, stream and
         bytes for GPU events, correlation for launches and GPU events): each skipped pass over
-        the chunk saves ~5% of the decode time.
+        the chunk saves ~5% of the decode time. ``MemoryArgsNeeded``: a ``[memory]`` event's
+        args lack their fields (``LeanArgs``).
         """
         n = len(events)
         if not n:
             return Chunk({}, warnings=warnings)
         ph_codes, cat_codes, name_codes, pid, tid = self.keys.encode(
             events, self.phs.codes, self.cats.codes, self.names.codes, _ids)
+        mem_code = self.names.codes.get(MEMORY_EVENT)
+        mem = np.flatnonzero(name_codes == mem_code) if mem_code is not None else None
+        if mem is not None and len(mem) and not isinstance(events[int(mem[0])].args, Args):
+            raise MemoryArgsNeeded
         kind = self._kinds()[ph_codes]
         is_x = kind == KIND_X
         args = [e.args for e in events]
@@ -247,15 +259,11 @@ class ColumnBuilder:
         chunk["seq_nr"] = _spread(_ids([a.seq_nr for a in op_args]), op_rows, n)
         chunk["flops"] = np.full(n, np.nan)
         chunk["flops"][op_rows] = _floats([a.flops for a in op_args])
-        chunk["input_dims"] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
-        chunk["input_dims"][op_rows] = self.dims.encode_raw(
-            [a.input_dims for a in op_args])
-        chunk["input_types"] = np.zeros(n, dtype=np.int32)
-        chunk["input_types"][op_rows] = self.types.encode_raw(
-            [a.input_types for a in op_args])
-        chunk["input_values"] = np.zeros(n, dtype=np.int32)
-        chunk["input_values"][op_rows] = self.values.encode_raw(
-            [a.input_values for a in op_args])
+        inputs = self.op_inputs.encode(op_args, self.dims, self.types, self.values)
+        for key, codes in zip(("input_dims", "input_types", "input_values"), inputs,
+                              strict=True):
+            chunk[key] = np.zeros(n, dtype=np.int32)  # an absent one: bytes(Raw()) == b""
+            chunk[key][op_rows] = codes
         device_rows = np.flatnonzero(is_x & ~self._cat_flags(_HOST_CATS)[cat_codes])
         device_args = _pick(args, device_rows)
         chunk["device"] = _spread(_ids([a.device for a in device_args]), device_rows, n)
@@ -266,9 +274,7 @@ class ColumnBuilder:
         chunk["correlation"] = _spread(
             _ids([a.correlation for a in _pick(args, corr_rows)]), corr_rows, n)
         out = Chunk(chunk, warnings=warnings)
-        mem_code = self.names.codes.get(MEMORY_EVENT)
-        if mem_code is not None:
-            mem = np.flatnonzero(chunk["name"] == mem_code)
+        if mem is not None:
             out.memory = memory_part(_pick(events, mem), chunk["pid"][mem], chunk["tid"][mem])
         meta_code = self.phs.codes.get("M")
         if meta_code is not None:
@@ -353,7 +359,7 @@ def merge_chunks(chunks: list[Chunk]) -> Chunk:
     )
 
 
-def _metadata(event: Event) -> tuple[Any, ...]:
+def _metadata(event: LeanEvent) -> tuple[Any, ...]:
     return (event.name, event.pid, event.tid, event.args.name, event.args.labels)
 
 

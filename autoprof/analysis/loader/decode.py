@@ -120,18 +120,20 @@ def _decode_chunked(
     head = b""
     n_pieces = 0
     try:
-        for kind, piece in cut_stream(helper.first_part(stream), CHUNK_BYTES):
+        for kind, cut_piece in cut_stream(helper.first_part(stream), CHUNK_BYTES):
+            if kind == "middle":  # a view of the block it lies in
+                builder.append(decode_chunk(as_list(cut_piece), builder))
+                n_pieces += 1
+                if progress is not None:
+                    progress(0.7 * stream.fraction_read(), f"decoded {n_pieces} chunks")
+                continue
+            piece = bytes(cut_piece)  # the other pieces are bytes already: no copy
             if kind == "whole":
                 return helper.whole(piece)
             if kind == "head":  # its events first: the columns keep the file's order
                 opened = _list_start(piece)
                 builder.append(decode_chunk(as_list(piece, opened), builder))
                 head = piece[:opened]
-            elif kind == "middle":
-                builder.append(decode_chunk(as_list(piece), builder))
-                n_pieces += 1
-                if progress is not None:
-                    progress(0.7 * stream.fraction_read(), f"decoded {n_pieces} chunks")
             else:
                 tail = helper.complete(piece, builder)
                 if tail.find(b'"traceEvents"') != -1:  # the tail holds a second key

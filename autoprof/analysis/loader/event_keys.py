@@ -15,7 +15,7 @@ chunk's distinct values give each event the id its chunk's full list would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,9 +40,9 @@ class EventKeys:
     def __init__(self) -> None:
         self.codes = _KeyCodes()
         self._keys: list[Key] = []
-        self._fields = np.empty((0, 3), dtype=np.int32)  # per key: ph, cat, name codes
+        self._fields = np.empty((3, 0), dtype=np.int32)  # ph, cat, name codes, per key
 
-    def encode(self, events: list[Any], phs: dict[Any, int], cats: dict[Any, int],
+    def encode(self, events: Sequence[Any], phs: dict[Any, int], cats: dict[Any, int],
                names: dict[Any, int], ids: Callable[[list[Any]], IntArray]
                ) -> tuple[Int32Array, Int32Array, Int32Array, IntArray, IntArray]:
         """The ph, cat and name codes (in ``phs``, ``cats``, ``names``, which grow) and the
@@ -55,13 +55,13 @@ class EventKeys:
             self._keys.extend(fresh)
             added = np.array([(phs[k[0]], cats[k[1]], names[k[2]]) for k in fresh],
                              dtype=np.int32).reshape(-1, 3)
-            self._fields = np.concatenate([self._fields, added])
-        fields = self._fields[key_codes]
+            self._fields = np.concatenate([self._fields, added.T], axis=1)
+        ph, cat, name = self._fields  # one take of a row each: ~4x faster than rows of 3
         used = np.flatnonzero(np.bincount(key_codes, minlength=len(self._keys))).tolist()
         keys = self._keys
         pid_of = np.zeros(len(keys), dtype=np.int64)
         pid_of[used] = ids([keys[i][3] for i in used])
         tid_of = np.zeros(len(keys), dtype=np.int64)
         tid_of[used] = ids([keys[i][4] for i in used])
-        return (np.ascontiguousarray(fields[:, 0]), np.ascontiguousarray(fields[:, 1]),
-                np.ascontiguousarray(fields[:, 2]), pid_of[key_codes], tid_of[key_codes])
+        return (ph.take(key_codes), cat.take(key_codes), name.take(key_codes),
+                pid_of.take(key_codes), tid_of.take(key_codes))

@@ -106,7 +106,7 @@ def decode_region(path: Path, offset: int, builder: ColumnBuilder) -> Region:
             if kind == "middle":
                 region.chunks.append(decode_chunk(as_list(piece), builder))
             else:
-                region.tail = piece
+                region.tail = bytes(piece)  # bytes already: no copy
     finally:
         stream.close()
     if found:
