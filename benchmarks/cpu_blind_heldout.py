@@ -105,10 +105,10 @@ workers = 2 if FIXED == 'workers_2' and not DRY else 0
 loader = DataLoader(BatchedWindows() if batched else Windows(), batch_size=16 if DRY else 128,
                     shuffle=True, num_workers=workers, persistent_workers=workers > 0,
                     **(dict(collate_fn=_whole) if batched else {}))
-cnn = torch.nn.Sequential(torch.nn.Conv1d(2 * C, 32, 5, padding=2), torch.nn.ReLU(),
-                          torch.nn.Conv1d(32, 32, 5, padding=2, stride=2), torch.nn.ReLU(),
+cnn = torch.nn.Sequential(torch.nn.Conv1d(2 * C, 16, 5, padding=2), torch.nn.ReLU(),
+                          torch.nn.Conv1d(16, 16, 5, padding=2, stride=2), torch.nn.ReLU(),
                           torch.nn.AdaptiveMaxPool1d(1), torch.nn.Flatten(),
-                          torch.nn.Linear(32, 5))
+                          torch.nn.Linear(16, 5))
 opt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
 state = {}
 def next_batch():
@@ -136,8 +136,9 @@ opt.step()
         "timing": {"warmup": 3, "blocks": 3, "iters": 8},
     },
     "pointcloud_compile_static": {
-        "about": "torch.compile(dynamic=False) of a PointNet-style encoder (shared MLP 3-64-128, "
-                 "max pool, 8 classes) called on scenes of 6 different point counts in turn",
+        "about": "torch.compile(dynamic=False) of a PointNet-style encoder (shared MLP "
+                 "3-64-128, max pool, 8 classes) called on scenes of 10 different point "
+                 "counts in turn, each 3 times",
         "setup": """
 import torch._dynamo
 torch._dynamo.config.cache_size_limit = 64
@@ -153,7 +154,7 @@ class PointNet(torch.nn.Module):
         return self.cls(self.mlp(centred).amax(1)).log_softmax(-1)
 net = PointNet().eval()
 encode = torch.compile(net, backend='aot_eager', dynamic=FIXED == 'dynamic')
-counts = [500, 730, 1020, 1310, 1650, 2048]
+counts = [500, 640, 730, 880, 1020, 1170, 1310, 1480, 1650, 2048]
 scenes = [torch.randn(4, n, 3) for n in counts]
 state = {'i': 0}
 def next_scene():
@@ -173,7 +174,7 @@ with torch.no_grad():
             "mark_dynamic": {"about": "torch._dynamo.mark_dynamic(points, 1) on each scene",
                              "match": ["compile-dynamic", "mark_dynamic"]},
         },
-        "timing": {"warmup": 0, "blocks": 1, "iters": 12},
+        "timing": {"warmup": 0, "blocks": 1, "iters": 30},
     },
     "keypoint_loss_loop": {
         "about": "a facial keypoint regressor training step (MLP 256-256-34 over 32 feature "
@@ -215,11 +216,11 @@ opt.step()
         "timing": {"warmup": 2, "blocks": 3, "iters": 4},
     },
     "narrow_resmlp_adam_loop": {
-        "about": "a tabular regression step of a 24-block narrow residual MLP (width 48, "
-                 "BatchNorm1d, ~100 small parameters) trained with Adam(foreach=False) on "
-                 "batches of 256 rows",
+        "about": "a tabular regression step of a 32-block narrow residual MLP (width 48, "
+                 "BatchNorm1d, 132 small parameters) trained with Adam(foreach=False) on "
+                 "batches of 64 rows",
         "setup": """
-D, DEPTH = (16, 4) if DRY else (48, 24)
+D, DEPTH = (16, 4) if DRY else (48, 32)
 class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -231,7 +232,7 @@ model = torch.nn.Sequential(torch.nn.Linear(20, D), *[Block() for _ in range(DEP
 kind = {None: dict(foreach=False), 'foreach': dict(foreach=True),
         'fused': dict(fused=True)}[FIXED]
 opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-5, **kind)
-rows = torch.randn(256, 20)
+rows = torch.randn(64, 20)
 y = rows[:, :3].sum(1, keepdim=True)
 """,
         "base": """
