@@ -33,13 +33,17 @@ def test_every_program_and_fix_compiles(name: str, dry: bool) -> None:
 
 
 def test_the_eight_whose_first_advice_was_a_graph_each_have_one_graph_fix() -> None:
-    first_graph = set()
+    """Eight programs of the two sets whose own fixes by hand hold no graph, each still
+    offered a CUDA graph by the advice (its first at the recording; the forecaster's loop
+    has come first since), each with the one fix this file adds."""
+    offered = set()
     for folder in ("gpu_h100_heldout_catalogue", "gpu_h100_heldout_deleting"):
         rows = json.loads((DATA / folder / "compare.json").read_text())["cases"]
-        first_graph |= {name for name, row in rows.items()
-                        if (row["first_advice"] or {}).get("name") == "cuda-graph"
-                        and not any(label == "cuda_graph" for label in row["fixes"])}
-    assert set(CASES) == first_graph and len(CASES) == 8
+        own = json.loads((DATA / folder / "truth.json").read_text())["cases"]
+        offered |= {name for name, row in rows.items()
+                    if any(a["name"] == "cuda-graph" for a in row["advice_top5"])
+                    and "cuda_graph" not in own[name]["fixes"]}
+    assert set(CASES) <= offered and len(CASES) == 8
     assert_graph_fix_programs(CASES, heldout_graph_fixes.SOURCES)
 
 
