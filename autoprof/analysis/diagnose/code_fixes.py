@@ -34,7 +34,7 @@ import pandas as pd
 
 from autoprof.analysis.diagnose.deleting import deleting_fixes
 from autoprof.analysis.diagnose.pageable import pageable_copies
-from autoprof.analysis.diagnose.tf32 import bf16_matmuls, fp32_matmuls
+from autoprof.analysis.diagnose.tf32 import matmul_fixes
 from autoprof.analysis.metrics.replay.bias import bias_adds
 from autoprof.analysis.metrics.replay.changes import OPTIMIZER_STEP_PREFIX, Change
 from autoprof.analysis.metrics.replay.fixes import FixName, predict_fix
@@ -162,9 +162,7 @@ def code_fixes(events: pd.DataFrame, call: str | None, baseline: Sequence[Change
         got = predict_fix(events, fix, call or "", baseline, copy_speedup=copy_speedup)
         if np.isfinite(got["predicted_speedup"]) and got["predicted_speedup"] >= MIN_SPEEDUP:
             out.append(unpredicted(opp) if worker_loop else {**opp, **got})
-    matmuls = [fp32_matmuls(events, n_steps, step_us, device, baseline),
-               bf16_matmuls(events, n_steps, step_us, device, baseline)]
-    entries = [o for o in matmuls if o is not None] + deleting_fixes(
+    entries = matmul_fixes(events, n_steps, step_us, device, baseline) + deleting_fixes(
         events, n_steps, step_us, baseline, cudnn_benchmark)
     out += [unpredicted(o) if worker_loop else o for o in entries
             if o["predicted_speedup"] >= MIN_SPEEDUP]

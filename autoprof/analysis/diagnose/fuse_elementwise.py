@@ -47,7 +47,7 @@ from autoprof.analysis.diagnose.cold_start_cpu import COMPILED_NAME
 from autoprof.analysis.metrics.op_inputs import DTYPE_BYTES
 from autoprof.analysis.metrics.replay.changes import Change, FuseChains
 from autoprof.analysis.metrics.replay.replay import predict_speedups
-from autoprof.analysis.metrics.stats import name_matches, union_length
+from autoprof.analysis.metrics.stats import name_matches, steps_gpu_busy_pct
 
 # ATen's kernels; a letter before the name is another library's (cuBLAS's `splitKreduce_kernel`
 # finishes a GEMM)
@@ -132,12 +132,6 @@ def _compiled(events: pd.DataFrame) -> bool:
                 name_matches(names, COMPILED_KERNEL).any())
 
 
-def _busy_pct(events: pd.DataFrame, n_steps: int, step_us: float) -> float:
-    busy = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
-    return 100.0 * union_length(busy["ts_us"].to_numpy(float),
-                                busy["end_us"].to_numpy(float)) / (n_steps * step_us)
-
-
 def _where(chains: list[Chain], n_steps: int) -> list[dict[str, Any]]:
     per_line: dict[str, float] = {}
     for c in chains:
@@ -183,6 +177,6 @@ def fuse_elementwise(events: pd.DataFrame, step_us: float, baseline: Sequence[Ch
             "where": where, "hint": _hint(chains, where[0]["name"]),
             "evidence": {"chain_us_per_step": chain_us, "chains": len(chains),
                          "kernels": sum(len(c.labels) for c in chains),
-                         "gpu_busy_pct": _busy_pct(events, n_steps, step_us)},
+                         "gpu_busy_pct": steps_gpu_busy_pct(events, n_steps, step_us)},
             "fix": "fuse-elementwise", "predicted_speedup": got.median,
             "predicted_spread": got.to_json()}

@@ -21,7 +21,7 @@ on an H100 SXM. The evidence and the gain:
   faster, but no shorter than MIN_TF32_KERNEL_US (`FasterKernels`), the rest of the step as
   it was, at the untraced call's pace.
 - `bf16_matmul` / `bf16-autocast`, beside it where the GPU is busy COMPUTE_FROM_PCT or more
-  (`bf16_matmuls`): the same kernels `bf16 / fp32` peak times faster (14.8x on the H100
+  (`matmul_fixes` gives both): the same kernels `bf16 / fp32` peak times faster (14.8x on the H100
   SXM), no shorter than the same floor; everything else as it was: the elementwise ops that
   would read bf16 activations, the casts autocast adds and the ops it keeps in fp32 are not
   modelled. On the three development programs of the H100 sets (estimates read, nothing
@@ -57,7 +57,7 @@ import pandas as pd
 from autoprof.analysis.metrics.peaks import peak_for
 from autoprof.analysis.metrics.replay.changes import Change, FasterKernels
 from autoprof.analysis.metrics.replay.replay import predict_speedups
-from autoprof.analysis.metrics.stats import factorized, union_length
+from autoprof.analysis.metrics.stats import factorized, steps_gpu_busy_pct
 from autoprof.analysis.metrics.verdict import COMPUTE_FROM_PCT
 
 # the CUDA-core fp32 GEMM kernels: CUTLASS's `simt_sgemm`, cuBLAS's `sgemm` and its
@@ -95,49 +95,43 @@ def _simt_gemm(name: str) -> bool:
         not any(m in low for m in TF32_MARKS)
 
 
-def _evidence(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,
-              dtype: str) -> tuple[pd.DataFrame, float, float] | None:
-    """(the fp32 GEMM kernels, `dtype`'s peak over fp32's, the steps' GPU busy %), or None
-    where the module doc's evidence is absent or too small."""
+def _evidence(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None
+              ) -> tuple[pd.DataFrame, float, float] | None:
+    """(the fp32 GEMM kernels, the device's fp32 peak, the steps' GPU busy %), or None where
+    the module doc's evidence is absent or too small."""
     peak = peak_for(device)
-    fp32, tf32, faster = peak.for_dtype("fp32"), peak.for_dtype("tf32"), peak.for_dtype(dtype)
+    fp32, tf32 = peak.for_dtype("fp32"), peak.for_dtype("tf32")
     gemms = _fp32_gemms(events)
-    if not fp32 or not tf32 or tf32 <= fp32 or not faster or gemms.empty or not n_steps \
-            or not step_us > 0:
+    if not fp32 or not tf32 or tf32 <= fp32 or gemms.empty or not n_steps or not step_us > 0:
         return None
-    busy = events[events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()]
-    busy_pct = 100.0 * union_length(busy["ts_us"].to_numpy(float),
-                                    busy["end_us"].to_numpy(float)) / (n_steps * step_us)
-    if float(gemms["dur_us"].sum()) < MIN_SHARE * float(busy["dur_us"].sum()):
+    gpu = events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()
+    if float(gemms["dur_us"].sum()) < MIN_SHARE * float(events["dur_us"][gpu].sum()):
         return None
-    return gemms, faster / fp32, busy_pct
+    return gemms, fp32, steps_gpu_busy_pct(events, n_steps, step_us)
 
 
-def fp32_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,
-                 baseline: Sequence[Change] = ()) -> dict[str, Any] | None:
-    """The `fp32_matmul` opportunity with its prediction (`baseline`: the changes pacing the
-    host to the untraced call), or None (the module doc's evidence absent or too small)."""
-    found = _evidence(events, n_steps, step_us, device, "tf32")
+def matmul_fixes(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,
+                 baseline: Sequence[Change] = ()) -> list[dict[str, Any]]:
+    """The `fp32_matmul` opportunity, and `bf16_matmul` beside it where the steps' GPU is busy
+    COMPUTE_FROM_PCT or more (the module doc), each with its prediction (`baseline`: the
+    changes pacing the host to the untraced call); none where the evidence is absent or too
+    small."""
+    found = _evidence(events, n_steps, step_us, device)
     if found is None:
-        return None
-    gemms, factor, busy_pct = found
-    return _opportunity(events, gemms, factor, n_steps, step_us, baseline, {
+        return []
+    gemms, fp32, busy_pct = found
+    peak = peak_for(device)
+    entries = [(float(peak.for_dtype("tf32") or 0.0), {
         "cause": "fp32_matmul", "fix": "tf32", "factor_key": "tf32_over_fp32_peak",
-        "busy_pct": busy_pct, "hint": HINT + (BF16 if busy_pct >= COMPUTE_FROM_PCT else
-                                              NOT_BF16.format(busy=busy_pct))})
-
-
-def bf16_matmuls(events: pd.DataFrame, n_steps: int, step_us: float, device: str | None,
-                 baseline: Sequence[Change] = ()) -> dict[str, Any] | None:
-    """The `bf16_matmul` opportunity (the module doc) where the steps' GPU is busy
-    COMPUTE_FROM_PCT or more, with its prediction, or None."""
-    found = _evidence(events, n_steps, step_us, device, "bf16")
-    if found is None or found[2] < COMPUTE_FROM_PCT:
-        return None
-    gemms, factor, busy_pct = found
-    return _opportunity(events, gemms, factor, n_steps, step_us, baseline, {
-        "cause": "bf16_matmul", "fix": "bf16-autocast", "factor_key": "bf16_over_fp32_peak",
-        "busy_pct": busy_pct, "hint": BF16_HINT})
+        "hint": HINT + (BF16 if busy_pct >= COMPUTE_FROM_PCT else
+                        NOT_BF16.format(busy=busy_pct))})]
+    bf16 = peak.for_dtype("bf16")
+    if bf16 and busy_pct >= COMPUTE_FROM_PCT:
+        entries.append((float(bf16), {"cause": "bf16_matmul", "fix": "bf16-autocast",
+                                      "factor_key": "bf16_over_fp32_peak", "hint": BF16_HINT}))
+    out = [_opportunity(events, gemms, faster / fp32, n_steps, step_us, baseline,
+                        {**entry, "busy_pct": busy_pct}) for faster, entry in entries]
+    return [o for o in out if o is not None]
 
 
 def _opportunity(events: pd.DataFrame, gemms: pd.DataFrame, factor: float, n_steps: int,

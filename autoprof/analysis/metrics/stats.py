@@ -81,6 +81,14 @@ def cpu_mask(events: pd.DataFrame) -> np.ndarray:
     return isin_mask(events["lane"], ("cpu",))
 
 
+def steps_gpu_busy_pct(events: pd.DataFrame, n_steps: int, step_us: float) -> float:
+    """The share of `n_steps` profiled steps of `step_us` each that GPU work covers, in %
+    (the union of the steps' GPU items over the steps' total time)."""
+    busy = events["is_gpu_work"].to_numpy(dtype=bool) & (events["step"] >= 0).to_numpy()
+    return 100.0 * union_length(events["ts_us"].to_numpy(float)[busy],
+                                events["end_us"].to_numpy(float)[busy]) / (n_steps * step_us)
+
+
 def cpu_work_mask(events: pd.DataFrame) -> np.ndarray:
     """Boolean mask of the CPU-lane rows that are the program's work (the profiler's own
     whole-trace span excluded)."""

@@ -7,19 +7,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from support.attrbuild import Trace
 from support.store import committed
 
 import autoprof
-from autoprof.analysis.diagnose.tf32 import BF16, MIN_TF32_KERNEL_US, bf16_matmuls, fp32_matmuls
+from autoprof.analysis.diagnose.tf32 import BF16, MIN_TF32_KERNEL_US, matmul_fixes
 from autoprof.analysis.metrics.peaks import peak_for
 from autoprof.analysis.metrics.verdict import COMPUTE_FROM_PCT
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "data" / "gpu_h100_catalogue"
 H100 = "NVIDIA H100 80GB HBM3"
 SGEMM = "ampere_sgemm_128x64_nn"
+
+
+def _entry(cause: str, events: pd.DataFrame, device: str | None) -> dict[str, Any] | None:
+    """`matmul_fixes`'s opportunity of `cause` on three 1000 us steps, or None."""
+    return next((o for o in matmul_fixes(events, 3, 1000.0, device) if o["cause"] == cause),
+                None)
+
+
+def fp32_matmuls(events: pd.DataFrame, device: str | None) -> dict[str, Any] | None:
+    return _entry("fp32_matmul", events, device)
+
+
+def bf16_matmuls(events: pd.DataFrame, device: str | None) -> dict[str, Any] | None:
+    return _entry("bf16_matmul", events, device)
 
 
 def _trace(gemm: str, gemm_us: float, other_us: float = 50.0) -> Trace:
@@ -37,7 +53,7 @@ def _trace(gemm: str, gemm_us: float, other_us: float = 50.0) -> Trace:
 
 
 def test_simt_gemms_holding_the_gpu_are_offered_tf32_at_the_ratio_of_peaks() -> None:
-    got = fp32_matmuls(_trace(SGEMM, 800.0).frame(), 3, 1000.0, H100)
+    got = fp32_matmuls(_trace(SGEMM, 800.0).frame(), H100)
     assert got is not None and got["fix"] == "tf32" and got["cause"] == "fp32_matmul"
     peak = peak_for(H100)
     factor = float(peak.for_dtype("tf32") or 0) / float(peak.for_dtype("fp32") or 1)
@@ -49,7 +65,7 @@ def test_simt_gemms_holding_the_gpu_are_offered_tf32_at_the_ratio_of_peaks() -> 
 
 def test_a_mid_sized_product_is_sped_up_only_to_the_shortest_tf32_kernel() -> None:
     """A 50 us SIMT GEMM: its TF32 kernel takes MIN_TF32_KERNEL_US, 2x, not the peak ratio."""
-    got = fp32_matmuls(_trace(SGEMM, 50.0, other_us=5.0).frame(), 3, 1000.0, H100)
+    got = fp32_matmuls(_trace(SGEMM, 50.0, other_us=5.0).frame(), H100)
     assert got is not None
     assert got["us_per_step"] == pytest.approx(50.0 - MIN_TF32_KERNEL_US)
 
@@ -63,7 +79,7 @@ def test_a_mid_sized_product_is_sped_up_only_to_the_shortest_tf32_kernel() -> No
 ])
 def test_no_finding_without_its_evidence_or_below_its_share(gemm: str, gemm_us: float,
                                                             device: str | None) -> None:
-    assert fp32_matmuls(_trace(gemm, gemm_us).frame(), 3, 1000.0, device) is None
+    assert fp32_matmuls(_trace(gemm, gemm_us).frame(), device) is None
 
 
 @pytest.mark.slow
@@ -116,7 +132,7 @@ def test_bf16_is_estimated_beside_tf32_only_where_the_gpu_is_busy_most_of_the_st
     """The same SIMT GEMMs: bf16 at its own peak ratio (more than TF32's) where the GPU is
     busy most of the step, nothing where it mostly waits."""
     busy = _trace(SGEMM, 800.0).frame()
-    tf32, bf16 = (fp32_matmuls(busy, 3, 1000.0, H100), bf16_matmuls(busy, 3, 1000.0, H100))
+    tf32, bf16 = (fp32_matmuls(busy, H100), bf16_matmuls(busy, H100))
     assert tf32 is not None and bf16 is not None
     assert bf16["fix"] == "bf16-autocast" and bf16["cause"] == "bf16_matmul"
     peak = peak_for(H100)
@@ -127,8 +143,8 @@ def test_bf16_is_estimated_beside_tf32_only_where_the_gpu_is_busy_most_of_the_st
     assert "autocast" in bf16["hint"]
     # 200 us of GEMM in a 1000 us step: the GPU waits most of it
     idle = _trace(SGEMM, 200.0).frame()
-    assert fp32_matmuls(idle, 3, 1000.0, H100) is not None
-    assert bf16_matmuls(idle, 3, 1000.0, H100) is None
+    assert fp32_matmuls(idle, H100) is not None
+    assert bf16_matmuls(idle, H100) is None
 
 
 @pytest.mark.slow
